@@ -1,0 +1,139 @@
+//! Keys and values are byte strings.
+//!
+//! In JSON a key is a string: printable ASCII other than `%` is kept as is, every other
+//! byte is written `%XX`, so any byte string round-trips and readable keys stay readable.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+
+/// A key: an arbitrary byte string.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Key(pub Vec<u8>);
+
+/// A value: an arbitrary byte string.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize)]
+pub struct Value(pub Vec<u8>);
+
+impl Key {
+    /// Builds a key from anything byte-like.
+    pub fn new(b: impl Into<Vec<u8>>) -> Key {
+        Key(b.into())
+    }
+    /// The raw bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+    /// A stable 64-bit FNV-1a hash, used for sharding (stable across runs and platforms).
+    pub fn stable_hash(&self) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in &self.0 {
+            h ^= *b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        h
+    }
+    /// Encodes as the escaped text form described in the module docs.
+    pub fn to_text(&self) -> String {
+        let mut s = String::with_capacity(self.0.len());
+        for &b in &self.0 {
+            if (0x20..0x7f).contains(&b) && b != b'%' {
+                s.push(b as char);
+            } else {
+                s.push_str(&format!("%{b:02X}"));
+            }
+        }
+        s
+    }
+    /// Decodes the escaped text form.
+    pub fn from_text(s: &str) -> Result<Key, String> {
+        let bytes = s.as_bytes();
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] == b'%' {
+                let hex = s
+                    .get(i + 1..i + 3)
+                    .ok_or_else(|| format!("bad key `{s}`: truncated %XX escape"))?;
+                let b = u8::from_str_radix(hex, 16)
+                    .map_err(|_| format!("bad key `{s}`: `%{hex}` is not a hex byte"))?;
+                out.push(b);
+                i += 3;
+            } else {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+        Ok(Key(out))
+    }
+}
+
+impl From<&str> for Key {
+    fn from(s: &str) -> Key {
+        Key(s.as_bytes().to_vec())
+    }
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.to_text())
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.to_text())
+    }
+}
+
+impl fmt::Debug for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Value({}B)", self.0.len())
+    }
+}
+
+impl Value {
+    /// A value holding a little-endian u64 (used by counters and balances).
+    pub fn from_u64(v: u64) -> Value {
+        Value(v.to_le_bytes().to_vec())
+    }
+    /// Reads the value as a little-endian u64 if it is exactly eight bytes.
+    pub fn as_u64(&self) -> Option<u64> {
+        let b: [u8; 8] = self.0.as_slice().try_into().ok()?;
+        Some(u64::from_le_bytes(b))
+    }
+}
+
+impl Serialize for Key {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_text())
+    }
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Key::from_text(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn key_text_round_trips(bytes in proptest::collection::vec(any::<u8>(), 0..40)) {
+            let k = Key(bytes);
+            prop_assert_eq!(Key::from_text(&k.to_text()).unwrap(), k);
+        }
+    }
+
+    #[test]
+    fn readable_keys_stay_readable() {
+        assert_eq!(Key::from("user42").to_text(), "user42");
+        assert_eq!(Key(vec![0, b'%']).to_text(), "%00%25");
+        assert!(Key::from_text("%4").is_err());
+        assert!(Key::from_text("%zz").is_err());
+    }
+}

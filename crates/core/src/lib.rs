@@ -1,0 +1,19 @@
+//! Meridian's bottom layer: identifiers, keys and values, virtual time, topologies and
+//! placement, the sans-IO [`Actor`] contract every protocol role implements, and the
+//! history records the checker consumes.
+//!
+//! Nothing here touches a socket, a thread or a wall clock.
+
+pub mod actor;
+pub mod history;
+pub mod ids;
+pub mod key;
+pub mod time;
+pub mod topology;
+
+pub use actor::{rng_for, Actor, Command, Ctx, Rng, TimerId, Work};
+pub use history::{KeyState, Outcome, ReadRec, ReplicaSnapshot, TxnRecord, WriteRec};
+pub use ids::{ClientId, DcId, NodeId, ShardId, TxnId, VersionId};
+pub use key::{Key, Value};
+pub use time::{ms, secs, Time};
+pub use topology::{HomeRule, Layout, Placement, Topology, TopologyError};
