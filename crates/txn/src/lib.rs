@@ -1,0 +1,344 @@
+//! Transaction programs (DESIGN.md, "Transactions").
+//!
+//! A program is deterministic code over `read(key)` / `write(key, value)` with
+//! arguments, registered by name so every node can run it. It is executed by
+//! **replay**: [`Execution::step`] runs the program from the top against the reads
+//! made so far; the first read whose value is not yet known stops the run with
+//! [`Step::Read`]. The caller fetches that value however its protocol does and calls
+//! [`Execution::supply`]. This serves the three execution styles:
+//!
+//! - *interactive* (2PC, Replicated Commit, ...): a client steps, reads remotely,
+//!   supplies, and commits the buffered writes when the program finishes;
+//! - *shipped* (CrossStitch): the [`Execution`] (call + reads so far) is plain data
+//!   that travels from server to server, each running one more step;
+//! - *pre-declared* (Catenae): [`Program::declared_keys`] gives the key set up front.
+//!
+//! Reads of a key the transaction already wrote return the buffered write, and a
+//! second read of a key returns the first read's value (repeatable reads); neither
+//! goes to a server. A program may abort itself with [`Tx::abort`].
+
+use meridian_core::{Key, Value};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+/// A program argument.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Arg {
+    /// An integer.
+    U64(u64),
+    /// A key.
+    Key(Key),
+    /// Raw bytes.
+    Bytes(Vec<u8>),
+}
+
+/// A request to run a registered program with arguments.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Call {
+    /// Registered program name.
+    pub program: String,
+    /// Arguments.
+    pub args: Vec<Arg>,
+}
+
+/// Why a program run stopped early.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// The value of this key is needed and not yet known.
+    NeedRead(Key),
+    /// The program aborted itself.
+    Abort(String),
+    /// The program was called wrongly (bad arguments) or behaved non-deterministically.
+    Fault(String),
+}
+
+impl fmt::Display for Stop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Stop::NeedRead(k) => write!(f, "needs read of {k}"),
+            Stop::Abort(r) => write!(f, "user abort: {r}"),
+            Stop::Fault(r) => write!(f, "program fault: {r}"),
+        }
+    }
+}
+
+/// The handle a program reads and writes through.
+pub struct Tx<'a> {
+    known: &'a [(Key, Option<Value>)],
+    index: &'a HashMap<Key, usize>,
+    writes: Vec<(Key, Value)>,
+    output: Option<Value>,
+}
+
+impl Tx<'_> {
+    /// Reads a key: own write, else an earlier read, else stops with `NeedRead`.
+    pub fn read(&mut self, key: &Key) -> Result<Option<Value>, Stop> {
+        if let Some((_, v)) = self.writes.iter().rev().find(|(k, _)| k == key) {
+            return Ok(Some(v.clone()));
+        }
+        match self.index.get(key) {
+            Some(&i) => Ok(self.known[i].1.clone()),
+            None => Err(Stop::NeedRead(key.clone())),
+        }
+    }
+    /// Reads a key holding a little-endian u64 (missing or malformed reads as `default`).
+    pub fn read_u64(&mut self, key: &Key, default: u64) -> Result<u64, Stop> {
+        Ok(self.read(key)?.and_then(|v| v.as_u64()).unwrap_or(default))
+    }
+    /// Buffers a write.
+    pub fn write(&mut self, key: Key, value: Value) {
+        self.writes.push((key, value));
+    }
+    /// Sets the value returned to the client.
+    pub fn set_output(&mut self, v: Value) {
+        self.output = Some(v);
+    }
+    /// Builds a user-abort stop: `return Err(tx.abort("reason"))`.
+    pub fn abort(&self, reason: impl Into<String>) -> Stop {
+        Stop::Abort(reason.into())
+    }
+}
+
+/// A registered, deterministic transaction program.
+pub trait Program: Send + Sync {
+    /// Registered name.
+    fn name(&self) -> &'static str;
+    /// The key set, when it can be known before execution (pre-declared protocols).
+    fn declared_keys(&self, _args: &[Arg]) -> Option<Vec<Key>> {
+        None
+    }
+    /// Runs the program; must be a pure function of `args` and the values read.
+    fn run(&self, args: &[Arg], tx: &mut Tx<'_>) -> Result<(), Stop>;
+}
+
+/// Programs by name.
+#[derive(Clone, Default)]
+pub struct Registry {
+    programs: HashMap<String, Arc<dyn Program>>,
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut names: Vec<&String> = self.programs.keys().collect();
+        names.sort();
+        write!(f, "Registry{names:?}")
+    }
+}
+
+/// An error running a call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TxnError {
+    /// No program with that name.
+    #[error("unknown program `{0}`")]
+    UnknownProgram(String),
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Registers a program under its name (replacing one of the same name).
+    pub fn register(&mut self, p: Arc<dyn Program>) {
+        self.programs.insert(p.name().to_string(), p);
+    }
+    /// Looks a program up.
+    pub fn get(&self, name: &str) -> Result<&Arc<dyn Program>, TxnError> {
+        self.programs
+            .get(name)
+            .ok_or_else(|| TxnError::UnknownProgram(name.to_string()))
+    }
+}
+
+/// What an execution needs next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Read this key and [`Execution::supply`] its value.
+    Read(Key),
+    /// The program finished; commit these writes (program order; the last write to a
+    /// key wins).
+    Done {
+        /// Writes in program order.
+        writes: Vec<(Key, Value)>,
+        /// The program's output, if any.
+        output: Option<Value>,
+    },
+    /// The program aborted itself (or faulted); nothing may be written.
+    Abort(String),
+}
+
+/// A program run in progress: the call plus the reads made so far. Plain data, so it
+/// can be shipped between servers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Execution {
+    /// What is being run.
+    pub call: Call,
+    reads: Vec<(Key, Option<Value>)>,
+    #[serde(skip)]
+    index: HashMap<Key, usize>,
+}
+
+impl Execution {
+    /// Starts running a call.
+    pub fn new(call: Call) -> Self {
+        Execution {
+            call,
+            reads: Vec::new(),
+            index: HashMap::new(),
+        }
+    }
+
+    /// Runs the program from the top against the known reads.
+    pub fn step(&mut self, reg: &Registry) -> Result<Step, TxnError> {
+        let prog = reg.get(&self.call.program)?;
+        if self.index.len() != self.reads.len() {
+            self.reindex();
+        }
+        let mut tx = Tx {
+            known: &self.reads,
+            index: &self.index,
+            writes: Vec::new(),
+            output: None,
+        };
+        Ok(match prog.run(&self.call.args, &mut tx) {
+            Ok(()) => Step::Done {
+                writes: tx.writes,
+                output: tx.output,
+            },
+            Err(Stop::NeedRead(k)) => Step::Read(k),
+            Err(Stop::Abort(r)) => Step::Abort(r),
+            Err(Stop::Fault(r)) => Step::Abort(format!("program fault: {r}")),
+        })
+    }
+
+    /// Supplies the value of a read the last step asked for. A second value for a key
+    /// already known is ignored (the first read stands).
+    pub fn supply(&mut self, key: Key, value: Option<Value>) {
+        if self.index.len() != self.reads.len() {
+            self.reindex();
+        }
+        if !self.index.contains_key(&key) {
+            self.index.insert(key.clone(), self.reads.len());
+            self.reads.push((key, value));
+        }
+    }
+
+    /// The reads made so far, in order.
+    pub fn reads(&self) -> &[(Key, Option<Value>)] {
+        &self.reads
+    }
+
+    fn reindex(&mut self) {
+        self.index = self
+            .reads
+            .iter()
+            .enumerate()
+            .map(|(i, (k, _))| (k.clone(), i))
+            .collect();
+    }
+}
+
+/// Reads a `U64` argument or reports which one is missing.
+pub fn arg_u64(args: &[Arg], i: usize, what: &str) -> Result<u64, Stop> {
+    match args.get(i) {
+        Some(Arg::U64(v)) => Ok(*v),
+        _ => Err(Stop::Fault(format!("argument {i} ({what}) must be an integer"))),
+    }
+}
+
+/// Reads a `Key` argument or reports which one is missing.
+pub fn arg_key<'a>(args: &'a [Arg], i: usize, what: &str) -> Result<&'a Key, Stop> {
+    match args.get(i) {
+        Some(Arg::Key(k)) => Ok(k),
+        _ => Err(Stop::Fault(format!("argument {i} ({what}) must be a key"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads `a`; if it is >= 10 aborts; else writes `a+1` to `a` and to the key named
+    /// by argument 0, then reads `a` again (own write).
+    struct Incr;
+    impl Program for Incr {
+        fn name(&self) -> &'static str {
+            "incr"
+        }
+        fn run(&self, args: &[Arg], tx: &mut Tx<'_>) -> Result<(), Stop> {
+            let other = arg_key(args, 0, "other")?.clone();
+            let a = Key::from("a");
+            let v = tx.read_u64(&a, 0)?;
+            if v >= 10 {
+                return Err(tx.abort("too big"));
+            }
+            tx.write(a.clone(), Value::from_u64(v + 1));
+            tx.write(other, Value::from_u64(v + 1));
+            let again = tx.read_u64(&a, 0)?;
+            tx.set_output(Value::from_u64(again));
+            Ok(())
+        }
+    }
+
+    fn reg() -> Registry {
+        let mut r = Registry::new();
+        r.register(Arc::new(Incr));
+        r
+    }
+
+    #[test]
+    fn replay_asks_for_each_read_once_and_reads_own_writes() {
+        let r = reg();
+        let mut e = Execution::new(Call {
+            program: "incr".into(),
+            args: vec![Arg::Key(Key::from("b"))],
+        });
+        assert_eq!(e.step(&r).unwrap(), Step::Read(Key::from("a")));
+        e.supply(Key::from("a"), Some(Value::from_u64(4)));
+        match e.step(&r).unwrap() {
+            Step::Done { writes, output } => {
+                assert_eq!(writes.len(), 2);
+                assert_eq!(output, Some(Value::from_u64(5)));
+            }
+            s => panic!("unexpected {s:?}"),
+        }
+        assert_eq!(e.reads().len(), 1);
+    }
+
+    #[test]
+    fn user_abort_and_bad_args_and_unknown_program() {
+        let r = reg();
+        let mut e = Execution::new(Call {
+            program: "incr".into(),
+            args: vec![Arg::Key(Key::from("b"))],
+        });
+        e.supply(Key::from("a"), Some(Value::from_u64(10)));
+        assert_eq!(e.step(&r).unwrap(), Step::Abort("too big".into()));
+        let mut bad = Execution::new(Call {
+            program: "incr".into(),
+            args: vec![],
+        });
+        assert!(matches!(bad.step(&r).unwrap(), Step::Abort(m) if m.contains("argument 0")));
+        let mut none = Execution::new(Call {
+            program: "nope".into(),
+            args: vec![],
+        });
+        assert_eq!(none.step(&r), Err(TxnError::UnknownProgram("nope".into())));
+    }
+
+    #[test]
+    fn execution_survives_serialization_for_shipping() {
+        let r = reg();
+        let mut e = Execution::new(Call {
+            program: "incr".into(),
+            args: vec![Arg::Key(Key::from("b"))],
+        });
+        e.supply(Key::from("a"), Some(Value::from_u64(1)));
+        let json = serde_json::to_string(&e).unwrap();
+        let mut back: Execution = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.reads(), e.reads());
+        assert!(matches!(back.step(&r).unwrap(), Step::Done { .. }));
+    }
+}
