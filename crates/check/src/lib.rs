@@ -1,0 +1,555 @@
+//! The history checker (DESIGN.md, "Checker").
+//!
+//! Input: a [`History`]: every transaction's reads (key → version observed) and writes
+//! (key → version created), its outcome and real-time interval, and the committed state
+//! of every replica at the end of the run. Every version is unique (`VersionId` =
+//! writer + write index), so a read identifies exactly which write it saw.
+//!
+//! The per-key **version order** is the order of versions in the replicas' chains (all
+//! replicas of a key must agree; disagreement is reported as [`Kind::Divergent`]).
+//! From it the checker builds Adya's direct serialization graph over the committed
+//! transactions, with
+//! `ww` (consecutive versions), `wr` (writer → reader) and `rw` (reader of a version →
+//! writer of the next version) edges, and reports:
+//!
+//! - **G0** a cycle of `ww` edges (dirty write);
+//! - **G1a** a read of an aborted (or never-installed) write; also an aborted
+//!   transaction's version found installed;
+//! - **G1b** a read of a transaction's intermediate (non-final) write;
+//! - **G1c** a cycle of `ww`/`wr` edges (circular information flow);
+//! - **G-single** a cycle with exactly one `rw` edge (read skew); a two-transaction
+//!   G-single where both read the same version of a key and both wrote it is reported
+//!   as **lost update**;
+//! - **G2** a cycle with two or more `rw` edges (write skew);
+//! - **fractured read**: a transaction saw one write of another transaction but an
+//!   older version of a key that the other also wrote (atomic visibility broken);
+//! - **real-time**: with real-time edges added (T1 ended before T2 started), a cycle
+//!   appears; reported only when the protocol claims strict serializability;
+//! - **not durable**: an acknowledged commit's version is missing from a replica that
+//!   should hold the key; **divergent**: replicas of a key disagree.
+//!
+//! Each cycle is printed as the cycle itself, e.g. `1:3 -rw(x)-> 2:5 -wr(y)-> 1:3`.
+//!
+//! Transactions whose outcome is unknown (client crashed, run cut off) count as
+//! committed if any of their versions is installed at some replica, else as aborted.
+
+mod graph;
+pub mod jsonl;
+
+use graph::{Edge, EdgeKind, Graph};
+use meridian_core::{shard_of, Key, NodeId, Outcome, ReplicaSnapshot, TxnId, TxnRecord, VersionId};
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+
+/// Run-wide facts the checker needs besides the transactions.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    /// Protocol that produced the history.
+    pub protocol: String,
+    /// Whether the protocol claims strict serializability (real-time order).
+    pub strict: bool,
+    /// Number of shards (keys map to shards by [`meridian_core::shard_of`]).
+    pub shards: u32,
+    /// Nodes that must hold each shard at the end of the run.
+    pub shard_replicas: Vec<Vec<NodeId>>,
+}
+
+/// A complete history: metadata, transactions, final replica states.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct History {
+    /// Run-wide facts.
+    pub meta: Meta,
+    /// Every transaction started.
+    pub txns: Vec<TxnRecord>,
+    /// Final committed state of every server.
+    pub replicas: Vec<ReplicaSnapshot>,
+}
+
+/// Anomaly class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Kind {
+    /// Dirty write: cycle of ww edges.
+    G0,
+    /// Aborted read.
+    G1a,
+    /// Intermediate read.
+    G1b,
+    /// Circular information flow: cycle of ww/wr edges.
+    G1c,
+    /// Read skew: cycle with exactly one rw edge.
+    #[serde(rename = "G-single")]
+    GSingle,
+    /// Write skew: cycle with two or more rw edges.
+    G2,
+    /// Two transactions read the same version and both overwrote it.
+    #[serde(rename = "lost-update")]
+    LostUpdate,
+    /// A transaction saw part of another's writes.
+    #[serde(rename = "fractured-read")]
+    FracturedRead,
+    /// Real-time order violated (strict serializability).
+    #[serde(rename = "real-time")]
+    RealTime,
+    /// An acknowledged commit is missing from a replica.
+    #[serde(rename = "not-durable")]
+    NotDurable,
+    /// Replicas of a key disagree.
+    Divergent,
+    /// A replica holds a version no transaction wrote.
+    #[serde(rename = "unexplained-version")]
+    UnexplainedVersion,
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = serde_json::to_value(self).ok();
+        let name = s.as_ref().and_then(|v| v.as_str()).unwrap_or("?");
+        f.write_str(name)
+    }
+}
+
+impl Kind {
+    /// Whether this anomaly breaks serializability.
+    pub fn breaks_serializability(self) -> bool {
+        use Kind::*;
+        matches!(self, G0 | G1a | G1b | G1c | GSingle | G2 | LostUpdate | FracturedRead)
+    }
+    /// Whether this anomaly breaks atomicity.
+    pub fn breaks_atomicity(self) -> bool {
+        matches!(self, Kind::G1a | Kind::G1b | Kind::FracturedRead)
+    }
+    /// Whether this anomaly breaks durability or convergence.
+    pub fn breaks_durability(self) -> bool {
+        matches!(self, Kind::NotDurable | Kind::Divergent | Kind::UnexplainedVersion)
+    }
+}
+
+/// One anomaly found.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Anomaly {
+    /// Its class.
+    pub kind: Kind,
+    /// Transactions involved.
+    pub txns: Vec<TxnId>,
+    /// Human-readable evidence (the cycle, the key, the node).
+    pub detail: String,
+}
+
+impl fmt::Display for Anomaly {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind, self.detail)
+    }
+}
+
+/// The checker's verdict.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// No serializability anomaly.
+    pub serializable: bool,
+    /// No real-time violation either (computed whether or not the protocol claims it).
+    pub strict_serializable: bool,
+    /// No atomicity anomaly.
+    pub atomic: bool,
+    /// Every acknowledged commit present at every replica that should hold it, and
+    /// replicas agree.
+    pub durable: bool,
+    /// Everything found (real-time anomalies only if the protocol claims strictness).
+    pub anomalies: Vec<Anomaly>,
+    /// Committed transactions checked.
+    pub committed: usize,
+}
+
+impl Report {
+    /// Whether the history is clean for the protocol's claims.
+    pub fn ok(&self) -> bool {
+        self.anomalies.is_empty()
+    }
+    /// Anomaly kinds found, deduplicated, in order of first appearance.
+    pub fn kinds(&self) -> Vec<Kind> {
+        let mut v = vec![];
+        for a in &self.anomalies {
+            if !v.contains(&a.kind) {
+                v.push(a.kind);
+            }
+        }
+        v
+    }
+}
+
+/// Upper bound on anomalies of one kind listed in a report (the verdict is unaffected).
+const MAX_PER_KIND: usize = 20;
+
+struct Checker<'h> {
+    h: &'h History,
+    /// Index of each committed (or installed-unknown) txn.
+    node_of: HashMap<TxnId, usize>,
+    txn_of: Vec<&'h TxnRecord>,
+    by_id: HashMap<TxnId, &'h TxnRecord>,
+    /// Per key: version order.
+    order: HashMap<&'h Key, &'h [VersionId]>,
+    /// Position of a version in its key's order.
+    pos: HashMap<VersionId, usize>,
+    anomalies: Vec<Anomaly>,
+}
+
+/// Checks a history.
+pub fn check(h: &History) -> Report {
+    let mut c = Checker::new(h);
+    c.run();
+    let mut anomalies = c.anomalies;
+    let strict_ok = !anomalies.iter().any(|a| a.kind == Kind::RealTime);
+    if !h.meta.strict {
+        anomalies.retain(|a| a.kind != Kind::RealTime);
+    }
+    // keep the report bounded
+    let mut per: HashMap<Kind, usize> = HashMap::new();
+    anomalies.retain(|a| {
+        let n = per.entry(a.kind).or_default();
+        *n += 1;
+        *n <= MAX_PER_KIND
+    });
+    let serializable = !anomalies.iter().any(|a| a.kind.breaks_serializability());
+    Report {
+        serializable,
+        strict_serializable: serializable && strict_ok,
+        atomic: !anomalies.iter().any(|a| a.kind.breaks_atomicity()),
+        durable: !anomalies.iter().any(|a| a.kind.breaks_durability()),
+        anomalies,
+        committed: c.txn_of.len(),
+    }
+}
+
+impl<'h> Checker<'h> {
+    fn new(h: &'h History) -> Self {
+        let by_id: HashMap<TxnId, &TxnRecord> = h.txns.iter().map(|t| (t.id, t)).collect();
+        Checker {
+            h,
+            node_of: HashMap::new(),
+            txn_of: vec![],
+            by_id,
+            order: HashMap::new(),
+            pos: HashMap::new(),
+            anomalies: vec![],
+        }
+    }
+
+    fn push(&mut self, kind: Kind, txns: Vec<TxnId>, detail: String) {
+        self.anomalies.push(Anomaly { kind, txns, detail });
+    }
+
+    fn run(&mut self) {
+        self.version_order();
+        self.committed_set();
+        self.durability();
+        let g = self.build_graph();
+        self.cycles(&g);
+        self.real_time(&g);
+    }
+
+    /// Version order per key from the replicas; replicas of a key must agree.
+    fn version_order(&mut self) {
+        let h = self.h;
+        let mut first: HashMap<&Key, (NodeId, &[VersionId])> = HashMap::new();
+        let mut divergent: HashSet<&Key> = HashSet::new();
+        for r in &h.replicas {
+            for (k, st) in &r.keys {
+                match first.get(k) {
+                    None => {
+                        first.insert(k, (r.node, &st.versions));
+                    }
+                    Some((n0, v0)) => {
+                        if *v0 != st.versions.as_slice() && divergent.insert(k) {
+                            let d = format!(
+                                "key {k}: {n0} has [{}] but {} has [{}]",
+                                fmt_versions(v0),
+                                r.node,
+                                fmt_versions(&st.versions)
+                            );
+                            self.push(Kind::Divergent, vec![], d);
+                        }
+                        // keep the longest chain as the order
+                        if st.versions.len() > v0.len() {
+                            first.insert(k, (r.node, &st.versions));
+                        }
+                    }
+                }
+            }
+        }
+        for (k, (_, vs)) in first {
+            for (i, v) in vs.iter().enumerate() {
+                self.pos.insert(*v, i);
+            }
+            self.order.insert(k, vs);
+        }
+    }
+
+    fn installed(&self, v: &VersionId) -> bool {
+        self.pos.contains_key(v)
+    }
+
+    fn committed_set(&mut self) {
+        let h = self.h;
+        for t in &h.txns {
+            let counts = match t.outcome {
+                Outcome::Committed => true,
+                Outcome::Aborted => false,
+                Outcome::Unknown => t.writes.iter().any(|w| self.installed(&w.version)),
+            };
+            if counts {
+                self.node_of.insert(t.id, self.txn_of.len());
+                self.txn_of.push(t);
+            }
+        }
+        // installed versions must belong to committed transactions' final writes
+        let mut bad = vec![];
+        for (k, vs) in &self.order {
+            for v in vs.iter() {
+                match self.by_id.get(&v.txn) {
+                    None => bad.push((Kind::UnexplainedVersion, vec![], format!("key {k}: version {v} written by no recorded transaction"))),
+                    Some(t) if t.outcome == Outcome::Aborted => bad.push((
+                        Kind::G1a,
+                        vec![t.id],
+                        format!("key {k}: version {v} of aborted transaction {} is installed", t.id),
+                    )),
+                    Some(t) => {
+                        let is_final = t.final_writes().get(k) == Some(v);
+                        if !is_final {
+                            bad.push((
+                                Kind::G1b,
+                                vec![t.id],
+                                format!("key {k}: intermediate version {v} of {} is installed", t.id),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        for (k, t, d) in bad {
+            self.push(k, t, d);
+        }
+    }
+
+    fn durability(&mut self) {
+        let h = self.h;
+        let snap: HashMap<NodeId, &ReplicaSnapshot> = h.replicas.iter().map(|r| (r.node, r)).collect();
+        let mut found = vec![];
+        for t in h.txns.iter().filter(|t| t.outcome == Outcome::Committed) {
+            for (k, v) in t.final_writes() {
+                let s = shard_of(k, h.meta.shards);
+                let Some(nodes) = h.meta.shard_replicas.get(s.0 as usize) else {
+                    continue;
+                };
+                for n in nodes {
+                    let has = snap
+                        .get(n)
+                        .and_then(|r| r.keys.get(k))
+                        .is_some_and(|st| st.versions.contains(&v));
+                    if !has {
+                        found.push((t.id, format!("committed {} wrote {k}={v} but replica {n} lacks it", t.id)));
+                    }
+                }
+            }
+        }
+        for (t, d) in found {
+            self.push(Kind::NotDurable, vec![t], d);
+        }
+    }
+
+    fn build_graph(&mut self) -> Graph {
+        let n = self.txn_of.len();
+        let mut g = Graph::new(n);
+        let mut keys: Vec<&'h Key> = vec![];
+        let mut key_ix: HashMap<&'h Key, u32> = HashMap::new();
+        let mut kid = |k: &'h Key, keys: &mut Vec<&'h Key>| -> u32 {
+            *key_ix.entry(k).or_insert_with(|| {
+                keys.push(k);
+                keys.len() as u32 - 1
+            })
+        };
+        // ww edges
+        let orders: Vec<(&'h Key, &'h [VersionId])> = self.order.iter().map(|(k, v)| (*k, *v)).collect();
+        for (k, vs) in &orders {
+            let ki = kid(k, &mut keys);
+            for w in vs.windows(2) {
+                if let (Some(&a), Some(&b)) = (self.node_of.get(&w[0].txn), self.node_of.get(&w[1].txn)) {
+                    if a != b {
+                        g.add(a, b, EdgeKind::Ww, ki);
+                    }
+                }
+            }
+        }
+        let mut found = vec![];
+        // wr and rw edges, G1a/G1b, fractured reads
+        for (ti, t) in self.txn_of.clone().into_iter().enumerate() {
+            let read_pos: HashMap<&Key, Option<usize>> = t
+                .reads
+                .iter()
+                .map(|r| (&r.key, r.version.and_then(|v| self.pos.get(&v).copied())))
+                .collect();
+            for r in &t.reads {
+                let ki = kid(&r.key, &mut keys);
+                let order = self.order.get(&r.key).copied().unwrap_or(&[]);
+                let next = match r.version {
+                    None => order.first(),
+                    Some(v) => {
+                        if v.txn == t.id {
+                            continue;
+                        }
+                        let w = self.by_id.get(&v.txn);
+                        match w {
+                            None => {
+                                found.push((Kind::G1a, vec![t.id], format!("{} read {}={v}, written by no recorded transaction", t.id, r.key)));
+                                continue;
+                            }
+                            Some(w) => {
+                                if !self.node_of.contains_key(&w.id) {
+                                    found.push((Kind::G1a, vec![t.id, w.id], format!("{} read {}={v} written by {} which did not commit", t.id, r.key, w.id)));
+                                    continue;
+                                }
+                                if w.final_writes().get(&r.key) != Some(&v) {
+                                    found.push((Kind::G1b, vec![t.id, w.id], format!("{} read {}={v}, an intermediate write of {}", t.id, r.key, w.id)));
+                                    continue;
+                                }
+                                g.add(self.node_of[&w.id], ti, EdgeKind::Wr, ki);
+                                // fractured read: t saw w's write to r.key but an older
+                                // version of another key w wrote
+                                for (k2, v2) in w.final_writes() {
+                                    if let (Some(seen), Some(&wpos)) = (read_pos.get(k2), self.pos.get(&v2)) {
+                                        let older = match seen {
+                                            None => true,
+                                            Some(p) => *p < wpos,
+                                        };
+                                        if older {
+                                            found.push((Kind::FracturedRead, vec![t.id, w.id], format!("{} read {}={v} of {} but an older version of {k2} than {v2}", t.id, r.key, w.id)));
+                                        }
+                                    }
+                                }
+                                match self.pos.get(&v) {
+                                    Some(&p) => order.get(p + 1),
+                                    None => None,
+                                }
+                            }
+                        }
+                    }
+                };
+                if let Some(nv) = next {
+                    if let Some(&x) = self.node_of.get(&nv.txn) {
+                        if x != ti {
+                            g.add(ti, x, EdgeKind::Rw, ki);
+                        }
+                    }
+                }
+            }
+        }
+        for (k, t, d) in found {
+            self.push(k, t, d);
+        }
+        g.keys = keys.into_iter().cloned().collect();
+        g
+    }
+
+    fn fmt_cycle(&self, g: &Graph, cyc: &[Edge]) -> String {
+        let mut s = String::new();
+        for (i, e) in cyc.iter().enumerate() {
+            if i == 0 {
+                s.push_str(&self.txn_of[e.from].id.to_string());
+            }
+            s.push_str(&format!(" -{}({})-> {}", e.kind, g.keys[e.key as usize], self.txn_of[e.to].id));
+        }
+        s
+    }
+
+    fn cycles(&mut self, g: &Graph) {
+        for comp in g.sccs(|_| true) {
+            let (kind, cyc) = if let Some(c) = g.cycle_within(&comp, |k| k == EdgeKind::Ww) {
+                (Kind::G0, c)
+            } else if let Some(c) = g.cycle_within(&comp, |k| k != EdgeKind::Rw) {
+                (Kind::G1c, c)
+            } else if let Some(c) = g.single_rw_cycle(&comp) {
+                let kind = if self.is_lost_update(g, &c) { Kind::LostUpdate } else { Kind::GSingle };
+                (kind, c)
+            } else if let Some(c) = g.cycle_within(&comp, |_| true) {
+                (Kind::G2, c)
+            } else {
+                continue;
+            };
+            let txns = cyc.iter().map(|e| self.txn_of[e.from].id).collect();
+            let d = self.fmt_cycle(g, &cyc);
+            self.push(kind, txns, d);
+        }
+    }
+
+    /// A two-transaction cycle `a -rw(k)-> b -ww(k)-> a` where both read the same
+    /// version of `k`.
+    fn is_lost_update(&self, g: &Graph, cyc: &[Edge]) -> bool {
+        if cyc.len() != 2 || cyc[0].key != cyc[1].key {
+            return false;
+        }
+        let key = &g.keys[cyc[0].key as usize];
+        let (a, b) = (self.txn_of[cyc[0].from], self.txn_of[cyc[0].to]);
+        let read = |t: &TxnRecord| t.reads.iter().find(|r| &r.key == key).map(|r| r.version);
+        let wrote = |t: &TxnRecord| t.writes.iter().any(|w| &w.key == key);
+        matches!((read(a), read(b)), (Some(x), Some(y)) if x == y) && wrote(a) && wrote(b)
+    }
+
+    /// Adds real-time edges through a chain of time points (so the graph stays linear
+    /// in size) and looks for cycles that need them.
+    fn real_time(&mut self, g: &Graph) {
+        let n = self.txn_of.len();
+        // events: (time, 0 = start / 1 = end, txn index); starts sort before ends at
+        // equal times so that touching intervals are not ordered.
+        let mut ev: Vec<(u64, u8, usize)> = Vec::with_capacity(2 * n);
+        for (i, t) in self.txn_of.iter().enumerate() {
+            ev.push((t.start, 0, i));
+            if let (Outcome::Committed, Some(e)) = (t.outcome, t.end) {
+                ev.push((e, 1, i));
+            }
+        }
+        ev.sort_unstable();
+        let mut rt = g.clone();
+        rt.grow(ev.len());
+        for (j, &(_, kind, i)) in ev.iter().enumerate() {
+            let tp = n + j;
+            if j + 1 < ev.len() {
+                rt.add(tp, tp + 1, EdgeKind::Rt, 0);
+            }
+            if kind == 0 {
+                rt.add(tp, i, EdgeKind::Rt, 0);
+            } else {
+                rt.add(i, tp, EdgeKind::Rt, 0);
+            }
+        }
+        let dsg_cyclic: HashSet<usize> = g.sccs(|_| true).into_iter().flatten().collect();
+        for comp in rt.sccs(|_| true) {
+            let txns: Vec<usize> = comp.iter().copied().filter(|&x| x < n).collect();
+            if txns.len() < 2 || txns.iter().all(|x| dsg_cyclic.contains(x)) {
+                continue;
+            }
+            let Some(cyc) = rt.cycle_within(&comp, |_| true) else {
+                continue;
+            };
+            let path: Vec<String> = cyc
+                .iter()
+                .filter(|e| e.from < n)
+                .map(|e| {
+                    let t = self.txn_of[e.from];
+                    format!("{} [{}..{}]", t.id, t.start, t.end.unwrap_or(0))
+                })
+                .collect();
+            let ids = cyc.iter().filter(|e| e.from < n).map(|e| self.txn_of[e.from].id).collect();
+            self.push(
+                Kind::RealTime,
+                ids,
+                format!("serialization order contradicts real time: {}", path.join(" -> ")),
+            );
+        }
+    }
+}
+
+fn fmt_versions(v: &[VersionId]) -> String {
+    v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests;

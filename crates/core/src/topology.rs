@@ -403,6 +403,23 @@ impl Topology {
     }
 }
 
+/// The shard of `key` among `shards` shards (see the module docs).
+pub fn shard_of(key: &Key, shards: u32) -> ShardId {
+    let n = shards.max(1) as u64;
+    let b = key.as_bytes();
+    if b.first() == Some(&b'#') {
+        if let Some(end) = b.iter().position(|&c| c == b'/') {
+            if let Some(v) = std::str::from_utf8(&b[1..end])
+                .ok()
+                .and_then(|s| s.parse::<u64>().ok())
+            {
+                return ShardId((v % n) as u32);
+            }
+        }
+    }
+    ShardId((key.stable_hash() % n) as u32)
+}
+
 /// Which DC is a shard's home, for [`Placement::Home`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HomeRule {
@@ -517,16 +534,7 @@ impl Layout {
 
     /// The shard a key belongs to (see the module docs).
     pub fn shard_of(&self, key: &Key) -> ShardId {
-        let n = self.topology.shards as u64;
-        let b = key.as_bytes();
-        if b.first() == Some(&b'#') {
-            if let Some(end) = b.iter().position(|&c| c == b'/') {
-                if let Some(v) = std::str::from_utf8(&b[1..end]).ok().and_then(|s| s.parse::<u64>().ok()) {
-                    return ShardId((v % n) as u32);
-                }
-            }
-        }
-        ShardId((key.stable_hash() % n) as u32)
+        shard_of(key, self.topology.shards)
     }
 
     /// Replica nodes of a shard (primary first).

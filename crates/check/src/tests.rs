@@ -1,0 +1,310 @@
+//! Known-bad histories, one per anomaly class, each expecting that exact anomaly; and
+//! a property test that serial executions are always judged clean.
+
+use super::*;
+use meridian_core::{ClientId, DcId, KeyState, ReadRec, Value, WriteRec};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+fn tid(c: u32) -> TxnId {
+    TxnId { client: c, seq: 1 }
+}
+fn v(c: u32, w: u32) -> VersionId {
+    VersionId { txn: tid(c), seq: w }
+}
+
+/// A transaction `c` with reads (key, version) and writes (keys, numbered in order).
+fn txn(c: u32, reads: &[(&str, Option<VersionId>)], writes: &[&str]) -> TxnRecord {
+    TxnRecord {
+        id: tid(c),
+        client: ClientId(c),
+        node: NodeId(100 + c),
+        dc: DcId(0),
+        program: "t".into(),
+        start: c as u64 * 10,
+        commit_start: None,
+        end: Some(c as u64 * 10 + 5),
+        outcome: Outcome::Committed,
+        abort_reason: None,
+        reads: reads
+            .iter()
+            .map(|(k, v)| ReadRec {
+                key: Key::from(*k),
+                version: *v,
+            })
+            .collect(),
+        writes: writes
+            .iter()
+            .enumerate()
+            .map(|(i, k)| WriteRec {
+                key: Key::from(*k),
+                version: v(c, i as u32),
+            })
+            .collect(),
+        wan_trips: 0,
+    }
+}
+
+fn replica(node: u32, order: &[(&str, &[VersionId])]) -> ReplicaSnapshot {
+    ReplicaSnapshot {
+        node: NodeId(node),
+        keys: order
+            .iter()
+            .map(|(k, vs)| {
+                (
+                    Key::from(*k),
+                    KeyState {
+                        versions: vs.to_vec(),
+                        value: Some(Value::default()),
+                    },
+                )
+            })
+            .collect::<BTreeMap<_, _>>(),
+    }
+}
+
+fn hist(txns: Vec<TxnRecord>, order: &[(&str, &[VersionId])]) -> History {
+    History {
+        meta: Meta {
+            protocol: "test".into(),
+            strict: true,
+            shards: 1,
+            shard_replicas: vec![vec![NodeId(0)]],
+        },
+        txns,
+        replicas: vec![replica(0, order)],
+    }
+}
+
+fn kinds(h: &History) -> Vec<Kind> {
+    check(h).kinds()
+}
+
+#[test]
+fn clean_history_is_clean() {
+    let h = hist(
+        vec![
+            txn(1, &[], &["x"]),
+            txn(2, &[("x", Some(v(1, 0)))], &["y"]),
+            txn(3, &[("y", Some(v(2, 0))), ("x", Some(v(1, 0)))], &[]),
+        ],
+        &[("x", &[v(1, 0)]), ("y", &[v(2, 0)])],
+    );
+    let r = check(&h);
+    assert!(r.ok(), "{:?}", r.anomalies);
+    assert!(r.serializable && r.strict_serializable && r.atomic && r.durable);
+    assert_eq!(r.committed, 3);
+}
+
+#[test]
+fn g0_dirty_write() {
+    let h = hist(
+        vec![txn(1, &[], &["x", "y"]), txn(2, &[], &["x", "y"])],
+        &[("x", &[v(1, 0), v(2, 0)]), ("y", &[v(2, 1), v(1, 1)])],
+    );
+    let r = check(&h);
+    assert_eq!(r.kinds(), vec![Kind::G0]);
+    assert!(!r.serializable);
+    assert!(r.anomalies[0].detail.contains("-ww(x)->"), "{}", r.anomalies[0].detail);
+}
+
+#[test]
+fn g1a_aborted_read() {
+    let mut t1 = txn(1, &[], &["x"]);
+    t1.outcome = Outcome::Aborted;
+    let h = hist(vec![t1, txn(2, &[("x", Some(v(1, 0)))], &[])], &[]);
+    let r = check(&h);
+    assert_eq!(r.kinds(), vec![Kind::G1a]);
+    assert!(!r.atomic && !r.serializable);
+}
+
+#[test]
+fn g1a_aborted_version_installed() {
+    let mut t1 = txn(1, &[], &["x"]);
+    t1.outcome = Outcome::Aborted;
+    let h = hist(vec![t1], &[("x", &[v(1, 0)])]);
+    assert_eq!(kinds(&h), vec![Kind::G1a]);
+}
+
+#[test]
+fn g1b_intermediate_read() {
+    let h = hist(
+        vec![txn(1, &[], &["x", "x"]), txn(2, &[("x", Some(v(1, 0)))], &[])],
+        &[("x", &[v(1, 1)])],
+    );
+    assert_eq!(kinds(&h), vec![Kind::G1b]);
+}
+
+#[test]
+fn g1c_circular_information_flow() {
+    let h = hist(
+        vec![
+            txn(1, &[("y", Some(v(2, 0)))], &["x"]),
+            txn(2, &[("x", Some(v(1, 0)))], &["y"]),
+        ],
+        &[("x", &[v(1, 0)]), ("y", &[v(2, 0)])],
+    );
+    let r = check(&h);
+    assert_eq!(r.kinds(), vec![Kind::G1c]);
+    let d = &r.anomalies[0].detail;
+    assert!(d.contains("-wr(x)->") && d.contains("-wr(y)->"), "{d}");
+}
+
+#[test]
+fn g_single_read_skew() {
+    // T1 reads x before T2 and y after T2.
+    let h = hist(
+        vec![
+            txn(1, &[("x", None), ("y", Some(v(2, 1)))], &[]),
+            txn(2, &[], &["x", "y"]),
+        ],
+        &[("x", &[v(2, 0)]), ("y", &[v(2, 1)])],
+    );
+    let r = check(&h);
+    // a read skew is also, precisely, a fractured read of T2's writes
+    assert_eq!(r.kinds(), vec![Kind::FracturedRead, Kind::GSingle]);
+    let g = r.anomalies.iter().find(|a| a.kind == Kind::GSingle).unwrap();
+    assert_eq!(g.detail.matches("-rw(").count(), 1, "{}", g.detail);
+}
+
+#[test]
+fn g2_write_skew() {
+    let h = hist(
+        vec![
+            txn(1, &[("x", None), ("y", None)], &["x"]),
+            txn(2, &[("x", None), ("y", None)], &["y"]),
+        ],
+        &[("x", &[v(1, 0)]), ("y", &[v(2, 0)])],
+    );
+    let r = check(&h);
+    assert_eq!(r.kinds(), vec![Kind::G2]);
+    assert_eq!(r.anomalies[0].detail.matches("-rw(").count(), 2);
+}
+
+#[test]
+fn lost_update() {
+    let h = hist(
+        vec![txn(1, &[("x", None)], &["x"]), txn(2, &[("x", None)], &["x"])],
+        &[("x", &[v(1, 0), v(2, 0)])],
+    );
+    assert_eq!(kinds(&h), vec![Kind::LostUpdate]);
+}
+
+#[test]
+fn fractured_read_is_an_atomicity_violation() {
+    // T3 sees T1's x but the initial y although T1 also wrote y.
+    let h = hist(
+        vec![txn(1, &[], &["x", "y"]), txn(3, &[("x", Some(v(1, 0))), ("y", None)], &[])],
+        &[("x", &[v(1, 0)]), ("y", &[v(1, 1)])],
+    );
+    let r = check(&h);
+    assert!(r.kinds().contains(&Kind::FracturedRead));
+    assert!(!r.atomic);
+}
+
+#[test]
+fn stale_read_after_commit_breaks_only_strictness() {
+    // T1 commits x in [10,15]; T2 starts at 20 and reads the initial x.
+    let h = hist(
+        vec![txn(1, &[], &["x"]), txn(2, &[("x", None)], &[])],
+        &[("x", &[v(1, 0)])],
+    );
+    let r = check(&h);
+    assert!(r.serializable);
+    assert!(!r.strict_serializable);
+    assert_eq!(r.kinds(), vec![Kind::RealTime]);
+    let mut lax = h.clone();
+    lax.meta.strict = false;
+    let r = check(&lax);
+    assert!(r.ok() && !r.strict_serializable);
+}
+
+#[test]
+fn overlapping_transactions_are_not_real_time_ordered() {
+    let mut t1 = txn(1, &[], &["x"]);
+    let mut t2 = txn(2, &[("x", None)], &[]);
+    t1.start = 0;
+    t1.end = Some(30);
+    t2.start = 30; // touches, does not follow
+    t2.end = Some(40);
+    let h = hist(vec![t1, t2], &[("x", &[v(1, 0)])]);
+    assert!(check(&h).ok());
+}
+
+#[test]
+fn lost_commit_is_not_durable_and_divergence_is_caught() {
+    let mut h = hist(vec![txn(1, &[], &["x"])], &[]);
+    h.meta.shard_replicas = vec![vec![NodeId(0), NodeId(1)]];
+    h.replicas = vec![replica(0, &[("x", &[v(1, 0)])]), replica(1, &[])];
+    let r = check(&h);
+    assert_eq!(r.kinds(), vec![Kind::NotDurable]);
+    assert!(!r.durable && r.serializable);
+    h.replicas[1] = replica(1, &[("x", &[v(1, 0), v(1, 0)])]);
+    assert!(check(&h).kinds().contains(&Kind::Divergent));
+}
+
+#[test]
+fn unknown_outcomes_count_by_what_was_installed() {
+    let mut t1 = txn(1, &[], &["x"]);
+    t1.outcome = Outcome::Unknown;
+    t1.end = None;
+    let t2 = txn(2, &[("x", Some(v(1, 0)))], &[]);
+    let h = hist(vec![t1.clone(), t2.clone()], &[("x", &[v(1, 0)])]);
+    assert!(check(&h).ok());
+    let h = hist(vec![t1, t2], &[]);
+    assert_eq!(kinds(&h), vec![Kind::G1a]);
+}
+
+#[test]
+fn jsonl_round_trip_and_errors() {
+    let h = hist(
+        vec![txn(1, &[("x", None)], &["x"])],
+        &[("x", &[v(1, 0)])],
+    );
+    let mut buf = vec![];
+    jsonl::write(&h, &mut buf).unwrap();
+    let text = String::from_utf8(buf.clone()).unwrap();
+    assert!(text.starts_with("{\"type\":\"meta\""), "{text}");
+    assert_eq!(jsonl::read(&buf[..]).unwrap(), h);
+    let err = jsonl::read(&b"{\"type\":\"meta\",\"protocol\":1}\n"[..]).unwrap_err();
+    assert!(err.to_string().starts_with("history line 1:"), "{err}");
+    assert!(matches!(jsonl::read(&b"\n"[..]), Err(jsonl::HistoryError::NoMeta)));
+}
+
+proptest! {
+    /// Any serial execution of random read/write transactions checks clean: no false
+    /// positives.
+    #[test]
+    fn serial_histories_are_clean(
+        progs in proptest::collection::vec(
+            proptest::collection::vec((0u8..4, any::<bool>()), 1..6), 1..25)
+    ) {
+        let mut state: BTreeMap<String, Vec<VersionId>> = BTreeMap::new();
+        let mut txns = vec![];
+        for (i, ops) in progs.iter().enumerate() {
+            let c = i as u32 + 1;
+            let mut t = txn(c, &[], &[]);
+            let mut wrote: BTreeMap<String, VersionId> = BTreeMap::new();
+            for (k, is_write) in ops {
+                let key = format!("k{k}");
+                if *is_write {
+                    let ver = v(c, t.writes.len() as u32);
+                    t.writes.push(WriteRec { key: Key::from(key.as_str()), version: ver });
+                    wrote.insert(key, ver);
+                } else if !wrote.contains_key(&key) {
+                    let seen = state.get(&key).and_then(|vs| vs.last().copied());
+                    t.reads.push(ReadRec { key: Key::from(key.as_str()), version: seen });
+                }
+            }
+            for (k, ver) in wrote {
+                state.entry(k).or_default().push(ver);
+            }
+            txns.push(t);
+        }
+        let order: Vec<(String, Vec<VersionId>)> = state.into_iter().collect();
+        let order_ref: Vec<(&str, &[VersionId])> = order.iter().map(|(k, v)| (k.as_str(), v.as_slice())).collect();
+        let h = hist(txns, &order_ref);
+        let r = check(&h);
+        prop_assert!(r.ok(), "{:?}", r.anomalies);
+    }
+}
