@@ -1,0 +1,420 @@
+//! Workloads: generators of program calls, named with one syntax everywhere,
+//! `NAME:key=value,...` (e.g. `ycsb:ops=5,reads=0.5,keys=3000,theta=0.99,value=10`).
+//!
+//! | name | keys (defaults) | programs |
+//! |---|---|---|
+//! | `ycsb` | `ops=5, reads=0.5, keys=3000, theta=0, value=10` | `ycsb`: `ops` distinct keys, each read or blind-written; `theta>0` picks keys zipfian(θ) |
+//! | `bank` | `accounts=100, initial=1000, max=100` | `transfer`: move up to `max` between two accounts, user-abort on insufficient funds; total balance is invariant |
+//! | `dependent-reads` | `k=3, keys=1000` | `chain`: `k` reads, each key computed from the previous value, then one write |
+//!
+//! Every program is in [`registry`], so any node can run any workload.
+
+mod programs;
+
+pub use programs::registry;
+
+use meridian_core::{Key, Rng, Value};
+use meridian_txn::{Arg, Call};
+use rand::Rng as _;
+use rand_distr::{Distribution, Zipf};
+use std::collections::BTreeMap;
+
+/// A bad workload name or parameter.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WorkloadError {
+    /// Unknown workload name.
+    #[error("unknown workload `{0}` (known: ycsb, bank, dependent-reads)")]
+    UnknownName(String),
+    /// Unknown parameter for this workload.
+    #[error("workload `{name}` has no parameter `{key}` (known: {known})")]
+    UnknownKey {
+        /// Workload.
+        name: String,
+        /// Parameter given.
+        key: String,
+        /// Parameters it has.
+        known: String,
+    },
+    /// A malformed or out-of-range value.
+    #[error("workload `{name}`: bad value for `{key}`: {msg}")]
+    BadValue {
+        /// Workload.
+        name: String,
+        /// Parameter.
+        key: String,
+        /// What is wrong.
+        msg: String,
+    },
+    /// The spec is not `NAME:key=value,...`.
+    #[error("bad workload spec `{0}`: expected NAME or NAME:key=value,...")]
+    Syntax(String),
+}
+
+/// A workload: produces calls and knows its end-of-run invariant.
+pub trait Workload: Send {
+    /// Canonical spec with every parameter (defaults filled in).
+    fn spec(&self) -> String;
+    /// The next call to run.
+    fn next_call(&mut self, rng: &mut Rng) -> Call;
+    /// Checks the workload's invariant on the final committed values
+    /// (`lookup(key)` = latest committed value at the key's primary replica).
+    fn check_final(&self, _lookup: &dyn Fn(&Key) -> Option<Value>) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+struct Params {
+    name: String,
+    given: BTreeMap<String, String>,
+    used: Vec<&'static str>,
+}
+
+impl Params {
+    fn get<T: std::str::FromStr>(&mut self, key: &'static str, default: T) -> Result<T, WorkloadError> {
+        self.used.push(key);
+        match self.given.get(key) {
+            None => Ok(default),
+            Some(s) => s.parse().map_err(|_| WorkloadError::BadValue {
+                name: self.name.clone(),
+                key: key.into(),
+                msg: format!("`{s}` is not a valid {}", std::any::type_name::<T>()),
+            }),
+        }
+    }
+    fn bad(&self, key: &str, msg: impl Into<String>) -> WorkloadError {
+        WorkloadError::BadValue {
+            name: self.name.clone(),
+            key: key.into(),
+            msg: msg.into(),
+        }
+    }
+    fn finish(self) -> Result<(), WorkloadError> {
+        for k in self.given.keys() {
+            if !self.used.contains(&k.as_str()) {
+                return Err(WorkloadError::UnknownKey {
+                    name: self.name.clone(),
+                    key: k.clone(),
+                    known: self.used.join(", "),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn parse_spec(spec: &str) -> Result<Params, WorkloadError> {
+    let (name, rest) = spec.split_once(':').unwrap_or((spec, ""));
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(WorkloadError::Syntax(spec.into()));
+    }
+    let mut given = BTreeMap::new();
+    for part in rest.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (k, v) = part
+            .split_once('=')
+            .ok_or_else(|| WorkloadError::Syntax(spec.into()))?;
+        if given.insert(k.trim().to_string(), v.trim().to_string()).is_some() {
+            return Err(WorkloadError::BadValue {
+                name: name.into(),
+                key: k.trim().into(),
+                msg: "given twice".into(),
+            });
+        }
+    }
+    Ok(Params {
+        name: name.to_string(),
+        given,
+        used: vec![],
+    })
+}
+
+/// Builds a workload from its spec.
+pub fn build(spec: &str) -> Result<Box<dyn Workload>, WorkloadError> {
+    let mut p = parse_spec(spec)?;
+    let w: Box<dyn Workload> = match p.name.as_str() {
+        "ycsb" => {
+            let ops: u32 = p.get("ops", 5)?;
+            let reads: f64 = p.get("reads", 0.5)?;
+            let keys: u64 = p.get("keys", 3000)?;
+            let theta: f64 = p.get("theta", 0.0)?;
+            let value: usize = p.get("value", 10)?;
+            if ops == 0 || ops > 10_000 {
+                return Err(p.bad("ops", "must be 1..=10000"));
+            }
+            if !(0.0..=1.0).contains(&reads) {
+                return Err(p.bad("reads", "must be a fraction in [0, 1]"));
+            }
+            if keys < ops as u64 {
+                return Err(p.bad("keys", format!("must be at least ops ({ops})")));
+            }
+            if !(0.0..10.0).contains(&theta) {
+                return Err(p.bad("theta", "must be in [0, 10)"));
+            }
+            if value > 1 << 20 {
+                return Err(p.bad("value", "at most 1 MiB"));
+            }
+            let zipf = if theta > 0.0 {
+                Some(Zipf::new(keys, theta).map_err(|e| p.bad("theta", e.to_string()))?)
+            } else {
+                None
+            };
+            Box::new(Ycsb {
+                ops,
+                reads,
+                keys,
+                theta,
+                value,
+                zipf,
+            })
+        }
+        "bank" => {
+            let accounts: u64 = p.get("accounts", 100)?;
+            let initial: u64 = p.get("initial", 1000)?;
+            let max: u64 = p.get("max", 100)?;
+            if accounts < 2 {
+                return Err(p.bad("accounts", "need at least 2"));
+            }
+            if max == 0 {
+                return Err(p.bad("max", "must be at least 1"));
+            }
+            Box::new(Bank { accounts, initial, max })
+        }
+        "dependent-reads" => {
+            let k: u64 = p.get("k", 3)?;
+            let keys: u64 = p.get("keys", 1000)?;
+            if k == 0 || k > 1000 {
+                return Err(p.bad("k", "must be 1..=1000"));
+            }
+            if keys == 0 {
+                return Err(p.bad("keys", "must be at least 1"));
+            }
+            Box::new(DependentReads { k, keys })
+        }
+        other => return Err(WorkloadError::UnknownName(other.to_string())),
+    };
+    p.finish()?;
+    Ok(w)
+}
+
+/// YCSB-T: `ops` operations on distinct keys, each a read with probability `reads`,
+/// else a blind write of `value` bytes.
+struct Ycsb {
+    ops: u32,
+    reads: f64,
+    keys: u64,
+    theta: f64,
+    value: usize,
+    zipf: Option<Zipf<f64>>,
+}
+
+/// The key name YCSB uses for item `i`.
+pub fn ycsb_key(i: u64) -> Key {
+    Key::new(format!("user{i}"))
+}
+
+impl Workload for Ycsb {
+    fn spec(&self) -> String {
+        format!(
+            "ycsb:ops={},reads={},keys={},theta={},value={}",
+            self.ops, self.reads, self.keys, self.theta, self.value
+        )
+    }
+    fn next_call(&mut self, rng: &mut Rng) -> Call {
+        let mut chosen: Vec<u64> = Vec::with_capacity(self.ops as usize);
+        while chosen.len() < self.ops as usize {
+            let i = match &self.zipf {
+                Some(z) => z.sample(rng) as u64 - 1,
+                None => rng.gen_range(0..self.keys),
+            };
+            if !chosen.contains(&i) {
+                chosen.push(i);
+            }
+        }
+        let mut args = Vec::with_capacity(1 + 2 * chosen.len());
+        args.push(Arg::U64(chosen.len() as u64));
+        for i in chosen {
+            args.push(Arg::Key(ycsb_key(i)));
+            if rng.gen_bool(self.reads) {
+                args.push(Arg::Bytes(vec![]));
+            } else {
+                let mut v = vec![0u8; self.value.max(1)];
+                rng.fill(&mut v[..]);
+                v[0] |= 1; // a write carries at least one non-zero byte
+                args.push(Arg::Bytes(v));
+            }
+        }
+        Call {
+            program: "ycsb".into(),
+            args,
+        }
+    }
+}
+
+/// Money transfers between accounts; the total balance never changes.
+struct Bank {
+    accounts: u64,
+    initial: u64,
+    max: u64,
+}
+
+/// The key of bank account `i`.
+pub fn account_key(i: u64) -> Key {
+    Key::new(format!("acct{i}"))
+}
+
+impl Workload for Bank {
+    fn spec(&self) -> String {
+        format!("bank:accounts={},initial={},max={}", self.accounts, self.initial, self.max)
+    }
+    fn next_call(&mut self, rng: &mut Rng) -> Call {
+        let from = rng.gen_range(0..self.accounts);
+        let mut to = rng.gen_range(0..self.accounts - 1);
+        if to >= from {
+            to += 1;
+        }
+        Call {
+            program: "transfer".into(),
+            args: vec![
+                Arg::Key(account_key(from)),
+                Arg::Key(account_key(to)),
+                Arg::U64(rng.gen_range(1..=self.max)),
+                Arg::U64(self.initial),
+            ],
+        }
+    }
+    fn check_final(&self, lookup: &dyn Fn(&Key) -> Option<Value>) -> Result<(), String> {
+        let mut total: u128 = 0;
+        for i in 0..self.accounts {
+            let k = account_key(i);
+            total += match lookup(&k) {
+                None => self.initial as u128,
+                Some(v) => v
+                    .as_u64()
+                    .ok_or_else(|| format!("account {k} holds a malformed balance"))? as u128,
+            };
+        }
+        let want = self.accounts as u128 * self.initial as u128;
+        if total == want {
+            Ok(())
+        } else {
+            Err(format!("bank invariant broken: total balance {total}, expected {want}"))
+        }
+    }
+}
+
+/// `k` dependent reads then a write: the shape the papers use to count round trips.
+struct DependentReads {
+    k: u64,
+    keys: u64,
+}
+
+impl Workload for DependentReads {
+    fn spec(&self) -> String {
+        format!("dependent-reads:k={},keys={}", self.k, self.keys)
+    }
+    fn next_call(&mut self, rng: &mut Rng) -> Call {
+        Call {
+            program: "chain".into(),
+            args: vec![
+                Arg::U64(rng.gen_range(0..self.keys)),
+                Arg::U64(self.k),
+                Arg::U64(self.keys),
+                Arg::U64(rng.gen()),
+            ],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use meridian_core::rng_for;
+    use meridian_txn::{Execution, Step};
+
+    #[test]
+    fn specs_parse_with_defaults_and_errors_are_clear() {
+        assert_eq!(build("ycsb").unwrap().spec(), "ycsb:ops=5,reads=0.5,keys=3000,theta=0,value=10");
+        assert_eq!(
+            build("ycsb:ops=5,reads=0.5,keys=3000,theta=0.99,value=10").unwrap().spec(),
+            "ycsb:ops=5,reads=0.5,keys=3000,theta=0.99,value=10"
+        );
+        let e = |s: &str| build(s).err().unwrap().to_string();
+        assert_eq!(e("tpcx"), "unknown workload `tpcx` (known: ycsb, bank, dependent-reads)");
+        assert!(e("ycsb:opz=3").contains("has no parameter `opz`"));
+        assert!(e("ycsb:ops=x").contains("bad value for `ops`"));
+        assert!(e("ycsb:reads=2").contains("fraction"));
+        assert!(e("ycsb:ops").contains("expected NAME"));
+        assert!(e("bank:accounts=1").contains("at least 2"));
+        assert!(e("dependent-reads:k=0").contains("1..=1000"));
+    }
+
+    /// Runs a call to completion against a map, returning the number of remote reads.
+    fn run(call: Call, db: &mut BTreeMap<Key, Value>) -> (usize, Step) {
+        let reg = registry();
+        let mut ex = Execution::new(call);
+        let mut reads = 0;
+        loop {
+            match ex.step(&reg).unwrap() {
+                Step::Read(k) => {
+                    reads += 1;
+                    let v = db.get(&k).cloned();
+                    ex.supply(k, v);
+                }
+                Step::Done { writes, output } => {
+                    for (k, v) in writes.clone() {
+                        db.insert(k, v);
+                    }
+                    return (reads, Step::Done { writes, output });
+                }
+                s => return (reads, s),
+            }
+        }
+    }
+
+    #[test]
+    fn dependent_reads_do_k_distinct_reads_then_one_write() {
+        let mut w = build("dependent-reads:k=4,keys=50").unwrap();
+        let mut rng = rng_for(3, 0);
+        let mut db = BTreeMap::new();
+        for _ in 0..50 {
+            let (reads, step) = run(w.next_call(&mut rng), &mut db);
+            assert_eq!(reads, 4);
+            assert!(matches!(step, Step::Done { ref writes, .. } if writes.len() == 1));
+        }
+    }
+
+    #[test]
+    fn bank_conserves_money_when_run_serially() {
+        let mut w = build("bank:accounts=5,initial=10,max=8").unwrap();
+        let mut rng = rng_for(4, 0);
+        let mut db = BTreeMap::new();
+        let mut aborts = 0;
+        for _ in 0..200 {
+            if let (_, Step::Abort(_)) = run(w.next_call(&mut rng), &mut db) {
+                aborts += 1;
+            }
+        }
+        assert!(aborts > 0, "insufficient-funds aborts should happen");
+        w.check_final(&|k| db.get(k).cloned()).unwrap();
+        db.insert(account_key(0), Value::from_u64(999));
+        assert!(w.check_final(&|k| db.get(k).cloned()).is_err());
+    }
+
+    #[test]
+    fn ycsb_ops_and_ratio() {
+        let mut w = build("ycsb:ops=10,reads=0.8,keys=100,theta=0.99").unwrap();
+        let mut rng = rng_for(5, 0);
+        let (mut r, mut wr) = (0, 0);
+        let mut db = BTreeMap::new();
+        for _ in 0..200 {
+            let (reads, step) = run(w.next_call(&mut rng), &mut db);
+            r += reads;
+            if let Step::Done { writes, .. } = step {
+                wr += writes.len();
+            }
+        }
+        assert_eq!(r + wr, 2000);
+        let frac = r as f64 / 2000.0;
+        assert!((0.75..0.85).contains(&frac), "{frac}");
+    }
+}

@@ -1,0 +1,93 @@
+//! The programs behind the workloads.
+
+use meridian_core::{Key, Value};
+use meridian_txn::{arg_key, arg_u64, Arg, Program, Registry, Stop, Tx};
+use std::sync::Arc;
+
+/// Every program of every workload.
+pub fn registry() -> Registry {
+    let mut r = Registry::new();
+    r.register(Arc::new(YcsbProgram));
+    r.register(Arc::new(Transfer));
+    r.register(Arc::new(Chain));
+    r
+}
+
+/// Args: `U64(n)`, then `n` pairs `Key`, `Bytes` (empty = read, else write that value).
+struct YcsbProgram;
+impl Program for YcsbProgram {
+    fn name(&self) -> &'static str {
+        "ycsb"
+    }
+    fn declared_keys(&self, args: &[Arg]) -> Option<Vec<Key>> {
+        Some(args.iter().filter_map(|a| match a { Arg::Key(k) => Some(k.clone()), _ => None }).collect())
+    }
+    fn run(&self, args: &[Arg], tx: &mut Tx<'_>) -> Result<(), Stop> {
+        let n = arg_u64(args, 0, "op count")? as usize;
+        for i in 0..n {
+            let key = arg_key(args, 1 + 2 * i, "key")?.clone();
+            match args.get(2 + 2 * i) {
+                Some(Arg::Bytes(b)) if b.is_empty() => {
+                    tx.read(&key)?;
+                }
+                Some(Arg::Bytes(b)) => tx.write(key, Value(b.clone())),
+                _ => return Err(Stop::Fault(format!("argument {} must be bytes", 2 + 2 * i))),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Args: from, to, amount, initial balance. Aborts itself on insufficient funds.
+struct Transfer;
+impl Program for Transfer {
+    fn name(&self) -> &'static str {
+        "transfer"
+    }
+    fn declared_keys(&self, args: &[Arg]) -> Option<Vec<Key>> {
+        Some(vec![arg_key(args, 0, "from").ok()?.clone(), arg_key(args, 1, "to").ok()?.clone()])
+    }
+    fn run(&self, args: &[Arg], tx: &mut Tx<'_>) -> Result<(), Stop> {
+        let from = arg_key(args, 0, "from")?.clone();
+        let to = arg_key(args, 1, "to")?.clone();
+        let amount = arg_u64(args, 2, "amount")?;
+        let initial = arg_u64(args, 3, "initial")?;
+        let a = tx.read_u64(&from, initial)?;
+        let b = tx.read_u64(&to, initial)?;
+        if a < amount {
+            return Err(tx.abort("insufficient funds"));
+        }
+        tx.write(from, Value::from_u64(a - amount));
+        tx.write(to, Value::from_u64(b + amount));
+        Ok(())
+    }
+}
+
+/// Key `x` of level `level` of the dependent-read chain.
+pub fn chain_key(level: u64, x: u64) -> Key {
+    Key::new(format!("dep{level}:{x}"))
+}
+
+/// Args: start, k, keys, fresh. Reads level-0 key `start`; each value (or, if unset,
+/// the index) picks the next level's key; after `k` reads writes a new pointer
+/// (derived from `fresh`) into the level-0 key. Levels keep the `k` keys distinct.
+struct Chain;
+impl Program for Chain {
+    fn name(&self) -> &'static str {
+        "chain"
+    }
+    fn run(&self, args: &[Arg], tx: &mut Tx<'_>) -> Result<(), Stop> {
+        let start = arg_u64(args, 0, "start")?;
+        let k = arg_u64(args, 1, "k")?;
+        let keys = arg_u64(args, 2, "keys")?.max(1);
+        let fresh = arg_u64(args, 3, "fresh")?;
+        let first = chain_key(0, start);
+        let mut x = start;
+        for level in 0..k {
+            let v = tx.read_u64(&chain_key(level, x), x)?;
+            x = v.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(level + 1) % keys;
+        }
+        tx.write(first, Value::from_u64(fresh ^ x));
+        Ok(())
+    }
+}
