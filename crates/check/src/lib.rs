@@ -39,7 +39,7 @@ pub mod jsonl;
 use graph::{Edge, EdgeKind, Graph};
 use meridian_core::{shard_of, Key, NodeId, Outcome, ReplicaSnapshot, TxnId, TxnRecord, VersionId};
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
 /// Run-wide facts the checker needs besides the transactions.
@@ -187,7 +187,7 @@ struct Checker<'h> {
     txn_of: Vec<&'h TxnRecord>,
     by_id: HashMap<TxnId, &'h TxnRecord>,
     /// Per key: version order.
-    order: HashMap<&'h Key, &'h [VersionId]>,
+    order: BTreeMap<&'h Key, &'h [VersionId]>,
     /// Position of a version in its key's order.
     pos: HashMap<VersionId, usize>,
     anomalies: Vec<Anomaly>,
@@ -228,7 +228,7 @@ impl<'h> Checker<'h> {
             node_of: HashMap::new(),
             txn_of: vec![],
             by_id,
-            order: HashMap::new(),
+            order: BTreeMap::new(),
             pos: HashMap::new(),
             anomalies: vec![],
         }

@@ -1,1 +1,284 @@
-fn main(){}
+//! The `meridian` command: `sim` (one simulation), `compare` (every protocol side by
+//! side, or a named experiment), `check` (verify a history file).
+
+mod compare;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use meridian_core::time::parse_duration;
+use meridian_core::{HomeRule, Topology};
+use meridian_sim::{SimConfig, SimOutput};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "meridian", version, about = "Geo-distributed transaction protocols: simulate, compare, check.")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run one simulation and check its history.
+    Sim(SimArgs),
+    /// Run every protocol on one topology and workload (or a named experiment) and compare.
+    Compare(CompareArgs),
+    /// Check a history file (JSON lines, see the README).
+    Check {
+        /// History file written by `meridian sim --history`.
+        file: PathBuf,
+        /// Print the verdict as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Flags shared by `sim` and `compare`.
+#[derive(Args, Clone, Debug)]
+pub struct RunArgs {
+    /// Topology preset (rc5, us3, world3, far3, two50, lan) or TOML file.
+    #[arg(long, default_value = "rc5")]
+    topology: String,
+    /// Workload, NAME:key=value,... (ycsb, bank, dependent-reads).
+    #[arg(long, default_value = "ycsb")]
+    workload: String,
+    /// Transactions to run.
+    #[arg(long, default_value_t = 2000)]
+    txns: u64,
+    /// Closed-loop clients.
+    #[arg(long, default_value_t = 16)]
+    clients: u32,
+    /// Seed for everything random.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Faults, e.g. `random` or `crash:node=2,at=1s,for=2s;loss:p=0.01` (see docs/SIMULATOR.md).
+    #[arg(long, default_value = "")]
+    faults: String,
+    /// DC(s) clients live in, comma-separated (default: spread over all DCs).
+    #[arg(long)]
+    client_dc: Option<String>,
+    /// Home DC of every shard (default: shard s lives in DC s mod #DCs).
+    #[arg(long)]
+    data_dc: Option<String>,
+    /// Open-loop target rate in transactions per second (default: closed loop).
+    #[arg(long)]
+    rate: Option<f64>,
+    /// Closed-loop think time between a client's transactions, e.g. 10ms.
+    #[arg(long, default_value = "0ms")]
+    think: String,
+    /// Maximum network jitter as a fraction of the one-way delay.
+    #[arg(long, default_value_t = 0.02)]
+    jitter: f64,
+    /// Override the topology's shard count.
+    #[arg(long)]
+    shards: Option<u32>,
+    /// Override the topology's data-server nodes per DC.
+    #[arg(long)]
+    nodes_per_dc: Option<u32>,
+}
+
+#[derive(Args)]
+struct SimArgs {
+    /// Protocol: 2pc-2pl, 2pc-occ.
+    #[arg(long)]
+    protocol: String,
+    #[command(flatten)]
+    run: RunArgs,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Write the history as JSON lines to this file.
+    #[arg(long)]
+    history: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct CompareArgs {
+    /// A named experiment instead of the default comparison (`list` shows them).
+    #[arg(long)]
+    experiment: Option<String>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+impl RunArgs {
+    /// Builds the simulator configuration, with one clear error on bad input.
+    pub fn config(&self) -> Result<SimConfig> {
+        let mut topo = Topology::load(&self.topology)?;
+        if let Some(s) = self.shards {
+            if s == 0 {
+                bail!("--shards must be at least 1");
+            }
+            topo.shards = s;
+        }
+        if let Some(n) = self.nodes_per_dc {
+            if n == 0 {
+                bail!("--nodes-per-dc must be at least 1");
+            }
+            topo.nodes_per_dc = n;
+        }
+        let mut cfg = SimConfig::new(topo.clone(), &self.workload);
+        cfg.txns = self.txns;
+        cfg.clients = self.clients;
+        cfg.seed = self.seed;
+        cfg.faults = self.faults.clone();
+        cfg.rate = self.rate;
+        cfg.think = parse_duration(&self.think).map_err(anyhow::Error::msg).context("--think")?;
+        if !(0.0..=10.0).contains(&self.jitter) {
+            bail!("--jitter must be a fraction between 0 and 10");
+        }
+        cfg.jitter = self.jitter;
+        if let Some(dcs) = &self.client_dc {
+            cfg.client_dcs = dcs.split(',').map(|d| topo.dc(d.trim())).collect::<Result<_, _>>()?;
+        }
+        if let Some(d) = &self.data_dc {
+            cfg.home = HomeRule::Dc(topo.dc(d)?);
+        }
+        Ok(cfg)
+    }
+
+    /// The flags that reproduce this run, for failure messages.
+    pub fn repro(&self, protocol: &str) -> String {
+        let mut s = format!(
+            "meridian sim --protocol {protocol} --topology {} --workload '{}' --txns {} --clients {} --seed {}",
+            self.topology, self.workload, self.txns, self.clients, self.seed
+        );
+        if !self.faults.is_empty() {
+            s += &format!(" --faults '{}'", self.faults);
+        }
+        for (flag, v) in [("--client-dc", &self.client_dc), ("--data-dc", &self.data_dc)] {
+            if let Some(v) = v {
+                s += &format!(" {flag} {v}");
+            }
+        }
+        if let Some(r) = self.rate {
+            s += &format!(" --rate {r}");
+        }
+        if self.think != "0ms" {
+            s += &format!(" --think {}", self.think);
+        }
+        if self.jitter != 0.02 {
+            s += &format!(" --jitter {}", self.jitter);
+        }
+        if let Some(v) = self.shards {
+            s += &format!(" --shards {v}");
+        }
+        if let Some(v) = self.nodes_per_dc {
+            s += &format!(" --nodes-per-dc {v}");
+        }
+        s
+    }
+}
+
+/// A progress bar on a terminal, nothing otherwise.
+pub fn progress(label: &str) -> impl FnMut(u64, u64) {
+    let bar = if std::io::stderr().is_terminal() {
+        let b = ProgressBar::new(0);
+        b.set_style(
+            ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} txns {elapsed}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        b.set_prefix(label.to_string());
+        Some(b)
+    } else {
+        None
+    };
+    move |done, total| {
+        if let Some(b) = &bar {
+            b.set_length(total);
+            b.set_position(done);
+            if done >= total {
+                b.finish_and_clear();
+            }
+        }
+    }
+}
+
+fn run_sim(a: &SimArgs) -> Result<ExitCode> {
+    let cfg = a.run.config()?;
+    let out: SimOutput = meridian_sim::run_named(&a.protocol, &cfg, &mut progress(&a.protocol))?;
+    if let Some(path) = &a.history {
+        let f = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+        let mut w = std::io::BufWriter::new(f);
+        meridian_check::jsonl::write(&out.history, &mut w).with_context(|| format!("writing {}", path.display()))?;
+    }
+    let r = &out.report;
+    if a.json {
+        println!("{}", serde_json::to_string(r)?);
+    } else {
+        println!("{} on {} with {} (seed {}{})", r.protocol, r.topology, r.workload, r.seed, if r.faults.is_empty() { String::new() } else { format!(", faults {}", r.faults) });
+        println!("  committed {}  aborted {}  unknown {}", r.committed, r.aborted, r.unknown);
+        println!("  latency ms        mean {:.1}  p50 {:.1}  p99 {:.1}", r.latency_ms.mean, r.latency_ms.p50, r.latency_ms.p99);
+        println!("  commit latency ms mean {:.1}  p50 {:.1}  p99 {:.1}", r.commit_latency_ms.mean, r.commit_latency_ms.p50, r.commit_latency_ms.p99);
+        println!("  throughput {:.1} txn/s   WAN trips mean {:.2} max {}", r.throughput_tps, r.wan_trips.mean, r.wan_trips.max);
+        println!("  messages {} ({} WAN, {:.1}/txn)   {} events in {:.2}s wall", r.messages.total, r.messages.wan, r.messages.per_txn, r.events, r.wall_s);
+        for (why, n) in r.abort_reasons.iter().take(5) {
+            println!("  abort: {why} x{n}");
+        }
+        let c = &r.check;
+        println!("  check: serializable={} strict={} atomic={} durable={}{}", c.serializable, c.strict_serializable, c.atomic, c.durable, c.invariant.as_ref().map(|i| format!(" invariant: {i}")).unwrap_or_default());
+    }
+    if !r.check.ok() {
+        for a in r.check.anomalies.iter().take(10) {
+            eprintln!("anomaly: {a}");
+        }
+        eprintln!("check FAILED; reproduce with: {}", a.run.repro(&a.protocol));
+        return Ok(ExitCode::from(3));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_check(file: &PathBuf, json: bool) -> Result<ExitCode> {
+    let f = std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
+    let h = meridian_check::jsonl::read(std::io::BufReader::new(f))?;
+    let r = meridian_check::check(&h);
+    if json {
+        println!("{}", serde_json::to_string(&r)?);
+    } else {
+        println!(
+            "{} transactions ({} committed): serializable={} strict={} atomic={} durable={}",
+            h.txns.len(),
+            r.committed,
+            r.serializable,
+            r.strict_serializable,
+            r.atomic,
+            r.durable
+        );
+        for a in &r.anomalies {
+            println!("  {a}");
+        }
+    }
+    Ok(if r.ok() { ExitCode::SUCCESS } else { ExitCode::from(3) })
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind::*;
+            if matches!(e.kind(), DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand) {
+                e.exit();
+            }
+            let msg = e.to_string();
+            eprintln!("{}", msg.lines().next().unwrap_or("error: bad arguments"));
+            return ExitCode::from(2);
+        }
+    };
+    let res = match &cli.cmd {
+        Cmd::Sim(a) => run_sim(a),
+        Cmd::Compare(a) => compare::run(a.experiment.as_deref(), &a.run),
+        Cmd::Check { file, json } => run_check(file, *json),
+    };
+    match res {
+        Ok(code) => code,
+        Err(e) => {
+            let chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();
+            eprintln!("error: {}", chain.join(": "));
+            ExitCode::from(2)
+        }
+    }
+}

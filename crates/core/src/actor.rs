@@ -38,6 +38,9 @@ pub enum Command<M> {
         to: NodeId,
         /// Payload.
         msg: M,
+        /// WAN-hop count of the causal chain this send continues, when it is not the
+        /// input being handled (a deferred reply); `None`: the current input's chain.
+        chain: Option<u32>,
     },
     /// Fire `on_timer(id)` after `after` nanoseconds (replacing an armed timer `id`).
     SetTimer {
@@ -69,6 +72,7 @@ pub struct Work {
 pub struct Ctx<'a, M> {
     now: Time,
     me: NodeId,
+    hops: u32,
     rng: &'a mut Rng,
     out: &'a mut Vec<Command<M>>,
     records: &'a mut Vec<TxnRecord>,
@@ -87,11 +91,23 @@ impl<'a, M> Ctx<'a, M> {
         Ctx {
             now,
             me,
+            hops: 0,
             rng,
             out,
             records,
             work: Work::default(),
         }
+    }
+    /// Sets the WAN-hop count of the input being handled (runtimes only).
+    pub fn with_hops(mut self, hops: u32) -> Self {
+        self.hops = hops;
+        self
+    }
+    /// The WAN-hop count of the input being handled: an actor that answers a request
+    /// later (after a lock wait, say) keeps it and replies with [`Ctx::send_on_chain`],
+    /// so the reply continues the requester's chain, not the one that unblocked it.
+    pub fn hops(&self) -> u32 {
+        self.hops
     }
     /// Current time.
     pub fn now(&self) -> Time {
@@ -107,7 +123,11 @@ impl<'a, M> Ctx<'a, M> {
     }
     /// Sends a message.
     pub fn send(&mut self, to: NodeId, msg: M) {
-        self.out.push(Command::Send { to, msg });
+        self.out.push(Command::Send { to, msg, chain: None });
+    }
+    /// Sends a message continuing the causal chain whose hop count is `hops`.
+    pub fn send_on_chain(&mut self, to: NodeId, msg: M, hops: u32) {
+        self.out.push(Command::Send { to, msg, chain: Some(hops) });
     }
     /// Arms (or re-arms) a timer.
     pub fn set_timer(&mut self, after: Time, id: TimerId) {

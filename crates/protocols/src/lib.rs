@@ -1,0 +1,102 @@
+//! Commit protocols as pure state machines (sans-IO actors).
+//!
+//! Each protocol module holds its messages, its roles and its tests, and implements
+//! [`Protocol`], which tells a runtime how to build its server and client actors.
+//! Runtimes (the simulator, the TCP runtime) only deliver messages and fire timers.
+
+pub mod testing;
+pub mod twopc;
+
+use meridian_core::{Actor, ClientId, Ctx, HomeRule, Layout, NodeId, Placement, ReplicaSnapshot, Time, TxnId, TxnRecord};
+use meridian_txn::{Call, Registry};
+use std::fmt::Debug;
+use std::sync::Arc;
+
+/// Names of the protocols that exist, as accepted by `--protocol`.
+pub const PROTOCOLS: [&str; 2] = ["2pc-2pl", "2pc-occ"];
+
+/// Timeouts shared by protocols (virtual or real nanoseconds).
+#[derive(Clone, Debug)]
+pub struct Timeouts {
+    /// Client gives up on a read (and aborts) after this long.
+    pub read: Time,
+    /// Client re-asks for a commit outcome this often.
+    pub status: Time,
+    /// Coordinator aborts a transaction whose votes have not all arrived after this.
+    pub vote: Time,
+    /// Participant asks the coordinator about an undecided prepared transaction this often;
+    /// coordinator re-sends undelivered decisions this often.
+    pub query: Time,
+    /// Participant aborts an active (unprepared) transaction idle this long.
+    pub idle: Time,
+    /// Period of each server's housekeeping timer.
+    pub sweep: Time,
+    /// How long aborted-transaction tombstones are kept.
+    pub tombstone: Time,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        use meridian_core::{ms, secs};
+        Timeouts {
+            read: secs(5.0),
+            status: secs(1.0),
+            vote: secs(3.0),
+            query: secs(1.0),
+            idle: secs(10.0),
+            sweep: ms(250.0),
+            tombstone: secs(120.0),
+        }
+    }
+}
+
+/// What every actor of a deployment shares: layout, programs, timeouts.
+#[derive(Clone, Debug)]
+pub struct Env {
+    /// Nodes, DCs and shard placement.
+    pub layout: Arc<Layout>,
+    /// Registered programs.
+    pub registry: Arc<Registry>,
+    /// Timeouts.
+    pub timeouts: Timeouts,
+}
+
+/// A client role: accepts transactions to run and records each one's outcome through
+/// [`Ctx::record`] exactly once.
+pub trait ClientRole: Actor {
+    /// Starts running `call` as transaction `txn` (the client runs one at a time).
+    fn submit(&mut self, txn: TxnId, call: Call, cx: &mut Ctx<'_, Self::Msg>);
+    /// The transaction in flight, with outcome `Unknown` (used when the client crashes).
+    fn in_flight(&self) -> Option<TxnRecord>;
+}
+
+/// A server role whose committed state can be inspected at the end of a run.
+pub trait Replica {
+    /// The committed state (version order and latest value per key).
+    fn snapshot(&self) -> ReplicaSnapshot;
+}
+
+/// A protocol: its message type and how to build its actors.
+pub trait Protocol: Clone + Send + 'static {
+    /// Message enum.
+    type Msg: Clone + Debug + Send + 'static;
+    /// Data-server actor (one per server node).
+    type Server: Actor<Msg = Self::Msg> + Replica;
+    /// Client actor (one per client node).
+    type Client: Actor<Msg = Self::Msg> + ClientRole;
+    /// The `--protocol` name.
+    fn name(&self) -> &'static str;
+    /// Whether the protocol claims strict serializability.
+    fn strict(&self) -> bool;
+    /// The placement this protocol runs on, given where shards' homes should be.
+    fn placement(&self, home: HomeRule) -> Placement;
+    /// Builds the server actor of `node`.
+    fn server(&self, env: &Env, node: NodeId) -> Self::Server;
+    /// Builds the client actor `id` living on `node`.
+    fn client(&self, env: &Env, node: NodeId, id: ClientId) -> Self::Client;
+}
+
+/// Packs a timer kind and a transaction into a [`meridian_core::TimerId`].
+pub fn txn_timer(kind: u8, txn: TxnId) -> meridian_core::TimerId {
+    meridian_core::TimerId(((kind as u64) << 56) | ((txn.client as u64 & 0xFF_FFFF) << 32) | txn.seq as u64)
+}

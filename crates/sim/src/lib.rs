@@ -1,0 +1,736 @@
+//! The deterministic WAN simulator (DESIGN.md, "Simulator").
+//!
+//! One process, virtual time in nanoseconds, an event queue ordered by
+//! (time, sequence number) so ties break deterministically: one seed → one run, bit for
+//! bit. It drives the same protocol actors as the TCP runtime.
+//!
+//! - **Latency**: one-way delay = RTT/2 between the two nodes' DCs (intra-DC RTT/2
+//!   inside one), plus seeded jitter of up to `jitter` × that delay. Links are FIFO
+//!   (like TCP) unless a `reorder` fault picks a message.
+//! - **CPU**: each server handles one input at a time; handling costs `per_msg` +
+//!   `per_op` × key operations + `fsync` × synchronous log writes (the actor reports
+//!   the work through its `Ctx`). Inputs that arrive while a node is busy wait in its
+//!   inbox, so throughput saturates and queues build. Clients cost nothing.
+//! - **WAN trips**: every envelope carries the number of cross-DC one-way hops on its
+//!   causal chain; whatever an actor sends while handling an input inherits that count
+//!   (+1 if it crosses DCs); a timer inherits the count of the input that armed it; a
+//!   new transaction starts at 0. The count on the message that decides a transaction
+//!   at its client is stored in the history as its `wan_trips`.
+//! - **Faults**: see [`faults`]. The run has a *safety phase* (clients run, faults
+//!   strike) and then a *liveness phase*: once every transaction has been issued and
+//!   answered (or the time cap is hit), every fault heals, crashed servers restart, and
+//!   the system runs `settle` more virtual time so that in-flight work finishes.
+//! - **Clients**: closed-loop (each client runs one transaction at a time, with
+//!   optional think time) or open-loop (Poisson arrivals at a target rate over the
+//!   client pool; an arrival waits for a free client).
+//! - Every run records a history and ends with the checker's verdict.
+
+pub mod faults;
+mod report;
+
+pub use faults::{Fault, FaultPlan};
+pub use report::{CheckSummary, Latency, Messages, SimReport, WanTrips};
+
+use meridian_check::{History, Meta};
+use meridian_core::time::to_ms;
+use meridian_core::{
+    ms, rng_for, secs, Actor, ClientId, Command, Ctx, DcId, HomeRule, Layout, NodeId, Outcome, Rng, Time, TimerId,
+    Topology, TxnId, TxnRecord,
+};
+use meridian_protocols::twopc::{Cc, TwoPc};
+use meridian_protocols::{ClientRole, Env, Protocol, Replica, Timeouts};
+use meridian_workload::Workload;
+use rand::Rng as _;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::sync::Arc;
+
+/// CPU cost model of a server.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CpuModel {
+    /// Cost of handling any input.
+    pub per_msg: Time,
+    /// Cost per key operation.
+    pub per_op: Time,
+    /// Cost of one synchronous log write.
+    pub fsync: Time,
+}
+
+impl Default for CpuModel {
+    /// 10 µs per message and 2 µs per key operation (an in-memory store on a modern
+    /// core); 0.5 ms per fsync (a datacenter SSD's flush latency).
+    fn default() -> Self {
+        CpuModel { per_msg: 10_000, per_op: 2_000, fsync: 500_000 }
+    }
+}
+
+/// Everything that defines one simulation.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// Topology.
+    pub topology: Topology,
+    /// Home rule for protocols with one home per shard.
+    pub home: HomeRule,
+    /// Workload spec.
+    pub workload: String,
+    /// Transactions to issue.
+    pub txns: u64,
+    /// Number of clients.
+    pub clients: u32,
+    /// DCs clients live in, round-robin (empty: spread over all DCs).
+    pub client_dcs: Vec<DcId>,
+    /// Seed for everything random.
+    pub seed: u64,
+    /// Fault spec (see [`faults`]).
+    pub faults: String,
+    /// CPU model.
+    pub cpu: CpuModel,
+    /// Maximum jitter as a fraction of the one-way delay.
+    pub jitter: f64,
+    /// Closed-loop think time between a client's transactions.
+    pub think: Time,
+    /// Open-loop target rate in transactions per second (None: closed loop).
+    pub rate: Option<f64>,
+    /// Protocol timeouts.
+    pub timeouts: Timeouts,
+    /// Virtual-time cap on the safety phase.
+    pub max_time: Time,
+    /// Length of the liveness phase.
+    pub settle: Time,
+}
+
+impl SimConfig {
+    /// Defaults for a topology and workload: 1000 transactions, 16 clients spread over
+    /// all DCs, seed 1, no faults, 2% jitter, closed loop.
+    pub fn new(topology: Topology, workload: &str) -> Self {
+        SimConfig {
+            topology,
+            home: HomeRule::Spread,
+            workload: workload.to_string(),
+            txns: 1000,
+            clients: 16,
+            client_dcs: vec![],
+            seed: 1,
+            faults: String::new(),
+            cpu: CpuModel::default(),
+            jitter: 0.02,
+            think: 0,
+            rate: None,
+            timeouts: Timeouts::default(),
+            max_time: secs(3600.0),
+            settle: secs(30.0),
+        }
+    }
+}
+
+/// A configuration the simulator cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// Unknown protocol name.
+    #[error("unknown protocol `{0}` (known: {known})", known = meridian_protocols::PROTOCOLS.join(", "))]
+    UnknownProtocol(String),
+    /// Bad workload.
+    #[error(transparent)]
+    Workload(#[from] meridian_workload::WorkloadError),
+    /// Bad topology or placement.
+    #[error(transparent)]
+    Topology(#[from] meridian_core::TopologyError),
+    /// Bad fault spec.
+    #[error(transparent)]
+    Faults(#[from] faults::FaultError),
+    /// Anything else.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Everything a run produced.
+#[derive(Debug)]
+pub struct SimOutput {
+    /// Summary (the `--json` object).
+    pub report: SimReport,
+    /// The full history.
+    pub history: History,
+    /// The checker's full verdict.
+    pub check: meridian_check::Report,
+}
+
+/// Runs the protocol named `name` (one of [`meridian_protocols::PROTOCOLS`]).
+pub fn run_named(name: &str, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64)) -> Result<SimOutput, SimError> {
+    match name {
+        "2pc-2pl" => run(TwoPc { cc: Cc::Locking }, cfg, progress),
+        "2pc-occ" => run(TwoPc { cc: Cc::Optimistic }, cfg, progress),
+        other => Err(SimError::UnknownProtocol(other.to_string())),
+    }
+}
+
+/// What a node is handling.
+enum Input<M> {
+    Msg { from: NodeId, msg: M },
+    Timer { id: TimerId, gen: u64 },
+}
+
+enum Ev<M> {
+    /// A message or timer reaches a node (it may have to wait in the inbox).
+    Arrive { node: NodeId, input: Input<M>, hops: u32, inc: u32 },
+    /// A node finished its current input and can take the next from its inbox.
+    Free { node: NodeId, inc: u32 },
+    /// A closed-loop client starts its next transaction.
+    Submit { client: u32 },
+    /// An open-loop arrival.
+    Arrival,
+    /// A fault strikes.
+    Fault(Fault),
+    /// A crashed server restarts.
+    Restart { node: NodeId, inc: u32 },
+    /// A partition heals.
+    Heal { a: DcId, b: DcId },
+}
+
+struct Entry<M> {
+    at: Time,
+    seq: u64,
+    ev: Ev<M>,
+}
+impl<M> PartialEq for Entry<M> {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.seq) == (o.at, o.seq)
+    }
+}
+impl<M> Eq for Entry<M> {}
+impl<M> PartialOrd for Entry<M> {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl<M> Ord for Entry<M> {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(o.at, o.seq))
+    }
+}
+
+struct NodeRt<M> {
+    up: bool,
+    /// Incarnation: bumped on crash so stale timers and arrivals are dropped.
+    inc: u32,
+    busy: bool,
+    inbox: VecDeque<(Input<M>, u32)>,
+    timers: HashMap<TimerId, u64>,
+    timer_gen: u64,
+    rng: Rng,
+}
+
+struct Sim<'a, P: Protocol> {
+    cfg: &'a SimConfig,
+    layout: Arc<Layout>,
+    servers: Vec<P::Server>,
+    clients: Vec<P::Client>,
+    rt: Vec<NodeRt<P::Msg>>,
+    queue: BinaryHeap<Reverse<Entry<P::Msg>>>,
+    seq: u64,
+    now: Time,
+    net_rng: Rng,
+    wl_rng: Rng,
+    workload: Box<dyn Workload>,
+    plan: FaultPlan,
+    partitions: Vec<(DcId, DcId, Time)>,
+    fifo: HashMap<(u32, u32), Time>,
+    healed: bool,
+    // clients
+    client_seq: Vec<u32>,
+    client_busy: Vec<bool>,
+    client_dead: Vec<bool>,
+    issued: u64,
+    backlog: u64,
+    // output
+    records: Vec<TxnRecord>,
+    out: Vec<Command<P::Msg>>,
+    recs: Vec<TxnRecord>,
+    events: u64,
+    msgs_total: u64,
+    msgs_wan: u64,
+}
+
+/// Runs one simulation of protocol `p`.
+pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64)) -> Result<SimOutput, SimError> {
+    let wall = std::time::Instant::now();
+    if cfg.clients == 0 {
+        return Err(SimError::Invalid("--clients must be at least 1".into()));
+    }
+    if cfg.txns == 0 {
+        return Err(SimError::Invalid("--txns must be at least 1".into()));
+    }
+    if let Some(r) = cfg.rate {
+        if !(r.is_finite() && r > 0.0) {
+            return Err(SimError::Invalid("--rate must be a positive number of transactions per second".into()));
+        }
+    }
+    let workload = meridian_workload::build(&cfg.workload)?;
+    let mut layout = Layout::new(cfg.topology.clone(), p.placement(cfg.home))?;
+    let dcs: Vec<DcId> = if cfg.client_dcs.is_empty() {
+        (0..cfg.topology.num_dcs() as u16).map(DcId).collect()
+    } else {
+        cfg.client_dcs.clone()
+    };
+    let client_nodes: Vec<NodeId> = (0..cfg.clients).map(|i| layout.add_client(dcs[i as usize % dcs.len()])).collect();
+    let layout = Arc::new(layout);
+    let env = Env {
+        layout: layout.clone(),
+        registry: Arc::new(meridian_workload::registry()),
+        timeouts: cfg.timeouts.clone(),
+    };
+    let mut fault_rng = rng_for(cfg.seed, u64::MAX - 2);
+    let plan = FaultPlan::parse(&cfg.faults, &cfg.topology, layout.num_servers(), cfg.clients, &mut fault_rng)?;
+    let servers = (0..layout.num_servers()).map(|n| p.server(&env, NodeId(n))).collect();
+    let clients = client_nodes.iter().enumerate().map(|(i, n)| p.client(&env, *n, ClientId(i as u32))).collect();
+    let rt = (0..layout.num_nodes())
+        .map(|n| NodeRt {
+            up: true,
+            inc: 0,
+            busy: false,
+            inbox: VecDeque::new(),
+            timers: HashMap::new(),
+            timer_gen: 0,
+            rng: rng_for(cfg.seed, n as u64),
+        })
+        .collect();
+    let mut sim: Sim<P> = Sim {
+        cfg,
+        layout: layout.clone(),
+        servers,
+        clients,
+        rt,
+        queue: BinaryHeap::new(),
+        seq: 0,
+        now: 0,
+        net_rng: rng_for(cfg.seed, u64::MAX - 1),
+        wl_rng: rng_for(cfg.seed, u64::MAX - 3),
+        workload,
+        plan,
+        partitions: vec![],
+        fifo: HashMap::new(),
+        healed: false,
+        client_seq: vec![0; cfg.clients as usize],
+        client_busy: vec![false; cfg.clients as usize],
+        client_dead: vec![false; cfg.clients as usize],
+        issued: 0,
+        backlog: 0,
+        records: Vec::with_capacity(cfg.txns as usize),
+        out: vec![],
+        recs: vec![],
+        events: 0,
+        msgs_total: 0,
+        msgs_wan: 0,
+    };
+    sim.start();
+    let end = sim.main_loop(progress);
+    let history = sim.history(&p);
+    let check = meridian_check::check(&history);
+    let invariant = {
+        let layout = &layout;
+        let snaps: HashMap<NodeId, &meridian_core::ReplicaSnapshot> = history.replicas.iter().map(|r| (r.node, r)).collect();
+        sim.workload.check_final(&|k| {
+            let n = layout.primary(layout.shard_of(k));
+            snaps.get(&n).and_then(|r| r.keys.get(k)).and_then(|s| s.value.clone())
+        })
+    };
+    let report = report::summarize(
+        p.name(),
+        cfg,
+        sim.workload.spec(),
+        &history,
+        &check,
+        invariant.err(),
+        report::Counters { events: sim.events, msgs_total: sim.msgs_total, msgs_wan: sim.msgs_wan, virtual_end: end },
+        wall.elapsed().as_secs_f64(),
+    );
+    Ok(SimOutput { report, history, check })
+}
+
+impl<P: Protocol> Sim<'_, P> {
+    fn push(&mut self, at: Time, ev: Ev<P::Msg>) {
+        self.seq += 1;
+        self.queue.push(Reverse(Entry { at, seq: self.seq, ev }));
+    }
+
+    fn is_server(&self, n: NodeId) -> bool {
+        self.layout.is_server(n)
+    }
+
+    fn start(&mut self) {
+        for n in 0..self.layout.num_servers() {
+            self.dispatch(NodeId(n), 0, |a, _c, cx| match a {
+                Either::S(s) => s.on_start(cx),
+                Either::C(c) => c.on_start(cx),
+            });
+        }
+        for (at, f) in self.plan.events.clone() {
+            self.push(at, Ev::Fault(f));
+        }
+        match self.cfg.rate {
+            None => {
+                for c in 0..self.cfg.clients {
+                    self.push(0, Ev::Submit { client: c });
+                }
+            }
+            Some(_) => self.push(0, Ev::Arrival),
+        }
+    }
+
+    /// All transactions issued and answered (or no live client left).
+    fn workload_done(&self) -> bool {
+        let live_busy = (0..self.cfg.clients as usize).any(|c| self.client_busy[c] && !self.client_dead[c]);
+        let all_dead = self.client_dead.iter().all(|d| *d);
+        all_dead || (self.issued >= self.cfg.txns && self.backlog == 0 && !live_busy)
+    }
+
+    fn main_loop(&mut self, progress: &mut dyn FnMut(u64, u64)) -> Time {
+        let mut stop_at = Time::MAX;
+        let mut last_progress = 0;
+        while let Some(Reverse(e)) = self.queue.pop() {
+            if e.at > stop_at {
+                break;
+            }
+            if e.at > self.cfg.max_time && !self.healed {
+                self.heal();
+                stop_at = self.now + self.cfg.settle;
+            }
+            self.now = e.at;
+            self.events += 1;
+            match e.ev {
+                Ev::Arrive { node, input, hops, inc } => {
+                    let rt = &mut self.rt[node.0 as usize];
+                    if !rt.up || rt.inc != inc {
+                        continue;
+                    }
+                    if rt.busy {
+                        rt.inbox.push_back((input, hops));
+                    } else {
+                        self.handle(node, input, hops);
+                    }
+                }
+                Ev::Free { node, inc } => {
+                    let rt = &mut self.rt[node.0 as usize];
+                    if rt.inc != inc || !rt.up {
+                        continue;
+                    }
+                    rt.busy = false;
+                    if let Some((input, hops)) = rt.inbox.pop_front() {
+                        self.handle(node, input, hops);
+                    }
+                }
+                Ev::Submit { client } => self.submit(client),
+                Ev::Arrival => {
+                    if self.issued + self.backlog < self.cfg.txns {
+                        self.backlog += 1;
+                        let rate = self.cfg.rate.unwrap_or(1.0);
+                        let gap = -(1.0 - self.net_rng.gen::<f64>()).ln() / rate;
+                        let at = self.now + secs(gap);
+                        self.push(at, Ev::Arrival);
+                        self.drain_backlog();
+                    }
+                }
+                Ev::Fault(f) => self.fault(f),
+                Ev::Restart { node, inc } => {
+                    if self.rt[node.0 as usize].inc == inc && !self.rt[node.0 as usize].up {
+                        self.restart(node);
+                    }
+                }
+                Ev::Heal { a, b } => {
+                    let now = self.now;
+                    self.partitions.retain(|(x, y, until)| !((*x, *y) == (a, b) && *until <= now));
+                }
+            }
+            if self.records.len() as u64 >= last_progress + 1000 {
+                last_progress = self.records.len() as u64;
+                progress(last_progress, self.cfg.txns);
+            }
+            if stop_at == Time::MAX && self.workload_done() {
+                self.heal();
+                stop_at = self.now + self.cfg.settle;
+            }
+        }
+        progress(self.records.len() as u64, self.cfg.txns);
+        // Anything still unanswered is of unknown outcome.
+        for (i, c) in self.clients.iter().enumerate() {
+            if self.client_busy[i] && !self.client_dead[i] {
+                if let Some(r) = c.in_flight() {
+                    self.records.push(r);
+                }
+            }
+        }
+        self.now
+    }
+
+    /// Ends the safety phase: every fault heals and crashed servers restart.
+    fn heal(&mut self) {
+        self.healed = true;
+        self.partitions.clear();
+        for n in 0..self.layout.num_servers() {
+            if !self.rt[n as usize].up {
+                self.restart(NodeId(n));
+            }
+        }
+    }
+
+    fn submit(&mut self, client: u32) {
+        let c = client as usize;
+        if self.client_dead[c] || self.client_busy[c] || self.issued >= self.cfg.txns {
+            return;
+        }
+        self.issued += 1;
+        self.client_busy[c] = true;
+        self.client_seq[c] += 1;
+        let txn = TxnId { client, seq: self.client_seq[c] };
+        let call = self.workload.next_call(&mut self.wl_rng);
+        let node = NodeId(self.layout.num_servers() + client);
+        self.dispatch(node, 0, move |a, _, cx| {
+            if let Either::C(cl) = a {
+                cl.submit(txn, call, cx)
+            }
+        });
+    }
+
+    fn drain_backlog(&mut self) {
+        while self.backlog > 0 {
+            let Some(c) = (0..self.cfg.clients).find(|&c| !self.client_busy[c as usize] && !self.client_dead[c as usize]) else {
+                return;
+            };
+            self.backlog -= 1;
+            self.submit(c);
+        }
+    }
+
+    fn fault(&mut self, f: Fault) {
+        if self.healed {
+            return;
+        }
+        match f {
+            Fault::Crash { node, down } => self.crash(node, down),
+            Fault::Outage { dc, down } => {
+                let nodes: Vec<NodeId> = self.layout.servers_in(dc).collect();
+                for n in nodes {
+                    self.crash(n, down);
+                }
+            }
+            Fault::ClientCrash { client } => {
+                let c = client as usize;
+                if self.client_dead[c] {
+                    return;
+                }
+                self.client_dead[c] = true;
+                if self.client_busy[c] {
+                    if let Some(r) = self.clients[c].in_flight() {
+                        self.records.push(r);
+                    }
+                }
+                self.clients[c].on_crash();
+                let node = NodeId(self.layout.num_servers() + client);
+                let rt = &mut self.rt[node.0 as usize];
+                rt.up = false;
+                rt.inc += 1;
+                rt.inbox.clear();
+                rt.timers.clear();
+                if self.rate_mode() {
+                    self.drain_backlog();
+                }
+            }
+            Fault::Partition { a, b, down } => {
+                let until = self.now + down;
+                self.partitions.push((a, b, until));
+                self.push(until, Ev::Heal { a, b });
+            }
+        }
+    }
+
+    fn rate_mode(&self) -> bool {
+        self.cfg.rate.is_some()
+    }
+
+    fn crash(&mut self, node: NodeId, down: Time) {
+        let rt = &mut self.rt[node.0 as usize];
+        if !rt.up {
+            return;
+        }
+        rt.up = false;
+        rt.busy = false;
+        rt.inc += 1;
+        rt.inbox.clear();
+        rt.timers.clear();
+        let inc = rt.inc;
+        self.servers[node.0 as usize].on_crash();
+        self.push(self.now + down, Ev::Restart { node, inc });
+    }
+
+    fn restart(&mut self, node: NodeId) {
+        let rt = &mut self.rt[node.0 as usize];
+        rt.up = true;
+        rt.busy = false;
+        rt.inc += 1;
+        self.dispatch(node, 0, |a, _, cx| {
+            if let Either::S(s) = a {
+                s.on_recover(cx)
+            }
+        });
+    }
+
+    fn handle(&mut self, node: NodeId, input: Input<P::Msg>, hops: u32) {
+        match input {
+            Input::Msg { from, msg } => self.dispatch(node, hops, move |a, _, cx| match a {
+                Either::S(s) => s.on_message(from, msg, cx),
+                Either::C(c) => c.on_message(from, msg, cx),
+            }),
+            Input::Timer { id, gen } => {
+                let rt = &mut self.rt[node.0 as usize];
+                if rt.timers.get(&id) != Some(&gen) {
+                    // Re-armed or cancelled since: the node is free for its next input.
+                    if let Some((input, hops)) = rt.inbox.pop_front() {
+                        self.handle(node, input, hops);
+                    }
+                    return;
+                }
+                rt.timers.remove(&id);
+                self.dispatch(node, hops, move |a, _, cx| match a {
+                    Either::S(s) => s.on_timer(id, cx),
+                    Either::C(c) => c.on_timer(id, cx),
+                });
+            }
+        }
+    }
+
+    /// Runs one actor call at `self.now` and applies its effects.
+    fn dispatch(&mut self, node: NodeId, hops: u32, f: impl FnOnce(Either<'_, P>, (), &mut Ctx<'_, P::Msg>)) {
+        let ni = node.0 as usize;
+        let server = self.is_server(node);
+        let mut out = std::mem::take(&mut self.out);
+        let mut recs = std::mem::take(&mut self.recs);
+        let work = {
+            let rt = &mut self.rt[ni];
+            let mut cx = Ctx::new(self.now, node, &mut rt.rng, &mut out, &mut recs).with_hops(hops);
+            let actor = if server {
+                Either::S(&mut self.servers[ni])
+            } else {
+                Either::C(&mut self.clients[ni - self.layout.num_servers() as usize])
+            };
+            f(actor, (), &mut cx);
+            cx.work()
+        };
+        let cost = if server {
+            let c = &self.cfg.cpu;
+            c.per_msg + c.per_op * work.key_ops as u64 + c.fsync * work.log_syncs as u64
+        } else {
+            0
+        };
+        let depart = self.now + cost;
+        let inc = self.rt[ni].inc;
+        if cost > 0 {
+            self.rt[ni].busy = true;
+            self.push(depart, Ev::Free { node, inc });
+        }
+        for cmd in out.drain(..) {
+            match cmd {
+                Command::Send { to, msg, chain } => self.send(node, to, msg, chain.unwrap_or(hops), depart),
+                Command::SetTimer { id, after } => {
+                    let rt = &mut self.rt[ni];
+                    rt.timer_gen += 1;
+                    let gen = rt.timer_gen;
+                    rt.timers.insert(id, gen);
+                    self.push(depart + after, Ev::Arrive { node, input: Input::Timer { id, gen }, hops, inc });
+                }
+                Command::CancelTimer { id } => {
+                    self.rt[ni].timers.remove(&id);
+                }
+            }
+        }
+        for mut r in recs.drain(..) {
+            r.wan_trips = hops;
+            let client = r.id.client as usize;
+            self.records.push(r);
+            self.client_busy[client] = false;
+            match self.cfg.rate {
+                None => {
+                    let at = self.now + self.cfg.think;
+                    self.push(at, Ev::Submit { client: client as u32 });
+                }
+                Some(_) => self.drain_backlog(),
+            }
+        }
+        self.out = out;
+        self.recs = recs;
+    }
+
+    fn send(&mut self, from: NodeId, to: NodeId, msg: P::Msg, hops: u32, depart: Time) {
+        if to.0 >= self.layout.num_nodes() {
+            return; // addressed to nobody: dropped, like a packet to a dead address
+        }
+        let (da, db) = (self.layout.dc_of(from), self.layout.dc_of(to));
+        let wan = da != db;
+        self.msgs_total += 1;
+        if wan {
+            self.msgs_wan += 1;
+        }
+        if self.partitions.iter().any(|(a, b, _)| (*a, *b) == (da, db) || (*a, *b) == (db, da)) {
+            return;
+        }
+        let faulty = !self.healed;
+        if faulty && self.plan.loss > 0.0 && self.net_rng.gen_bool(self.plan.loss) {
+            return;
+        }
+        let base = self.layout.one_way(from, to);
+        let jitter = if self.cfg.jitter > 0.0 {
+            (base as f64 * self.cfg.jitter * self.net_rng.gen::<f64>()) as Time
+        } else {
+            0
+        };
+        let mut at = depart + base + jitter;
+        let hops = hops + wan as u32;
+        let reorder = faulty && self.plan.reorder > 0.0 && self.net_rng.gen_bool(self.plan.reorder);
+        if reorder {
+            at += (base.max(ms(1.0)) as f64 * self.net_rng.gen::<f64>()) as Time;
+        } else {
+            let last = self.fifo.entry((from.0, to.0)).or_insert(0);
+            at = at.max(*last);
+            *last = at;
+        }
+        let inc = self.rt[to.0 as usize].inc;
+        if faulty && self.plan.dup > 0.0 && self.net_rng.gen_bool(self.plan.dup) {
+            let extra = (base.max(ms(1.0)) as f64 * self.net_rng.gen::<f64>()) as Time;
+            self.push(at + extra, Ev::Arrive { node: to, input: Input::Msg { from, msg: msg.clone() }, hops, inc });
+        }
+        self.push(at, Ev::Arrive { node: to, input: Input::Msg { from, msg }, hops, inc });
+    }
+
+    fn history(&mut self, p: &P) -> History {
+        let replicas = self
+            .servers
+            .iter()
+            .map(|s| s.snapshot())
+            .collect();
+        let mut txns = std::mem::take(&mut self.records);
+        txns.sort_by_key(|t| t.id);
+        History {
+            meta: Meta {
+                protocol: p.name().to_string(),
+                strict: p.strict(),
+                shards: self.layout.topology.shards,
+                shard_replicas: self.layout.shard_replicas.clone(),
+            },
+            txns,
+            replicas,
+        }
+    }
+}
+
+enum Either<'a, P: Protocol> {
+    S(&'a mut P::Server),
+    C(&'a mut P::Client),
+}
+
+/// Milliseconds of a duration, for reports.
+pub fn millis(t: Time) -> f64 {
+    to_ms(t)
+}
+
+/// Outcome counts helper for tests and reports.
+pub fn count(h: &History, o: Outcome) -> usize {
+    h.txns.iter().filter(|t| t.outcome == o).count()
+}

@@ -1,0 +1,103 @@
+//! `meridian compare`: every protocol side by side, or a named experiment that prints
+//! paper figures next to measured ones.
+
+use crate::{progress, RunArgs};
+use anyhow::{bail, Result};
+use meridian_protocols::PROTOCOLS;
+use meridian_sim::SimReport;
+use std::process::ExitCode;
+
+/// Named experiments: (name, what it reproduces).
+pub const EXPERIMENTS: [(&str, &str); 1] = [(
+    "2pc-round-trips",
+    "crossstitch.md §5.2.2 / Fig. 12, 2PC column: k dependent remote reads + 1 commit = k+1 WAN round trips",
+)];
+
+pub fn run(experiment: Option<&str>, args: &RunArgs) -> Result<ExitCode> {
+    match experiment {
+        None => default_compare(args),
+        Some("list") => {
+            for (n, d) in EXPERIMENTS {
+                println!("{n:18} {d}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Some("2pc-round-trips") => round_trips(args),
+        Some(other) => bail!(
+            "unknown experiment `{other}` (known: {})",
+            EXPERIMENTS.iter().map(|e| e.0).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+fn verdict(r: &SimReport) -> String {
+    if r.check.ok() {
+        "ok".into()
+    } else {
+        format!("FAIL ({})", r.check.anomalies.len())
+    }
+}
+
+fn default_compare(args: &RunArgs) -> Result<ExitCode> {
+    let cfg = args.config()?;
+    println!(
+        "topology {}  workload {}  txns {}  clients {}  seed {}{}",
+        cfg.topology.name,
+        meridian_workload::build(&cfg.workload)?.spec(),
+        cfg.txns,
+        cfg.clients,
+        cfg.seed,
+        if cfg.faults.is_empty() { String::new() } else { format!("  faults {}", cfg.faults) }
+    );
+    println!(
+        "{:10} {:>9} {:>8} {:>9} {:>9} {:>11} {:>9} {:>8} {:>9}  check",
+        "protocol", "committed", "aborted", "p50 ms", "p99 ms", "commit p50", "tput/s", "WAN trips", "msgs/txn"
+    );
+    let mut code = ExitCode::SUCCESS;
+    for p in PROTOCOLS {
+        let out = meridian_sim::run_named(p, &cfg, &mut progress(p))?;
+        let r = &out.report;
+        println!(
+            "{:10} {:>9} {:>8} {:>9.1} {:>9.1} {:>11.1} {:>9.1} {:>9.2} {:>9.1}  {}",
+            p,
+            r.committed,
+            r.aborted,
+            r.latency_ms.p50,
+            r.latency_ms.p99,
+            r.commit_latency_ms.p50,
+            r.throughput_tps,
+            r.wan_trips.mean,
+            r.messages.per_txn,
+            verdict(r)
+        );
+        if !r.check.ok() {
+            eprintln!("{p}: check FAILED; reproduce with: {}", args.repro(p));
+            code = ExitCode::from(3);
+        }
+    }
+    Ok(code)
+}
+
+fn round_trips(args: &RunArgs) -> Result<ExitCode> {
+    println!("2PC WAN trips with k dependent reads, client in A, data in B (two50); one-way trips");
+    println!("{:>3} {:>12} {:>12} {:>7}  check", "k", "paper", "measured", "ratio");
+    let mut code = ExitCode::SUCCESS;
+    for k in 1..=5u32 {
+        let mut a = args.clone();
+        a.topology = "two50".into();
+        a.workload = format!("dependent-reads:k={k}");
+        a.client_dc = Some("A".into());
+        a.data_dc = Some("B".into());
+        a.txns = a.txns.min(200);
+        a.clients = a.clients.min(4);
+        let cfg = a.config()?;
+        let out = meridian_sim::run_named("2pc-2pl", &cfg, &mut progress("2pc-2pl"))?;
+        let paper = 2.0 * (k as f64 + 1.0);
+        let m = out.report.wan_trips.mean;
+        println!("{k:>3} {paper:>12.1} {m:>12.2} {:>7.3}  {}", m / paper, verdict(&out.report));
+        if !out.report.check.ok() {
+            code = ExitCode::from(3);
+        }
+    }
+    Ok(code)
+}

@@ -1,0 +1,1034 @@
+//! Flat two-phase commit, the baseline every paper measures against
+//! (`2pc-2pl` and `2pc-occ`).
+//!
+//! # The protocol
+//!
+//! The client runs the program interactively: every read goes to the primary of the
+//! key's shard, writes are buffered at the client. When the program finishes the client
+//! sends `Commit` (reads with the versions seen, final writes, grouped per participant
+//! node) to a coordinator: a server in the client's own DC. The coordinator sends
+//! `Prepare` to every participant node (one per node, however many of its shards the
+//! transaction touches); each votes; on all-yes the coordinator force-logs COMMIT,
+//! answers the client and sends `Decide` to the participants, which apply, log, release
+//! and `Ack`. That is the client's critical path: remote reads (one round trip each),
+//! then one commit round trip between the coordinator and the farthest participant.
+//!
+//! Concurrency control:
+//! - `2pc-2pl`: reads take shared locks, prepare takes exclusive locks, under
+//!   WOUND_WAIT with the transaction's start time as priority (so there are no
+//!   deadlocks; a wounded transaction that has not prepared aborts, a prepared one is
+//!   never wounded). Prepare also checks that every shared lock is still held.
+//! - `2pc-occ`: reads take no locks and return the latest committed version; prepare
+//!   validates that each read version is still the latest and takes NO_WAIT locks on
+//!   the read and write sets until the decision, so validation and commit are atomic.
+//!
+//! # Logging and failures
+//!
+//! Presumed abort. A participant force-logs PREPARED (with its writes) before voting
+//! yes, and COMMITTED before acknowledging; the coordinator force-logs COMMIT before
+//! telling anyone. A restarted node replays its log: committed writes are re-installed
+//! in log order, prepared-but-undecided transactions re-take their locks and ask the
+//! coordinator (`Query`) until they learn the outcome; a restarted coordinator
+//! re-sends logged COMMIT decisions and answers ABORT for every transaction it has no
+//! COMMIT record of (it cannot have told anyone COMMIT). Lost messages are covered by
+//! timeouts: a client aborts a read that gets no answer and asks the coordinator for a
+//! lost outcome (`Status`); a coordinator aborts when votes do not arrive; a
+//! participant aborts an active transaction whose client went silent and re-asks about
+//! a prepared one. Duplicates are harmless: every handler is idempotent.
+//!
+//! # Departures
+//!
+//! - No replication of writes (the "optional write replication" of DESIGN.md is not
+//!   implemented here): each shard has one copy, on its home DC's node, so the
+//!   placement is `Home { k: 1 }`.
+//! - A transaction whose coordinator crashes before deciding is aborted (presumed
+//!   abort); 2PC blocks participants only until the coordinator restarts.
+//! - A read-only transaction still runs both phases (so its read locks/versions are
+//!   validated at one point in time); the papers' baselines do the same.
+
+use crate::{ClientRole, Env, Protocol, Replica};
+use meridian_core::{
+    Actor, ClientId, Ctx, DcId, HomeRule, Key, NodeId, Outcome, Placement, ReadRec, ReplicaSnapshot, Time,
+    TimerId, TxnId, TxnRecord, Value, VersionId, WriteRec,
+};
+use meridian_storage::{Acquired, Grant, LockMode, LockTable, Log, LogRecord, MvStore, Policy, Prio};
+use meridian_txn::{Call, Execution, Step};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// Concurrency control used under 2PC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cc {
+    /// Two-phase locking, wound-wait.
+    Locking,
+    /// Optimistic, validation at prepare.
+    Optimistic,
+}
+
+/// The `2pc-2pl` / `2pc-occ` protocol.
+#[derive(Clone, Copy, Debug)]
+pub struct TwoPc {
+    /// Concurrency control variant.
+    pub cc: Cc,
+}
+
+/// One participant node's share of a transaction (every shard it serves for it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Part {
+    /// The participant (primary of the shards involved).
+    pub node: NodeId,
+    /// Reads on this node with the versions seen.
+    pub reads: Vec<(Key, Option<VersionId>)>,
+    /// Final writes on this node.
+    pub writes: Vec<(Key, VersionId, Value)>,
+}
+
+/// 2PC messages.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Msg {
+    /// Client → participant: read `key` (2PL: under a shared lock).
+    Read {
+        /// Transaction.
+        txn: TxnId,
+        /// Priority timestamp (start time) for wound-wait.
+        ts: Time,
+        /// Key.
+        key: Key,
+    },
+    /// Participant → client: the read's result.
+    ReadReply {
+        /// Transaction.
+        txn: TxnId,
+        /// Key.
+        key: Key,
+        /// Version and value, or why the transaction was aborted.
+        result: Result<(Option<VersionId>, Option<Value>), String>,
+    },
+    /// Client → participant: the transaction aborted before commit; drop its state.
+    Release {
+        /// Transaction.
+        txn: TxnId,
+    },
+    /// Client → coordinator: commit this transaction.
+    Commit {
+        /// Transaction.
+        txn: TxnId,
+        /// Priority timestamp.
+        ts: Time,
+        /// Shards involved.
+        parts: Vec<Part>,
+    },
+    /// Client → coordinator: what happened to `txn`?
+    Status {
+        /// Transaction.
+        txn: TxnId,
+        /// Priority timestamp.
+        ts: Time,
+    },
+    /// Coordinator → client: the decision.
+    Outcome {
+        /// Transaction.
+        txn: TxnId,
+        /// Committed?
+        commit: bool,
+        /// Why not, if not.
+        reason: Option<String>,
+    },
+    /// Coordinator → participant: prepare.
+    Prepare {
+        /// Transaction.
+        txn: TxnId,
+        /// Priority timestamp.
+        ts: Time,
+        /// This participant's share.
+        part: Part,
+    },
+    /// Participant → coordinator: vote.
+    Vote {
+        /// Transaction.
+        txn: TxnId,
+        /// Yes?
+        yes: bool,
+        /// Why not, if not.
+        reason: Option<String>,
+    },
+    /// Coordinator → participant: the decision.
+    Decide {
+        /// Transaction.
+        txn: TxnId,
+        /// Commit?
+        commit: bool,
+    },
+    /// Participant → coordinator: decision applied.
+    Ack {
+        /// Transaction.
+        txn: TxnId,
+    },
+    /// Participant → coordinator: what was decided for `txn`?
+    Query {
+        /// Transaction.
+        txn: TxnId,
+    },
+}
+
+/// Records in a server's log.
+#[derive(Clone, Debug, PartialEq)]
+enum Rec {
+    /// Participant prepared (forced before voting yes).
+    Prepared {
+        txn: TxnId,
+        ts: Time,
+        coord: NodeId,
+        reads: Vec<Key>,
+        writes: Vec<(Key, VersionId, Value)>,
+    },
+    /// Participant applied a commit (forced before acking).
+    Committed { txn: TxnId },
+    /// Participant aborted a prepared transaction (not forced).
+    Aborted { txn: TxnId },
+    /// Coordinator decided commit (forced before anyone is told).
+    Decided {
+        txn: TxnId,
+        client: NodeId,
+        parts: Vec<NodeId>,
+    },
+    /// Coordinator collected every ack (not forced).
+    Ended { txn: TxnId },
+}
+
+impl LogRecord for Rec {
+    fn size(&self) -> u64 {
+        match self {
+            Rec::Prepared { reads, writes, .. } => {
+                48 + reads.iter().map(|k| k.0.len() as u64).sum::<u64>()
+                    + writes.iter().map(|(k, _, v)| 16 + (k.0.len() + v.0.len()) as u64).sum::<u64>()
+            }
+            Rec::Decided { parts, .. } => 32 + 8 * parts.len() as u64,
+            _ => 24,
+        }
+    }
+}
+
+const T_SWEEP: TimerId = TimerId(1);
+
+/// Participant-side state of one transaction.
+#[derive(Debug)]
+enum PState {
+    /// Reading (2PL: holding shared locks).
+    Active,
+    /// Waiting for exclusive locks before voting (`hops`: the Prepare's chain).
+    Preparing { coord: NodeId, part: Part, waiting: usize, hops: u32 },
+    /// Voted yes; waiting for the decision.
+    Prepared { coord: NodeId, part: Part, asked: Time },
+}
+
+#[derive(Debug)]
+struct PTxn {
+    prio: Prio,
+    state: PState,
+    client: Option<NodeId>,
+    last_seen: Time,
+    /// Reads waiting for a lock: (client, key, the request's WAN-hop chain).
+    pending_reads: Vec<(NodeId, Key, u32)>,
+}
+
+/// Coordinator-side state of one transaction.
+#[derive(Debug)]
+struct CTxn {
+    client: NodeId,
+    parts: Vec<NodeId>,
+    yes: BTreeSet<NodeId>,
+    decided: Option<bool>,
+    acks: BTreeSet<NodeId>,
+    since: Time,
+}
+
+/// A 2PC server: participant for the shards it holds, coordinator for clients of its DC.
+#[derive(Debug)]
+pub struct Server {
+    env: Env,
+    cc: Cc,
+    me: NodeId,
+    // --- durable ---
+    log: Log<Rec>,
+    // --- volatile ---
+    store: MvStore,
+    locks: LockTable,
+    ptxns: HashMap<TxnId, PTxn>,
+    tombstones: HashMap<TxnId, Time>,
+    ctxns: HashMap<TxnId, CTxn>,
+    /// Decided outcomes, so duplicates and late questions get the same answer.
+    done: HashMap<TxnId, bool>,
+    /// When this incarnation started: transactions begun earlier that it has no COMMIT
+    /// record of are aborted (presumed abort).
+    started_at: Time,
+}
+
+impl Server {
+    /// A fresh server.
+    pub fn new(env: Env, cc: Cc, me: NodeId) -> Self {
+        let policy = match cc {
+            Cc::Locking => Policy::WoundWait,
+            Cc::Optimistic => Policy::NoWait,
+        };
+        Server {
+            env,
+            cc,
+            me,
+            log: Log::new(),
+            store: MvStore::new(),
+            locks: LockTable::new(policy),
+            ptxns: HashMap::new(),
+            tombstones: HashMap::new(),
+            ctxns: HashMap::new(),
+            done: HashMap::new(),
+            started_at: 0,
+        }
+    }
+
+    // ------------------------------------------------------------ participant
+
+    fn on_read(&mut self, from: NodeId, txn: TxnId, ts: Time, key: Key, cx: &mut Ctx<'_, Msg>) {
+        cx.charge_ops(1);
+        if self.tombstones.contains_key(&txn) {
+            cx.send(from, Msg::ReadReply { txn, key, result: Err("aborted".into()) });
+            return;
+        }
+        if self.cc == Cc::Optimistic {
+            let (v, val) = self.store.latest(&key);
+            let result = Ok((v, val.cloned()));
+            cx.send(from, Msg::ReadReply { txn, key, result });
+            return;
+        }
+        let now = cx.now();
+        let t = self.ptxns.entry(txn).or_insert_with(|| PTxn {
+            prio: (ts, txn),
+            state: PState::Active,
+            client: Some(from),
+            last_seen: now,
+            pending_reads: vec![],
+        });
+        t.last_seen = now;
+        t.client = Some(from);
+        if !matches!(t.state, PState::Active) {
+            return; // a read after prepare is a stale duplicate
+        }
+        let prio = t.prio;
+        match self.locks.acquire(txn, prio, &key, LockMode::Shared) {
+            Acquired::Granted => self.reply_read(from, txn, key, cx.hops(), cx),
+            Acquired::Waiting { wound } => {
+                let hops = cx.hops();
+                if let Some(t) = self.ptxns.get_mut(&txn) {
+                    t.pending_reads.push((from, key, hops));
+                }
+                self.wound(wound, cx);
+            }
+            Acquired::Denied | Acquired::TookOver { .. } => unreachable!("wound-wait never denies"),
+        }
+    }
+
+    /// Answers a read on the requester's causal chain `hops`.
+    fn reply_read(&mut self, to: NodeId, txn: TxnId, key: Key, hops: u32, cx: &mut Ctx<'_, Msg>) {
+        let (v, val) = self.store.latest(&key);
+        let result = Ok((v, val.cloned()));
+        cx.send_on_chain(to, Msg::ReadReply { txn, key, result }, hops);
+    }
+
+    /// Aborts wounded transactions that can still abort (not prepared).
+    fn wound(&mut self, victims: Vec<TxnId>, cx: &mut Ctx<'_, Msg>) {
+        for v in victims {
+            let can = self
+                .ptxns
+                .get(&v)
+                .is_some_and(|t| !matches!(t.state, PState::Prepared { .. }));
+            if can {
+                self.abort_local(v, "wounded by an older transaction", cx);
+            }
+        }
+    }
+
+    /// Aborts an unprepared (or prepared, on an ABORT decision) transaction here:
+    /// releases its locks, answers its waiting reads and, if it was preparing, votes no.
+    fn abort_local(&mut self, txn: TxnId, why: &str, cx: &mut Ctx<'_, Msg>) {
+        self.tombstones.insert(txn, cx.now());
+        let Some(t) = self.ptxns.remove(&txn) else {
+            return;
+        };
+        for (client, key, hops) in t.pending_reads {
+            cx.send_on_chain(client, Msg::ReadReply { txn, key, result: Err(why.to_string()) }, hops);
+        }
+        match t.state {
+            PState::Preparing { coord, hops, .. } => {
+                cx.send_on_chain(coord, Msg::Vote { txn, yes: false, reason: Some(why.to_string()) }, hops);
+            }
+            PState::Prepared { .. } => self.log.append(Rec::Aborted { txn }, cx),
+            PState::Active => {}
+        }
+        let grants = self.locks.release_all(txn);
+        self.on_grants(grants, cx);
+    }
+
+    fn on_grants(&mut self, grants: Vec<Grant>, cx: &mut Ctx<'_, Msg>) {
+        for g in grants {
+            let Some(t) = self.ptxns.get_mut(&g.txn) else {
+                continue;
+            };
+            if let Some(i) = t.pending_reads.iter().position(|(_, k, _)| *k == g.key) {
+                let (client, key, hops) = t.pending_reads.remove(i);
+                self.reply_read(client, g.txn, key, hops, cx);
+            } else if let PState::Preparing { waiting, .. } = &mut t.state {
+                *waiting -= 1;
+                if *waiting == 0 {
+                    self.finish_prepare(g.txn, cx);
+                }
+            }
+        }
+    }
+
+    fn on_prepare(&mut self, from: NodeId, txn: TxnId, ts: Time, part: Part, cx: &mut Ctx<'_, Msg>) {
+        cx.charge_ops((part.reads.len() + part.writes.len()) as u32);
+        let no = |reason: String, cx: &mut Ctx<'_, Msg>| {
+            cx.send(from, Msg::Vote { txn, yes: false, reason: Some(reason) });
+        };
+        if self.tombstones.contains_key(&txn) {
+            return no("aborted".into(), cx);
+        }
+        let now = cx.now();
+        let t = self.ptxns.entry(txn).or_insert_with(|| PTxn {
+            prio: (ts, txn),
+            state: PState::Active,
+            client: None,
+            last_seen: now,
+            pending_reads: vec![],
+        });
+        t.last_seen = now;
+        match t.state {
+            PState::Prepared { .. } => {
+                cx.send(from, Msg::Vote { txn, yes: true, reason: None });
+                return;
+            }
+            PState::Preparing { .. } => return,
+            PState::Active => {}
+        }
+        let prio = t.prio;
+        match self.cc {
+            Cc::Locking => {
+                // Every read must still be protected by our shared lock.
+                if let Some((k, _)) = part.reads.iter().find(|(k, _)| !self.locks.holds(txn, k, LockMode::Shared)) {
+                    let why = format!("read lock on {k} lost");
+                    self.abort_local(txn, &why, cx);
+                    return no(why, cx);
+                }
+                let mut waiting = 0;
+                let mut wounded = vec![];
+                for (k, _, _) in &part.writes {
+                    match self.locks.acquire(txn, prio, k, LockMode::Exclusive) {
+                        Acquired::Granted => {}
+                        Acquired::Waiting { wound } => {
+                            waiting += 1;
+                            wounded.extend(wound);
+                        }
+                        Acquired::Denied | Acquired::TookOver { .. } => unreachable!("wound-wait never denies"),
+                    }
+                }
+                let hops = cx.hops();
+                if let Some(t) = self.ptxns.get_mut(&txn) {
+                    t.state = PState::Preparing { coord: from, part, waiting, hops };
+                }
+                if waiting == 0 {
+                    self.finish_prepare(txn, cx);
+                } else {
+                    self.wound(wounded, cx);
+                }
+            }
+            Cc::Optimistic => {
+                let stale = part.reads.iter().find(|(k, v)| self.store.latest(k).0 != *v).map(|(k, _)| k.clone());
+                let mut ok = stale.is_none();
+                let mut why = stale.map(|k| format!("validation failed: {k} changed"));
+                if ok {
+                    let wanted = part
+                        .reads
+                        .iter()
+                        .map(|(k, _)| (k, LockMode::Shared))
+                        .chain(part.writes.iter().map(|(k, _, _)| (k, LockMode::Exclusive)));
+                    for (k, m) in wanted {
+                        if self.locks.acquire(txn, prio, k, m) != Acquired::Granted {
+                            ok = false;
+                            why = Some(format!("validation failed: {k} is locked by a preparing transaction"));
+                            break;
+                        }
+                    }
+                }
+                if ok {
+                    if let Some(t) = self.ptxns.get_mut(&txn) {
+                        t.state = PState::Preparing { coord: from, part, waiting: 0, hops: cx.hops() };
+                    }
+                    self.finish_prepare(txn, cx);
+                } else {
+                    let why = why.unwrap_or_default();
+                    self.ptxns.remove(&txn);
+                    self.locks.release_all(txn);
+                    self.tombstones.insert(txn, now);
+                    no(why, cx);
+                }
+            }
+        }
+    }
+
+    fn finish_prepare(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        let Some(t) = self.ptxns.get_mut(&txn) else {
+            return;
+        };
+        let PState::Preparing { coord, part, hops, .. } = std::mem::replace(&mut t.state, PState::Active) else {
+            return;
+        };
+        self.log.append_sync(
+            Rec::Prepared {
+                txn,
+                ts: t.prio.0,
+                coord,
+                reads: part.reads.iter().map(|(k, _)| k.clone()).collect(),
+                writes: part.writes.clone(),
+            },
+            cx,
+        );
+        t.state = PState::Prepared { coord, part, asked: cx.now() };
+        cx.send_on_chain(coord, Msg::Vote { txn, yes: true, reason: None }, hops);
+    }
+
+    fn on_decide(&mut self, from: NodeId, txn: TxnId, commit: bool, cx: &mut Ctx<'_, Msg>) {
+        match self.ptxns.get(&txn).map(|t| &t.state) {
+            Some(PState::Prepared { .. }) => {
+                if commit {
+                    let t = self.ptxns.remove(&txn).expect("present");
+                    let PState::Prepared { part, .. } = t.state else { unreachable!() };
+                    cx.charge_ops(part.writes.len() as u32);
+                    for (k, v, val) in &part.writes {
+                        self.store.install_latest(k, *v, val.clone());
+                    }
+                    self.log.append_sync(Rec::Committed { txn }, cx);
+                    let grants = self.locks.release_all(txn);
+                    self.on_grants(grants, cx);
+                } else {
+                    self.abort_local(txn, "aborted by coordinator", cx);
+                }
+                cx.send(from, Msg::Ack { txn });
+            }
+            Some(_) if !commit => self.abort_local(txn, "aborted by coordinator", cx),
+            Some(_) => {} // commit before our yes vote: impossible; ignore
+            None => {
+                if !commit {
+                    self.tombstones.insert(txn, cx.now());
+                }
+                // Already applied (duplicate) or never prepared here: acknowledge so the
+                // coordinator can finish.
+                cx.send(from, Msg::Ack { txn });
+            }
+        }
+    }
+
+    fn on_release(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        match self.ptxns.get(&txn).map(|t| &t.state) {
+            Some(PState::Prepared { .. }) => {} // only the coordinator decides now
+            Some(_) => self.abort_local(txn, "released by client", cx),
+            None => {
+                self.tombstones.insert(txn, cx.now());
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ coordinator
+
+    fn on_commit(&mut self, client: NodeId, txn: TxnId, ts: Time, parts: Vec<Part>, cx: &mut Ctx<'_, Msg>) {
+        if let Some(&commit) = self.done.get(&txn) {
+            let reason = (!commit).then(|| "aborted".to_string());
+            cx.send(client, Msg::Outcome { txn, commit, reason });
+            return;
+        }
+        if self.ctxns.contains_key(&txn) {
+            return; // duplicate while in progress
+        }
+        if ts < self.started_at {
+            // Begun before this coordinator restarted; presumed aborted.
+            self.done.insert(txn, false);
+            let reason = Some("coordinator restarted".to_string());
+            cx.send(client, Msg::Outcome { txn, commit: false, reason });
+            return;
+        }
+        self.ctxns.insert(
+            txn,
+            CTxn {
+                client,
+                parts: parts.iter().map(|p| p.node).collect(),
+                yes: BTreeSet::new(),
+                decided: None,
+                acks: BTreeSet::new(),
+                since: cx.now(),
+            },
+        );
+        for p in parts {
+            cx.send(p.node, Msg::Prepare { txn, ts, part: p });
+        }
+    }
+
+    fn on_vote(&mut self, from: NodeId, txn: TxnId, yes: bool, reason: Option<String>, cx: &mut Ctx<'_, Msg>) {
+        let Some(c) = self.ctxns.get_mut(&txn) else {
+            return;
+        };
+        if c.decided.is_some() {
+            return;
+        }
+        if !yes {
+            let why = reason.unwrap_or_else(|| "participant voted no".into());
+            self.decide(txn, false, Some(why), cx);
+            return;
+        }
+        if !c.parts.contains(&from) {
+            return;
+        }
+        c.yes.insert(from);
+        if c.yes.len() == c.parts.len() {
+            self.decide(txn, true, None, cx);
+        }
+    }
+
+    fn decide(&mut self, txn: TxnId, commit: bool, reason: Option<String>, cx: &mut Ctx<'_, Msg>) {
+        let Some(c) = self.ctxns.get_mut(&txn) else {
+            return;
+        };
+        c.decided = Some(commit);
+        c.since = cx.now();
+        self.done.insert(txn, commit);
+        let (client, parts) = (c.client, c.parts.clone());
+        if commit {
+            self.log.append_sync(Rec::Decided { txn, client, parts: parts.clone() }, cx);
+        }
+        cx.send(client, Msg::Outcome { txn, commit, reason });
+        for node in &parts {
+            cx.send(*node, Msg::Decide { txn, commit });
+        }
+        if !commit {
+            // Presumed abort: nothing to wait for.
+            self.ctxns.remove(&txn);
+        }
+    }
+
+    fn on_ack(&mut self, from: NodeId, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        let Some(c) = self.ctxns.get_mut(&txn) else {
+            return;
+        };
+        if c.decided != Some(true) || !c.parts.contains(&from) {
+            return;
+        }
+        c.acks.insert(from);
+        if c.acks.len() == c.parts.len() {
+            self.ctxns.remove(&txn);
+            self.log.append(Rec::Ended { txn }, cx);
+        }
+    }
+
+    fn on_query(&mut self, from: NodeId, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        if self.ctxns.get(&txn).is_some_and(|c| c.decided.is_none()) {
+            return; // still collecting votes; the decision will come
+        }
+        let commit = *self.done.entry(txn).or_insert(false);
+        cx.send(from, Msg::Decide { txn, commit });
+    }
+
+    fn on_status(&mut self, client: NodeId, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        if self.ctxns.get(&txn).is_some_and(|c| c.decided.is_none()) {
+            return;
+        }
+        // Unknown here means the Commit was lost or this coordinator restarted: abort,
+        // and remember it so a late Commit gets the same answer.
+        let commit = *self.done.entry(txn).or_insert(false);
+        let reason = (!commit).then(|| "aborted (outcome queried)".to_string());
+        cx.send(client, Msg::Outcome { txn, commit, reason });
+    }
+
+    // ------------------------------------------------------------ housekeeping
+
+    fn sweep(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let now = cx.now();
+        let to = self.env.timeouts.clone();
+        // Participant: idle active transactions abort; prepared ones ask.
+        let mut idle = vec![];
+        let mut ask = vec![];
+        for (id, t) in self.ptxns.iter_mut() {
+            match &mut t.state {
+                PState::Active | PState::Preparing { .. } => {
+                    if now.saturating_sub(t.last_seen) > to.idle && t.pending_reads.is_empty() {
+                        idle.push(*id);
+                    }
+                }
+                PState::Prepared { coord, asked, .. } => {
+                    if now.saturating_sub(*asked) >= to.query {
+                        *asked = now;
+                        ask.push((*coord, *id));
+                    }
+                }
+            }
+        }
+        idle.sort();
+        ask.sort();
+        for id in idle {
+            self.abort_local(id, "client silent", cx);
+        }
+        for (coord, txn) in ask {
+            cx.send(coord, Msg::Query { txn });
+        }
+        self.tombstones.retain(|_, t| now.saturating_sub(*t) < to.tombstone);
+        // Coordinator: vote timeouts and undelivered decisions.
+        let mut expired = vec![];
+        let mut resend = vec![];
+        for (id, c) in self.ctxns.iter_mut() {
+            match c.decided {
+                None if now.saturating_sub(c.since) > to.vote => expired.push(*id),
+                Some(true) if now.saturating_sub(c.since) >= to.query => {
+                    c.since = now;
+                    for n in &c.parts {
+                        if !c.acks.contains(n) {
+                            resend.push((*n, *id));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        expired.sort();
+        resend.sort();
+        for id in expired {
+            self.decide(id, false, Some("vote timeout".into()), cx);
+        }
+        for (n, txn) in resend {
+            cx.send(n, Msg::Decide { txn, commit: true });
+        }
+        cx.set_timer(to.sweep, T_SWEEP);
+    }
+
+    /// Rebuilds volatile state from the log.
+    fn replay(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let recs = self.log.records().to_vec();
+        let mut prepared: BTreeMap<TxnId, Rec> = BTreeMap::new();
+        let mut decided: BTreeMap<TxnId, Rec> = BTreeMap::new();
+        for r in recs {
+            match r {
+                Rec::Prepared { txn, .. } => {
+                    prepared.insert(txn, r);
+                }
+                Rec::Committed { txn } => {
+                    if let Some(Rec::Prepared { writes, .. }) = prepared.remove(&txn) {
+                        for (k, v, val) in writes {
+                            self.store.install_latest(&k, v, val);
+                        }
+                    }
+                }
+                Rec::Aborted { txn } => {
+                    prepared.remove(&txn);
+                }
+                Rec::Decided { txn, .. } => {
+                    self.done.insert(txn, true);
+                    decided.insert(txn, r);
+                }
+                Rec::Ended { txn } => {
+                    decided.remove(&txn);
+                }
+            }
+        }
+        let now = cx.now();
+        for (txn, r) in prepared {
+            let Rec::Prepared { ts, coord, reads, writes, .. } = r else { continue };
+            let prio = (ts, txn);
+            for k in &reads {
+                self.locks.acquire(txn, prio, k, LockMode::Shared);
+            }
+            for (k, _, _) in &writes {
+                self.locks.acquire(txn, prio, k, LockMode::Exclusive);
+            }
+            let part = Part {
+                node: cx.me(),
+                reads: reads.into_iter().map(|k| (k, None)).collect(),
+                writes,
+            };
+            self.ptxns.insert(
+                txn,
+                PTxn {
+                    prio,
+                    state: PState::Prepared { coord, part, asked: 0 },
+                    client: None,
+                    last_seen: now,
+                    pending_reads: vec![],
+                },
+            );
+        }
+        for (txn, r) in decided {
+            let Rec::Decided { client, parts, .. } = r else { continue };
+            self.ctxns.insert(
+                txn,
+                CTxn { client, parts, yes: BTreeSet::new(), decided: Some(true), acks: BTreeSet::new(), since: 0 },
+            );
+        }
+    }
+}
+
+impl Actor for Server {
+    type Msg = Msg;
+
+    fn on_start(&mut self, cx: &mut Ctx<'_, Msg>) {
+        self.started_at = cx.now();
+        cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
+    }
+
+    fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+        match msg {
+            Msg::Read { txn, ts, key } => self.on_read(from, txn, ts, key, cx),
+            Msg::Release { txn } => self.on_release(txn, cx),
+            Msg::Prepare { txn, ts, part } => self.on_prepare(from, txn, ts, part, cx),
+            Msg::Decide { txn, commit } => self.on_decide(from, txn, commit, cx),
+            Msg::Commit { txn, ts, parts } => self.on_commit(from, txn, ts, parts, cx),
+            Msg::Vote { txn, yes, reason } => self.on_vote(from, txn, yes, reason, cx),
+            Msg::Ack { txn } => self.on_ack(from, txn, cx),
+            Msg::Query { txn } => self.on_query(from, txn, cx),
+            Msg::Status { txn, .. } => self.on_status(from, txn, cx),
+            Msg::ReadReply { .. } | Msg::Outcome { .. } => {} // client messages
+        }
+    }
+
+    fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
+        if t == T_SWEEP {
+            self.sweep(cx);
+        }
+    }
+
+    fn on_crash(&mut self) {
+        let mut log = std::mem::take(&mut self.log);
+        log.crash();
+        *self = Server::new(self.env.clone(), self.cc, self.me);
+        self.log = log;
+    }
+
+    fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {
+        self.replay(cx);
+        self.on_start(cx);
+    }
+}
+
+impl Replica for Server {
+    fn snapshot(&self) -> ReplicaSnapshot {
+        ReplicaSnapshot { node: self.me, keys: self.store.snapshot() }
+    }
+}
+
+// ---------------------------------------------------------------- client
+
+const T_READ: TimerId = TimerId(1);
+const T_STATUS: TimerId = TimerId(2);
+
+#[derive(Debug)]
+enum Phase {
+    Reading(Key),
+    Committing,
+}
+
+#[derive(Debug)]
+struct Current {
+    ts: Time,
+    exec: Execution,
+    rec: TxnRecord,
+    touched: BTreeSet<NodeId>,
+    phase: Phase,
+}
+
+/// A 2PC client: runs one transaction at a time interactively.
+#[derive(Debug)]
+pub struct Client {
+    env: Env,
+    id: ClientId,
+    dc: DcId,
+    coord: NodeId,
+    cur: Option<Current>,
+}
+
+impl Client {
+    /// A client on `node`.
+    pub fn new(env: Env, node: NodeId, id: ClientId) -> Self {
+        let dc = env.layout.dc_of(node);
+        let coord = env.layout.server(dc, id.0);
+        Client { env, id, dc, coord, cur: None }
+    }
+
+    fn step(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_mut() else { return };
+        let step = match cur.exec.step(&self.env.registry) {
+            Ok(s) => s,
+            Err(e) => Step::Abort(e.to_string()),
+        };
+        match step {
+            Step::Read(key) => {
+                let node = self.env.layout.primary(self.env.layout.shard_of(&key));
+                cur.touched.insert(node);
+                cur.phase = Phase::Reading(key.clone());
+                cx.send(node, Msg::Read { txn: cur.rec.id, ts: cur.ts, key });
+                cx.set_timer(self.env.timeouts.read, T_READ);
+            }
+            Step::Abort(reason) => self.abort(reason, cx),
+            Step::Done { writes, .. } => {
+                let txn = cur.rec.id;
+                cur.rec.writes = writes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (k, _))| WriteRec { key: k.clone(), version: VersionId { txn, seq: i as u32 } })
+                    .collect();
+                let mut finals: BTreeMap<Key, (VersionId, Value)> = BTreeMap::new();
+                for (i, (k, v)) in writes.into_iter().enumerate() {
+                    finals.insert(k, (VersionId { txn, seq: i as u32 }, v));
+                }
+                let layout = &self.env.layout;
+                let mut parts: BTreeMap<NodeId, Part> = BTreeMap::new();
+                for r in &cur.rec.reads {
+                    let node = layout.primary(layout.shard_of(&r.key));
+                    parts.entry(node).or_insert_with(|| Part { node, reads: vec![], writes: vec![] }).reads.push((r.key.clone(), r.version));
+                }
+                for (k, (v, val)) in finals {
+                    let node = layout.primary(layout.shard_of(&k));
+                    parts.entry(node).or_insert_with(|| Part { node, reads: vec![], writes: vec![] }).writes.push((k, v, val));
+                }
+                cx.cancel_timer(T_READ);
+                cur.rec.commit_start = Some(cx.now());
+                if parts.is_empty() {
+                    self.finish(Outcome::Committed, None, cx);
+                    return;
+                }
+                cur.phase = Phase::Committing;
+                cx.send(self.coord, Msg::Commit { txn, ts: cur.ts, parts: parts.into_values().collect() });
+                cx.set_timer(self.env.timeouts.status, T_STATUS);
+            }
+        }
+    }
+
+    fn abort(&mut self, reason: String, cx: &mut Ctx<'_, Msg>) {
+        if let Some(cur) = &self.cur {
+            for n in &cur.touched {
+                cx.send(*n, Msg::Release { txn: cur.rec.id });
+            }
+        }
+        self.finish(Outcome::Aborted, Some(reason), cx);
+    }
+
+    fn finish(&mut self, outcome: Outcome, reason: Option<String>, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.take() else { return };
+        cx.cancel_timer(T_READ);
+        cx.cancel_timer(T_STATUS);
+        let mut rec = cur.rec;
+        rec.outcome = outcome;
+        rec.abort_reason = reason;
+        rec.end = Some(cx.now());
+        cx.record(rec);
+    }
+}
+
+impl Actor for Client {
+    type Msg = Msg;
+
+    fn on_message(&mut self, _from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_mut() else { return };
+        match msg {
+            Msg::ReadReply { txn, key, result } if txn == cur.rec.id => {
+                if !matches!(&cur.phase, Phase::Reading(k) if *k == key) {
+                    return; // duplicate or stale
+                }
+                cx.cancel_timer(T_READ);
+                match result {
+                    Ok((version, value)) => {
+                        cur.rec.reads.push(ReadRec { key: key.clone(), version });
+                        cur.exec.supply(key, value);
+                        self.step(cx);
+                    }
+                    Err(why) => self.abort(why, cx),
+                }
+            }
+            Msg::Outcome { txn, commit, reason } if txn == cur.rec.id && matches!(cur.phase, Phase::Committing) => {
+                let outcome = if commit { Outcome::Committed } else { Outcome::Aborted };
+                self.finish(outcome, reason, cx);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_ref() else { return };
+        match (t, &cur.phase) {
+            (T_READ, Phase::Reading(_)) => self.abort("read timed out".into(), cx),
+            (T_STATUS, Phase::Committing) => {
+                cx.send(self.coord, Msg::Status { txn: cur.rec.id, ts: cur.ts });
+                cx.set_timer(self.env.timeouts.status, T_STATUS);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_crash(&mut self) {
+        self.cur = None;
+    }
+}
+
+impl ClientRole for Client {
+    fn submit(&mut self, txn: TxnId, call: Call, cx: &mut Ctx<'_, Msg>) {
+        let node = cx.me();
+        let rec = TxnRecord {
+            id: txn,
+            client: self.id,
+            node,
+            dc: self.dc,
+            program: call.program.clone(),
+            start: cx.now(),
+            commit_start: None,
+            end: None,
+            outcome: Outcome::Unknown,
+            abort_reason: None,
+            reads: vec![],
+            writes: vec![],
+            wan_trips: 0,
+        };
+        self.cur = Some(Current {
+            ts: cx.now(),
+            exec: Execution::new(call),
+            rec,
+            touched: BTreeSet::new(),
+            phase: Phase::Committing,
+        });
+        self.step(cx);
+    }
+
+    fn in_flight(&self) -> Option<TxnRecord> {
+        self.cur.as_ref().map(|c| c.rec.clone())
+    }
+}
+
+impl Protocol for TwoPc {
+    type Msg = Msg;
+    type Server = Server;
+    type Client = Client;
+
+    fn name(&self) -> &'static str {
+        match self.cc {
+            Cc::Locking => "2pc-2pl",
+            Cc::Optimistic => "2pc-occ",
+        }
+    }
+    fn strict(&self) -> bool {
+        true
+    }
+    fn placement(&self, home: HomeRule) -> Placement {
+        Placement::Home { home, k: 1 }
+    }
+    fn server(&self, env: &Env, node: NodeId) -> Server {
+        Server::new(env.clone(), self.cc, node)
+    }
+    fn client(&self, env: &Env, node: NodeId, id: ClientId) -> Client {
+        Client::new(env.clone(), node, id)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,233 @@
+//! Fault plans: parsed from `--faults` or drawn from the seed.
+//!
+//! Syntax: items separated by `;`, each `NAME:key=value,...` (the workload syntax):
+//!
+//! | item | keys | effect |
+//! |---|---|---|
+//! | `loss` | `p` | each message is dropped with probability p |
+//! | `dup` | `p` | each message is delivered twice with probability p |
+//! | `reorder` | `p` | each message is delayed by up to one extra one-way delay (bypassing FIFO) with probability p |
+//! | `crash` | `node, at, for` | server `node` crashes at `at` and restarts `for` later |
+//! | `client-crash` | `client, at` | client `client` crashes at `at` (for good) |
+//! | `outage` | `dc, at, for` | every server of DC `dc` crashes at `at`, restarts `for` later |
+//! | `partition` | `a, b, at, for` | messages between DCs `a` and `b` are dropped for `for` |
+//! | `random` | `crashes=3, client-crashes=1, partitions=1, outages=0, loss=0.01, dup=0.01, reorder=0.05, window=10s` | draws that many faults at seeded random times in `[0, window)` |
+//!
+//! Times are durations (`250ms`, `2s`). Every fault heals by the end of the run's
+//! safety phase; then the liveness phase runs with a healed network.
+
+use meridian_core::time::parse_duration;
+use meridian_core::{DcId, NodeId, Rng, Time, Topology};
+use rand::Rng as _;
+use std::collections::BTreeMap;
+
+/// One scheduled fault.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fault {
+    /// Crash a server for a while.
+    Crash {
+        /// Server.
+        node: NodeId,
+        /// Down time.
+        down: Time,
+    },
+    /// Crash a client for good.
+    ClientCrash {
+        /// Client index.
+        client: u32,
+    },
+    /// Crash every server of a DC for a while.
+    Outage {
+        /// DC.
+        dc: DcId,
+        /// Down time.
+        down: Time,
+    },
+    /// Cut two DCs apart for a while.
+    Partition {
+        /// One side.
+        a: DcId,
+        /// Other side.
+        b: DcId,
+        /// Duration.
+        down: Time,
+    },
+}
+
+/// What faults a run suffers.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FaultPlan {
+    /// Message loss probability.
+    pub loss: f64,
+    /// Message duplication probability.
+    pub dup: f64,
+    /// Message reordering probability.
+    pub reorder: f64,
+    /// Scheduled faults (time, fault), in time order.
+    pub events: Vec<(Time, Fault)>,
+    /// The spec it was parsed from.
+    pub spec: String,
+}
+
+/// A bad `--faults` spec.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("bad --faults `{spec}`: {msg}")]
+pub struct FaultError {
+    spec: String,
+    msg: String,
+}
+
+impl FaultPlan {
+    /// No faults.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// Whether any fault is planned.
+    pub fn is_empty(&self) -> bool {
+        self.loss == 0.0 && self.dup == 0.0 && self.reorder == 0.0 && self.events.is_empty()
+    }
+
+    /// Parses a spec for a deployment with `servers` servers and `clients` clients;
+    /// `random` items draw from `rng`.
+    pub fn parse(spec: &str, topo: &Topology, servers: u32, clients: u32, rng: &mut Rng) -> Result<FaultPlan, FaultError> {
+        let err = |msg: String| FaultError { spec: spec.to_string(), msg };
+        let mut plan = FaultPlan { spec: spec.to_string(), ..Default::default() };
+        for item in spec.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+            let (name, rest) = item.split_once(':').unwrap_or((item, ""));
+            let mut kv: BTreeMap<&str, &str> = BTreeMap::new();
+            for p in rest.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                let (k, v) = p.split_once('=').ok_or_else(|| err(format!("`{p}` is not key=value")))?;
+                kv.insert(k.trim(), v.trim());
+            }
+            let allowed: &[&str] = match name {
+                "loss" | "dup" | "reorder" => &["p"],
+                "crash" => &["node", "at", "for"],
+                "client-crash" => &["client", "at"],
+                "outage" => &["dc", "at", "for"],
+                "partition" => &["a", "b", "at", "for"],
+                "random" => &["crashes", "client-crashes", "partitions", "outages", "loss", "dup", "reorder", "window"],
+                _ => return Err(err(format!("unknown fault `{name}` (known: loss, dup, reorder, crash, client-crash, outage, partition, random)"))),
+            };
+            if let Some(k) = kv.keys().find(|k| !allowed.contains(k)) {
+                return Err(err(format!("fault `{name}` has no key `{k}` (known: {})", allowed.join(", "))));
+            }
+            let need = |k: &str| kv.get(k).copied().ok_or_else(|| err(format!("fault `{name}` needs `{k}=`")));
+            let prob = |k: &str, d: f64| -> Result<f64, FaultError> {
+                match kv.get(k) {
+                    None => Ok(d),
+                    Some(v) => v
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|p| (0.0..=1.0).contains(p))
+                        .ok_or_else(|| err(format!("`{k}={v}` must be a probability in [0, 1]"))),
+                }
+            };
+            let dur = |k: &str| -> Result<Time, FaultError> { parse_duration(need(k)?).map_err(&err) };
+            let count = |k: &str, d: u32| -> Result<u32, FaultError> {
+                kv.get(k).map_or(Ok(d), |v| v.parse().map_err(|_| err(format!("`{k}={v}` must be a count"))))
+            };
+            let dc = |k: &str| -> Result<DcId, FaultError> { topo.dc(need(k)?).map_err(|e| err(e.to_string())) };
+            match name {
+                "loss" => plan.loss = prob("p", 0.0)?,
+                "dup" => plan.dup = prob("p", 0.0)?,
+                "reorder" => plan.reorder = prob("p", 0.0)?,
+                "crash" => {
+                    let node: u32 = need("node")?.parse().map_err(|_| err("`node` must be a server number".into()))?;
+                    if node >= servers {
+                        return Err(err(format!("no server {node} (servers are 0..{servers})")));
+                    }
+                    plan.events.push((dur("at")?, Fault::Crash { node: NodeId(node), down: dur("for")? }));
+                }
+                "client-crash" => {
+                    let client: u32 = need("client")?.parse().map_err(|_| err("`client` must be a client number".into()))?;
+                    if client >= clients {
+                        return Err(err(format!("no client {client} (clients are 0..{clients})")));
+                    }
+                    plan.events.push((dur("at")?, Fault::ClientCrash { client }));
+                }
+                "outage" => plan.events.push((dur("at")?, Fault::Outage { dc: dc("dc")?, down: dur("for")? })),
+                "partition" => {
+                    let (a, b) = (dc("a")?, dc("b")?);
+                    if a == b {
+                        return Err(err("a partition needs two different DCs".into()));
+                    }
+                    plan.events.push((dur("at")?, Fault::Partition { a, b, down: dur("for")? }));
+                }
+                "random" => {
+                    let window = match kv.get("window") {
+                        Some(w) => parse_duration(w).map_err(&err)?,
+                        None => 10_000_000_000,
+                    };
+                    if window == 0 {
+                        return Err(err("`window` must be positive".into()));
+                    }
+                    plan.loss = prob("loss", 0.01)?;
+                    plan.dup = prob("dup", 0.01)?;
+                    plan.reorder = prob("reorder", 0.05)?;
+                    let ms = |lo: u64, hi: u64, rng: &mut Rng| rng.gen_range(lo..hi) * 1_000_000;
+                    for _ in 0..count("crashes", 3)? {
+                        let at = rng.gen_range(0..window);
+                        let node = NodeId(rng.gen_range(0..servers));
+                        plan.events.push((at, Fault::Crash { node, down: ms(100, 3000, rng) }));
+                    }
+                    for _ in 0..count("client-crashes", 1)?.min(clients) {
+                        let at = rng.gen_range(0..window);
+                        plan.events.push((at, Fault::ClientCrash { client: rng.gen_range(0..clients) }));
+                    }
+                    let ndc = topo.num_dcs() as u16;
+                    for _ in 0..count("partitions", 1)? {
+                        if ndc < 2 {
+                            break;
+                        }
+                        let a = rng.gen_range(0..ndc);
+                        let b = (a + rng.gen_range(1..ndc)) % ndc;
+                        let at = rng.gen_range(0..window);
+                        plan.events.push((at, Fault::Partition { a: DcId(a), b: DcId(b), down: ms(100, 2000, rng) }));
+                    }
+                    for _ in 0..count("outages", 0)? {
+                        let at = rng.gen_range(0..window);
+                        let dc = DcId(rng.gen_range(0..ndc));
+                        plan.events.push((at, Fault::Outage { dc, down: ms(500, 3000, rng) }));
+                    }
+                }
+                _ => unreachable!(),
+            }
+        }
+        plan.events.sort_by_key(|(t, _)| *t);
+        Ok(plan)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use meridian_core::rng_for;
+
+    fn parse(s: &str) -> Result<FaultPlan, FaultError> {
+        FaultPlan::parse(s, &Topology::preset("rc5").unwrap(), 15, 4, &mut rng_for(1, 1))
+    }
+
+    #[test]
+    fn specs_parse() {
+        let p = parse("loss:p=0.1; crash:node=3,at=2s,for=500ms; partition:a=C,b=V,at=1s,for=1s").unwrap();
+        assert_eq!(p.loss, 0.1);
+        assert_eq!(p.events.len(), 2);
+        assert_eq!(p.events[0].0, 1_000_000_000);
+        let r = parse("random:crashes=4,partitions=2").unwrap();
+        assert_eq!(r.events.len(), 4 + 1 + 2);
+        assert_eq!(r, parse("random:crashes=4,partitions=2").unwrap(), "seeded, so reproducible");
+    }
+
+    #[test]
+    fn bad_specs_say_what_is_wrong() {
+        let e = |s: &str| parse(s).unwrap_err().to_string();
+        assert!(e("quake:p=1").contains("unknown fault `quake`"));
+        assert!(e("loss:p=2").contains("probability"));
+        assert!(e("crash:node=99,at=1s,for=1s").contains("no server 99"));
+        assert!(e("crash:node=1,at=1s").contains("needs `for=`"));
+        assert!(e("partition:a=C,b=Q,at=1s,for=1s").contains("unknown DC `Q`"));
+        assert!(e("loss:q=1").contains("no key `q`"));
+        assert!(e("outage:dc=C,at=soon,for=1s").contains("bad duration"));
+    }
+}

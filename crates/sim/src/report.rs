@@ -1,0 +1,194 @@
+//! The run summary: the JSON object of `meridian sim --json` (DESIGN.md CLI contract).
+
+use crate::SimConfig;
+use meridian_check::History;
+use meridian_core::time::to_ms;
+use meridian_core::{Outcome, Time};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Mean and percentiles in milliseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    /// Mean.
+    pub mean: f64,
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+}
+
+/// WAN trips on the deciding message's causal chain, over committed transactions.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WanTrips {
+    /// Mean.
+    pub mean: f64,
+    /// Maximum.
+    pub max: u32,
+}
+
+/// Message counts.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Messages {
+    /// Every message sent.
+    pub total: u64,
+    /// Messages crossing DCs.
+    pub wan: u64,
+    /// Messages per finished transaction.
+    pub per_txn: f64,
+}
+
+/// The checker's verdict in short.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CheckSummary {
+    /// No serializability anomaly.
+    pub serializable: bool,
+    /// Real-time order respected too.
+    pub strict_serializable: bool,
+    /// No atomicity anomaly.
+    pub atomic: bool,
+    /// No lost commit, replicas converge.
+    pub durable: bool,
+    /// The workload's invariant (e.g. bank balance), `null` when it holds.
+    pub invariant: Option<String>,
+    /// Anomalies, one line each.
+    pub anomalies: Vec<String>,
+}
+
+impl CheckSummary {
+    /// Whether everything checked out.
+    pub fn ok(&self) -> bool {
+        self.anomalies.is_empty() && self.invariant.is_none()
+    }
+}
+
+/// One simulation's summary.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SimReport {
+    /// Protocol.
+    pub protocol: String,
+    /// Topology name.
+    pub topology: String,
+    /// Workload spec with defaults filled in.
+    pub workload: String,
+    /// Seed.
+    pub seed: u64,
+    /// Fault spec.
+    pub faults: String,
+    /// Clients.
+    pub clients: u32,
+    /// Transactions issued.
+    pub txns: u64,
+    /// Committed.
+    pub committed: u64,
+    /// Aborted.
+    pub aborted: u64,
+    /// Never answered.
+    pub unknown: u64,
+    /// Abort reasons with counts.
+    pub abort_reasons: BTreeMap<String, u64>,
+    /// Committed transactions, start to end.
+    pub latency_ms: Latency,
+    /// Committed transactions, commit request to decision.
+    pub commit_latency_ms: Latency,
+    /// Commits per virtual second, first start to last end.
+    pub throughput_tps: f64,
+    /// WAN trips on the critical path.
+    pub wan_trips: WanTrips,
+    /// Message counts.
+    pub messages: Messages,
+    /// Checker verdict.
+    pub check: CheckSummary,
+    /// Simulator events processed.
+    pub events: u64,
+    /// Virtual time at the end, seconds.
+    pub virtual_s: f64,
+    /// Wall-clock seconds (the only field that differs between identical runs).
+    pub wall_s: f64,
+}
+
+/// Raw counters from the run.
+pub(crate) struct Counters {
+    pub events: u64,
+    pub msgs_total: u64,
+    pub msgs_wan: u64,
+    pub virtual_end: Time,
+}
+
+fn latency(mut v: Vec<Time>) -> Latency {
+    if v.is_empty() {
+        return Latency::default();
+    }
+    v.sort_unstable();
+    let pct = |p: f64| to_ms(v[((v.len() as f64 * p).ceil() as usize).clamp(1, v.len()) - 1]);
+    let mean = v.iter().map(|x| *x as f64).sum::<f64>() / v.len() as f64 / 1e6;
+    Latency { mean: round3(mean), p50: round3(pct(0.50)), p99: round3(pct(0.99)) }
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn summarize(
+    protocol: &str,
+    cfg: &SimConfig,
+    workload: String,
+    h: &History,
+    check: &meridian_check::Report,
+    invariant: Option<String>,
+    c: Counters,
+    wall_s: f64,
+) -> SimReport {
+    let committed: Vec<_> = h.txns.iter().filter(|t| t.outcome == Outcome::Committed).collect();
+    let count = |o| h.txns.iter().filter(|t| t.outcome == o).count() as u64;
+    let mut reasons = BTreeMap::new();
+    for t in h.txns.iter().filter(|t| t.outcome == Outcome::Aborted) {
+        *reasons.entry(t.abort_reason.clone().unwrap_or_else(|| "?".into())).or_insert(0) += 1;
+    }
+    let first = h.txns.iter().map(|t| t.start).min().unwrap_or(0);
+    let last = committed.iter().filter_map(|t| t.end).max().unwrap_or(first);
+    let span = (last - first) as f64 / 1e9;
+    let finished = h.txns.iter().filter(|t| t.outcome != Outcome::Unknown).count().max(1);
+    let wan: Vec<u32> = committed.iter().map(|t| t.wan_trips).collect();
+    let mut anomalies: Vec<String> = check.anomalies.iter().map(|a| a.to_string()).collect();
+    if let Some(i) = &invariant {
+        anomalies.push(format!("invariant: {i}"));
+    }
+    SimReport {
+        protocol: protocol.to_string(),
+        topology: cfg.topology.name.clone(),
+        workload,
+        seed: cfg.seed,
+        faults: cfg.faults.clone(),
+        clients: cfg.clients,
+        txns: cfg.txns,
+        committed: committed.len() as u64,
+        aborted: count(Outcome::Aborted),
+        unknown: count(Outcome::Unknown),
+        abort_reasons: reasons,
+        latency_ms: latency(committed.iter().filter_map(|t| Some(t.end? - t.start)).collect()),
+        commit_latency_ms: latency(committed.iter().filter_map(|t| Some(t.end? - t.commit_start?)).collect()),
+        throughput_tps: if span > 0.0 { round3(committed.len() as f64 / span) } else { 0.0 },
+        wan_trips: WanTrips {
+            mean: if wan.is_empty() { 0.0 } else { round3(wan.iter().map(|x| *x as f64).sum::<f64>() / wan.len() as f64) },
+            max: wan.iter().copied().max().unwrap_or(0),
+        },
+        messages: Messages {
+            total: c.msgs_total,
+            wan: c.msgs_wan,
+            per_txn: round3(c.msgs_total as f64 / finished as f64),
+        },
+        check: CheckSummary {
+            serializable: check.serializable,
+            strict_serializable: check.strict_serializable,
+            atomic: check.atomic,
+            durable: check.durable,
+            invariant,
+            anomalies,
+        },
+        events: c.events,
+        virtual_s: round3(c.virtual_end as f64 / 1e9),
+        wall_s,
+    }
+}
