@@ -63,6 +63,10 @@ pub enum Cc {
     Locking,
     /// Optimistic, validation at prepare.
     Optimistic,
+    /// No concurrency control at all: reads take no locks and prepare validates
+    /// nothing. Deliberately incorrect; not offered on the command line. It exists so
+    /// tests can show the checker catches a protocol that is wrong.
+    Unsafe,
 }
 
 /// The `2pc-2pl` / `2pc-occ` protocol.
@@ -269,7 +273,7 @@ impl Server {
     pub fn new(env: Env, cc: Cc, me: NodeId) -> Self {
         let policy = match cc {
             Cc::Locking => Policy::WoundWait,
-            Cc::Optimistic => Policy::NoWait,
+            Cc::Optimistic | Cc::Unsafe => Policy::NoWait,
         };
         Server {
             env,
@@ -291,10 +295,10 @@ impl Server {
     fn on_read(&mut self, from: NodeId, txn: TxnId, ts: Time, key: Key, cx: &mut Ctx<'_, Msg>) {
         cx.charge_ops(1);
         if self.tombstones.contains_key(&txn) {
-            cx.send(from, Msg::ReadReply { txn, key, result: Err("aborted".into()) });
+            cx.send(from, Msg::ReadReply { txn, key, result: Err("already aborted here (wounded or timed out)".into()) });
             return;
         }
-        if self.cc == Cc::Optimistic {
+        if self.cc != Cc::Locking {
             let (v, val) = self.store.latest(&key);
             let result = Ok((v, val.cloned()));
             cx.send(from, Msg::ReadReply { txn, key, result });
@@ -391,7 +395,7 @@ impl Server {
             cx.send(from, Msg::Vote { txn, yes: false, reason: Some(reason) });
         };
         if self.tombstones.contains_key(&txn) {
-            return no("aborted".into(), cx);
+            return no("already aborted here (wounded or timed out)".into(), cx);
         }
         let now = cx.now();
         let t = self.ptxns.entry(txn).or_insert_with(|| PTxn {
@@ -414,8 +418,8 @@ impl Server {
         match self.cc {
             Cc::Locking => {
                 // Every read must still be protected by our shared lock.
-                if let Some((k, _)) = part.reads.iter().find(|(k, _)| !self.locks.holds(txn, k, LockMode::Shared)) {
-                    let why = format!("read lock on {k} lost");
+                if part.reads.iter().any(|(k, _)| !self.locks.holds(txn, k, LockMode::Shared)) {
+                    let why = "a read lock was lost".to_string();
                     self.abort_local(txn, &why, cx);
                     return no(why, cx);
                 }
@@ -441,10 +445,15 @@ impl Server {
                     self.wound(wounded, cx);
                 }
             }
+            Cc::Unsafe => {
+                if let Some(t) = self.ptxns.get_mut(&txn) {
+                    t.state = PState::Preparing { coord: from, part, waiting: 0, hops: cx.hops() };
+                }
+                self.finish_prepare(txn, cx);
+            }
             Cc::Optimistic => {
-                let stale = part.reads.iter().find(|(k, v)| self.store.latest(k).0 != *v).map(|(k, _)| k.clone());
-                let mut ok = stale.is_none();
-                let mut why = stale.map(|k| format!("validation failed: {k} changed"));
+                let mut ok = part.reads.iter().all(|(k, v)| self.store.latest(k).0 == *v);
+                let mut why = (!ok).then(|| "validation failed: a read version changed".to_string());
                 if ok {
                     let wanted = part
                         .reads
@@ -454,7 +463,7 @@ impl Server {
                     for (k, m) in wanted {
                         if self.locks.acquire(txn, prio, k, m) != Acquired::Granted {
                             ok = false;
-                            why = Some(format!("validation failed: {k} is locked by a preparing transaction"));
+                            why = Some("validation failed: a key is locked by a preparing transaction".into());
                             break;
                         }
                     }
@@ -1014,6 +1023,7 @@ impl Protocol for TwoPc {
         match self.cc {
             Cc::Locking => "2pc-2pl",
             Cc::Optimistic => "2pc-occ",
+            Cc::Unsafe => "2pc-unsafe",
         }
     }
     fn strict(&self) -> bool {

@@ -1,0 +1,201 @@
+//! End-to-end simulator tests: exact WAN-trip counts, clean histories, invariants,
+//! determinism, fault campaigns, and the CPU and client models.
+
+use meridian_core::{HomeRule, Topology};
+use meridian_protocols::twopc::{Cc, TwoPc};
+use meridian_sim::{run, run_named, SimConfig, SimOutput, SimReport};
+
+const PROTOCOLS: [&str; 2] = ["2pc-2pl", "2pc-occ"];
+
+fn cfg(topo: &str, workload: &str) -> SimConfig {
+    SimConfig::new(Topology::preset(topo).unwrap(), workload)
+}
+
+fn sim(p: &str, c: &SimConfig) -> SimOutput {
+    run_named(p, c, &mut |_, _| {}).unwrap()
+}
+
+fn assert_clean(r: &SimReport) {
+    assert!(
+        r.check.ok() && r.check.serializable && r.check.atomic && r.check.durable,
+        "{} seed {} faults {:?}: {:?} {:?}",
+        r.protocol,
+        r.seed,
+        r.faults,
+        r.check.anomalies,
+        r.check.invariant
+    );
+}
+
+/// crossstitch.md §5.2.2 / Fig. 12, 2PC column: with the client in A and all data in
+/// B, k dependent remote reads plus the commit round trip are k+1 round trips, i.e.
+/// 2(k+1) one-way WAN trips, for every transaction.
+#[test]
+fn test_2pc_wan_trips_dependent_reads_exact() {
+    for p in PROTOCOLS {
+        for k in 1..=5u32 {
+            let mut c = cfg("two50", &format!("dependent-reads:k={k}"));
+            c.client_dcs = vec![c.topology.dc("A").unwrap()];
+            c.home = HomeRule::Dc(c.topology.dc("B").unwrap());
+            c.txns = 300;
+            let r = sim(p, &c).report;
+            assert_clean(&r);
+            assert!(r.committed > 250, "{p} k={k}: {} committed", r.committed);
+            assert_eq!(r.wan_trips.mean, 2.0 * (k as f64 + 1.0), "{p} k={k}");
+            assert_eq!(r.wan_trips.max, 2 * (k + 1), "{p} k={k}");
+        }
+    }
+}
+
+/// With the client next to the data there is no WAN trip at all.
+#[test]
+fn test_2pc_local_transactions_cross_no_wan() {
+    let mut c = cfg("two50", "dependent-reads:k=3");
+    c.client_dcs = vec![c.topology.dc("B").unwrap()];
+    c.home = HomeRule::Dc(c.topology.dc("B").unwrap());
+    c.txns = 100;
+    let r = sim("2pc-2pl", &c).report;
+    assert_eq!(r.wan_trips.max, 0);
+    assert_eq!(r.messages.wan, 0);
+}
+
+#[test]
+fn test_2pc_ycsb_rc5_commits_and_checks_clean() {
+    for p in PROTOCOLS {
+        let mut c = cfg("rc5", "ycsb");
+        c.txns = 2000;
+        c.seed = 7;
+        let r = sim(p, &c).report;
+        assert_clean(&r);
+        assert!(r.committed > 1800, "{p}: {}", r.committed);
+        assert!(r.check.strict_serializable);
+        // the commit round trip from C/V/O/I/S to shards spread over the five DCs
+        // cannot be faster than the closest WAN RTT (21 ms)
+        assert!(r.commit_latency_ms.p50 > 21.0, "{p}: {:?}", r.commit_latency_ms);
+    }
+}
+
+#[test]
+fn test_2pc_bank_conserves_money() {
+    for p in PROTOCOLS {
+        let mut c = cfg("rc5", "bank:accounts=20");
+        c.txns = 1500;
+        let r = sim(p, &c).report;
+        assert_clean(&r);
+        assert!(r.committed > 500 && r.aborted > 0, "{p}: {} / {}", r.committed, r.aborted);
+    }
+}
+
+#[test]
+fn test_sim_same_seed_same_run_different_seed_different_run() {
+    let mut c = cfg("rc5", "ycsb:theta=0.9,keys=500");
+    c.txns = 600;
+    c.faults = "random".into();
+    for p in PROTOCOLS {
+        let a = sim(p, &c);
+        let b = sim(p, &c);
+        let strip = |r: &SimReport| {
+            let mut r = r.clone();
+            r.wall_s = 0.0;
+            serde_json::to_string(&r).unwrap()
+        };
+        assert_eq!(strip(&a.report), strip(&b.report), "{p}");
+        assert_eq!(a.history, b.history, "{p}");
+        let mut c2 = c.clone();
+        c2.seed = 2;
+        let d = sim(p, &c2);
+        assert_ne!(strip(&a.report), strip(&d.report), "{p}");
+    }
+}
+
+/// Random crashes, client crashes, partitions, loss, duplication and reordering over
+/// many seeds: every history checks clean (nothing acknowledged is lost, replicas
+/// agree), and the faults really did strike.
+#[test]
+fn test_2pc_fault_campaign_never_inconsistent() {
+    let mut hurt = 0;
+    for p in PROTOCOLS {
+        for w in ["ycsb:theta=0.9,keys=300", "bank:accounts=30"] {
+            for seed in 1..=20 {
+                let mut c = cfg("rc5", w);
+                c.txns = 300;
+                c.seed = seed;
+                c.faults = "random:crashes=4,client-crashes=1,partitions=2,outages=1,loss=0.02,dup=0.02,reorder=0.1,window=8s".into();
+                let r = sim(p, &c).report;
+                assert_clean(&r);
+                if r.abort_reasons.keys().any(|k| k.contains("timed out") || k.contains("timeout") || k.contains("restarted") || k.contains("queried")) {
+                    hurt += 1;
+                }
+            }
+        }
+    }
+    assert!(hurt > 40, "faults hit only {hurt} of 80 runs");
+}
+
+/// A whole DC goes down and comes back, and two DCs are cut apart: afterwards every
+/// prepared transaction is resolved and nothing committed is lost.
+#[test]
+fn test_2pc_outage_and_partition_recover() {
+    for p in PROTOCOLS {
+        let mut c = cfg("rc5", "ycsb");
+        c.txns = 1500;
+        c.faults = "outage:dc=V,at=2s,for=3s; partition:a=C,b=O,at=1s,for=4s".into();
+        let r = sim(p, &c).report;
+        assert_clean(&r);
+        assert!(r.committed > 1000, "{p}: {}", r.committed);
+    }
+}
+
+/// The checker is not a rubber stamp: 2PC without concurrency control, under
+/// contention, produces anomalies and they are reported.
+#[test]
+fn test_checker_catches_2pc_without_concurrency_control() {
+    let mut c = cfg("rc5", "ycsb:theta=0.99,keys=50");
+    c.txns = 1000;
+    let r = run(TwoPc { cc: Cc::Unsafe }, &c, &mut |_, _| {}).unwrap().report;
+    assert!(!r.check.serializable, "{:?}", r.check);
+    assert!(!r.check.anomalies.is_empty());
+    let mut b = cfg("rc5", "bank:accounts=10");
+    b.txns = 1000;
+    let r = run(TwoPc { cc: Cc::Unsafe }, &b, &mut |_, _| {}).unwrap().report;
+    assert!(r.check.invariant.is_some(), "money should be created or destroyed: {:?}", r.check);
+}
+
+/// The CPU model makes servers saturate: many more clients raise latency and do not
+/// raise throughput proportionally.
+#[test]
+fn test_cpu_model_saturates() {
+    let run_with = |clients: u32| {
+        let mut c = cfg("lan", "ycsb:ops=5,keys=100000");
+        c.clients = clients;
+        c.txns = 4000;
+        sim("2pc-occ", &c).report
+    };
+    let few = run_with(4);
+    let many = run_with(512);
+    assert!(many.latency_ms.p50 > 3.0 * few.latency_ms.p50, "{:?} vs {:?}", few.latency_ms, many.latency_ms);
+    assert!(many.throughput_tps < 64.0 * few.throughput_tps);
+    assert!(many.throughput_tps > few.throughput_tps);
+}
+
+#[test]
+fn test_open_loop_meets_target_rate() {
+    let mut c = cfg("rc5", "ycsb:keys=100000");
+    c.rate = Some(200.0);
+    c.clients = 200;
+    c.txns = 2000;
+    let r = sim("2pc-2pl", &c).report;
+    assert_clean(&r);
+    assert!((150.0..=230.0).contains(&r.throughput_tps), "{}", r.throughput_tps);
+}
+
+#[test]
+fn test_bad_configs_are_errors_not_panics() {
+    let c = cfg("rc5", "nope");
+    assert!(run_named("2pc-2pl", &c, &mut |_, _| {}).unwrap_err().to_string().contains("unknown workload"));
+    let c = cfg("rc5", "ycsb");
+    assert!(run_named("paxos-of-doom", &c, &mut |_, _| {}).unwrap_err().to_string().contains("unknown protocol"));
+    let mut c = cfg("rc5", "ycsb");
+    c.faults = "crash:node=99,at=1s,for=1s".into();
+    assert!(run_named("2pc-2pl", &c, &mut |_, _| {}).unwrap_err().to_string().contains("no server 99"));
+}
