@@ -121,7 +121,13 @@ impl Graph {
     }
 
     /// Shortest path from `src` to `dst` inside `members` over edges passing `keep`.
-    fn path(&self, src: usize, dst: usize, members: &HashMap<usize, ()>, keep: &impl Fn(EdgeKind) -> bool) -> Option<Vec<Edge>> {
+    fn path(
+        &self,
+        src: usize,
+        dst: usize,
+        members: &HashMap<usize, ()>,
+        keep: &impl Fn(EdgeKind) -> bool,
+    ) -> Option<Vec<Edge>> {
         let mut prev: HashMap<usize, Edge> = HashMap::new();
         let mut q = VecDeque::from([src]);
         let mut seen: HashMap<usize, ()> = HashMap::from([(src, ())]);
@@ -131,7 +137,12 @@ impl Graph {
                 if !keep(kind) || !members.contains_key(&w) {
                     continue;
                 }
-                let e = Edge { from: v, to: w, kind, key };
+                let e = Edge {
+                    from: v,
+                    to: w,
+                    kind,
+                    key,
+                };
                 if w == dst {
                     let mut path = vec![e];
                     let mut cur = v;
@@ -175,7 +186,12 @@ impl Graph {
                 if tries > SINGLE_RW_TRIES {
                     return None;
                 }
-                let first = Edge { from: a, to: b, kind, key };
+                let first = Edge {
+                    from: a,
+                    to: b,
+                    kind,
+                    key,
+                };
                 if b == a {
                     return Some(vec![first]);
                 }

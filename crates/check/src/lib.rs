@@ -306,7 +306,11 @@ impl<'h> Checker<'h> {
         for (k, vs) in &self.order {
             for v in vs.iter() {
                 match self.by_id.get(&v.txn) {
-                    None => bad.push((Kind::UnexplainedVersion, vec![], format!("key {k}: version {v} written by no recorded transaction"))),
+                    None => bad.push((
+                        Kind::UnexplainedVersion,
+                        vec![],
+                        format!("key {k}: version {v} written by no recorded transaction"),
+                    )),
                     Some(t) if t.outcome == Outcome::Aborted => bad.push((
                         Kind::G1a,
                         vec![t.id],
@@ -346,7 +350,10 @@ impl<'h> Checker<'h> {
                         .and_then(|r| r.keys.get(k))
                         .is_some_and(|st| st.versions.contains(&v));
                     if !has {
-                        found.push((t.id, format!("committed {} wrote {k}={v} but replica {n} lacks it", t.id)));
+                        found.push((
+                            t.id,
+                            format!("committed {} wrote {k}={v} but replica {n} lacks it", t.id),
+                        ));
                     }
                 }
             }
@@ -399,16 +406,28 @@ impl<'h> Checker<'h> {
                         let w = self.by_id.get(&v.txn);
                         match w {
                             None => {
-                                found.push((Kind::G1a, vec![t.id], format!("{} read {}={v}, written by no recorded transaction", t.id, r.key)));
+                                found.push((
+                                    Kind::G1a,
+                                    vec![t.id],
+                                    format!("{} read {}={v}, written by no recorded transaction", t.id, r.key),
+                                ));
                                 continue;
                             }
                             Some(w) => {
                                 if !self.node_of.contains_key(&w.id) {
-                                    found.push((Kind::G1a, vec![t.id, w.id], format!("{} read {}={v} written by {} which did not commit", t.id, r.key, w.id)));
+                                    found.push((
+                                        Kind::G1a,
+                                        vec![t.id, w.id],
+                                        format!("{} read {}={v} written by {} which did not commit", t.id, r.key, w.id),
+                                    ));
                                     continue;
                                 }
                                 if w.final_writes().get(&r.key) != Some(&v) {
-                                    found.push((Kind::G1b, vec![t.id, w.id], format!("{} read {}={v}, an intermediate write of {}", t.id, r.key, w.id)));
+                                    found.push((
+                                        Kind::G1b,
+                                        vec![t.id, w.id],
+                                        format!("{} read {}={v}, an intermediate write of {}", t.id, r.key, w.id),
+                                    ));
                                     continue;
                                 }
                                 g.add(self.node_of[&w.id], ti, EdgeKind::Wr, ki);
@@ -421,7 +440,14 @@ impl<'h> Checker<'h> {
                                             Some(p) => *p < wpos,
                                         };
                                         if older {
-                                            found.push((Kind::FracturedRead, vec![t.id, w.id], format!("{} read {}={v} of {} but an older version of {k2} than {v2}", t.id, r.key, w.id)));
+                                            found.push((
+                                                Kind::FracturedRead,
+                                                vec![t.id, w.id],
+                                                format!(
+                                                    "{} read {}={v} of {} but an older version of {k2} than {v2}",
+                                                    t.id, r.key, w.id
+                                                ),
+                                            ));
                                         }
                                     }
                                 }
@@ -455,7 +481,10 @@ impl<'h> Checker<'h> {
             if i == 0 {
                 s.push_str(&self.txn_of[e.from].id.to_string());
             }
-            s.push_str(&format!(" -{}({})-> {}", e.kind, g.keys[e.key as usize], self.txn_of[e.to].id));
+            s.push_str(&format!(
+                " -{}({})-> {}",
+                e.kind, g.keys[e.key as usize], self.txn_of[e.to].id
+            ));
         }
         s
     }
@@ -467,7 +496,11 @@ impl<'h> Checker<'h> {
             } else if let Some(c) = g.cycle_within(&comp, |k| k != EdgeKind::Rw) {
                 (Kind::G1c, c)
             } else if let Some(c) = g.single_rw_cycle(&comp) {
-                let kind = if self.is_lost_update(g, &c) { Kind::LostUpdate } else { Kind::GSingle };
+                let kind = if self.is_lost_update(g, &c) {
+                    Kind::LostUpdate
+                } else {
+                    Kind::GSingle
+                };
                 (kind, c)
             } else if let Some(c) = g.cycle_within(&comp, |_| true) {
                 (Kind::G2, c)
@@ -537,7 +570,11 @@ impl<'h> Checker<'h> {
                     format!("{} [{}..{}]", t.id, t.start, t.end.unwrap_or(0))
                 })
                 .collect();
-            let ids = cyc.iter().filter(|e| e.from < n).map(|e| self.txn_of[e.from].id).collect();
+            let ids = cyc
+                .iter()
+                .filter(|e| e.from < n)
+                .map(|e| self.txn_of[e.from].id)
+                .collect();
             self.push(
                 Kind::RealTime,
                 ids,

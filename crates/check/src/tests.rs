@@ -194,7 +194,10 @@ fn lost_update() {
 fn fractured_read_is_an_atomicity_violation() {
     // T3 sees T1's x but the initial y although T1 also wrote y.
     let h = hist(
-        vec![txn(1, &[], &["x", "y"]), txn(3, &[("x", Some(v(1, 0))), ("y", None)], &[])],
+        vec![
+            txn(1, &[], &["x", "y"]),
+            txn(3, &[("x", Some(v(1, 0))), ("y", None)], &[]),
+        ],
         &[("x", &[v(1, 0)]), ("y", &[v(1, 1)])],
     );
     let r = check(&h);
@@ -257,10 +260,7 @@ fn unknown_outcomes_count_by_what_was_installed() {
 
 #[test]
 fn jsonl_round_trip_and_errors() {
-    let h = hist(
-        vec![txn(1, &[("x", None)], &["x"])],
-        &[("x", &[v(1, 0)])],
-    );
+    let h = hist(vec![txn(1, &[("x", None)], &["x"])], &[("x", &[v(1, 0)])]);
     let mut buf = vec![];
     jsonl::write(&h, &mut buf).unwrap();
     let text = String::from_utf8(buf.clone()).unwrap();

@@ -47,7 +47,11 @@ fn default_compare(args: &RunArgs) -> Result<ExitCode> {
         cfg.txns,
         cfg.clients,
         cfg.seed,
-        if cfg.faults.is_empty() { String::new() } else { format!("  faults {}", cfg.faults) }
+        if cfg.faults.is_empty() {
+            String::new()
+        } else {
+            format!("  faults {}", cfg.faults)
+        }
     );
     println!(
         "{:10} {:>9} {:>8} {:>9} {:>9} {:>11} {:>9} {:>8} {:>9}  check",
@@ -94,7 +98,11 @@ fn round_trips(args: &RunArgs) -> Result<ExitCode> {
         let out = meridian_sim::run_named("2pc-2pl", &cfg, &mut progress("2pc-2pl"))?;
         let paper = 2.0 * (k as f64 + 1.0);
         let m = out.report.wan_trips.mean;
-        println!("{k:>3} {paper:>12.1} {m:>12.2} {:>7.3}  {}", m / paper, verdict(&out.report));
+        println!(
+            "{k:>3} {paper:>12.1} {m:>12.2} {:>7.3}  {}",
+            m / paper,
+            verdict(&out.report)
+        );
         if !out.report.check.ok() {
             code = ExitCode::from(3);
         }

@@ -14,7 +14,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "meridian", version, about = "Geo-distributed transaction protocols: simulate, compare, check.")]
+#[command(
+    name = "meridian",
+    version,
+    about = "Geo-distributed transaction protocols: simulate, compare, check."
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -126,7 +130,9 @@ impl RunArgs {
         cfg.seed = self.seed;
         cfg.faults = self.faults.clone();
         cfg.rate = self.rate;
-        cfg.think = parse_duration(&self.think).map_err(anyhow::Error::msg).context("--think")?;
+        cfg.think = parse_duration(&self.think)
+            .map_err(anyhow::Error::msg)
+            .context("--think")?;
         if !(0.0..=10.0).contains(&self.jitter) {
             bail!("--jitter must be a fraction between 0 and 10");
         }
@@ -210,17 +216,53 @@ fn run_sim(a: &SimArgs) -> Result<ExitCode> {
     if a.json {
         println!("{}", serde_json::to_string(r)?);
     } else {
-        println!("{} on {} with {} (seed {}{})", r.protocol, r.topology, r.workload, r.seed, if r.faults.is_empty() { String::new() } else { format!(", faults {}", r.faults) });
-        println!("  committed {}  aborted {}  unknown {}", r.committed, r.aborted, r.unknown);
-        println!("  latency ms        mean {:.1}  p50 {:.1}  p99 {:.1}", r.latency_ms.mean, r.latency_ms.p50, r.latency_ms.p99);
-        println!("  commit latency ms mean {:.1}  p50 {:.1}  p99 {:.1}", r.commit_latency_ms.mean, r.commit_latency_ms.p50, r.commit_latency_ms.p99);
-        println!("  throughput {:.1} txn/s   WAN trips mean {:.2} max {}", r.throughput_tps, r.wan_trips.mean, r.wan_trips.max);
-        println!("  messages {} ({} WAN, {:.1}/txn)   {} events in {:.2}s wall", r.messages.total, r.messages.wan, r.messages.per_txn, r.events, r.wall_s);
+        println!(
+            "{} on {} with {} (seed {}{})",
+            r.protocol,
+            r.topology,
+            r.workload,
+            r.seed,
+            if r.faults.is_empty() {
+                String::new()
+            } else {
+                format!(", faults {}", r.faults)
+            }
+        );
+        println!(
+            "  committed {}  aborted {}  unknown {}",
+            r.committed, r.aborted, r.unknown
+        );
+        println!(
+            "  latency ms        mean {:.1}  p50 {:.1}  p99 {:.1}",
+            r.latency_ms.mean, r.latency_ms.p50, r.latency_ms.p99
+        );
+        println!(
+            "  commit latency ms mean {:.1}  p50 {:.1}  p99 {:.1}",
+            r.commit_latency_ms.mean, r.commit_latency_ms.p50, r.commit_latency_ms.p99
+        );
+        println!(
+            "  throughput {:.1} txn/s   WAN trips mean {:.2} max {}",
+            r.throughput_tps, r.wan_trips.mean, r.wan_trips.max
+        );
+        println!(
+            "  messages {} ({} WAN, {:.1}/txn)   {} events in {:.2}s wall",
+            r.messages.total, r.messages.wan, r.messages.per_txn, r.events, r.wall_s
+        );
         for (why, n) in r.abort_reasons.iter().take(5) {
             println!("  abort: {why} x{n}");
         }
         let c = &r.check;
-        println!("  check: serializable={} strict={} atomic={} durable={}{}", c.serializable, c.strict_serializable, c.atomic, c.durable, c.invariant.as_ref().map(|i| format!(" invariant: {i}")).unwrap_or_default());
+        println!(
+            "  check: serializable={} strict={} atomic={} durable={}{}",
+            c.serializable,
+            c.strict_serializable,
+            c.atomic,
+            c.durable,
+            c.invariant
+                .as_ref()
+                .map(|i| format!(" invariant: {i}"))
+                .unwrap_or_default()
+        );
     }
     if !r.check.ok() {
         for a in r.check.anomalies.iter().take(10) {
@@ -260,7 +302,10 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind::*;
-            if matches!(e.kind(), DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand) {
+            if matches!(
+                e.kind(),
+                DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
                 e.exit();
             }
             let msg = e.to_string();

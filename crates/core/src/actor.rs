@@ -127,7 +127,11 @@ impl<'a, M> Ctx<'a, M> {
     }
     /// Sends a message continuing the causal chain whose hop count is `hops`.
     pub fn send_on_chain(&mut self, to: NodeId, msg: M, hops: u32) {
-        self.out.push(Command::Send { to, msg, chain: Some(hops) });
+        self.out.push(Command::Send {
+            to,
+            msg,
+            chain: Some(hops),
+        });
     }
     /// Arms (or re-arms) a timer.
     pub fn set_timer(&mut self, after: Time, id: TimerId) {

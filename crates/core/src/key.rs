@@ -54,8 +54,8 @@ impl Key {
                 let hex = s
                     .get(i + 1..i + 3)
                     .ok_or_else(|| format!("bad key `{s}`: truncated %XX escape"))?;
-                let b = u8::from_str_radix(hex, 16)
-                    .map_err(|_| format!("bad key `{s}`: `%{hex}` is not a hex byte"))?;
+                let b =
+                    u8::from_str_radix(hex, 16).map_err(|_| format!("bad key `{s}`: `%{hex}` is not a hex byte"))?;
                 out.push(b);
                 i += 3;
             } else {

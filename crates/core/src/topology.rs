@@ -209,14 +209,7 @@ impl Topology {
                 DEFAULT_INTRA_RTT_MS,
             ),
             // crossstitch.md §5.2.2: two groups, 50 ms apart.
-            "two50" => Self::from_pairs(
-                "two50",
-                &["A", "B"],
-                &[("A", "B", 50.0)],
-                2,
-                4,
-                DEFAULT_INTRA_RTT_MS,
-            ),
+            "two50" => Self::from_pairs("two50", &["A", "B"], &[("A", "B", 50.0)], 2, 4, DEFAULT_INTRA_RTT_MS),
             // hacommit.md §VII-A: one DC, 0.1 ms between nodes, 8 nodes.
             "lan" => Self::from_pairs("lan", &["L"], &[], 8, 8, 0.1),
             _ => return None,
@@ -313,12 +306,11 @@ impl Topology {
                 m
             }
         };
-        for a in 0..n {
-            for b in 0..n {
+        for (a, row) in rtt.iter().enumerate() {
+            for (b, &v) in row.iter().enumerate() {
                 if a == b {
                     continue;
                 }
-                let v = rtt[a][b];
                 if v.is_nan() {
                     return Err(TopologyError::MissingRtt(raw.dcs[a].clone(), raw.dcs[b].clone()));
                 }
@@ -409,10 +401,7 @@ pub fn shard_of(key: &Key, shards: u32) -> ShardId {
     let b = key.as_bytes();
     if b.first() == Some(&b'#') {
         if let Some(end) = b.iter().position(|&c| c == b'/') {
-            if let Some(v) = std::str::from_utf8(&b[1..end])
-                .ok()
-                .and_then(|s| s.parse::<u64>().ok())
-            {
+            if let Some(v) = std::str::from_utf8(&b[1..end]).ok().and_then(|s| s.parse::<u64>().ok()) {
                 return ShardId((v % n) as u32);
             }
         }
@@ -635,20 +624,37 @@ mod tests {
         assert!(e.contains("listed twice"), "{e}");
         let e = err("dcs=[\"A\"]\nnodes_per_dc=2\nshards=4\nbogus=1\n");
         assert!(e.contains("unknown field `bogus`"), "{e}");
-        assert!(matches!(Topology::load("no-such-preset"), Err(TopologyError::Unknown(_))));
+        assert!(matches!(
+            Topology::load("no-such-preset"),
+            Err(TopologyError::Unknown(_))
+        ));
     }
 
     #[test]
     fn placement_home_and_full() {
         let t = Topology::preset("two50").unwrap();
         let b = t.dc("B").unwrap();
-        let l = Layout::new(t.clone(), Placement::Home { home: HomeRule::Dc(b), k: 1 }).unwrap();
+        let l = Layout::new(
+            t.clone(),
+            Placement::Home {
+                home: HomeRule::Dc(b),
+                k: 1,
+            },
+        )
+        .unwrap();
         for s in 0..t.shards {
             assert_eq!(l.dc_of(l.primary(ShardId(s))), b);
         }
         let f = Layout::new(t.clone(), Placement::Full).unwrap();
         assert_eq!(f.replicas(ShardId(0)).len(), 2);
-        assert!(Layout::new(t, Placement::Home { home: HomeRule::Spread, k: 9 }).is_err());
+        assert!(Layout::new(
+            t,
+            Placement::Home {
+                home: HomeRule::Spread,
+                k: 9
+            }
+        )
+        .is_err());
         assert_eq!(l.shard_of(&Key::from("#3/x")), ShardId(3));
         assert_eq!(l.shard_of(&Key::from("#7/x")), ShardId(3));
     }

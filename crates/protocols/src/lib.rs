@@ -7,7 +7,9 @@
 pub mod testing;
 pub mod twopc;
 
-use meridian_core::{Actor, ClientId, Ctx, HomeRule, Layout, NodeId, Placement, ReplicaSnapshot, Time, TxnId, TxnRecord};
+use meridian_core::{
+    Actor, ClientId, Ctx, HomeRule, Layout, NodeId, Placement, ReplicaSnapshot, Time, TxnId, TxnRecord,
+};
 use meridian_txn::{Call, Registry};
 use std::fmt::Debug;
 use std::sync::Arc;

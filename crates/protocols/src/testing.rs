@@ -26,7 +26,12 @@ impl<M> Effects<M> {
     }
 }
 
-fn with_ctx<A: Actor>(a: &mut A, now: Time, me: NodeId, f: impl FnOnce(&mut A, &mut Ctx<'_, A::Msg>)) -> Effects<A::Msg> {
+fn with_ctx<A: Actor>(
+    a: &mut A,
+    now: Time,
+    me: NodeId,
+    f: impl FnOnce(&mut A, &mut Ctx<'_, A::Msg>),
+) -> Effects<A::Msg> {
     let mut rng = rng_for(0, me.0 as u64);
     let (mut commands, mut records) = (vec![], vec![]);
     let work = {
@@ -34,7 +39,11 @@ fn with_ctx<A: Actor>(a: &mut A, now: Time, me: NodeId, f: impl FnOnce(&mut A, &
         f(a, &mut cx);
         cx.work()
     };
-    Effects { commands, records, work }
+    Effects {
+        commands,
+        records,
+        work,
+    }
 }
 
 /// Delivers one message to `a` running as `me` at time `now`.
@@ -48,6 +57,11 @@ pub fn fire<A: Actor>(a: &mut A, now: Time, me: NodeId, t: TimerId) -> Effects<A
 }
 
 /// Runs an arbitrary call with a context (e.g. `submit` or `on_recover`).
-pub fn call<A: Actor>(a: &mut A, now: Time, me: NodeId, f: impl FnOnce(&mut A, &mut Ctx<'_, A::Msg>)) -> Effects<A::Msg> {
+pub fn call<A: Actor>(
+    a: &mut A,
+    now: Time,
+    me: NodeId,
+    f: impl FnOnce(&mut A, &mut Ctx<'_, A::Msg>),
+) -> Effects<A::Msg> {
     with_ctx(a, now, me, f)
 }

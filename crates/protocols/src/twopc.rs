@@ -48,8 +48,8 @@
 
 use crate::{ClientRole, Env, Protocol, Replica};
 use meridian_core::{
-    Actor, ClientId, Ctx, DcId, HomeRule, Key, NodeId, Outcome, Placement, ReadRec, ReplicaSnapshot, Time,
-    TimerId, TxnId, TxnRecord, Value, VersionId, WriteRec,
+    Actor, ClientId, Ctx, DcId, HomeRule, Key, NodeId, Outcome, Placement, ReadRec, ReplicaSnapshot, Time, TimerId,
+    TxnId, TxnRecord, Value, VersionId, WriteRec,
 };
 use meridian_storage::{Acquired, Grant, LockMode, LockTable, Log, LogRecord, MvStore, Policy, Prio};
 use meridian_txn::{Call, Execution, Step};
@@ -205,7 +205,10 @@ impl LogRecord for Rec {
         match self {
             Rec::Prepared { reads, writes, .. } => {
                 48 + reads.iter().map(|k| k.0.len() as u64).sum::<u64>()
-                    + writes.iter().map(|(k, _, v)| 16 + (k.0.len() + v.0.len()) as u64).sum::<u64>()
+                    + writes
+                        .iter()
+                        .map(|(k, _, v)| 16 + (k.0.len() + v.0.len()) as u64)
+                        .sum::<u64>()
             }
             Rec::Decided { parts, .. } => 32 + 8 * parts.len() as u64,
             _ => 24,
@@ -221,7 +224,12 @@ enum PState {
     /// Reading (2PL: holding shared locks).
     Active,
     /// Waiting for exclusive locks before voting (`hops`: the Prepare's chain).
-    Preparing { coord: NodeId, part: Part, waiting: usize, hops: u32 },
+    Preparing {
+        coord: NodeId,
+        part: Part,
+        waiting: usize,
+        hops: u32,
+    },
     /// Voted yes; waiting for the decision.
     Prepared { coord: NodeId, part: Part, asked: Time },
 }
@@ -295,7 +303,14 @@ impl Server {
     fn on_read(&mut self, from: NodeId, txn: TxnId, ts: Time, key: Key, cx: &mut Ctx<'_, Msg>) {
         cx.charge_ops(1);
         if self.tombstones.contains_key(&txn) {
-            cx.send(from, Msg::ReadReply { txn, key, result: Err("already aborted here (wounded or timed out)".into()) });
+            cx.send(
+                from,
+                Msg::ReadReply {
+                    txn,
+                    key,
+                    result: Err("already aborted here (wounded or timed out)".into()),
+                },
+            );
             return;
         }
         if self.cc != Cc::Locking {
@@ -359,11 +374,27 @@ impl Server {
             return;
         };
         for (client, key, hops) in t.pending_reads {
-            cx.send_on_chain(client, Msg::ReadReply { txn, key, result: Err(why.to_string()) }, hops);
+            cx.send_on_chain(
+                client,
+                Msg::ReadReply {
+                    txn,
+                    key,
+                    result: Err(why.to_string()),
+                },
+                hops,
+            );
         }
         match t.state {
             PState::Preparing { coord, hops, .. } => {
-                cx.send_on_chain(coord, Msg::Vote { txn, yes: false, reason: Some(why.to_string()) }, hops);
+                cx.send_on_chain(
+                    coord,
+                    Msg::Vote {
+                        txn,
+                        yes: false,
+                        reason: Some(why.to_string()),
+                    },
+                    hops,
+                );
             }
             PState::Prepared { .. } => self.log.append(Rec::Aborted { txn }, cx),
             PState::Active => {}
@@ -392,7 +423,14 @@ impl Server {
     fn on_prepare(&mut self, from: NodeId, txn: TxnId, ts: Time, part: Part, cx: &mut Ctx<'_, Msg>) {
         cx.charge_ops((part.reads.len() + part.writes.len()) as u32);
         let no = |reason: String, cx: &mut Ctx<'_, Msg>| {
-            cx.send(from, Msg::Vote { txn, yes: false, reason: Some(reason) });
+            cx.send(
+                from,
+                Msg::Vote {
+                    txn,
+                    yes: false,
+                    reason: Some(reason),
+                },
+            );
         };
         if self.tombstones.contains_key(&txn) {
             return no("already aborted here (wounded or timed out)".into(), cx);
@@ -408,7 +446,14 @@ impl Server {
         t.last_seen = now;
         match t.state {
             PState::Prepared { .. } => {
-                cx.send(from, Msg::Vote { txn, yes: true, reason: None });
+                cx.send(
+                    from,
+                    Msg::Vote {
+                        txn,
+                        yes: true,
+                        reason: None,
+                    },
+                );
                 return;
             }
             PState::Preparing { .. } => return,
@@ -418,7 +463,11 @@ impl Server {
         match self.cc {
             Cc::Locking => {
                 // Every read must still be protected by our shared lock.
-                if part.reads.iter().any(|(k, _)| !self.locks.holds(txn, k, LockMode::Shared)) {
+                if part
+                    .reads
+                    .iter()
+                    .any(|(k, _)| !self.locks.holds(txn, k, LockMode::Shared))
+                {
                     let why = "a read lock was lost".to_string();
                     self.abort_local(txn, &why, cx);
                     return no(why, cx);
@@ -437,7 +486,12 @@ impl Server {
                 }
                 let hops = cx.hops();
                 if let Some(t) = self.ptxns.get_mut(&txn) {
-                    t.state = PState::Preparing { coord: from, part, waiting, hops };
+                    t.state = PState::Preparing {
+                        coord: from,
+                        part,
+                        waiting,
+                        hops,
+                    };
                 }
                 if waiting == 0 {
                     self.finish_prepare(txn, cx);
@@ -447,7 +501,12 @@ impl Server {
             }
             Cc::Unsafe => {
                 if let Some(t) = self.ptxns.get_mut(&txn) {
-                    t.state = PState::Preparing { coord: from, part, waiting: 0, hops: cx.hops() };
+                    t.state = PState::Preparing {
+                        coord: from,
+                        part,
+                        waiting: 0,
+                        hops: cx.hops(),
+                    };
                 }
                 self.finish_prepare(txn, cx);
             }
@@ -470,7 +529,12 @@ impl Server {
                 }
                 if ok {
                     if let Some(t) = self.ptxns.get_mut(&txn) {
-                        t.state = PState::Preparing { coord: from, part, waiting: 0, hops: cx.hops() };
+                        t.state = PState::Preparing {
+                            coord: from,
+                            part,
+                            waiting: 0,
+                            hops: cx.hops(),
+                        };
                     }
                     self.finish_prepare(txn, cx);
                 } else {
@@ -501,8 +565,20 @@ impl Server {
             },
             cx,
         );
-        t.state = PState::Prepared { coord, part, asked: cx.now() };
-        cx.send_on_chain(coord, Msg::Vote { txn, yes: true, reason: None }, hops);
+        t.state = PState::Prepared {
+            coord,
+            part,
+            asked: cx.now(),
+        };
+        cx.send_on_chain(
+            coord,
+            Msg::Vote {
+                txn,
+                yes: true,
+                reason: None,
+            },
+            hops,
+        );
     }
 
     fn on_decide(&mut self, from: NodeId, txn: TxnId, commit: bool, cx: &mut Ctx<'_, Msg>) {
@@ -510,7 +586,9 @@ impl Server {
             Some(PState::Prepared { .. }) => {
                 if commit {
                     let t = self.ptxns.remove(&txn).expect("present");
-                    let PState::Prepared { part, .. } = t.state else { unreachable!() };
+                    let PState::Prepared { part, .. } = t.state else {
+                        unreachable!()
+                    };
                     cx.charge_ops(part.writes.len() as u32);
                     for (k, v, val) in &part.writes {
                         self.store.install_latest(k, *v, val.clone());
@@ -561,7 +639,14 @@ impl Server {
             // Begun before this coordinator restarted; presumed aborted.
             self.done.insert(txn, false);
             let reason = Some("coordinator restarted".to_string());
-            cx.send(client, Msg::Outcome { txn, commit: false, reason });
+            cx.send(
+                client,
+                Msg::Outcome {
+                    txn,
+                    commit: false,
+                    reason,
+                },
+            );
             return;
         }
         self.ctxns.insert(
@@ -610,7 +695,14 @@ impl Server {
         self.done.insert(txn, commit);
         let (client, parts) = (c.client, c.parts.clone());
         if commit {
-            self.log.append_sync(Rec::Decided { txn, client, parts: parts.clone() }, cx);
+            self.log.append_sync(
+                Rec::Decided {
+                    txn,
+                    client,
+                    parts: parts.clone(),
+                },
+                cx,
+            );
         }
         cx.send(client, Msg::Outcome { txn, commit, reason });
         for node in &parts {
@@ -746,7 +838,16 @@ impl Server {
         }
         let now = cx.now();
         for (txn, r) in prepared {
-            let Rec::Prepared { ts, coord, reads, writes, .. } = r else { continue };
+            let Rec::Prepared {
+                ts,
+                coord,
+                reads,
+                writes,
+                ..
+            } = r
+            else {
+                continue;
+            };
             let prio = (ts, txn);
             for k in &reads {
                 self.locks.acquire(txn, prio, k, LockMode::Shared);
@@ -771,10 +872,19 @@ impl Server {
             );
         }
         for (txn, r) in decided {
-            let Rec::Decided { client, parts, .. } = r else { continue };
+            let Rec::Decided { client, parts, .. } = r else {
+                continue;
+            };
             self.ctxns.insert(
                 txn,
-                CTxn { client, parts, yes: BTreeSet::new(), decided: Some(true), acks: BTreeSet::new(), since: 0 },
+                CTxn {
+                    client,
+                    parts,
+                    yes: BTreeSet::new(),
+                    decided: Some(true),
+                    acks: BTreeSet::new(),
+                    since: 0,
+                },
             );
         }
     }
@@ -824,7 +934,10 @@ impl Actor for Server {
 
 impl Replica for Server {
     fn snapshot(&self) -> ReplicaSnapshot {
-        ReplicaSnapshot { node: self.me, keys: self.store.snapshot() }
+        ReplicaSnapshot {
+            node: self.me,
+            keys: self.store.snapshot(),
+        }
     }
 }
 
@@ -863,7 +976,13 @@ impl Client {
     pub fn new(env: Env, node: NodeId, id: ClientId) -> Self {
         let dc = env.layout.dc_of(node);
         let coord = env.layout.server(dc, id.0);
-        Client { env, id, dc, coord, cur: None }
+        Client {
+            env,
+            id,
+            dc,
+            coord,
+            cur: None,
+        }
     }
 
     fn step(&mut self, cx: &mut Ctx<'_, Msg>) {
@@ -877,7 +996,14 @@ impl Client {
                 let node = self.env.layout.primary(self.env.layout.shard_of(&key));
                 cur.touched.insert(node);
                 cur.phase = Phase::Reading(key.clone());
-                cx.send(node, Msg::Read { txn: cur.rec.id, ts: cur.ts, key });
+                cx.send(
+                    node,
+                    Msg::Read {
+                        txn: cur.rec.id,
+                        ts: cur.ts,
+                        key,
+                    },
+                );
                 cx.set_timer(self.env.timeouts.read, T_READ);
             }
             Step::Abort(reason) => self.abort(reason, cx),
@@ -886,7 +1012,10 @@ impl Client {
                 cur.rec.writes = writes
                     .iter()
                     .enumerate()
-                    .map(|(i, (k, _))| WriteRec { key: k.clone(), version: VersionId { txn, seq: i as u32 } })
+                    .map(|(i, (k, _))| WriteRec {
+                        key: k.clone(),
+                        version: VersionId { txn, seq: i as u32 },
+                    })
                     .collect();
                 let mut finals: BTreeMap<Key, (VersionId, Value)> = BTreeMap::new();
                 for (i, (k, v)) in writes.into_iter().enumerate() {
@@ -896,11 +1025,27 @@ impl Client {
                 let mut parts: BTreeMap<NodeId, Part> = BTreeMap::new();
                 for r in &cur.rec.reads {
                     let node = layout.primary(layout.shard_of(&r.key));
-                    parts.entry(node).or_insert_with(|| Part { node, reads: vec![], writes: vec![] }).reads.push((r.key.clone(), r.version));
+                    parts
+                        .entry(node)
+                        .or_insert_with(|| Part {
+                            node,
+                            reads: vec![],
+                            writes: vec![],
+                        })
+                        .reads
+                        .push((r.key.clone(), r.version));
                 }
                 for (k, (v, val)) in finals {
                     let node = layout.primary(layout.shard_of(&k));
-                    parts.entry(node).or_insert_with(|| Part { node, reads: vec![], writes: vec![] }).writes.push((k, v, val));
+                    parts
+                        .entry(node)
+                        .or_insert_with(|| Part {
+                            node,
+                            reads: vec![],
+                            writes: vec![],
+                        })
+                        .writes
+                        .push((k, v, val));
                 }
                 cx.cancel_timer(T_READ);
                 cur.rec.commit_start = Some(cx.now());
@@ -909,7 +1054,14 @@ impl Client {
                     return;
                 }
                 cur.phase = Phase::Committing;
-                cx.send(self.coord, Msg::Commit { txn, ts: cur.ts, parts: parts.into_values().collect() });
+                cx.send(
+                    self.coord,
+                    Msg::Commit {
+                        txn,
+                        ts: cur.ts,
+                        parts: parts.into_values().collect(),
+                    },
+                );
                 cx.set_timer(self.env.timeouts.status, T_STATUS);
             }
         }
@@ -949,7 +1101,10 @@ impl Actor for Client {
                 cx.cancel_timer(T_READ);
                 match result {
                     Ok((version, value)) => {
-                        cur.rec.reads.push(ReadRec { key: key.clone(), version });
+                        cur.rec.reads.push(ReadRec {
+                            key: key.clone(),
+                            version,
+                        });
                         cur.exec.supply(key, value);
                         self.step(cx);
                     }
@@ -969,7 +1124,13 @@ impl Actor for Client {
         match (t, &cur.phase) {
             (T_READ, Phase::Reading(_)) => self.abort("read timed out".into(), cx),
             (T_STATUS, Phase::Committing) => {
-                cx.send(self.coord, Msg::Status { txn: cur.rec.id, ts: cur.ts });
+                cx.send(
+                    self.coord,
+                    Msg::Status {
+                        txn: cur.rec.id,
+                        ts: cur.ts,
+                    },
+                );
                 cx.set_timer(self.env.timeouts.status, T_STATUS);
             }
             _ => {}

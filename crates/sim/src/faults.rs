@@ -90,14 +90,28 @@ impl FaultPlan {
 
     /// Parses a spec for a deployment with `servers` servers and `clients` clients;
     /// `random` items draw from `rng`.
-    pub fn parse(spec: &str, topo: &Topology, servers: u32, clients: u32, rng: &mut Rng) -> Result<FaultPlan, FaultError> {
-        let err = |msg: String| FaultError { spec: spec.to_string(), msg };
-        let mut plan = FaultPlan { spec: spec.to_string(), ..Default::default() };
+    pub fn parse(
+        spec: &str,
+        topo: &Topology,
+        servers: u32,
+        clients: u32,
+        rng: &mut Rng,
+    ) -> Result<FaultPlan, FaultError> {
+        let err = |msg: String| FaultError {
+            spec: spec.to_string(),
+            msg,
+        };
+        let mut plan = FaultPlan {
+            spec: spec.to_string(),
+            ..Default::default()
+        };
         for item in spec.split(';').map(str::trim).filter(|s| !s.is_empty()) {
             let (name, rest) = item.split_once(':').unwrap_or((item, ""));
             let mut kv: BTreeMap<&str, &str> = BTreeMap::new();
             for p in rest.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-                let (k, v) = p.split_once('=').ok_or_else(|| err(format!("`{p}` is not key=value")))?;
+                let (k, v) = p
+                    .split_once('=')
+                    .ok_or_else(|| err(format!("`{p}` is not key=value")))?;
                 kv.insert(k.trim(), v.trim());
             }
             let allowed: &[&str] = match name {
@@ -110,9 +124,16 @@ impl FaultPlan {
                 _ => return Err(err(format!("unknown fault `{name}` (known: loss, dup, reorder, crash, client-crash, outage, partition, random)"))),
             };
             if let Some(k) = kv.keys().find(|k| !allowed.contains(k)) {
-                return Err(err(format!("fault `{name}` has no key `{k}` (known: {})", allowed.join(", "))));
+                return Err(err(format!(
+                    "fault `{name}` has no key `{k}` (known: {})",
+                    allowed.join(", ")
+                )));
             }
-            let need = |k: &str| kv.get(k).copied().ok_or_else(|| err(format!("fault `{name}` needs `{k}=`")));
+            let need = |k: &str| {
+                kv.get(k)
+                    .copied()
+                    .ok_or_else(|| err(format!("fault `{name}` needs `{k}=`")))
+            };
             let prob = |k: &str, d: f64| -> Result<f64, FaultError> {
                 match kv.get(k) {
                     None => Ok(d),
@@ -125,7 +146,9 @@ impl FaultPlan {
             };
             let dur = |k: &str| -> Result<Time, FaultError> { parse_duration(need(k)?).map_err(&err) };
             let count = |k: &str, d: u32| -> Result<u32, FaultError> {
-                kv.get(k).map_or(Ok(d), |v| v.parse().map_err(|_| err(format!("`{k}={v}` must be a count"))))
+                kv.get(k).map_or(Ok(d), |v| {
+                    v.parse().map_err(|_| err(format!("`{k}={v}` must be a count")))
+                })
             };
             let dc = |k: &str| -> Result<DcId, FaultError> { topo.dc(need(k)?).map_err(|e| err(e.to_string())) };
             match name {
@@ -133,26 +156,49 @@ impl FaultPlan {
                 "dup" => plan.dup = prob("p", 0.0)?,
                 "reorder" => plan.reorder = prob("p", 0.0)?,
                 "crash" => {
-                    let node: u32 = need("node")?.parse().map_err(|_| err("`node` must be a server number".into()))?;
+                    let node: u32 = need("node")?
+                        .parse()
+                        .map_err(|_| err("`node` must be a server number".into()))?;
                     if node >= servers {
                         return Err(err(format!("no server {node} (servers are 0..{servers})")));
                     }
-                    plan.events.push((dur("at")?, Fault::Crash { node: NodeId(node), down: dur("for")? }));
+                    plan.events.push((
+                        dur("at")?,
+                        Fault::Crash {
+                            node: NodeId(node),
+                            down: dur("for")?,
+                        },
+                    ));
                 }
                 "client-crash" => {
-                    let client: u32 = need("client")?.parse().map_err(|_| err("`client` must be a client number".into()))?;
+                    let client: u32 = need("client")?
+                        .parse()
+                        .map_err(|_| err("`client` must be a client number".into()))?;
                     if client >= clients {
                         return Err(err(format!("no client {client} (clients are 0..{clients})")));
                     }
                     plan.events.push((dur("at")?, Fault::ClientCrash { client }));
                 }
-                "outage" => plan.events.push((dur("at")?, Fault::Outage { dc: dc("dc")?, down: dur("for")? })),
+                "outage" => plan.events.push((
+                    dur("at")?,
+                    Fault::Outage {
+                        dc: dc("dc")?,
+                        down: dur("for")?,
+                    },
+                )),
                 "partition" => {
                     let (a, b) = (dc("a")?, dc("b")?);
                     if a == b {
                         return Err(err("a partition needs two different DCs".into()));
                     }
-                    plan.events.push((dur("at")?, Fault::Partition { a, b, down: dur("for")? }));
+                    plan.events.push((
+                        dur("at")?,
+                        Fault::Partition {
+                            a,
+                            b,
+                            down: dur("for")?,
+                        },
+                    ));
                 }
                 "random" => {
                     let window = match kv.get("window") {
@@ -169,11 +215,22 @@ impl FaultPlan {
                     for _ in 0..count("crashes", 3)? {
                         let at = rng.gen_range(0..window);
                         let node = NodeId(rng.gen_range(0..servers));
-                        plan.events.push((at, Fault::Crash { node, down: ms(100, 3000, rng) }));
+                        plan.events.push((
+                            at,
+                            Fault::Crash {
+                                node,
+                                down: ms(100, 3000, rng),
+                            },
+                        ));
                     }
                     for _ in 0..count("client-crashes", 1)?.min(clients) {
                         let at = rng.gen_range(0..window);
-                        plan.events.push((at, Fault::ClientCrash { client: rng.gen_range(0..clients) }));
+                        plan.events.push((
+                            at,
+                            Fault::ClientCrash {
+                                client: rng.gen_range(0..clients),
+                            },
+                        ));
                     }
                     let ndc = topo.num_dcs() as u16;
                     for _ in 0..count("partitions", 1)? {
@@ -183,12 +240,25 @@ impl FaultPlan {
                         let a = rng.gen_range(0..ndc);
                         let b = (a + rng.gen_range(1..ndc)) % ndc;
                         let at = rng.gen_range(0..window);
-                        plan.events.push((at, Fault::Partition { a: DcId(a), b: DcId(b), down: ms(100, 2000, rng) }));
+                        plan.events.push((
+                            at,
+                            Fault::Partition {
+                                a: DcId(a),
+                                b: DcId(b),
+                                down: ms(100, 2000, rng),
+                            },
+                        ));
                     }
                     for _ in 0..count("outages", 0)? {
                         let at = rng.gen_range(0..window);
                         let dc = DcId(rng.gen_range(0..ndc));
-                        plan.events.push((at, Fault::Outage { dc, down: ms(500, 3000, rng) }));
+                        plan.events.push((
+                            at,
+                            Fault::Outage {
+                                dc,
+                                down: ms(500, 3000, rng),
+                            },
+                        ));
                     }
                 }
                 _ => unreachable!(),
@@ -216,7 +286,11 @@ mod tests {
         assert_eq!(p.events[0].0, 1_000_000_000);
         let r = parse("random:crashes=4,partitions=2").unwrap();
         assert_eq!(r.events.len(), 4 + 1 + 2);
-        assert_eq!(r, parse("random:crashes=4,partitions=2").unwrap(), "seeded, so reproducible");
+        assert_eq!(
+            r,
+            parse("random:crashes=4,partitions=2").unwrap(),
+            "seeded, so reproducible"
+        );
     }
 
     #[test]

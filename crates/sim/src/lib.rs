@@ -60,7 +60,11 @@ impl Default for CpuModel {
     /// 10 µs per message and 2 µs per key operation (an in-memory store on a modern
     /// core); 0.5 ms per fsync (a datacenter SSD's flush latency).
     fn default() -> Self {
-        CpuModel { per_msg: 10_000, per_op: 2_000, fsync: 500_000 }
+        CpuModel {
+            per_msg: 10_000,
+            per_op: 2_000,
+            fsync: 500_000,
+        }
     }
 }
 
@@ -171,7 +175,12 @@ enum Input<M> {
 
 enum Ev<M> {
     /// A message or timer reaches a node (it may have to wait in the inbox).
-    Arrive { node: NodeId, input: Input<M>, hops: u32, inc: u32 },
+    Arrive {
+        node: NodeId,
+        input: Input<M>,
+        hops: u32,
+        inc: u32,
+    },
     /// A node finished its current input and can take the next from its inbox.
     Free { node: NodeId, inc: u32 },
     /// A closed-loop client starts its next transaction.
@@ -261,7 +270,9 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
     }
     if let Some(r) = cfg.rate {
         if !(r.is_finite() && r > 0.0) {
-            return Err(SimError::Invalid("--rate must be a positive number of transactions per second".into()));
+            return Err(SimError::Invalid(
+                "--rate must be a positive number of transactions per second".into(),
+            ));
         }
     }
     let workload = meridian_workload::build(&cfg.workload)?;
@@ -271,7 +282,9 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
     } else {
         cfg.client_dcs.clone()
     };
-    let client_nodes: Vec<NodeId> = (0..cfg.clients).map(|i| layout.add_client(dcs[i as usize % dcs.len()])).collect();
+    let client_nodes: Vec<NodeId> = (0..cfg.clients)
+        .map(|i| layout.add_client(dcs[i as usize % dcs.len()]))
+        .collect();
     let layout = Arc::new(layout);
     let env = Env {
         layout: layout.clone(),
@@ -279,9 +292,19 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
         timeouts: cfg.timeouts.clone(),
     };
     let mut fault_rng = rng_for(cfg.seed, u64::MAX - 2);
-    let plan = FaultPlan::parse(&cfg.faults, &cfg.topology, layout.num_servers(), cfg.clients, &mut fault_rng)?;
+    let plan = FaultPlan::parse(
+        &cfg.faults,
+        &cfg.topology,
+        layout.num_servers(),
+        cfg.clients,
+        &mut fault_rng,
+    )?;
     let servers = (0..layout.num_servers()).map(|n| p.server(&env, NodeId(n))).collect();
-    let clients = client_nodes.iter().enumerate().map(|(i, n)| p.client(&env, *n, ClientId(i as u32))).collect();
+    let clients = client_nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| p.client(&env, *n, ClientId(i as u32)))
+        .collect();
     let rt = (0..layout.num_nodes())
         .map(|n| NodeRt {
             up: true,
@@ -327,7 +350,8 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
     let check = meridian_check::check(&history);
     let invariant = {
         let layout = &layout;
-        let snaps: HashMap<NodeId, &meridian_core::ReplicaSnapshot> = history.replicas.iter().map(|r| (r.node, r)).collect();
+        let snaps: HashMap<NodeId, &meridian_core::ReplicaSnapshot> =
+            history.replicas.iter().map(|r| (r.node, r)).collect();
         sim.workload.check_final(&|k| {
             let n = layout.primary(layout.shard_of(k));
             snaps.get(&n).and_then(|r| r.keys.get(k)).and_then(|s| s.value.clone())
@@ -340,7 +364,12 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
         &history,
         &check,
         invariant.err(),
-        report::Counters { events: sim.events, msgs_total: sim.msgs_total, msgs_wan: sim.msgs_wan, virtual_end: end },
+        report::Counters {
+            events: sim.events,
+            msgs_total: sim.msgs_total,
+            msgs_wan: sim.msgs_wan,
+            virtual_end: end,
+        },
         wall.elapsed().as_secs_f64(),
     );
     Ok(SimOutput { report, history, check })
@@ -437,7 +466,8 @@ impl<P: Protocol> Sim<'_, P> {
                 }
                 Ev::Heal { a, b } => {
                     let now = self.now;
-                    self.partitions.retain(|(x, y, until)| !((*x, *y) == (a, b) && *until <= now));
+                    self.partitions
+                        .retain(|(x, y, until)| !((*x, *y) == (a, b) && *until <= now));
                 }
             }
             if self.records.len() as u64 >= last_progress + 1000 {
@@ -480,7 +510,10 @@ impl<P: Protocol> Sim<'_, P> {
         self.issued += 1;
         self.client_busy[c] = true;
         self.client_seq[c] += 1;
-        let txn = TxnId { client, seq: self.client_seq[c] };
+        let txn = TxnId {
+            client,
+            seq: self.client_seq[c],
+        };
         let call = self.workload.next_call(&mut self.wl_rng);
         let node = NodeId(self.layout.num_servers() + client);
         self.dispatch(node, 0, move |a, _, cx| {
@@ -492,7 +525,9 @@ impl<P: Protocol> Sim<'_, P> {
 
     fn drain_backlog(&mut self) {
         while self.backlog > 0 {
-            let Some(c) = (0..self.cfg.clients).find(|&c| !self.client_busy[c as usize] && !self.client_dead[c as usize]) else {
+            let Some(c) =
+                (0..self.cfg.clients).find(|&c| !self.client_busy[c as usize] && !self.client_dead[c as usize])
+            else {
                 return;
             };
             self.backlog -= 1;
@@ -634,7 +669,15 @@ impl<P: Protocol> Sim<'_, P> {
                     rt.timer_gen += 1;
                     let gen = rt.timer_gen;
                     rt.timers.insert(id, gen);
-                    self.push(depart + after, Ev::Arrive { node, input: Input::Timer { id, gen }, hops, inc });
+                    self.push(
+                        depart + after,
+                        Ev::Arrive {
+                            node,
+                            input: Input::Timer { id, gen },
+                            hops,
+                            inc,
+                        },
+                    );
                 }
                 Command::CancelTimer { id } => {
                     self.rt[ni].timers.remove(&id);
@@ -668,7 +711,11 @@ impl<P: Protocol> Sim<'_, P> {
         if wan {
             self.msgs_wan += 1;
         }
-        if self.partitions.iter().any(|(a, b, _)| (*a, *b) == (da, db) || (*a, *b) == (db, da)) {
+        if self
+            .partitions
+            .iter()
+            .any(|(a, b, _)| (*a, *b) == (da, db) || (*a, *b) == (db, da))
+        {
             return;
         }
         let faulty = !self.healed;
@@ -694,17 +741,29 @@ impl<P: Protocol> Sim<'_, P> {
         let inc = self.rt[to.0 as usize].inc;
         if faulty && self.plan.dup > 0.0 && self.net_rng.gen_bool(self.plan.dup) {
             let extra = (base.max(ms(1.0)) as f64 * self.net_rng.gen::<f64>()) as Time;
-            self.push(at + extra, Ev::Arrive { node: to, input: Input::Msg { from, msg: msg.clone() }, hops, inc });
+            self.push(
+                at + extra,
+                Ev::Arrive {
+                    node: to,
+                    input: Input::Msg { from, msg: msg.clone() },
+                    hops,
+                    inc,
+                },
+            );
         }
-        self.push(at, Ev::Arrive { node: to, input: Input::Msg { from, msg }, hops, inc });
+        self.push(
+            at,
+            Ev::Arrive {
+                node: to,
+                input: Input::Msg { from, msg },
+                hops,
+                inc,
+            },
+        );
     }
 
     fn history(&mut self, p: &P) -> History {
-        let replicas = self
-            .servers
-            .iter()
-            .map(|s| s.snapshot())
-            .collect();
+        let replicas = self.servers.iter().map(|s| s.snapshot()).collect();
         let mut txns = std::mem::take(&mut self.records);
         txns.sort_by_key(|t| t.id);
         History {

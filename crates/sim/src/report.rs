@@ -122,7 +122,11 @@ fn latency(mut v: Vec<Time>) -> Latency {
     v.sort_unstable();
     let pct = |p: f64| to_ms(v[((v.len() as f64 * p).ceil() as usize).clamp(1, v.len()) - 1]);
     let mean = v.iter().map(|x| *x as f64).sum::<f64>() / v.len() as f64 / 1e6;
-    Latency { mean: round3(mean), p50: round3(pct(0.50)), p99: round3(pct(0.99)) }
+    Latency {
+        mean: round3(mean),
+        p50: round3(pct(0.50)),
+        p99: round3(pct(0.99)),
+    }
 }
 
 fn round3(x: f64) -> f64 {
@@ -144,7 +148,9 @@ pub(crate) fn summarize(
     let count = |o| h.txns.iter().filter(|t| t.outcome == o).count() as u64;
     let mut reasons = BTreeMap::new();
     for t in h.txns.iter().filter(|t| t.outcome == Outcome::Aborted) {
-        *reasons.entry(t.abort_reason.clone().unwrap_or_else(|| "?".into())).or_insert(0) += 1;
+        *reasons
+            .entry(t.abort_reason.clone().unwrap_or_else(|| "?".into()))
+            .or_insert(0) += 1;
     }
     let first = h.txns.iter().map(|t| t.start).min().unwrap_or(0);
     let last = committed.iter().filter_map(|t| t.end).max().unwrap_or(first);
@@ -168,10 +174,23 @@ pub(crate) fn summarize(
         unknown: count(Outcome::Unknown),
         abort_reasons: reasons,
         latency_ms: latency(committed.iter().filter_map(|t| Some(t.end? - t.start)).collect()),
-        commit_latency_ms: latency(committed.iter().filter_map(|t| Some(t.end? - t.commit_start?)).collect()),
-        throughput_tps: if span > 0.0 { round3(committed.len() as f64 / span) } else { 0.0 },
+        commit_latency_ms: latency(
+            committed
+                .iter()
+                .filter_map(|t| Some(t.end? - t.commit_start?))
+                .collect(),
+        ),
+        throughput_tps: if span > 0.0 {
+            round3(committed.len() as f64 / span)
+        } else {
+            0.0
+        },
         wan_trips: WanTrips {
-            mean: if wan.is_empty() { 0.0 } else { round3(wan.iter().map(|x| *x as f64).sum::<f64>() / wan.len() as f64) },
+            mean: if wan.is_empty() {
+                0.0
+            } else {
+                round3(wan.iter().map(|x| *x as f64).sum::<f64>() / wan.len() as f64)
+            },
             max: wan.iter().copied().max().unwrap_or(0),
         },
         messages: Messages {

@@ -82,7 +82,12 @@ fn test_2pc_bank_conserves_money() {
         c.txns = 1500;
         let r = sim(p, &c).report;
         assert_clean(&r);
-        assert!(r.committed > 500 && r.aborted > 0, "{p}: {} / {}", r.committed, r.aborted);
+        assert!(
+            r.committed > 500 && r.aborted > 0,
+            "{p}: {} / {}",
+            r.committed,
+            r.aborted
+        );
     }
 }
 
@@ -120,10 +125,14 @@ fn test_2pc_fault_campaign_never_inconsistent() {
                 let mut c = cfg("rc5", w);
                 c.txns = 300;
                 c.seed = seed;
-                c.faults = "random:crashes=4,client-crashes=1,partitions=2,outages=1,loss=0.02,dup=0.02,reorder=0.1,window=8s".into();
+                c.faults =
+                    "random:crashes=4,client-crashes=1,partitions=2,outages=1,loss=0.02,dup=0.02,reorder=0.1,window=8s"
+                        .into();
                 let r = sim(p, &c).report;
                 assert_clean(&r);
-                if r.abort_reasons.keys().any(|k| k.contains("timed out") || k.contains("timeout") || k.contains("restarted") || k.contains("queried")) {
+                if r.abort_reasons.keys().any(|k| {
+                    k.contains("timed out") || k.contains("timeout") || k.contains("restarted") || k.contains("queried")
+                }) {
                     hurt += 1;
                 }
             }
@@ -158,7 +167,11 @@ fn test_checker_catches_2pc_without_concurrency_control() {
     let mut b = cfg("rc5", "bank:accounts=10");
     b.txns = 1000;
     let r = run(TwoPc { cc: Cc::Unsafe }, &b, &mut |_, _| {}).unwrap().report;
-    assert!(r.check.invariant.is_some(), "money should be created or destroyed: {:?}", r.check);
+    assert!(
+        r.check.invariant.is_some(),
+        "money should be created or destroyed: {:?}",
+        r.check
+    );
 }
 
 /// The CPU model makes servers saturate: many more clients raise latency and do not
@@ -173,7 +186,12 @@ fn test_cpu_model_saturates() {
     };
     let few = run_with(4);
     let many = run_with(512);
-    assert!(many.latency_ms.p50 > 3.0 * few.latency_ms.p50, "{:?} vs {:?}", few.latency_ms, many.latency_ms);
+    assert!(
+        many.latency_ms.p50 > 3.0 * few.latency_ms.p50,
+        "{:?} vs {:?}",
+        few.latency_ms,
+        many.latency_ms
+    );
     assert!(many.throughput_tps < 64.0 * few.throughput_tps);
     assert!(many.throughput_tps > few.throughput_tps);
 }
@@ -192,10 +210,19 @@ fn test_open_loop_meets_target_rate() {
 #[test]
 fn test_bad_configs_are_errors_not_panics() {
     let c = cfg("rc5", "nope");
-    assert!(run_named("2pc-2pl", &c, &mut |_, _| {}).unwrap_err().to_string().contains("unknown workload"));
+    assert!(run_named("2pc-2pl", &c, &mut |_, _| {})
+        .unwrap_err()
+        .to_string()
+        .contains("unknown workload"));
     let c = cfg("rc5", "ycsb");
-    assert!(run_named("paxos-of-doom", &c, &mut |_, _| {}).unwrap_err().to_string().contains("unknown protocol"));
+    assert!(run_named("paxos-of-doom", &c, &mut |_, _| {})
+        .unwrap_err()
+        .to_string()
+        .contains("unknown protocol"));
     let mut c = cfg("rc5", "ycsb");
     c.faults = "crash:node=99,at=1s,for=1s".into();
-    assert!(run_named("2pc-2pl", &c, &mut |_, _| {}).unwrap_err().to_string().contains("no server 99"));
+    assert!(run_named("2pc-2pl", &c, &mut |_, _| {})
+        .unwrap_err()
+        .to_string()
+        .contains("no server 99"));
 }

@@ -159,10 +159,7 @@ impl LockTable {
                 keys.push(key.clone());
             }
         };
-        let older_waiter = entry
-            .waiters
-            .iter()
-            .any(|w| w.prio < prio && conflicts(w.mode, mode));
+        let older_waiter = entry.waiters.iter().any(|w| w.prio < prio && conflicts(w.mode, mode));
         let holder_conflict: Vec<Req> = entry.holder_conflicts(txn, mode).copied().collect();
         match self.policy {
             Policy::NoWait => {
@@ -179,9 +176,7 @@ impl LockTable {
                     entry.grant(req);
                     track(&mut self.by_txn);
                     Acquired::Granted
-                } else if mode == LockMode::Exclusive
-                    && holder_conflict.iter().all(|h| h.mode == LockMode::Shared)
-                {
+                } else if mode == LockMode::Exclusive && holder_conflict.iter().all(|h| h.mode == LockMode::Shared) {
                     let revoked: Vec<TxnId> = holder_conflict.iter().map(|h| h.txn).collect();
                     entry.holders.retain(|h| !revoked.contains(&h.txn));
                     entry.grant(req);
@@ -364,11 +359,28 @@ mod tests {
             Acquired::Waiting { wound: vec![t(5)] }
         );
         // younger asks: waits, wounds nobody
-        assert_eq!(lt.acquire(t(9), p(9), &k("a"), Shared), Acquired::Waiting { wound: vec![] });
+        assert_eq!(
+            lt.acquire(t(9), p(9), &k("a"), Shared),
+            Acquired::Waiting { wound: vec![] }
+        );
         let g = lt.release_all(t(5));
-        assert_eq!(g, vec![Grant { txn: t(1), key: k("a"), mode: Exclusive }]);
+        assert_eq!(
+            g,
+            vec![Grant {
+                txn: t(1),
+                key: k("a"),
+                mode: Exclusive
+            }]
+        );
         let g = lt.release_all(t(1));
-        assert_eq!(g, vec![Grant { txn: t(9), key: k("a"), mode: Shared }]);
+        assert_eq!(
+            g,
+            vec![Grant {
+                txn: t(9),
+                key: k("a"),
+                mode: Shared
+            }]
+        );
     }
 
     #[test]
@@ -376,7 +388,10 @@ mod tests {
         let mut lt = LockTable::new(Policy::WaitDie);
         assert_eq!(lt.acquire(t(5), p(5), &k("a"), Exclusive), Acquired::Granted);
         assert_eq!(lt.acquire(t(9), p(9), &k("a"), Shared), Acquired::Denied);
-        assert_eq!(lt.acquire(t(1), p(1), &k("a"), Shared), Acquired::Waiting { wound: vec![] });
+        assert_eq!(
+            lt.acquire(t(1), p(1), &k("a"), Shared),
+            Acquired::Waiting { wound: vec![] }
+        );
     }
 
     #[test]
@@ -386,7 +401,9 @@ mod tests {
         assert_eq!(lt.acquire(t(2), p(2), &k("a"), Shared), Acquired::Granted);
         assert_eq!(
             lt.acquire(t(3), p(3), &k("a"), Exclusive),
-            Acquired::TookOver { revoked: vec![t(1), t(2)] }
+            Acquired::TookOver {
+                revoked: vec![t(1), t(2)]
+            }
         );
         assert!(!lt.holds(t(1), &k("a"), Shared));
         assert_eq!(lt.acquire(t(1), p(1), &k("a"), Shared), Acquired::Denied);
@@ -426,17 +443,27 @@ mod tests {
             g.entry(*a).or_default().push(*b);
         }
         fn dfs(n: TxnId, g: &HashMap<TxnId, Vec<TxnId>>, on: &mut HashSet<TxnId>, done: &mut HashSet<TxnId>) -> bool {
-            if done.contains(&n) { return true; }
-            if !on.insert(n) { return false; }
+            if done.contains(&n) {
+                return true;
+            }
+            if !on.insert(n) {
+                return false;
+            }
             for m in g.get(&n).into_iter().flatten() {
-                if !dfs(*m, g, on, done) { return false; }
+                if !dfs(*m, g, on, done) {
+                    return false;
+                }
             }
             on.remove(&n);
             done.insert(n);
             true
         }
         let (mut on, mut done) = (HashSet::new(), HashSet::new());
-        g.keys().copied().collect::<Vec<_>>().into_iter().all(|n| dfs(n, &g, &mut on, &mut done))
+        g.keys()
+            .copied()
+            .collect::<Vec<_>>()
+            .into_iter()
+            .all(|n| dfs(n, &g, &mut on, &mut done))
     }
 
     proptest! {

@@ -65,7 +65,11 @@ impl MvStore {
 
     /// The latest committed version of a key and its value.
     pub fn latest(&self, key: &Key) -> (Option<VersionId>, Option<&Value>) {
-        match self.keys.get(key).and_then(|c| c.versions.iter().rev().find(|v| !v.tentative)) {
+        match self
+            .keys
+            .get(key)
+            .and_then(|c| c.versions.iter().rev().find(|v| !v.tentative))
+        {
             Some(v) => (Some(v.id), Some(&v.value)),
             None => (None, None),
         }
@@ -73,10 +77,7 @@ impl MvStore {
 
     /// Write timestamp of the latest version (committed or tentative), 0 if none.
     pub fn last_wts(&self, key: &Key) -> u64 {
-        self.keys
-            .get(key)
-            .and_then(|c| c.versions.last())
-            .map_or(0, |v| v.wts)
+        self.keys.get(key).and_then(|c| c.versions.last()).map_or(0, |v| v.wts)
     }
 
     /// Installs a committed version after every existing one (for protocols whose
@@ -172,7 +173,11 @@ impl MvStore {
 
     /// Makes a tentative version committed.
     pub fn commit_tentative(&mut self, key: &Key, id: VersionId) -> bool {
-        match self.keys.get_mut(key).and_then(|c| c.versions.iter_mut().find(|v| v.id == id)) {
+        match self
+            .keys
+            .get_mut(key)
+            .and_then(|c| c.versions.iter_mut().find(|v| v.id == id))
+        {
             Some(v) => {
                 v.tentative = false;
                 true

@@ -110,9 +110,7 @@ fn parse_spec(spec: &str) -> Result<Params, WorkloadError> {
     }
     let mut given = BTreeMap::new();
     for part in rest.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (k, v) = part
-            .split_once('=')
-            .ok_or_else(|| WorkloadError::Syntax(spec.into()))?;
+        let (k, v) = part.split_once('=').ok_or_else(|| WorkloadError::Syntax(spec.into()))?;
         if given.insert(k.trim().to_string(), v.trim().to_string()).is_some() {
             return Err(WorkloadError::BadValue {
                 name: name.into(),
@@ -264,7 +262,10 @@ pub fn account_key(i: u64) -> Key {
 
 impl Workload for Bank {
     fn spec(&self) -> String {
-        format!("bank:accounts={},initial={},max={}", self.accounts, self.initial, self.max)
+        format!(
+            "bank:accounts={},initial={},max={}",
+            self.accounts, self.initial, self.max
+        )
     }
     fn next_call(&mut self, rng: &mut Rng) -> Call {
         let from = rng.gen_range(0..self.accounts);
@@ -288,9 +289,10 @@ impl Workload for Bank {
             let k = account_key(i);
             total += match lookup(&k) {
                 None => self.initial as u128,
-                Some(v) => v
-                    .as_u64()
-                    .ok_or_else(|| format!("account {k} holds a malformed balance"))? as u128,
+                Some(v) => {
+                    v.as_u64()
+                        .ok_or_else(|| format!("account {k} holds a malformed balance"))? as u128
+                }
             };
         }
         let want = self.accounts as u128 * self.initial as u128;
@@ -333,13 +335,21 @@ mod tests {
 
     #[test]
     fn specs_parse_with_defaults_and_errors_are_clear() {
-        assert_eq!(build("ycsb").unwrap().spec(), "ycsb:ops=5,reads=0.5,keys=3000,theta=0,value=10");
         assert_eq!(
-            build("ycsb:ops=5,reads=0.5,keys=3000,theta=0.99,value=10").unwrap().spec(),
+            build("ycsb").unwrap().spec(),
+            "ycsb:ops=5,reads=0.5,keys=3000,theta=0,value=10"
+        );
+        assert_eq!(
+            build("ycsb:ops=5,reads=0.5,keys=3000,theta=0.99,value=10")
+                .unwrap()
+                .spec(),
             "ycsb:ops=5,reads=0.5,keys=3000,theta=0.99,value=10"
         );
         let e = |s: &str| build(s).err().unwrap().to_string();
-        assert_eq!(e("tpcx"), "unknown workload `tpcx` (known: ycsb, bank, dependent-reads)");
+        assert_eq!(
+            e("tpcx"),
+            "unknown workload `tpcx` (known: ycsb, bank, dependent-reads)"
+        );
         assert!(e("ycsb:opz=3").contains("has no parameter `opz`"));
         assert!(e("ycsb:ops=x").contains("bad value for `ops`"));
         assert!(e("ycsb:reads=2").contains("fraction"));

@@ -20,7 +20,14 @@ impl Program for YcsbProgram {
         "ycsb"
     }
     fn declared_keys(&self, args: &[Arg]) -> Option<Vec<Key>> {
-        Some(args.iter().filter_map(|a| match a { Arg::Key(k) => Some(k.clone()), _ => None }).collect())
+        Some(
+            args.iter()
+                .filter_map(|a| match a {
+                    Arg::Key(k) => Some(k.clone()),
+                    _ => None,
+                })
+                .collect(),
+        )
     }
     fn run(&self, args: &[Arg], tx: &mut Tx<'_>) -> Result<(), Stop> {
         let n = arg_u64(args, 0, "op count")? as usize;
@@ -45,7 +52,10 @@ impl Program for Transfer {
         "transfer"
     }
     fn declared_keys(&self, args: &[Arg]) -> Option<Vec<Key>> {
-        Some(vec![arg_key(args, 0, "from").ok()?.clone(), arg_key(args, 1, "to").ok()?.clone()])
+        Some(vec![
+            arg_key(args, 0, "from").ok()?.clone(),
+            arg_key(args, 1, "to").ok()?.clone(),
+        ])
     }
     fn run(&self, args: &[Arg], tx: &mut Tx<'_>) -> Result<(), Stop> {
         let from = arg_key(args, 0, "from")?.clone();

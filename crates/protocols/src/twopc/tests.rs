@@ -10,7 +10,14 @@ use std::sync::Arc;
 fn env() -> Env {
     let t = Topology::preset("two50").unwrap();
     let b = t.dc("B").unwrap();
-    let mut l = Layout::new(t.clone(), Placement::Home { home: HomeRule::Dc(b), k: 1 }).unwrap();
+    let mut l = Layout::new(
+        t.clone(),
+        Placement::Home {
+            home: HomeRule::Dc(b),
+            k: 1,
+        },
+    )
+    .unwrap();
     l.add_client(t.dc("A").unwrap());
     Env {
         layout: Arc::new(l),
@@ -24,7 +31,10 @@ fn tid(c: u32, s: u32) -> TxnId {
 }
 
 fn key_on(env: &Env, node: NodeId) -> Key {
-    (0..).map(|i| Key::new(format!("k{i}"))).find(|k| env.layout.primary(env.layout.shard_of(k)) == node).unwrap()
+    (0..)
+        .map(|i| Key::new(format!("k{i}")))
+        .find(|k| env.layout.primary(env.layout.shard_of(k)) == node)
+        .unwrap()
 }
 
 fn sent(e: &Effects<Msg>) -> Vec<(NodeId, Msg)> {
@@ -46,22 +56,49 @@ fn test_client_reads_from_primary_and_commits_through_a_coordinator_in_its_dc() 
     let mut c = Client::new(env.clone(), me, ClientId(0));
     let call_ = meridian_txn::Call {
         program: "chain".into(),
-        args: vec![meridian_txn::Arg::U64(1), meridian_txn::Arg::U64(1), meridian_txn::Arg::U64(10), meridian_txn::Arg::U64(7)],
+        args: vec![
+            meridian_txn::Arg::U64(1),
+            meridian_txn::Arg::U64(1),
+            meridian_txn::Arg::U64(10),
+            meridian_txn::Arg::U64(7),
+        ],
     };
     let e = call(&mut c, 0, me, |c, cx| c.submit(tid(0, 1), call_, cx));
     let s = sent(&e);
     assert_eq!(s.len(), 1);
-    let (to, Msg::Read { key, .. }) = &s[0] else { panic!("{s:?}") };
+    let (to, Msg::Read { key, .. }) = &s[0] else {
+        panic!("{s:?}")
+    };
     assert_eq!(*to, env.layout.primary(env.layout.shard_of(key)));
     assert_eq!(env.layout.dc_of(*to), DcId(1));
-    let reply = Msg::ReadReply { txn: tid(0, 1), key: key.clone(), result: Ok((None, None)) };
+    let reply = Msg::ReadReply {
+        txn: tid(0, 1),
+        key: key.clone(),
+        result: Ok((None, None)),
+    };
     let e = deliver(&mut c, 50, me, *to, reply);
     let s = sent(&e);
-    let (coord, Msg::Commit { parts, .. }) = &s[0] else { panic!("{s:?}") };
-    assert_eq!(env.layout.dc_of(*coord), DcId(0), "coordinator lives in the client's DC");
+    let (coord, Msg::Commit { parts, .. }) = &s[0] else {
+        panic!("{s:?}")
+    };
+    assert_eq!(
+        env.layout.dc_of(*coord),
+        DcId(0),
+        "coordinator lives in the client's DC"
+    );
     assert_eq!(parts.len(), 1);
     assert_eq!(parts[0].writes.len(), 1);
-    let e = deliver(&mut c, 100, me, *coord, Msg::Outcome { txn: tid(0, 1), commit: true, reason: None });
+    let e = deliver(
+        &mut c,
+        100,
+        me,
+        *coord,
+        Msg::Outcome {
+            txn: tid(0, 1),
+            commit: true,
+            reason: None,
+        },
+    );
     assert_eq!(e.records.len(), 1);
     assert_eq!(e.records[0].outcome, Outcome::Committed);
     assert_eq!(e.records[0].reads.len(), 1);
@@ -75,12 +112,42 @@ fn test_participant_forces_prepare_before_vote_and_commit_before_ack() {
     let mut s = Server::new(env.clone(), Cc::Locking, me);
     let k = key_on(&env, me);
     let t = tid(0, 1);
-    let e = deliver(&mut s, 0, me, NodeId(4), Msg::Read { txn: t, ts: 0, key: k.clone() });
-    assert!(matches!(&sent(&e)[0].1, Msg::ReadReply { result: Ok((None, None)), .. }));
-    let p = part(me, vec![(k.clone(), None)], vec![(k.clone(), vid(t), Value::from_u64(5))]);
+    let e = deliver(
+        &mut s,
+        0,
+        me,
+        NodeId(4),
+        Msg::Read {
+            txn: t,
+            ts: 0,
+            key: k.clone(),
+        },
+    );
+    assert!(matches!(
+        &sent(&e)[0].1,
+        Msg::ReadReply {
+            result: Ok((None, None)),
+            ..
+        }
+    ));
+    let p = part(
+        me,
+        vec![(k.clone(), None)],
+        vec![(k.clone(), vid(t), Value::from_u64(5))],
+    );
     let e = deliver(&mut s, 10, me, coord, Msg::Prepare { txn: t, ts: 0, part: p });
     assert_eq!(e.work.log_syncs, 1, "PREPARED is forced before the vote");
-    assert_eq!(sent(&e), vec![(coord, Msg::Vote { txn: t, yes: true, reason: None })]);
+    assert_eq!(
+        sent(&e),
+        vec![(
+            coord,
+            Msg::Vote {
+                txn: t,
+                yes: true,
+                reason: None
+            }
+        )]
+    );
     let e = deliver(&mut s, 20, me, coord, Msg::Decide { txn: t, commit: true });
     assert_eq!(e.work.log_syncs, 1, "COMMITTED is forced before the ack");
     assert_eq!(sent(&e), vec![(coord, Msg::Ack { txn: t })]);
@@ -94,20 +161,73 @@ fn test_participant_wound_wait_older_prepare_wounds_younger_reader() {
     let mut s = Server::new(env.clone(), Cc::Locking, me);
     let k = key_on(&env, me);
     let (old, young) = (tid(1, 1), tid(2, 1));
-    deliver(&mut s, 0, me, NodeId(4), Msg::Read { txn: young, ts: 100, key: k.clone() });
+    deliver(
+        &mut s,
+        0,
+        me,
+        NodeId(4),
+        Msg::Read {
+            txn: young,
+            ts: 100,
+            key: k.clone(),
+        },
+    );
     let p = part(me, vec![], vec![(k.clone(), vid(old), Value::from_u64(1))]);
-    let e = deliver(&mut s, 10, me, NodeId(0), Msg::Prepare { txn: old, ts: 50, part: p });
-    assert!(sent(&e).contains(&(NodeId(0), Msg::Vote { txn: old, yes: true, reason: None })), "{:?}", sent(&e));
+    let e = deliver(
+        &mut s,
+        10,
+        me,
+        NodeId(0),
+        Msg::Prepare {
+            txn: old,
+            ts: 50,
+            part: p,
+        },
+    );
+    assert!(
+        sent(&e).contains(&(
+            NodeId(0),
+            Msg::Vote {
+                txn: old,
+                yes: true,
+                reason: None
+            }
+        )),
+        "{:?}",
+        sent(&e)
+    );
     // the wounded reader's later prepare is refused
     let p = part(me, vec![(k.clone(), None)], vec![]);
-    let e = deliver(&mut s, 20, me, NodeId(0), Msg::Prepare { txn: young, ts: 100, part: p });
+    let e = deliver(
+        &mut s,
+        20,
+        me,
+        NodeId(0),
+        Msg::Prepare {
+            txn: young,
+            ts: 100,
+            part: p,
+        },
+    );
     assert!(matches!(&sent(&e)[0].1, Msg::Vote { yes: false, .. }));
     // a younger reader now waits behind the prepared writer, and gets the new value
     let r = tid(3, 1);
-    let e = deliver(&mut s, 30, me, NodeId(4), Msg::Read { txn: r, ts: 200, key: k.clone() });
+    let e = deliver(
+        &mut s,
+        30,
+        me,
+        NodeId(4),
+        Msg::Read {
+            txn: r,
+            ts: 200,
+            key: k.clone(),
+        },
+    );
     assert!(sent(&e).is_empty());
     let e = deliver(&mut s, 40, me, NodeId(0), Msg::Decide { txn: old, commit: true });
-    assert!(sent(&e).iter().any(|(_, m)| matches!(m, Msg::ReadReply { txn, result: Ok((Some(v), _)), .. } if *txn == r && *v == vid(old))));
+    assert!(sent(&e).iter().any(
+        |(_, m)| matches!(m, Msg::ReadReply { txn, result: Ok((Some(v), _)), .. } if *txn == r && *v == vid(old))
+    ));
 }
 
 #[test]
@@ -117,7 +237,17 @@ fn test_2pl_prepare_votes_no_without_its_read_locks() {
     let mut s = Server::new(env.clone(), Cc::Locking, me);
     let k = key_on(&env, me);
     let p = part(me, vec![(k, None)], vec![]);
-    let e = deliver(&mut s, 0, me, NodeId(0), Msg::Prepare { txn: tid(0, 1), ts: 0, part: p });
+    let e = deliver(
+        &mut s,
+        0,
+        me,
+        NodeId(0),
+        Msg::Prepare {
+            txn: tid(0, 1),
+            ts: 0,
+            part: p,
+        },
+    );
     assert!(matches!(&sent(&e)[0].1, Msg::Vote { yes: false, .. }));
 }
 
@@ -129,12 +259,40 @@ fn test_occ_prepare_rejects_a_stale_read() {
     let k = key_on(&env, me);
     let (a, b) = (tid(1, 1), tid(2, 1));
     // both read the initial version; a commits a write first
-    let pa = part(me, vec![(k.clone(), None)], vec![(k.clone(), vid(a), Value::from_u64(1))]);
-    let e = deliver(&mut s, 0, me, NodeId(0), Msg::Prepare { txn: a, ts: 0, part: pa });
+    let pa = part(
+        me,
+        vec![(k.clone(), None)],
+        vec![(k.clone(), vid(a), Value::from_u64(1))],
+    );
+    let e = deliver(
+        &mut s,
+        0,
+        me,
+        NodeId(0),
+        Msg::Prepare {
+            txn: a,
+            ts: 0,
+            part: pa,
+        },
+    );
     assert!(matches!(&sent(&e)[0].1, Msg::Vote { yes: true, .. }));
     deliver(&mut s, 1, me, NodeId(0), Msg::Decide { txn: a, commit: true });
-    let pb = part(me, vec![(k.clone(), None)], vec![(k.clone(), vid(b), Value::from_u64(2))]);
-    let e = deliver(&mut s, 2, me, NodeId(0), Msg::Prepare { txn: b, ts: 0, part: pb });
+    let pb = part(
+        me,
+        vec![(k.clone(), None)],
+        vec![(k.clone(), vid(b), Value::from_u64(2))],
+    );
+    let e = deliver(
+        &mut s,
+        2,
+        me,
+        NodeId(0),
+        Msg::Prepare {
+            txn: b,
+            ts: 0,
+            part: pb,
+        },
+    );
     assert!(matches!(&sent(&e)[0].1, Msg::Vote { yes: false, .. }));
 }
 
@@ -147,22 +305,88 @@ fn test_coordinator_forces_commit_before_telling_anyone_and_aborts_on_a_no() {
     let t = tid(0, 1);
     let parts = vec![part(p2, vec![], vec![]), part(p3, vec![], vec![])];
     let e = deliver(&mut s, 0, me, NodeId(4), Msg::Commit { txn: t, ts: 0, parts });
-    assert_eq!(sent(&e).iter().filter(|(_, m)| matches!(m, Msg::Prepare { .. })).count(), 2);
-    let e = deliver(&mut s, 10, me, p2, Msg::Vote { txn: t, yes: true, reason: None });
+    assert_eq!(
+        sent(&e)
+            .iter()
+            .filter(|(_, m)| matches!(m, Msg::Prepare { .. }))
+            .count(),
+        2
+    );
+    let e = deliver(
+        &mut s,
+        10,
+        me,
+        p2,
+        Msg::Vote {
+            txn: t,
+            yes: true,
+            reason: None,
+        },
+    );
     assert!(sent(&e).is_empty());
-    let e = deliver(&mut s, 20, me, p3, Msg::Vote { txn: t, yes: true, reason: None });
+    let e = deliver(
+        &mut s,
+        20,
+        me,
+        p3,
+        Msg::Vote {
+            txn: t,
+            yes: true,
+            reason: None,
+        },
+    );
     assert_eq!(e.work.log_syncs, 1);
     let s_ = sent(&e);
-    assert_eq!(s_[0], (NodeId(4), Msg::Outcome { txn: t, commit: true, reason: None }));
+    assert_eq!(
+        s_[0],
+        (
+            NodeId(4),
+            Msg::Outcome {
+                txn: t,
+                commit: true,
+                reason: None
+            }
+        )
+    );
     assert_eq!(s_.len(), 3);
     // a second transaction with a no vote aborts without a forced write
     let t2 = tid(0, 2);
-    deliver(&mut s, 30, me, NodeId(4), Msg::Commit { txn: t2, ts: 30, parts: vec![part(p2, vec![], vec![])] });
-    let e = deliver(&mut s, 40, me, p2, Msg::Vote { txn: t2, yes: false, reason: Some("x".into()) });
+    deliver(
+        &mut s,
+        30,
+        me,
+        NodeId(4),
+        Msg::Commit {
+            txn: t2,
+            ts: 30,
+            parts: vec![part(p2, vec![], vec![])],
+        },
+    );
+    let e = deliver(
+        &mut s,
+        40,
+        me,
+        p2,
+        Msg::Vote {
+            txn: t2,
+            yes: false,
+            reason: Some("x".into()),
+        },
+    );
     assert_eq!(e.work.log_syncs, 0);
     assert!(matches!(&sent(&e)[0].1, Msg::Outcome { commit: false, .. }));
     // duplicates get the same answer
-    let e = deliver(&mut s, 50, me, NodeId(4), Msg::Commit { txn: t, ts: 0, parts: vec![] });
+    let e = deliver(
+        &mut s,
+        50,
+        me,
+        NodeId(4),
+        Msg::Commit {
+            txn: t,
+            ts: 0,
+            parts: vec![],
+        },
+    );
     assert!(matches!(&sent(&e)[0].1, Msg::Outcome { commit: true, .. }));
 }
 
@@ -173,18 +397,65 @@ fn test_coordinator_recovery_resends_logged_commits_and_presumes_abort() {
     let mut s = Server::new(env.clone(), Cc::Locking, me);
     call(&mut s, 0, me, |s, cx| s.on_start(cx));
     let (t1, t2) = (tid(0, 1), tid(0, 2));
-    deliver(&mut s, 0, me, NodeId(4), Msg::Commit { txn: t1, ts: 0, parts: vec![part(NodeId(2), vec![], vec![])] });
-    deliver(&mut s, 1, me, NodeId(2), Msg::Vote { txn: t1, yes: true, reason: None });
-    deliver(&mut s, 2, me, NodeId(4), Msg::Commit { txn: t2, ts: 2, parts: vec![part(NodeId(3), vec![], vec![])] });
+    deliver(
+        &mut s,
+        0,
+        me,
+        NodeId(4),
+        Msg::Commit {
+            txn: t1,
+            ts: 0,
+            parts: vec![part(NodeId(2), vec![], vec![])],
+        },
+    );
+    deliver(
+        &mut s,
+        1,
+        me,
+        NodeId(2),
+        Msg::Vote {
+            txn: t1,
+            yes: true,
+            reason: None,
+        },
+    );
+    deliver(
+        &mut s,
+        2,
+        me,
+        NodeId(4),
+        Msg::Commit {
+            txn: t2,
+            ts: 2,
+            parts: vec![part(NodeId(3), vec![], vec![])],
+        },
+    );
     s.on_crash();
     let now = 5_000_000_000;
     call(&mut s, now, me, |s, cx| s.on_recover(cx));
     let e = fire(&mut s, now + 1, me, T_SWEEP);
-    assert!(sent(&e).contains(&(NodeId(2), Msg::Decide { txn: t1, commit: true })), "{:?}", sent(&e));
+    assert!(
+        sent(&e).contains(&(NodeId(2), Msg::Decide { txn: t1, commit: true })),
+        "{:?}",
+        sent(&e)
+    );
     let e = deliver(&mut s, now + 2, me, NodeId(3), Msg::Query { txn: t2 });
     assert_eq!(sent(&e), vec![(NodeId(3), Msg::Decide { txn: t2, commit: false })]);
-    let e = deliver(&mut s, now + 3, me, NodeId(4), Msg::Commit { txn: tid(0, 3), ts: 3, parts: vec![part(NodeId(3), vec![], vec![])] });
-    assert!(matches!(&sent(&e)[0].1, Msg::Outcome { commit: false, .. }), "begun before the restart: presumed aborted");
+    let e = deliver(
+        &mut s,
+        now + 3,
+        me,
+        NodeId(4),
+        Msg::Commit {
+            txn: tid(0, 3),
+            ts: 3,
+            parts: vec![part(NodeId(3), vec![], vec![])],
+        },
+    );
+    assert!(
+        matches!(&sent(&e)[0].1, Msg::Outcome { commit: false, .. }),
+        "begun before the restart: presumed aborted"
+    );
 }
 
 #[test]
@@ -196,19 +467,54 @@ fn test_participant_recovery_keeps_prepared_locks_and_asks_the_coordinator() {
     let k = key_on(&env, me);
     let (t, committed) = (tid(0, 1), tid(0, 9));
     let p = part(me, vec![], vec![(k.clone(), vid(committed), Value::from_u64(1))]);
-    deliver(&mut s, 0, me, coord, Msg::Prepare { txn: committed, ts: 0, part: p });
-    deliver(&mut s, 1, me, coord, Msg::Decide { txn: committed, commit: true });
+    deliver(
+        &mut s,
+        0,
+        me,
+        coord,
+        Msg::Prepare {
+            txn: committed,
+            ts: 0,
+            part: p,
+        },
+    );
+    deliver(
+        &mut s,
+        1,
+        me,
+        coord,
+        Msg::Decide {
+            txn: committed,
+            commit: true,
+        },
+    );
     let p = part(me, vec![], vec![(k.clone(), vid(t), Value::from_u64(2))]);
     deliver(&mut s, 2, me, coord, Msg::Prepare { txn: t, ts: 2, part: p });
     s.on_crash();
     assert!(s.snapshot().keys.is_empty(), "volatile state is gone");
     let now = 3_000_000_000;
     call(&mut s, now, me, |s, cx| s.on_recover(cx));
-    assert_eq!(s.snapshot().keys[&k].versions, vec![vid(committed)], "committed writes replayed");
+    assert_eq!(
+        s.snapshot().keys[&k].versions,
+        vec![vid(committed)],
+        "committed writes replayed"
+    );
     let e = fire(&mut s, now + 1, me, T_SWEEP);
     assert!(sent(&e).contains(&(coord, Msg::Query { txn: t })));
-    let e = deliver(&mut s, now + 2, me, NodeId(4), Msg::Read { txn: tid(1, 1), ts: now, key: k.clone() });
+    let e = deliver(
+        &mut s,
+        now + 2,
+        me,
+        NodeId(4),
+        Msg::Read {
+            txn: tid(1, 1),
+            ts: now,
+            key: k.clone(),
+        },
+    );
     assert!(sent(&e).is_empty(), "the prepared write lock survived the crash");
     let e = deliver(&mut s, now + 3, me, coord, Msg::Decide { txn: t, commit: true });
-    assert!(sent(&e).iter().any(|(_, m)| matches!(m, Msg::ReadReply { result: Ok((Some(v), _)), .. } if *v == vid(t))));
+    assert!(sent(&e)
+        .iter()
+        .any(|(_, m)| matches!(m, Msg::ReadReply { result: Ok((Some(v), _)), .. } if *v == vid(t))));
 }

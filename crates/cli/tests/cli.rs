@@ -1,0 +1,162 @@
+//! The command line: the JSON contract of `meridian sim`, one-line errors, `check`.
+
+use std::process::{Command, Output};
+
+fn meridian(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_meridian"))
+        .args(args)
+        .output()
+        .expect("run meridian")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn test_cli_sim_json_has_every_contract_key() {
+    let o = meridian(&[
+        "sim",
+        "--protocol",
+        "2pc-2pl",
+        "--topology",
+        "rc5",
+        "--workload",
+        "ycsb",
+        "--txns",
+        "300",
+        "--seed",
+        "7",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for k in [
+        "protocol",
+        "topology",
+        "workload",
+        "seed",
+        "committed",
+        "aborted",
+        "throughput_tps",
+        "wall_s",
+    ] {
+        assert!(v.get(k).is_some(), "missing {k}");
+    }
+    for (k, sub) in [
+        ("latency_ms", &["mean", "p50", "p99"][..]),
+        ("commit_latency_ms", &["mean", "p50", "p99"]),
+        ("wan_trips", &["mean", "max"]),
+        ("messages", &["total", "wan"]),
+        ("check", &["serializable", "atomic", "durable", "anomalies"]),
+    ] {
+        for s in sub {
+            assert!(v[k].get(*s).is_some(), "missing {k}.{s}");
+        }
+    }
+    assert_eq!(v["check"]["serializable"], true);
+    assert!(v["committed"].as_u64().unwrap() > 250);
+}
+
+#[test]
+fn test_cli_bad_input_is_one_clear_line() {
+    let cases: [(&[&str], &str); 7] = [
+        (&["sim", "--protocol", "2pc-2pl", "--bogus"], "--bogus"),
+        (&["sim", "--protocol", "nope"], "unknown protocol `nope`"),
+        (
+            &["sim", "--protocol", "2pc-2pl", "--topology", "mars9"],
+            "unknown topology `mars9`",
+        ),
+        (
+            &["sim", "--protocol", "2pc-2pl", "--workload", "ycsb:opz=1"],
+            "no parameter `opz`",
+        ),
+        (&["sim", "--protocol", "2pc-2pl", "--faults", "loss:p=7"], "probability"),
+        (&["sim", "--protocol", "2pc-2pl", "--client-dc", "Q"], "unknown DC `Q`"),
+        (&["compare", "--experiment", "nope"], "unknown experiment `nope`"),
+    ];
+    for (args, needle) in cases {
+        let o = meridian(args);
+        assert!(!o.status.success(), "{args:?} should fail");
+        let e = stderr(&o);
+        assert_eq!(e.trim_end().lines().count(), 1, "{args:?}: one line, got {e:?}");
+        assert!(e.contains(needle), "{args:?}: {e:?}");
+    }
+}
+
+#[test]
+fn test_cli_bad_topology_file_names_the_problem() {
+    let dir = std::env::temp_dir().join(format!("meridian-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("bad.toml");
+    std::fs::write(
+        &f,
+        "dcs=[\"A\",\"B\"]\nnodes_per_dc=1\nshards=2\nrtt_ms=[[0,10],[12,0]]\n",
+    )
+    .unwrap();
+    let o = meridian(&["sim", "--protocol", "2pc-2pl", "--topology", f.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("asymmetric RTT: A->B is 10 ms but B->A is 12 ms"),
+        "{}",
+        stderr(&o)
+    );
+    let good = dir.join("good.toml");
+    std::fs::write(
+        &good,
+        "dcs=[\"A\",\"B\"]\nnodes_per_dc=1\nshards=2\nrtt_ms=[[0,10],[10,0]]\n",
+    )
+    .unwrap();
+    let o = meridian(&[
+        "sim",
+        "--protocol",
+        "2pc-occ",
+        "--topology",
+        good.to_str().unwrap(),
+        "--txns",
+        "50",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn test_cli_history_file_checks_and_corruption_is_reported() {
+    let dir = std::env::temp_dir().join(format!("meridian-hist-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let h = dir.join("h.jsonl");
+    let o = meridian(&[
+        "sim",
+        "--protocol",
+        "2pc-occ",
+        "--txns",
+        "200",
+        "--history",
+        h.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = meridian(&["check", h.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("serializable=true"));
+    let mut text = std::fs::read_to_string(&h).unwrap();
+    text.push_str("{\"type\":\"txn\",\"id\":\"oops\"}\n");
+    std::fs::write(&h, text).unwrap();
+    let o = meridian(&["check", h.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("history line"), "{}", stderr(&o));
+}
+
+#[test]
+fn test_cli_compare_runs_every_protocol() {
+    let o = meridian(&["compare", "--txns", "200"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for p in ["2pc-2pl", "2pc-occ"] {
+        assert!(
+            out.lines().any(|l| l.starts_with(p) && l.trim_end().ends_with("ok")),
+            "{out}"
+        );
+    }
+    let o = meridian(&["compare", "--experiment", "2pc-round-trips", "--txns", "50"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("1.000"));
+}
