@@ -2,7 +2,8 @@
 //! extraction restricted to edge kinds.
 
 use meridian_core::Key;
-use std::collections::{HashMap, VecDeque};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::VecDeque;
 use std::fmt;
 
 /// Dependency type.
@@ -128,9 +129,9 @@ impl Graph {
         members: &HashMap<usize, ()>,
         keep: &impl Fn(EdgeKind) -> bool,
     ) -> Option<Vec<Edge>> {
-        let mut prev: HashMap<usize, Edge> = HashMap::new();
+        let mut prev: HashMap<usize, Edge> = HashMap::default();
         let mut q = VecDeque::from([src]);
-        let mut seen: HashMap<usize, ()> = HashMap::from([(src, ())]);
+        let mut seen: HashMap<usize, ()> = [(src, ())].into_iter().collect();
         while let Some(v) = q.pop_front() {
             for &(w, kind, key) in &self.adj[v] {
                 let w = w as usize;

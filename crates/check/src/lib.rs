@@ -38,8 +38,8 @@ pub mod jsonl;
 
 use graph::{Edge, EdgeKind, Graph};
 use meridian_core::{shard_of, Key, NodeId, Outcome, ReplicaSnapshot, TxnId, TxnRecord, VersionId};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
 /// Run-wide facts the checker needs besides the transactions.
@@ -186,8 +186,12 @@ struct Checker<'h> {
     node_of: HashMap<TxnId, usize>,
     txn_of: Vec<&'h TxnRecord>,
     by_id: HashMap<TxnId, &'h TxnRecord>,
+    /// Each transaction's final write per key (computed once).
+    finals: HashMap<TxnId, Vec<(&'h Key, VersionId)>>,
     /// Per key: version order.
-    order: BTreeMap<&'h Key, &'h [VersionId]>,
+    order: HashMap<&'h Key, &'h [VersionId]>,
+    /// Keys with a version order, sorted (for deterministic iteration).
+    sorted_keys: Vec<&'h Key>,
     /// Position of a version in its key's order.
     pos: HashMap<VersionId, usize>,
     anomalies: Vec<Anomaly>,
@@ -203,7 +207,7 @@ pub fn check(h: &History) -> Report {
         anomalies.retain(|a| a.kind != Kind::RealTime);
     }
     // keep the report bounded
-    let mut per: HashMap<Kind, usize> = HashMap::new();
+    let mut per: HashMap<Kind, usize> = HashMap::default();
     anomalies.retain(|a| {
         let n = per.entry(a.kind).or_default();
         *n += 1;
@@ -223,13 +227,20 @@ pub fn check(h: &History) -> Report {
 impl<'h> Checker<'h> {
     fn new(h: &'h History) -> Self {
         let by_id: HashMap<TxnId, &TxnRecord> = h.txns.iter().map(|t| (t.id, t)).collect();
+        let finals = h
+            .txns
+            .iter()
+            .map(|t| (t.id, t.final_writes().into_iter().collect()))
+            .collect();
         Checker {
             h,
-            node_of: HashMap::new(),
+            node_of: HashMap::default(),
             txn_of: vec![],
             by_id,
-            order: BTreeMap::new(),
-            pos: HashMap::new(),
+            finals,
+            order: HashMap::default(),
+            sorted_keys: vec![],
+            pos: HashMap::default(),
             anomalies: vec![],
         }
     }
@@ -250,8 +261,8 @@ impl<'h> Checker<'h> {
     /// Version order per key from the replicas; replicas of a key must agree.
     fn version_order(&mut self) {
         let h = self.h;
-        let mut first: HashMap<&Key, (NodeId, &[VersionId])> = HashMap::new();
-        let mut divergent: HashSet<&Key> = HashSet::new();
+        let mut first: HashMap<&Key, (NodeId, &[VersionId])> = HashMap::default();
+        let mut divergent: HashSet<&Key> = HashSet::default();
         for r in &h.replicas {
             for (k, st) in &r.keys {
                 match first.get(k) {
@@ -281,7 +292,14 @@ impl<'h> Checker<'h> {
                 self.pos.insert(*v, i);
             }
             self.order.insert(k, vs);
+            self.sorted_keys.push(k);
         }
+        self.sorted_keys.sort_unstable();
+    }
+
+    /// The version `t` installs for `k` (its last write to it), if it wrote `k`.
+    fn final_of(&self, t: TxnId, k: &Key) -> Option<VersionId> {
+        self.finals.get(&t)?.iter().find(|(key, _)| *key == k).map(|(_, v)| *v)
     }
 
     fn installed(&self, v: &VersionId) -> bool {
@@ -303,7 +321,8 @@ impl<'h> Checker<'h> {
         }
         // installed versions must belong to committed transactions' final writes
         let mut bad = vec![];
-        for (k, vs) in &self.order {
+        for k in &self.sorted_keys {
+            let vs = self.order[k];
             for v in vs.iter() {
                 match self.by_id.get(&v.txn) {
                     None => bad.push((
@@ -317,8 +336,7 @@ impl<'h> Checker<'h> {
                         format!("key {k}: version {v} of aborted transaction {} is installed", t.id),
                     )),
                     Some(t) => {
-                        let is_final = t.final_writes().get(k) == Some(v);
-                        if !is_final {
+                        if self.final_of(t.id, k) != Some(*v) {
                             bad.push((
                                 Kind::G1b,
                                 vec![t.id],
@@ -367,7 +385,7 @@ impl<'h> Checker<'h> {
         let n = self.txn_of.len();
         let mut g = Graph::new(n);
         let mut keys: Vec<&'h Key> = vec![];
-        let mut key_ix: HashMap<&'h Key, u32> = HashMap::new();
+        let mut key_ix: HashMap<&'h Key, u32> = HashMap::default();
         let mut kid = |k: &'h Key, keys: &mut Vec<&'h Key>| -> u32 {
             *key_ix.entry(k).or_insert_with(|| {
                 keys.push(k);
@@ -375,7 +393,7 @@ impl<'h> Checker<'h> {
             })
         };
         // ww edges
-        let orders: Vec<(&'h Key, &'h [VersionId])> = self.order.iter().map(|(k, v)| (*k, *v)).collect();
+        let orders: Vec<(&'h Key, &'h [VersionId])> = self.sorted_keys.iter().map(|k| (*k, self.order[k])).collect();
         for (k, vs) in &orders {
             let ki = kid(k, &mut keys);
             for w in vs.windows(2) {
@@ -422,7 +440,7 @@ impl<'h> Checker<'h> {
                                     ));
                                     continue;
                                 }
-                                if w.final_writes().get(&r.key) != Some(&v) {
+                                if self.final_of(w.id, &r.key) != Some(v) {
                                     found.push((
                                         Kind::G1b,
                                         vec![t.id, w.id],
@@ -433,7 +451,7 @@ impl<'h> Checker<'h> {
                                 g.add(self.node_of[&w.id], ti, EdgeKind::Wr, ki);
                                 // fractured read: t saw w's write to r.key but an older
                                 // version of another key w wrote
-                                for (k2, v2) in w.final_writes() {
+                                for &(k2, v2) in &self.finals[&w.id] {
                                     if let (Some(seen), Some(&wpos)) = (read_pos.get(k2), self.pos.get(&v2)) {
                                         let older = match seen {
                                             None => true,

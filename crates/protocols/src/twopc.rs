@@ -53,8 +53,9 @@ use meridian_core::{
 };
 use meridian_storage::{Acquired, Grant, LockMode, LockTable, Log, LogRecord, MvStore, Policy, Prio};
 use meridian_txn::{Call, Execution, Step};
+use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Concurrency control used under 2PC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -290,10 +291,10 @@ impl Server {
             log: Log::new(),
             store: MvStore::new(),
             locks: LockTable::new(policy),
-            ptxns: HashMap::new(),
-            tombstones: HashMap::new(),
-            ctxns: HashMap::new(),
-            done: HashMap::new(),
+            ptxns: HashMap::default(),
+            tombstones: HashMap::default(),
+            ctxns: HashMap::default(),
+            done: HashMap::default(),
             started_at: 0,
         }
     }

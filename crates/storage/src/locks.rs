@@ -17,7 +17,7 @@
 //!   returned as revoked (they fail when they later check that their locks are held).
 
 use meridian_core::{Key, TxnId};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Transaction priority: (timestamp, id); smaller is older and wins.
 pub type Prio = (u64, TxnId);
@@ -124,8 +124,8 @@ impl LockTable {
     pub fn new(policy: Policy) -> Self {
         LockTable {
             policy,
-            keys: HashMap::new(),
-            by_txn: HashMap::new(),
+            keys: HashMap::default(),
+            by_txn: HashMap::default(),
         }
     }
 
@@ -438,7 +438,7 @@ mod tests {
     }
 
     fn acyclic(edges: &[(TxnId, TxnId)]) -> bool {
-        let mut g: HashMap<TxnId, Vec<TxnId>> = HashMap::new();
+        let mut g: HashMap<TxnId, Vec<TxnId>> = HashMap::default();
         for (a, b) in edges {
             g.entry(*a).or_default().push(*b);
         }
@@ -458,7 +458,7 @@ mod tests {
             done.insert(n);
             true
         }
-        let (mut on, mut done) = (HashSet::new(), HashSet::new());
+        let (mut on, mut done) = (HashSet::default(), HashSet::default());
         g.keys()
             .copied()
             .collect::<Vec<_>>()

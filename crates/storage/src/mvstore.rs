@@ -6,7 +6,8 @@
 //! order is the per-key version order the checker uses.
 
 use meridian_core::{Key, KeyState, Value, VersionId};
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeMap;
 
 /// One version of a key.
 #[derive(Clone, Debug, PartialEq, Eq)]

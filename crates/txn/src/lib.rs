@@ -18,8 +18,8 @@
 //! goes to a server. A program may abort itself with [`Tx::abort`].
 
 use meridian_core::{Key, Value};
+use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -186,7 +186,7 @@ impl Execution {
         Execution {
             call,
             reads: Vec::new(),
-            index: HashMap::new(),
+            index: HashMap::default(),
         }
     }
 
