@@ -354,7 +354,18 @@ impl<'h> Checker<'h> {
 
     fn durability(&mut self) {
         let h = self.h;
-        let snap: HashMap<NodeId, &ReplicaSnapshot> = h.replicas.iter().map(|r| (r.node, r)).collect();
+        // Every version id belongs to one key, so one set per replica answers "does this
+        // replica hold version v" in O(1).
+        let held: HashMap<NodeId, HashSet<VersionId>> = h
+            .replicas
+            .iter()
+            .map(|r| {
+                (
+                    r.node,
+                    r.keys.values().flat_map(|st| st.versions.iter().copied()).collect(),
+                )
+            })
+            .collect();
         let mut found = vec![];
         for t in h.txns.iter().filter(|t| t.outcome == Outcome::Committed) {
             for (k, v) in t.final_writes() {
@@ -363,10 +374,7 @@ impl<'h> Checker<'h> {
                     continue;
                 };
                 for n in nodes {
-                    let has = snap
-                        .get(n)
-                        .and_then(|r| r.keys.get(k))
-                        .is_some_and(|st| st.versions.contains(&v));
+                    let has = held.get(n).is_some_and(|vs| vs.contains(&v));
                     if !has {
                         found.push((
                             t.id,

@@ -25,7 +25,7 @@
 //! # Logging and failures
 //!
 //! Presumed abort. A participant force-logs PREPARED (with its writes) before voting
-//! yes, and COMMITTED before acknowledging; the coordinator force-logs COMMIT before
+//! yes, and COMMITTED before acknowledging (installing the writes in the same step); the coordinator force-logs COMMIT before
 //! telling anyone. A restarted node replays its log: committed writes are re-installed
 //! in log order, prepared-but-undecided transactions re-take their locks and ask the
 //! coordinator (`Query`) until they learn the outcome; a restarted coordinator
@@ -35,6 +35,12 @@
 //! lost outcome (`Status`); a coordinator aborts when votes do not arrive; a
 //! participant aborts an active transaction whose client went silent and re-asks about
 //! a prepared one. Duplicates are harmless: every handler is idempotent.
+//!
+//! The committed store stands for the node's checkpointed on-disk data: a commit's
+//! writes are installed in the same step that forces its COMMITTED record, so the store
+//! never holds anything the log has not made durable, and it survives a crash. This
+//! lets housekeeping drop finished transactions' log records (a checkpoint) instead of
+//! keeping every PREPARED record forever.
 //!
 //! # Departures
 //!
@@ -218,6 +224,9 @@ impl LogRecord for Rec {
 }
 
 const T_SWEEP: TimerId = TimerId(1);
+
+/// Log length at which housekeeping checkpoints (drops finished transactions' records).
+const COMPACT_AT: usize = 1024;
 
 /// Participant-side state of one transaction.
 #[derive(Debug)]
@@ -780,6 +789,9 @@ impl Server {
             cx.send(coord, Msg::Query { txn });
         }
         self.tombstones.retain(|_, t| now.saturating_sub(*t) < to.tombstone);
+        if self.log.len() >= COMPACT_AT {
+            self.compact();
+        }
         // Coordinator: vote timeouts and undelivered decisions.
         let mut expired = vec![];
         let mut resend = vec![];
@@ -808,6 +820,26 @@ impl Server {
         cx.set_timer(to.sweep, T_SWEEP);
     }
 
+    /// Checkpoint: a finished participant transaction's records (PREPARED with its writes,
+    /// COMMITTED or ABORTED) are no longer needed, because its writes are in the store.
+    /// Coordinator records are small and kept, so a restarted coordinator still knows
+    /// every COMMIT it decided.
+    fn compact(&mut self) {
+        let finished: rustc_hash::FxHashSet<TxnId> = self
+            .log
+            .records()
+            .iter()
+            .filter_map(|r| match r {
+                Rec::Committed { txn } | Rec::Aborted { txn } => Some(*txn),
+                _ => None,
+            })
+            .collect();
+        self.log.retain(|r| match r {
+            Rec::Prepared { txn, .. } | Rec::Committed { txn } | Rec::Aborted { txn } => !finished.contains(txn),
+            Rec::Decided { .. } | Rec::Ended { .. } => true,
+        });
+    }
+
     /// Rebuilds volatile state from the log.
     fn replay(&mut self, cx: &mut Ctx<'_, Msg>) {
         let recs = self.log.records().to_vec();
@@ -821,7 +853,9 @@ impl Server {
                 Rec::Committed { txn } => {
                     if let Some(Rec::Prepared { writes, .. }) = prepared.remove(&txn) {
                         for (k, v, val) in writes {
-                            self.store.install_latest(&k, v, val);
+                            if !self.store.contains(&k, v) {
+                                self.store.install_latest(&k, v, val);
+                            }
                         }
                     }
                 }
@@ -923,8 +957,11 @@ impl Actor for Server {
     fn on_crash(&mut self) {
         let mut log = std::mem::take(&mut self.log);
         log.crash();
+        let store = std::mem::take(&mut self.store);
         *self = Server::new(self.env.clone(), self.cc, self.me);
         self.log = log;
+        // The committed store is the checkpointed on-disk data (see the module docs).
+        self.store = store;
     }
 
     fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {

@@ -226,3 +226,22 @@ fn test_bad_configs_are_errors_not_panics() {
         .to_string()
         .contains("no server 99"));
 }
+
+/// Long enough runs that every server checkpoints its log several times while crashes,
+/// loss and reordering strike: nothing committed is lost across checkpoint + crash.
+#[test]
+fn test_2pc_checkpoints_under_faults_lose_nothing() {
+    for p in PROTOCOLS {
+        for seed in 1..=4 {
+            let mut c = cfg("two50", "ycsb:theta=0.8,keys=2000");
+            c.txns = 4000;
+            c.clients = 32;
+            c.seed = seed;
+            c.faults =
+                "random:crashes=6,client-crashes=2,partitions=2,loss=0.02,dup=0.02,reorder=0.1,window=30s".into();
+            let r = sim(p, &c).report;
+            assert_clean(&r);
+            assert!(r.committed > 1500, "{p} seed {seed}: {}", r.committed);
+        }
+    }
+}

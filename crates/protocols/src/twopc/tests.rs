@@ -491,13 +491,17 @@ fn test_participant_recovery_keeps_prepared_locks_and_asks_the_coordinator() {
     let p = part(me, vec![], vec![(k.clone(), vid(t), Value::from_u64(2))]);
     deliver(&mut s, 2, me, coord, Msg::Prepare { txn: t, ts: 2, part: p });
     s.on_crash();
-    assert!(s.snapshot().keys.is_empty(), "volatile state is gone");
+    assert_eq!(
+        s.snapshot().keys[&k].versions,
+        vec![vid(committed)],
+        "the checkpointed store survives"
+    );
     let now = 3_000_000_000;
     call(&mut s, now, me, |s, cx| s.on_recover(cx));
     assert_eq!(
         s.snapshot().keys[&k].versions,
         vec![vid(committed)],
-        "committed writes replayed"
+        "replay does not install twice"
     );
     let e = fire(&mut s, now + 1, me, T_SWEEP);
     assert!(sent(&e).contains(&(coord, Msg::Query { txn: t })));
@@ -517,4 +521,68 @@ fn test_participant_recovery_keeps_prepared_locks_and_asks_the_coordinator() {
     assert!(sent(&e)
         .iter()
         .any(|(_, m)| matches!(m, Msg::ReadReply { result: Ok((Some(v), _)), .. } if *v == vid(t))));
+}
+
+#[test]
+fn test_participant_checkpoint_drops_finished_records_and_keeps_prepared_ones() {
+    let env = env();
+    let me = NodeId(2);
+    let coord = NodeId(0);
+    let mut s = Server::new(env.clone(), Cc::Locking, me);
+    call(&mut s, 0, me, |s, cx| s.on_start(cx));
+    let mut keys = (0..)
+        .map(|i| Key::new(format!("k{i}")))
+        .filter(|k| env.layout.primary(env.layout.shard_of(k)) == me);
+    let (k, k2) = (keys.next().unwrap(), keys.next().unwrap());
+    for i in 0..COMPACT_AT as u32 {
+        let t = tid(1, i + 1);
+        let p = part(me, vec![], vec![(k.clone(), vid(t), Value::from_u64(i as u64))]);
+        deliver(
+            &mut s,
+            i as u64,
+            me,
+            coord,
+            Msg::Prepare {
+                txn: t,
+                ts: i as u64,
+                part: p,
+            },
+        );
+        deliver(&mut s, i as u64, me, coord, Msg::Decide { txn: t, commit: true });
+    }
+    let open = tid(2, 1);
+    let p = part(me, vec![], vec![(k2.clone(), vid(open), Value::from_u64(1))]);
+    deliver(
+        &mut s,
+        5_000,
+        me,
+        coord,
+        Msg::Prepare {
+            txn: open,
+            ts: 5_000,
+            part: p,
+        },
+    );
+    assert!(s.log.len() > COMPACT_AT);
+    fire(&mut s, 10_000, me, T_SWEEP);
+    assert_eq!(s.log.len(), 1, "only the open transaction's PREPARED remains");
+    s.on_crash();
+    call(&mut s, 20_000, me, |s, cx| s.on_recover(cx));
+    assert_eq!(
+        s.snapshot().keys[&k].versions.len(),
+        COMPACT_AT,
+        "checkpointed commits survive"
+    );
+    let e = deliver(
+        &mut s,
+        30_000,
+        me,
+        coord,
+        Msg::Decide {
+            txn: open,
+            commit: true,
+        },
+    );
+    assert_eq!(sent(&e), vec![(coord, Msg::Ack { txn: open })]);
+    assert_eq!(s.snapshot().keys[&k2].versions, vec![vid(open)]);
 }
