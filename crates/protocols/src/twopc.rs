@@ -509,17 +509,7 @@ impl Server {
                     self.wound(wounded, cx);
                 }
             }
-            Cc::Unsafe => {
-                if let Some(t) = self.ptxns.get_mut(&txn) {
-                    t.state = PState::Preparing {
-                        coord: from,
-                        part,
-                        waiting: 0,
-                        hops: cx.hops(),
-                    };
-                }
-                self.finish_prepare(txn, cx);
-            }
+            Cc::Unsafe => self.prepare_now(txn, from, part, cx),
             Cc::Optimistic => {
                 let mut ok = part.reads.iter().all(|(k, v)| self.store.latest(k).0 == *v);
                 let mut why = (!ok).then(|| "validation failed: a read version changed".to_string());
@@ -538,15 +528,7 @@ impl Server {
                     }
                 }
                 if ok {
-                    if let Some(t) = self.ptxns.get_mut(&txn) {
-                        t.state = PState::Preparing {
-                            coord: from,
-                            part,
-                            waiting: 0,
-                            hops: cx.hops(),
-                        };
-                    }
-                    self.finish_prepare(txn, cx);
+                    self.prepare_now(txn, from, part, cx);
                 } else {
                     let why = why.unwrap_or_default();
                     self.ptxns.remove(&txn);
@@ -556,6 +538,19 @@ impl Server {
                 }
             }
         }
+    }
+
+    /// Prepares a transaction that waits for nothing: force-log and vote yes now.
+    fn prepare_now(&mut self, txn: TxnId, coord: NodeId, part: Part, cx: &mut Ctx<'_, Msg>) {
+        if let Some(t) = self.ptxns.get_mut(&txn) {
+            t.state = PState::Preparing {
+                coord,
+                part,
+                waiting: 0,
+                hops: cx.hops(),
+            };
+        }
+        self.finish_prepare(txn, cx);
     }
 
     fn finish_prepare(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {

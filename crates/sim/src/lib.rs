@@ -266,8 +266,11 @@ struct Sim<'a, P: Protocol> {
     client_seq: Vec<u32>,
     client_busy: Vec<bool>,
     client_dead: Vec<bool>,
+    dead_clients: u32,
     issued: u64,
     backlog: u64,
+    /// Transactions submitted and not yet answered, on live clients.
+    in_flight: u64,
     // output
     records: Vec<TxnRecord>,
     out: Vec<Command<P::Msg>>,
@@ -352,8 +355,10 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
         client_seq: vec![0; cfg.clients as usize],
         client_busy: vec![false; cfg.clients as usize],
         client_dead: vec![false; cfg.clients as usize],
+        dead_clients: 0,
         issued: 0,
         backlog: 0,
+        in_flight: 0,
         records: Vec::with_capacity(cfg.txns as usize),
         out: vec![],
         recs: vec![],
@@ -423,9 +428,8 @@ impl<P: Protocol> Sim<'_, P> {
 
     /// All transactions issued and answered (or no live client left).
     fn workload_done(&self) -> bool {
-        let live_busy = (0..self.cfg.clients as usize).any(|c| self.client_busy[c] && !self.client_dead[c]);
-        let all_dead = self.client_dead.iter().all(|d| *d);
-        all_dead || (self.issued >= self.cfg.txns && self.backlog == 0 && !live_busy)
+        let all_dead = self.dead_clients == self.cfg.clients;
+        all_dead || (self.issued >= self.cfg.txns && self.backlog == 0 && self.in_flight == 0)
     }
 
     fn main_loop(&mut self, progress: &mut dyn FnMut(u64, u64)) -> Time {
@@ -524,6 +528,7 @@ impl<P: Protocol> Sim<'_, P> {
             return;
         }
         self.issued += 1;
+        self.in_flight += 1;
         self.client_busy[c] = true;
         self.client_seq[c] += 1;
         let txn = TxnId {
@@ -569,7 +574,9 @@ impl<P: Protocol> Sim<'_, P> {
                     return;
                 }
                 self.client_dead[c] = true;
+                self.dead_clients += 1;
                 if self.client_busy[c] {
+                    self.in_flight -= 1;
                     if let Some(r) = self.clients[c].in_flight() {
                         self.records.push(r);
                     }
@@ -704,6 +711,9 @@ impl<P: Protocol> Sim<'_, P> {
             r.wan_trips = hops;
             let client = r.id.client as usize;
             self.records.push(r);
+            if self.client_busy[client] {
+                self.in_flight -= 1;
+            }
             self.client_busy[client] = false;
             match self.cfg.rate {
                 None => {
