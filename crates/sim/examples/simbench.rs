@@ -4,6 +4,9 @@
 //! split between simulating and checking, and peak resident memory (Linux VmHWM).
 
 use meridian_core::Topology;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use meridian_sim::{run_named, SimConfig};
 use std::time::Instant;
 
