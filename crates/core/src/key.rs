@@ -5,10 +5,12 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
+use std::sync::Arc;
 
-/// A key: an arbitrary byte string.
+/// A key: an arbitrary byte string. Immutable and shared, so cloning a key into a
+/// message, a lock entry or a history record costs a reference count, not a copy.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-pub struct Key(pub Vec<u8>);
+pub struct Key(Arc<[u8]>);
 
 /// A value: an arbitrary byte string.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize)]
@@ -17,7 +19,15 @@ pub struct Value(pub Vec<u8>);
 impl Key {
     /// Builds a key from anything byte-like.
     pub fn new(b: impl Into<Vec<u8>>) -> Key {
-        Key(b.into())
+        Key(Arc::from(b.into()))
+    }
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    /// Whether the key is empty.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
     /// The raw bytes.
     pub fn as_bytes(&self) -> &[u8] {
@@ -26,7 +36,7 @@ impl Key {
     /// A stable 64-bit FNV-1a hash, used for sharding (stable across runs and platforms).
     pub fn stable_hash(&self) -> u64 {
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in &self.0 {
+        for b in self.0.iter() {
             h ^= *b as u64;
             h = h.wrapping_mul(0x0100_0000_01b3);
         }
@@ -35,7 +45,7 @@ impl Key {
     /// Encodes as the escaped text form described in the module docs.
     pub fn to_text(&self) -> String {
         let mut s = String::with_capacity(self.0.len());
-        for &b in &self.0 {
+        for &b in self.0.iter() {
             if (0x20..0x7f).contains(&b) && b != b'%' {
                 s.push(b as char);
             } else {
@@ -63,13 +73,13 @@ impl Key {
                 i += 1;
             }
         }
-        Ok(Key(out))
+        Ok(Key::new(out))
     }
 }
 
 impl From<&str> for Key {
     fn from(s: &str) -> Key {
-        Key(s.as_bytes().to_vec())
+        Key::new(s.as_bytes())
     }
 }
 
@@ -124,7 +134,7 @@ mod tests {
     proptest! {
         #[test]
         fn key_text_round_trips(bytes in proptest::collection::vec(any::<u8>(), 0..40)) {
-            let k = Key(bytes);
+            let k = Key::new(bytes);
             prop_assert_eq!(Key::from_text(&k.to_text()).unwrap(), k);
         }
     }
@@ -132,7 +142,7 @@ mod tests {
     #[test]
     fn readable_keys_stay_readable() {
         assert_eq!(Key::from("user42").to_text(), "user42");
-        assert_eq!(Key(vec![0, b'%']).to_text(), "%00%25");
+        assert_eq!(Key::new(vec![0, b'%']).to_text(), "%00%25");
         assert!(Key::from_text("%4").is_err());
         assert!(Key::from_text("%zz").is_err());
     }

@@ -211,10 +211,10 @@ impl LogRecord for Rec {
     fn size(&self) -> u64 {
         match self {
             Rec::Prepared { reads, writes, .. } => {
-                48 + reads.iter().map(|k| k.0.len() as u64).sum::<u64>()
+                48 + reads.iter().map(|k| k.len() as u64).sum::<u64>()
                     + writes
                         .iter()
-                        .map(|(k, _, v)| 16 + (k.0.len() + v.0.len()) as u64)
+                        .map(|(k, _, v)| 16 + (k.len() + v.0.len()) as u64)
                         .sum::<u64>()
             }
             Rec::Decided { parts, .. } => 32 + 8 * parts.len() as u64,

@@ -478,7 +478,7 @@ mod tests {
                 match *op {
                     Op::Acq(x, key, excl) => {
                         let mode = if excl { Exclusive } else { Shared };
-                        if let Acquired::Waiting { wound } = lt.acquire(t(x), p(x), &Key(vec![key]), mode) {
+                        if let Acquired::Waiting { wound } = lt.acquire(t(x), p(x), &Key::new(vec![key]), mode) {
                             for w in wound {
                                 prop_assert!(w.client > x);
                                 lt.release_all(w);
@@ -488,7 +488,7 @@ mod tests {
                     Op::Rel(x) => { lt.release_all(t(x)); }
                 }
                 for key in 0u8..4 {
-                    let hs = lt.holders(&Key(vec![key]));
+                    let hs = lt.holders(&Key::new(vec![key]));
                     let x = hs.iter().filter(|h| h.1 == Exclusive).count();
                     prop_assert!(x == 0 || hs.len() == 1, "conflicting holders {:?}", hs);
                 }

@@ -289,14 +289,14 @@ mod tests {
             for (i, o) in ops.iter().enumerate() {
                 match *o {
                     Op::Read(k, ts) => {
-                        let key = Key(vec![k]);
+                        let key = Key::new(vec![k]);
                         let r = s.mvto_read(&key, ts, true);
                         let expect = s.versions(&key).iter().rev().find(|v| v.wts <= ts).map(|v| v.id);
                         prop_assert_eq!(r.version, expect);
                         reads.push((key, ts, r.version));
                     }
                     Op::Write(k, ts) => {
-                        let key = Key(vec![k]);
+                        let key = Key::new(vec![k]);
                         if s.mvto_can_write(&key, ts) {
                             s.write_tentative(&key, VersionId { txn: TxnId { client: 0, seq: i as u32 }, seq: 0 }, Value::default(), ts);
                         }

@@ -35,10 +35,10 @@ mod tests {
             let mut n = 0;
             let mut w = |s: &mut MvStore, k: u8| {
                 n += 1;
-                s.install_latest(&Key(vec![k]), VersionId { txn: TxnId { client: 0, seq: n }, seq: 0 }, Value::default());
+                s.install_latest(&Key::new(vec![k]), VersionId { txn: TxnId { client: 0, seq: n }, seq: 0 }, Value::default());
             };
             for k in &writes_before { w(&mut s, *k); }
-            let seen: Vec<(Key, Option<VersionId>)> = reads.iter().map(|k| { let key = Key(vec![*k]); let v = s.latest(&key).0; (key, v) }).collect();
+            let seen: Vec<(Key, Option<VersionId>)> = reads.iter().map(|k| { let key = Key::new(vec![*k]); let v = s.latest(&key).0; (key, v) }).collect();
             for k in &writes_after { w(&mut s, *k); }
             let ok = validate_reads(&s, seen.iter().map(|(k, v)| (k, *v))).is_ok();
             let conflict = writes_after.iter().any(|k| reads.contains(k));
