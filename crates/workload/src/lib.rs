@@ -207,7 +207,22 @@ struct Ycsb {
 
 /// The key name YCSB uses for item `i`.
 pub fn ycsb_key(i: u64) -> Key {
-    Key::new(format!("user{i}"))
+    // Hand-rolled `format!("user{i}")`: this runs for every operation generated.
+    let mut digits = [0u8; 20];
+    let mut n = i;
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut k = Vec::with_capacity(4 + digits.len() - at);
+    k.extend_from_slice(b"user");
+    k.extend_from_slice(&digits[at..]);
+    Key::new(k)
 }
 
 impl Workload for Ycsb {
@@ -408,6 +423,13 @@ mod tests {
         w.check_final(&|k| db.get(k).cloned()).unwrap();
         db.insert(account_key(0), Value::from_u64(999));
         assert!(w.check_final(&|k| db.get(k).cloned()).is_err());
+    }
+
+    #[test]
+    fn ycsb_keys_are_user_n() {
+        for i in [0, 7, 10, 999, 1_000_000, u64::MAX] {
+            assert_eq!(ycsb_key(i), Key::new(format!("user{i}")));
+        }
     }
 
     #[test]
