@@ -6,6 +6,10 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use meridian_core::Topology;
 use meridian_sim::{run_named, SimConfig};
 
+/// The allocator the `meridian` binary uses, so the figures match it.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn config(topo: &str, workload: &str, txns: u64) -> SimConfig {
     let mut c = SimConfig::new(Topology::preset(topo).unwrap(), workload);
     c.txns = txns;
