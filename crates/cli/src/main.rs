@@ -87,6 +87,15 @@ pub struct RunArgs {
     /// Override the topology's data-server nodes per DC.
     #[arg(long)]
     nodes_per_dc: Option<u32>,
+    /// Server CPU cost of handling any message or timer.
+    #[arg(long, default_value = "10us")]
+    cpu_msg: String,
+    /// Server CPU cost per key operation.
+    #[arg(long, default_value = "2us")]
+    cpu_op: String,
+    /// Cost of one synchronous log write (fsync).
+    #[arg(long, default_value = "500us")]
+    fsync: String,
 }
 
 #[derive(Args)]
@@ -142,6 +151,16 @@ impl RunArgs {
             bail!("--jitter must be a fraction between 0 and 10");
         }
         cfg.jitter = self.jitter;
+        let dur = |flag: &str, v: &str| {
+            parse_duration(v)
+                .map_err(anyhow::Error::msg)
+                .with_context(|| flag.to_string())
+        };
+        cfg.cpu = meridian_sim::CpuModel {
+            per_msg: dur("--cpu-msg", &self.cpu_msg)?,
+            per_op: dur("--cpu-op", &self.cpu_op)?,
+            fsync: dur("--fsync", &self.fsync)?,
+        };
         if let Some(dcs) = &self.client_dc {
             cfg.client_dcs = dcs.split(',').map(|d| topo.dc(d.trim())).collect::<Result<_, _>>()?;
         }
@@ -179,6 +198,15 @@ impl RunArgs {
         }
         if let Some(v) = self.nodes_per_dc {
             s += &format!(" --nodes-per-dc {v}");
+        }
+        for (flag, v, d) in [
+            ("--cpu-msg", &self.cpu_msg, "10us"),
+            ("--cpu-op", &self.cpu_op, "2us"),
+            ("--fsync", &self.fsync, "500us"),
+        ] {
+            if v != d {
+                s += &format!(" {flag} {v}");
+            }
         }
         s
     }

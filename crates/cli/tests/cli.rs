@@ -60,7 +60,8 @@ fn test_cli_sim_json_has_every_contract_key() {
 
 #[test]
 fn test_cli_bad_input_is_one_clear_line() {
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 8] = [
+        (&["sim", "--protocol", "2pc-2pl", "--fsync", "slow"], "--fsync"),
         (&["sim", "--protocol", "2pc-2pl", "--bogus"], "--bogus"),
         (&["sim", "--protocol", "nope"], "unknown protocol `nope`"),
         (
@@ -159,4 +160,29 @@ fn test_cli_compare_runs_every_protocol() {
     let o = meridian(&["compare", "--experiment", "2pc-round-trips", "--txns", "50"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("1.000"));
+}
+
+/// The fsync cost is a real input: forcing the log costs 2PC commit latency on one DC.
+#[test]
+fn test_cli_fsync_cost_shows_in_commit_latency() {
+    let run = |fsync: &str| {
+        let o = meridian(&[
+            "sim",
+            "--protocol",
+            "2pc-2pl",
+            "--topology",
+            "lan",
+            "--txns",
+            "300",
+            "--fsync",
+            fsync,
+            "--json",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["commit_latency_ms"]["p50"].as_f64().unwrap()
+    };
+    let (cheap, dear) = (run("0us"), run("5ms"));
+    // prepare and commit decision are forced on the critical path: at least 2 x 5 ms more
+    assert!(dear > cheap + 10.0, "fsync 0: {cheap} ms, fsync 5ms: {dear} ms");
 }
