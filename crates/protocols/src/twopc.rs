@@ -1063,28 +1063,12 @@ impl Client {
                 let layout = &self.env.layout;
                 let mut parts: BTreeMap<NodeId, Part> = BTreeMap::new();
                 for r in &cur.rec.reads {
-                    let node = layout.primary(layout.shard_of(&r.key));
-                    parts
-                        .entry(node)
-                        .or_insert_with(|| Part {
-                            node,
-                            reads: vec![],
-                            writes: vec![],
-                        })
+                    part_for(&mut parts, layout, &r.key)
                         .reads
                         .push((r.key.clone(), r.version));
                 }
                 for (k, (v, val)) in finals {
-                    let node = layout.primary(layout.shard_of(&k));
-                    parts
-                        .entry(node)
-                        .or_insert_with(|| Part {
-                            node,
-                            reads: vec![],
-                            writes: vec![],
-                        })
-                        .writes
-                        .push((k, v, val));
+                    part_for(&mut parts, layout, &k).writes.push((k, v, val));
                 }
                 cx.cancel_timer(T_READ);
                 cur.rec.commit_start = Some(cx.now());
@@ -1125,6 +1109,16 @@ impl Client {
         rec.end = Some(cx.now());
         cx.record(rec);
     }
+}
+
+/// The share of the participant that serves `key` (its shard's primary), created empty.
+fn part_for<'a>(parts: &'a mut BTreeMap<NodeId, Part>, layout: &meridian_core::Layout, key: &Key) -> &'a mut Part {
+    let node = layout.primary(layout.shard_of(key));
+    parts.entry(node).or_insert_with(|| Part {
+        node,
+        reads: vec![],
+        writes: vec![],
+    })
 }
 
 impl Actor for Client {
