@@ -254,8 +254,8 @@ impl<'h> Checker<'h> {
         self.committed_set();
         self.durability();
         let g = self.build_graph();
-        self.cycles(&g);
-        self.real_time(&g);
+        let comps = self.cycles(&g);
+        self.real_time(g, &comps);
     }
 
     /// Version order per key from the replicas; replicas of a key must agree.
@@ -414,7 +414,7 @@ impl<'h> Checker<'h> {
         }
         let mut found = vec![];
         // wr and rw edges, G1a/G1b, fractured reads
-        for (ti, t) in self.txn_of.clone().into_iter().enumerate() {
+        for (ti, &t) in self.txn_of.iter().enumerate() {
             let read_pos: HashMap<&Key, Option<usize>> = t
                 .reads
                 .iter()
@@ -515,20 +515,24 @@ impl<'h> Checker<'h> {
         s
     }
 
-    fn cycles(&mut self, g: &Graph) {
-        for comp in g.sccs(|_| true) {
-            let (kind, cyc) = if let Some(c) = g.cycle_within(&comp, |k| k == EdgeKind::Ww) {
+    /// Reports the worst cycle of every strongly connected component and returns the
+    /// components (the real-time pass needs them).
+    fn cycles(&mut self, g: &Graph) -> Vec<Vec<usize>> {
+        let comps = g.sccs(|_| true);
+        for comp in &comps {
+            let comp = comp.as_slice();
+            let (kind, cyc) = if let Some(c) = g.cycle_within(comp, |k| k == EdgeKind::Ww) {
                 (Kind::G0, c)
-            } else if let Some(c) = g.cycle_within(&comp, |k| k != EdgeKind::Rw) {
+            } else if let Some(c) = g.cycle_within(comp, |k| k != EdgeKind::Rw) {
                 (Kind::G1c, c)
-            } else if let Some(c) = g.single_rw_cycle(&comp) {
+            } else if let Some(c) = g.single_rw_cycle(comp) {
                 let kind = if self.is_lost_update(g, &c) {
                     Kind::LostUpdate
                 } else {
                     Kind::GSingle
                 };
                 (kind, c)
-            } else if let Some(c) = g.cycle_within(&comp, |_| true) {
+            } else if let Some(c) = g.cycle_within(comp, |_| true) {
                 (Kind::G2, c)
             } else {
                 continue;
@@ -537,6 +541,7 @@ impl<'h> Checker<'h> {
             let d = self.fmt_cycle(g, &cyc);
             self.push(kind, txns, d);
         }
+        comps
     }
 
     /// A two-transaction cycle `a -rw(k)-> b -ww(k)-> a` where both read the same
@@ -554,7 +559,7 @@ impl<'h> Checker<'h> {
 
     /// Adds real-time edges through a chain of time points (so the graph stays linear
     /// in size) and looks for cycles that need them.
-    fn real_time(&mut self, g: &Graph) {
+    fn real_time(&mut self, g: Graph, dsg_comps: &[Vec<usize>]) {
         let n = self.txn_of.len();
         // events: (time, 0 = start / 1 = end, txn index); starts sort before ends at
         // equal times so that touching intervals are not ordered.
@@ -566,7 +571,8 @@ impl<'h> Checker<'h> {
             }
         }
         ev.sort_unstable();
-        let mut rt = g.clone();
+        let dsg_cyclic: HashSet<usize> = dsg_comps.iter().flatten().copied().collect();
+        let mut rt = g;
         rt.grow(ev.len());
         for (j, &(_, kind, i)) in ev.iter().enumerate() {
             let tp = n + j;
@@ -579,7 +585,6 @@ impl<'h> Checker<'h> {
                 rt.add(i, tp, EdgeKind::Rt, 0);
             }
         }
-        let dsg_cyclic: HashSet<usize> = g.sccs(|_| true).into_iter().flatten().collect();
         for comp in rt.sccs(|_| true) {
             let txns: Vec<usize> = comp.iter().copied().filter(|&x| x < n).collect();
             if txns.len() < 2 || txns.iter().all(|x| dsg_cyclic.contains(x)) {

@@ -97,8 +97,3 @@ pub trait Protocol: Clone + Send + 'static {
     /// Builds the client actor `id` living on `node`.
     fn client(&self, env: &Env, node: NodeId, id: ClientId) -> Self::Client;
 }
-
-/// Packs a timer kind and a transaction into a [`meridian_core::TimerId`].
-pub fn txn_timer(kind: u8, txn: TxnId) -> meridian_core::TimerId {
-    meridian_core::TimerId(((kind as u64) << 56) | ((txn.client as u64 & 0xFF_FFFF) << 32) | txn.seq as u64)
-}

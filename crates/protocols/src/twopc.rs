@@ -248,7 +248,6 @@ enum PState {
 struct PTxn {
     prio: Prio,
     state: PState,
-    client: Option<NodeId>,
     last_seen: Time,
     /// Reads waiting for a lock: (client, key, the request's WAN-hop chain).
     pending_reads: Vec<(NodeId, Key, u32)>,
@@ -336,12 +335,10 @@ impl Server {
         let t = self.ptxns.entry(txn).or_insert_with(|| PTxn {
             prio: (ts, txn),
             state: PState::Active,
-            client: Some(from),
             last_seen: now,
             pending_reads: vec![],
         });
         t.last_seen = now;
-        t.client = Some(from);
         if !matches!(t.state, PState::Active) {
             return; // a read after prepare is a stale duplicate
         }
@@ -452,7 +449,6 @@ impl Server {
         let t = self.ptxns.entry(txn).or_insert_with(|| PTxn {
             prio: (ts, txn),
             state: PState::Active,
-            client: None,
             last_seen: now,
             pending_reads: vec![],
         });
@@ -901,7 +897,6 @@ impl Server {
                 PTxn {
                     prio,
                     state: PState::Prepared { coord, part, asked: 0 },
-                    client: None,
                     last_seen: now,
                     pending_reads: vec![],
                 },

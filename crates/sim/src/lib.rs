@@ -32,10 +32,9 @@ pub use faults::{Fault, FaultPlan};
 pub use report::{CheckSummary, Latency, Messages, SimReport, WanTrips};
 
 use meridian_check::{History, Meta};
-use meridian_core::time::to_ms;
 use meridian_core::{
-    ms, rng_for, secs, Actor, ClientId, Command, Ctx, DcId, HomeRule, Layout, NodeId, Outcome, Rng, Time, TimerId,
-    Topology, TxnId, TxnRecord,
+    ms, rng_for, secs, Actor, ClientId, Command, Ctx, DcId, HomeRule, Layout, NodeId, Rng, Time, TimerId, Topology,
+    TxnId, TxnRecord,
 };
 use meridian_protocols::twopc::{Cc, TwoPc};
 use meridian_protocols::{ClientRole, Env, Protocol, Replica, Timeouts};
@@ -408,7 +407,7 @@ impl<P: Protocol> Sim<'_, P> {
 
     fn start(&mut self) {
         for n in 0..self.layout.num_servers() {
-            self.dispatch(NodeId(n), 0, |a, _c, cx| match a {
+            self.dispatch(NodeId(n), 0, |a, cx| match a {
                 Either::S(s) => s.on_start(cx),
                 Either::C(c) => c.on_start(cx),
             });
@@ -537,7 +536,7 @@ impl<P: Protocol> Sim<'_, P> {
         };
         let call = self.workload.next_call(&mut self.wl_rng);
         let node = NodeId(self.layout.num_servers() + client);
-        self.dispatch(node, 0, move |a, _, cx| {
+        self.dispatch(node, 0, move |a, cx| {
             if let Either::C(cl) = a {
                 cl.submit(txn, call, cx)
             }
@@ -588,7 +587,7 @@ impl<P: Protocol> Sim<'_, P> {
                 rt.inc += 1;
                 rt.inbox.clear();
                 rt.timers.clear();
-                if self.rate_mode() {
+                if self.cfg.rate.is_some() {
                     self.drain_backlog();
                 }
             }
@@ -598,10 +597,6 @@ impl<P: Protocol> Sim<'_, P> {
                 self.push(until, Ev::Heal { a, b });
             }
         }
-    }
-
-    fn rate_mode(&self) -> bool {
-        self.cfg.rate.is_some()
     }
 
     fn crash(&mut self, node: NodeId, down: Time) {
@@ -624,7 +619,7 @@ impl<P: Protocol> Sim<'_, P> {
         rt.up = true;
         rt.busy = false;
         rt.inc += 1;
-        self.dispatch(node, 0, |a, _, cx| {
+        self.dispatch(node, 0, |a, cx| {
             if let Either::S(s) = a {
                 s.on_recover(cx)
             }
@@ -633,7 +628,7 @@ impl<P: Protocol> Sim<'_, P> {
 
     fn handle(&mut self, node: NodeId, input: Input<P::Msg>, hops: u32) {
         match input {
-            Input::Msg { from, msg } => self.dispatch(node, hops, move |a, _, cx| match a {
+            Input::Msg { from, msg } => self.dispatch(node, hops, move |a, cx| match a {
                 Either::S(s) => s.on_message(from, msg, cx),
                 Either::C(c) => c.on_message(from, msg, cx),
             }),
@@ -647,7 +642,7 @@ impl<P: Protocol> Sim<'_, P> {
                     return;
                 }
                 rt.timers.remove(&id);
-                self.dispatch(node, hops, move |a, _, cx| match a {
+                self.dispatch(node, hops, move |a, cx| match a {
                     Either::S(s) => s.on_timer(id, cx),
                     Either::C(c) => c.on_timer(id, cx),
                 });
@@ -656,7 +651,7 @@ impl<P: Protocol> Sim<'_, P> {
     }
 
     /// Runs one actor call at `self.now` and applies its effects.
-    fn dispatch(&mut self, node: NodeId, hops: u32, f: impl FnOnce(Either<'_, P>, (), &mut Ctx<'_, P::Msg>)) {
+    fn dispatch(&mut self, node: NodeId, hops: u32, f: impl FnOnce(Either<'_, P>, &mut Ctx<'_, P::Msg>)) {
         let ni = node.0 as usize;
         let server = self.is_server(node);
         let mut out = std::mem::take(&mut self.out);
@@ -669,7 +664,7 @@ impl<P: Protocol> Sim<'_, P> {
             } else {
                 Either::C(&mut self.clients[ni - self.layout.num_servers() as usize])
             };
-            f(actor, (), &mut cx);
+            f(actor, &mut cx);
             cx.work()
         };
         let cost = if server {
@@ -808,14 +803,4 @@ impl<P: Protocol> Sim<'_, P> {
 enum Either<'a, P: Protocol> {
     S(&'a mut P::Server),
     C(&'a mut P::Client),
-}
-
-/// Milliseconds of a duration, for reports.
-pub fn millis(t: Time) -> f64 {
-    to_ms(t)
-}
-
-/// Outcome counts helper for tests and reports.
-pub fn count(h: &History, o: Outcome) -> usize {
-    h.txns.iter().filter(|t| t.outcome == o).count()
 }
