@@ -8,6 +8,7 @@ pub mod actor;
 pub mod history;
 pub mod ids;
 pub mod key;
+pub mod spec;
 pub mod time;
 pub mod topology;
 

@@ -16,10 +16,10 @@
 //! Times are durations (`250ms`, `2s`). Every fault heals by the end of the run's
 //! safety phase; then the liveness phase runs with a healed network.
 
+use meridian_core::spec::{parse_spec, Spec, SpecError};
 use meridian_core::time::parse_duration;
 use meridian_core::{DcId, NodeId, Rng, Time, Topology};
 use rand::Rng as _;
-use std::collections::BTreeMap;
 
 /// One scheduled fault.
 #[derive(Clone, Debug, PartialEq)]
@@ -106,14 +106,11 @@ impl FaultPlan {
             ..Default::default()
         };
         for item in spec.split(';').map(str::trim).filter(|s| !s.is_empty()) {
-            let (name, rest) = item.split_once(':').unwrap_or((item, ""));
-            let mut kv: BTreeMap<&str, &str> = BTreeMap::new();
-            for p in rest.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-                let (k, v) = p
-                    .split_once('=')
-                    .ok_or_else(|| err(format!("`{p}` is not key=value")))?;
-                kv.insert(k.trim(), v.trim());
-            }
+            let Spec { name, params: kv } = parse_spec(item).map_err(|e| match e {
+                SpecError::EmptyName => err(format!("`{item}` has no fault name")),
+                SpecError::NotKeyValue(p) => err(format!("`{p}` is not key=value")),
+                SpecError::Duplicate(k) => err(format!("`{k}` given twice in `{item}`")),
+            })?;
             let allowed: &[&str] = match name {
                 "loss" | "dup" | "reorder" => &["p"],
                 "crash" => &["node", "at", "for"],
@@ -302,6 +299,8 @@ mod tests {
         assert!(e("crash:node=1,at=1s").contains("needs `for=`"));
         assert!(e("partition:a=C,b=Q,at=1s,for=1s").contains("unknown DC `Q`"));
         assert!(e("loss:q=1").contains("no key `q`"));
+        assert!(e("loss:p=0.1,p=0.2").contains("`p` given twice"));
+        assert!(e("loss:p").contains("`p` is not key=value"));
         assert!(e("outage:dc=C,at=soon,for=1s").contains("bad duration"));
     }
 }

@@ -103,25 +103,22 @@ impl Params {
 }
 
 fn parse_spec(spec: &str) -> Result<Params, WorkloadError> {
-    let (name, rest) = spec.split_once(':').unwrap_or((spec, ""));
-    let name = name.trim();
-    if name.is_empty() {
-        return Err(WorkloadError::Syntax(spec.into()));
-    }
-    let mut given = BTreeMap::new();
-    for part in rest.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (k, v) = part.split_once('=').ok_or_else(|| WorkloadError::Syntax(spec.into()))?;
-        if given.insert(k.trim().to_string(), v.trim().to_string()).is_some() {
-            return Err(WorkloadError::BadValue {
-                name: name.into(),
-                key: k.trim().into(),
-                msg: "given twice".into(),
-            });
-        }
-    }
+    use meridian_core::spec::{parse_spec, SpecError};
+    let parsed = parse_spec(spec).map_err(|e| match e {
+        SpecError::Duplicate(key) => WorkloadError::BadValue {
+            name: spec.split(':').next().unwrap_or(spec).trim().into(),
+            key,
+            msg: "given twice".into(),
+        },
+        SpecError::EmptyName | SpecError::NotKeyValue(_) => WorkloadError::Syntax(spec.into()),
+    })?;
     Ok(Params {
-        name: name.to_string(),
-        given,
+        name: parsed.name.to_string(),
+        given: parsed
+            .params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
         used: vec![],
     })
 }
