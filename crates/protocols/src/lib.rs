@@ -4,6 +4,7 @@
 //! [`Protocol`], which tells a runtime how to build its server and client actors.
 //! Runtimes (the simulator, the TCP runtime) only deliver messages and fire timers.
 
+pub mod rc;
 pub mod testing;
 pub mod twopc;
 
@@ -15,7 +16,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 /// Names of the protocols that exist, as accepted by `--protocol`.
-pub const PROTOCOLS: [&str; 2] = ["2pc-2pl", "2pc-occ"];
+pub const PROTOCOLS: [&str; 3] = ["2pc-2pl", "2pc-occ", "rc"];
 
 /// Timeouts shared by protocols (virtual or real nanoseconds).
 #[derive(Clone, Debug)]
@@ -76,6 +77,55 @@ pub trait ClientRole: Actor {
 pub trait Replica {
     /// The committed state (version order and latest value per key).
     fn snapshot(&self) -> ReplicaSnapshot;
+    /// How long this server held exclusive locks, in WAN trips, if the protocol tracks it.
+    fn lock_holds(&self) -> Option<&HoldStats> {
+        None
+    }
+}
+
+/// Exclusive-lock holding times measured in cross-DC one-way trips: from the input that
+/// acquired a transaction's exclusive locks to the input that released them (the WAN-hop
+/// counts of the two causal chains, see [`Ctx::hops`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HoldStats {
+    /// `counts[h]`: lock holdings that lasted `h` WAN trips.
+    pub counts: Vec<u64>,
+}
+
+impl HoldStats {
+    /// Records one holding from chain `acquired` to chain `released`.
+    pub fn add(&mut self, acquired: u32, released: u32) {
+        let h = released.saturating_sub(acquired) as usize;
+        if self.counts.len() <= h {
+            self.counts.resize(h + 1, 0);
+        }
+        self.counts[h] += 1;
+    }
+    /// Adds another server's counts.
+    pub fn merge(&mut self, o: &HoldStats) {
+        if self.counts.len() < o.counts.len() {
+            self.counts.resize(o.counts.len(), 0);
+        }
+        for (a, b) in self.counts.iter_mut().zip(&o.counts) {
+            *a += b;
+        }
+    }
+    /// Number of holdings.
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+    /// Mean holding in WAN trips (0 if none).
+    pub fn mean(&self) -> f64 {
+        let n = self.total();
+        if n == 0 {
+            return 0.0;
+        }
+        self.counts.iter().enumerate().map(|(h, c)| h as f64 * *c as f64).sum::<f64>() / n as f64
+    }
+    /// Longest holding (0 if none).
+    pub fn max(&self) -> u32 {
+        self.counts.iter().rposition(|c| *c > 0).unwrap_or(0) as u32
+    }
 }
 
 /// A protocol: its message type and how to build its actors.

@@ -163,6 +163,7 @@ pub fn run_named(name: &str, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64)
     match name {
         "2pc-2pl" => run(TwoPc { cc: Cc::Locking }, cfg, progress),
         "2pc-occ" => run(TwoPc { cc: Cc::Optimistic }, cfg, progress),
+        "rc" => run(meridian_protocols::rc::ReplicatedCommit, cfg, progress),
         other => Err(SimError::UnknownProtocol(other.to_string())),
     }
 }
@@ -390,6 +391,17 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
             msgs_total: sim.msgs_total,
             msgs_wan: sim.msgs_wan,
             virtual_end: end,
+            holds: {
+                let mut h = meridian_protocols::HoldStats::default();
+                let mut any = false;
+                for s in &sim.servers {
+                    if let Some(x) = s.lock_holds() {
+                        h.merge(x);
+                        any = true;
+                    }
+                }
+                any.then_some(h)
+            },
         },
         wall.elapsed().as_secs_f64(),
     );

@@ -95,6 +95,10 @@ pub struct SimReport {
     pub throughput_tps: f64,
     /// WAN trips on the critical path.
     pub wan_trips: WanTrips,
+    /// Exclusive-lock holding time in WAN trips (protocols that track it), over
+    /// every lock holding that ended in a commit or abort.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_wan_trips: Option<WanTrips>,
     /// Message counts.
     pub messages: Messages,
     /// Checker verdict.
@@ -113,6 +117,7 @@ pub(crate) struct Counters {
     pub msgs_total: u64,
     pub msgs_wan: u64,
     pub virtual_end: Time,
+    pub holds: Option<meridian_protocols::HoldStats>,
 }
 
 fn latency(mut v: Vec<Time>) -> Latency {
@@ -193,6 +198,10 @@ pub(crate) fn summarize(
             },
             max: wan.iter().copied().max().unwrap_or(0),
         },
+        lock_wan_trips: c.holds.filter(|h| h.total() > 0).map(|h| WanTrips {
+            mean: round3(h.mean()),
+            max: h.max(),
+        }),
         messages: Messages {
             total: c.msgs_total,
             wan: c.msgs_wan,

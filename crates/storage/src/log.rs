@@ -84,6 +84,12 @@ impl<R: LogRecord> Log<R> {
         });
         self.synced = synced;
     }
+
+    /// Rewrites records in place (checkpointing that shrinks records); keeps order and
+    /// the synced prefix.
+    pub fn rewrite(&mut self, mut f: impl FnMut(&mut R)) {
+        self.records.iter_mut().for_each(&mut f);
+    }
 }
 
 #[cfg(test)]
