@@ -22,6 +22,16 @@ pub enum SpecError {
     Duplicate(String),
 }
 
+impl std::fmt::Display for SpecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SpecError::EmptyName => write!(f, "no name before the colon"),
+            SpecError::NotKeyValue(p) => write!(f, "`{p}` is not key=value"),
+            SpecError::Duplicate(k) => write!(f, "`{k}` given twice"),
+        }
+    }
+}
+
 /// Parses `NAME` or `NAME:key=value,...` (whitespace around parts is ignored).
 pub fn parse_spec(s: &str) -> Result<Spec<'_>, SpecError> {
     let (name, rest) = s.split_once(':').unwrap_or((s, ""));

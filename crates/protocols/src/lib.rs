@@ -5,6 +5,7 @@
 //! Runtimes (the simulator, the TCP runtime) only deliver messages and fire timers.
 
 pub mod rc;
+pub mod replog;
 pub mod testing;
 pub mod twopc;
 
@@ -16,7 +17,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 /// Names of the protocols that exist, as accepted by `--protocol`.
-pub const PROTOCOLS: [&str; 3] = ["2pc-2pl", "2pc-occ", "rc"];
+pub const PROTOCOLS: [&str; 4] = ["2pc-2pl", "2pc-occ", "rc", "replog"];
 
 /// Timeouts shared by protocols (virtual or real nanoseconds).
 #[derive(Clone, Debug)]
@@ -36,6 +37,9 @@ pub struct Timeouts {
     pub sweep: Time,
     /// How long aborted-transaction tombstones are kept.
     pub tombstone: Time,
+    /// Leader lease of replicated-log groups (Spanner: 10 s); a new leader is elected
+    /// only after the old one has been silent this long.
+    pub lease: Time,
 }
 
 impl Default for Timeouts {
@@ -49,6 +53,7 @@ impl Default for Timeouts {
             idle: secs(10.0),
             sweep: ms(250.0),
             tombstone: secs(120.0),
+            lease: secs(10.0),
         }
     }
 }

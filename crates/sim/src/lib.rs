@@ -158,14 +158,64 @@ pub struct SimOutput {
     pub check: meridian_check::Report,
 }
 
-/// Runs the protocol named `name` (one of [`meridian_protocols::PROTOCOLS`]).
+/// Runs the protocol named `name` (one of [`meridian_protocols::PROTOCOLS`]), optionally
+/// with parameters: `replog:leaders=C/V/O` places shard `s`'s leader in the `s`-th DC
+/// of the list (the paper's `R/R/R` notation).
 pub fn run_named(name: &str, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64)) -> Result<SimOutput, SimError> {
-    match name {
+    let spec = meridian_core::spec::parse_spec(name).map_err(|e| SimError::Invalid(format!("--protocol: {e}")))?;
+    if spec.name != "replog" {
+        if let Some(k) = spec.params.keys().next() {
+            return Err(SimError::Invalid(format!(
+                "--protocol: `{}` takes no parameters (got `{k}`)",
+                spec.name
+            )));
+        }
+    }
+    match spec.name {
         "2pc-2pl" => run(TwoPc { cc: Cc::Locking }, cfg, progress),
         "2pc-occ" => run(TwoPc { cc: Cc::Optimistic }, cfg, progress),
         "rc" => run(meridian_protocols::rc::ReplicatedCommit, cfg, progress),
+        "replog" => run(replog_for(&spec, cfg)?, cfg, progress),
         other => Err(SimError::UnknownProtocol(other.to_string())),
     }
+}
+
+/// The `replog` protocol for a spec's `leaders=` parameter (default: `--data-dc` if
+/// given, else shard `s` in DC `s mod #DCs`).
+fn replog_for(
+    spec: &meridian_core::spec::Spec<'_>,
+    cfg: &SimConfig,
+) -> Result<meridian_protocols::replog::ReplicatedLog, SimError> {
+    let t = &cfg.topology;
+    let mut leader_dcs = vec![];
+    for (k, v) in &spec.params {
+        match *k {
+            "leaders" => {
+                let names: Vec<&str> = v.split('/').map(str::trim).collect();
+                if names.len() != t.shards as usize {
+                    return Err(SimError::Invalid(format!(
+                        "replog: leaders={v} names {} DCs but the topology has {} shards (one leader DC per shard, e.g. C/V/O)",
+                        names.len(),
+                        t.shards
+                    )));
+                }
+                for n in names {
+                    leader_dcs.push(t.dc(n)?);
+                }
+            }
+            other => {
+                return Err(SimError::Invalid(format!(
+                    "replog: unknown parameter `{other}` (known: leaders)"
+                )))
+            }
+        }
+    }
+    if leader_dcs.is_empty() {
+        if let HomeRule::Dc(d) = cfg.home {
+            leader_dcs = vec![d; t.shards as usize];
+        }
+    }
+    Ok(meridian_protocols::replog::ReplicatedLog { leader_dcs })
 }
 
 /// What a node is handling.
