@@ -2,6 +2,7 @@
 //! side, or a named experiment), `check` (verify a history file).
 
 mod compare;
+mod rcexp;
 
 /// mimalloc: the simulator allocates many small messages and keys; paired runs of
 /// simbench were faster with it than with the system allocator on every try.

@@ -82,6 +82,16 @@ pub fn commit_ts(now: Time, max_read: u64, client: ClientId) -> u64 {
     (base << TS_CLIENT_BITS) | (client.0 as u64 & ((1 << TS_CLIENT_BITS) - 1))
 }
 
+/// The §4.3 crossover: the number of reads per transaction at which Replicated Commit
+/// and Replicated Log take equally long, given the mean latency of one read (`tr_*`) and
+/// of the commit (`tc_*`) under each. Solving `tr_rc·N + tc_rc = tr_rl·N + tc_rl` gives
+/// `N = (tc_rl − tc_rc) / (tr_rc − tr_rl)`. With `tr_rl = (1 − 1/N_dc)·RTT`,
+/// `tc_rl = 3.5·RTT` and `tr_rc = tc_rc = RTT` this is `2.5·N_dc`. (The paper prints the
+/// numerator with a typo, `T_r^rl − T_e^rc`.)
+pub fn crossover_reads(tr_rc: f64, tc_rc: f64, tr_rl: f64, tc_rl: f64) -> f64 {
+    (tc_rl - tc_rc) / (tr_rc - tr_rl)
+}
+
 /// The Paxos value of one transaction: what every DC prepares and, on commit, installs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TxnValue {

@@ -713,15 +713,20 @@ impl Server {
         if g.leading || now.saturating_sub(g.last_heard) <= lease {
             return;
         }
+        // Candidates stagger by their rank after the silent leader in replica order (the
+        // next DC goes first), plus a little randomness, so they rarely duel.
+        let n = g.replicas.len();
+        let old = g.leader.or(Some(g.promised.node)).and_then(|l| g.replicas.iter().position(|r| *r == l));
+        let mine = g.replicas.iter().position(|r| *r == me).unwrap_or(0);
+        let rank = old.map_or(mine, |o| (mine + n - o - 1) % n) as u64;
         if g.elect_after == 0 {
-            // Random back-off so competing candidates rarely collide.
-            g.elect_after = now + cx.rng().gen_range(0..1_000_000_000u64);
+            g.elect_after = now + rank * 500_000_000 + cx.rng().gen_range(0..100_000_000u64);
             return;
         }
         if now < g.elect_after {
             return;
         }
-        g.elect_after = now + 2_000_000_000 + cx.rng().gen_range(0..1_000_000_000u64);
+        g.elect_after = now + 3_000_000_000 + rank * 500_000_000 + cx.rng().gen_range(0..100_000_000u64);
         let ballot = Ballot {
             round: g.promised.round + 1,
             node: me,
@@ -753,6 +758,8 @@ impl Server {
         g.promised = ballot;
         g.leader = None;
         g.election = None;
+        // Give this candidate time to finish before standing ourselves.
+        g.elect_after = now + 3_000_000_000;
         cx.charge_log_sync(16);
         let entries = g.log.range(start..).map(|(i, (b, e))| (*i, *b, e.clone())).collect();
         cx.send(

@@ -585,7 +585,8 @@ impl<P: Protocol> Sim<'_, P> {
 
     fn submit(&mut self, client: u32) {
         let c = client as usize;
-        if self.client_dead[c] || self.client_busy[c] || self.issued >= self.cfg.txns {
+        // After the safety phase (time cap or all issued) no new transaction starts.
+        if self.client_dead[c] || self.client_busy[c] || self.issued >= self.cfg.txns || self.healed {
             return;
         }
         self.issued += 1;
