@@ -13,12 +13,30 @@ pub const EXPERIMENTS: [(&str, &str); 7] = [
         "2pc-round-trips",
         "crossstitch.md §5.2.2 / Fig. 12, 2PC column: k dependent remote reads + 1 commit = k+1 WAN round trips",
     ),
-    ("rc-fig3", "replicated-commit.md Fig. 3: commit latency for DC sets C .. CVOIS, rc vs replog"),
-    ("rc-fig4", "replicated-commit.md Fig. 4: replog leader placements C/C/C, C/V/O, V/O/I, S/S/S vs rc"),
-    ("rc-fig5", "replicated-commit.md Fig. 5 and §4.3: transaction latency vs operations per transaction, crossover"),
-    ("rc-fig6", "replicated-commit.md Fig. 6: throughput (committed ops/s) vs number of clients"),
-    ("rc-fig7", "replicated-commit.md Fig. 7: contention, commits out of 2500 for 150..6000 items"),
-    ("rc-fig10", "replicated-commit.md Fig. 10: DC C goes down for a minute; commit latency of C's clients"),
+    (
+        "rc-fig3",
+        "replicated-commit.md Fig. 3: commit latency for DC sets C .. CVOIS, rc vs replog",
+    ),
+    (
+        "rc-fig4",
+        "replicated-commit.md Fig. 4: replog leader placements C/C/C, C/V/O, V/O/I, S/S/S vs rc",
+    ),
+    (
+        "rc-fig5",
+        "replicated-commit.md Fig. 5 and §4.3: transaction latency vs operations per transaction, crossover",
+    ),
+    (
+        "rc-fig6",
+        "replicated-commit.md Fig. 6: throughput (committed ops/s) vs number of clients",
+    ),
+    (
+        "rc-fig7",
+        "replicated-commit.md Fig. 7: contention, commits out of 2500 for 150..6000 items",
+    ),
+    (
+        "rc-fig10",
+        "replicated-commit.md Fig. 10: DC C goes down for a minute; commit latency of C's clients",
+    ),
 ];
 
 pub fn run(experiment: Option<&str>, args: &RunArgs) -> Result<ExitCode> {

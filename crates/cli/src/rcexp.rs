@@ -83,7 +83,11 @@ pub fn run(name: &str, args: &RunArgs) -> Result<ExitCode> {
         "rc-fig10" => fig10(&mut cx)?,
         other => bail!("unknown experiment `{other}`"),
     }
-    Ok(if cx.failed { ExitCode::from(3) } else { ExitCode::SUCCESS })
+    Ok(if cx.failed {
+        ExitCode::from(3)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn fig3(cx: &mut Ctx) -> Result<()> {
@@ -93,7 +97,9 @@ fn fig3(cx: &mut Ctx) -> Result<()> {
         "{:6} {:7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7}  check",
         "DCs", "leaders", "paper rc", "paper rl", "rc", "replog", "paper x", "ours x", "ratio"
     );
-    let rows: [(&str, &str, Option<f64>, Option<f64>, Option<f64>); 5] = [
+    // (DC set, replog leaders, paper rc ms, paper replog ms, paper replog/rc ratio)
+    type Row<'a> = (&'a str, &'a str, Option<f64>, Option<f64>, Option<f64>);
+    let rows: [Row; 5] = [
         ("C", "C/C/C", Some(5.8), Some(14.8), None),
         ("CV", "C/C/V", Some(90.0), Some(267.0), None),
         ("CVO", "C/V/O", None, None, None),
@@ -145,10 +151,7 @@ fn fig4(cx: &mut Ctx) -> Result<()> {
     let mut c_rc = cx.cfg(&rc5, PAPER_WORKLOAD, 2500, 0, &all)?;
     paper_load(&mut c_rc, 5);
     let rc = cx.run("rc", &c_rc)?;
-    println!(
-        "{:8} {:>9} {:>9} {:>7}  check",
-        "leaders", "paper", "measured", "ratio"
-    );
+    println!("{:8} {:>9} {:>9} {:>7}  check", "leaders", "paper", "measured", "ratio");
     println!(
         "{:8} {:>9} {:>9.1} {:>7}  {}",
         "rc",
@@ -157,7 +160,12 @@ fn fig4(cx: &mut Ctx) -> Result<()> {
         "-",
         ok(&rc)
     );
-    for (leaders, paper) in [("C/C/C", Some(206.0)), ("C/V/O", None), ("V/O/I", Some(387.0)), ("S/S/S", None)] {
+    for (leaders, paper) in [
+        ("C/C/C", Some(206.0)),
+        ("C/V/O", None),
+        ("V/O/I", Some(387.0)),
+        ("S/S/S", None),
+    ] {
         let lead = distinct(leaders);
         let mut c = cx.cfg(&rc5, PAPER_WORKLOAD, 2500, 0, &lead)?;
         paper_load(&mut c, 5);
@@ -179,7 +187,9 @@ fn fig4(cx: &mut Ctx) -> Result<()> {
 fn read_and_commit(o: &SimOutput) -> (f64, f64) {
     let (mut r, mut n, mut c, mut k) = (0.0, 0usize, 0.0, 0usize);
     for t in o.history.txns.iter().filter(|t| t.outcome == Outcome::Committed) {
-        let (Some(cs), Some(end)) = (t.commit_start, t.end) else { continue };
+        let (Some(cs), Some(end)) = (t.commit_start, t.end) else {
+            continue;
+        };
         if !t.reads.is_empty() {
             r += (cs - t.start) as f64 / 1e6;
             n += t.reads.len();
@@ -316,8 +326,15 @@ fn fig10(cx: &mut Ctx) -> Result<()> {
             let dc = rc5.dc(dc_name)?;
             let mut win = [(0.0, 0u64); 3];
             let mut ends: Vec<Time> = vec![];
-            for t in o.history.txns.iter().filter(|t| t.dc == dc && t.outcome == Outcome::Committed) {
-                let (Some(cs), Some(end)) = (t.commit_start, t.end) else { continue };
+            for t in o
+                .history
+                .txns
+                .iter()
+                .filter(|t| t.dc == dc && t.outcome == Outcome::Committed)
+            {
+                let (Some(cs), Some(end)) = (t.commit_start, t.end) else {
+                    continue;
+                };
                 let w = (t.start / secs(60.0)) as usize;
                 if w < 3 {
                     win[w].0 += (end - cs) as f64 / 1e6;

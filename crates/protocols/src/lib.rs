@@ -125,7 +125,12 @@ impl HoldStats {
         if n == 0 {
             return 0.0;
         }
-        self.counts.iter().enumerate().map(|(h, c)| h as f64 * *c as f64).sum::<f64>() / n as f64
+        self.counts
+            .iter()
+            .enumerate()
+            .map(|(h, c)| h as f64 * *c as f64)
+            .sum::<f64>()
+            / n as f64
     }
     /// Longest holding (0 if none).
     pub fn max(&self) -> u32 {

@@ -267,6 +267,12 @@ const CATCHUP_BATCH: u64 = 512;
 /// Lock-acquisition chain of transactions rebuilt after a failover (not measured).
 const UNKNOWN_HOPS: u32 = u32::MAX;
 
+/// A shard's part of a transaction at commit: keys read, writes.
+type Share = (Vec<Key>, Vec<(Key, VersionId, Value)>);
+
+/// Accepted entries an acceptor reports in phase 1b: (slot, ballot, entry).
+type Accepted = Vec<(u64, Ballot, Entry)>;
+
 /// One shard's Paxos group as seen from one replica.
 #[derive(Debug)]
 struct Group {
@@ -289,7 +295,7 @@ struct Group {
     votes: BTreeMap<u64, BTreeSet<NodeId>>,
     acks: BTreeMap<NodeId, Time>,
     lease_until: Time,
-    election: Option<(Ballot, BTreeMap<NodeId, Vec<(u64, Ballot, Entry)>>)>,
+    election: Option<(Ballot, BTreeMap<NodeId, Accepted>)>,
     elect_after: Time,
 }
 
@@ -304,13 +310,24 @@ impl Group {
 enum PState {
     Active,
     /// Waiting for exclusive locks.
-    Locking { entry: Arc<PrepareEntry>, waiting: usize, hops: u32 },
+    Locking {
+        entry: Arc<PrepareEntry>,
+        waiting: usize,
+        hops: u32,
+    },
     /// PREPARE entry being replicated.
-    Proposed { hops: u32 },
+    Proposed {
+        hops: u32,
+    },
     /// PREPARE chosen; waiting for the decision.
-    Prepared { asked: Time, hops: u32 },
+    Prepared {
+        asked: Time,
+        hops: u32,
+    },
     /// COMMIT or ABORT being replicated.
-    Finishing { hops: u32 },
+    Finishing {
+        hops: u32,
+    },
 }
 
 #[derive(Debug)]
@@ -450,6 +467,7 @@ impl Server {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn on_accept(
         &mut self,
         from: NodeId,
@@ -475,14 +493,7 @@ impl Server {
         g.elect_after = 0;
         cx.charge_log_sync(64 + entry_size(&entry));
         g.log.insert(slot, (ballot, entry));
-        cx.send(
-            from,
-            Msg::Accepted {
-                shard: s,
-                ballot,
-                slot,
-            },
-        );
+        cx.send(from, Msg::Accepted { shard: s, ballot, slot });
         self.learn(s, ballot, chosen, cx);
     }
 
@@ -549,7 +560,7 @@ impl Server {
             let g = self.groups.get_mut(&s).expect("group");
             let maj = g.majority();
             let slot = g.chosen;
-            if !g.votes.get(&slot).is_some_and(|v| v.len() >= maj) {
+            if g.votes.get(&slot).is_none_or(|v| v.len() < maj) {
                 break;
             }
             g.votes.remove(&slot);
@@ -600,7 +611,9 @@ impl Server {
             return;
         }
         let end = g.chosen.min(start + CATCHUP_BATCH);
-        let entries: Vec<Entry> = (start..end).filter_map(|i| g.log.get(&i).map(|e| e.1.clone())).collect();
+        let entries: Vec<Entry> = (start..end)
+            .filter_map(|i| g.log.get(&i).map(|e| e.1.clone()))
+            .collect();
         if entries.len() as u64 != end.saturating_sub(start) {
             return;
         }
@@ -657,7 +670,41 @@ impl Server {
         }
     }
 
-    fn on_heartbeat(&mut self, from: NodeId, s: ShardId, ballot: Ballot, chosen: u64, sent: Time, cx: &mut Ctx<'_, Msg>) {
+    /// Leader: re-sends `Accept` for slots not yet chosen to replicas that have not
+    /// accepted them (lost messages, a replica that was down).
+    fn resend_unchosen(&mut self, s: ShardId, cx: &mut Ctx<'_, Msg>) {
+        let me = self.me;
+        let g = &self.groups[&s];
+        let ballot = g.promised;
+        for slot in g.chosen..g.next_slot {
+            let Some((_, entry)) = g.log.get(&slot) else { continue };
+            let voted = g.votes.get(&slot);
+            for r in &g.replicas {
+                if *r != me && !voted.is_some_and(|v| v.contains(r)) {
+                    cx.send(
+                        *r,
+                        Msg::Accept {
+                            shard: s,
+                            ballot,
+                            slot,
+                            entry: entry.clone(),
+                            chosen: g.chosen,
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    fn on_heartbeat(
+        &mut self,
+        from: NodeId,
+        s: ShardId,
+        ballot: Ballot,
+        chosen: u64,
+        sent: Time,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
         let now = cx.now();
         let Some(g) = self.groups.get_mut(&s) else { return };
         if ballot < g.promised {
@@ -716,7 +763,10 @@ impl Server {
         // Candidates stagger by their rank after the silent leader in replica order (the
         // next DC goes first), plus a little randomness, so they rarely duel.
         let n = g.replicas.len();
-        let old = g.leader.or(Some(g.promised.node)).and_then(|l| g.replicas.iter().position(|r| *r == l));
+        let old = g
+            .leader
+            .or(Some(g.promised.node))
+            .and_then(|l| g.replicas.iter().position(|r| *r == l));
         let mine = g.replicas.iter().position(|r| *r == me).unwrap_or(0);
         let rank = old.map_or(mine, |o| (mine + n - o - 1) % n) as u64;
         if g.elect_after == 0 {
@@ -781,7 +831,9 @@ impl Server {
         cx: &mut Ctx<'_, Msg>,
     ) {
         let Some(g) = self.groups.get_mut(&s) else { return };
-        let Some((b, promises)) = g.election.as_mut() else { return };
+        let Some((b, promises)) = g.election.as_mut() else {
+            return;
+        };
         if *b != ballot {
             return;
         }
@@ -794,7 +846,7 @@ impl Server {
         let mut merged: BTreeMap<u64, (Ballot, Entry)> = BTreeMap::new();
         for es in promises.into_values() {
             for (i, b, e) in es {
-                if merged.get(&i).map_or(true, |(mb, _)| b > *mb) {
+                if merged.get(&i).is_none_or(|(mb, _)| b > *mb) {
                     merged.insert(i, (b, e));
                 }
             }
@@ -1084,7 +1136,15 @@ impl Server {
         let txn = p.txn;
         let now = cx.now();
         if self.tombstones.contains_key(&txn) || self.done.get(&txn) == Some(&false) {
-            return self.send_vote(p.coord, txn, s, false, Some("already aborted here".into()), cx.hops(), cx);
+            return self.send_vote(
+                p.coord,
+                txn,
+                s,
+                false,
+                Some("already aborted here".into()),
+                cx.hops(),
+                cx,
+            );
         }
         if p.coord == s {
             self.ctxn(txn, &p, now);
@@ -1349,6 +1409,7 @@ impl Server {
         for s in shards {
             if self.leads(s) {
                 self.heartbeat(s, cx);
+                self.resend_unchosen(s, cx);
             } else {
                 self.maybe_elect(s, cx);
             }
@@ -1356,18 +1417,13 @@ impl Server {
         let mut idle = vec![];
         let mut ask = vec![];
         for (id, t) in self.ptxns.iter_mut() {
+            let silent = now.saturating_sub(t.last_seen) > to.idle && t.pending_reads.is_empty();
             match &mut t.state {
-                PState::Active | PState::Locking { .. } => {
-                    if now.saturating_sub(t.last_seen) > to.idle && t.pending_reads.is_empty() {
-                        idle.push(*id);
-                    }
-                }
-                PState::Prepared { asked, .. } => {
-                    if now.saturating_sub(*asked) >= to.query {
-                        *asked = now;
-                        if let Some(p) = &t.entry {
-                            ask.push((*id, p.coord, t.shard));
-                        }
+                PState::Active | PState::Locking { .. } if silent => idle.push(*id),
+                PState::Prepared { asked, .. } if now.saturating_sub(*asked) >= to.query => {
+                    *asked = now;
+                    if let Some(p) = &t.entry {
+                        ask.push((*id, p.coord, t.shard));
                     }
                 }
                 _ => {}
@@ -1598,7 +1654,7 @@ impl Client {
                 cx.cancel_timer(T_READ);
                 cur.rec.commit_start = Some(cx.now());
                 let layout = &self.env.layout;
-                let mut shares: BTreeMap<ShardId, (Vec<Key>, Vec<(Key, VersionId, Value)>)> = BTreeMap::new();
+                let mut shares: BTreeMap<ShardId, Share> = BTreeMap::new();
                 for r in &cur.rec.reads {
                     shares.entry(layout.shard_of(&r.key)).or_default().0.push(r.key.clone());
                 }
@@ -1660,12 +1716,7 @@ impl Actor for Client {
     fn on_message(&mut self, _from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_mut() else { return };
         match msg {
-            Msg::ReadReply {
-                txn,
-                key,
-                result,
-                hint,
-            } if txn == cur.rec.id => {
+            Msg::ReadReply { txn, key, result, hint } if txn == cur.rec.id => {
                 let tries = match &cur.phase {
                     Phase::Reading(k, t) if *k == key => *t,
                     _ => return,

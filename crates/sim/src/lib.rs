@@ -174,7 +174,7 @@ pub fn run_named(name: &str, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64)
     match spec.name {
         "2pc-2pl" => run(TwoPc { cc: Cc::Locking }, cfg, progress),
         "2pc-occ" => run(TwoPc { cc: Cc::Optimistic }, cfg, progress),
-        "rc" => run(meridian_protocols::rc::ReplicatedCommit, cfg, progress),
+        "rc" => run(meridian_protocols::rc::ReplicatedCommit::default(), cfg, progress),
         "replog" => run(replog_for(&spec, cfg)?, cfg, progress),
         other => Err(SimError::UnknownProtocol(other.to_string())),
     }
