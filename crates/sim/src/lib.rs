@@ -160,7 +160,8 @@ pub struct SimOutput {
 
 /// Runs the protocol named `name` (one of [`meridian_protocols::PROTOCOLS`]), optionally
 /// with parameters: `replog:leaders=C/V/O` places shard `s`'s leader in the `s`-th DC
-/// of the list (the paper's `R/R/R` notation).
+/// of the list (the paper's `R/R/R` notation); `replog:locks=no-wait` aborts on lock
+/// conflicts instead of wound-wait.
 pub fn run_named(name: &str, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64)) -> Result<SimOutput, SimError> {
     let spec = meridian_core::spec::parse_spec(name).map_err(|e| SimError::Invalid(format!("--protocol: {e}")))?;
     if spec.name != "replog" {
@@ -188,6 +189,7 @@ fn replog_for(
 ) -> Result<meridian_protocols::replog::ReplicatedLog, SimError> {
     let t = &cfg.topology;
     let mut leader_dcs = vec![];
+    let mut no_wait = false;
     for (k, v) in &spec.params {
         match *k {
             "leaders" => {
@@ -203,9 +205,18 @@ fn replog_for(
                     leader_dcs.push(t.dc(n)?);
                 }
             }
+            "locks" => match *v {
+                "wound-wait" => no_wait = false,
+                "no-wait" => no_wait = true,
+                _ => {
+                    return Err(SimError::Invalid(format!(
+                        "replog: locks={v} (known: wound-wait, no-wait)"
+                    )))
+                }
+            },
             other => {
                 return Err(SimError::Invalid(format!(
-                    "replog: unknown parameter `{other}` (known: leaders)"
+                    "replog: unknown parameter `{other}` (known: leaders, locks)"
                 )))
             }
         }
@@ -215,7 +226,7 @@ fn replog_for(
             leader_dcs = vec![d; t.shards as usize];
         }
     }
-    Ok(meridian_protocols::replog::ReplicatedLog { leader_dcs })
+    Ok(meridian_protocols::replog::ReplicatedLog { leader_dcs, no_wait })
 }
 
 /// What a node is handling.
