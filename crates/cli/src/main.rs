@@ -101,7 +101,7 @@ pub struct RunArgs {
 
 #[derive(Args)]
 struct SimArgs {
-    /// Protocol: 2pc-2pl, 2pc-occ.
+    /// Protocol: 2pc-2pl, 2pc-occ, rc, replog (replog takes `:leaders=C/V/O,locks=no-wait`).
     #[arg(long)]
     protocol: String,
     #[command(flatten)]

@@ -60,7 +60,14 @@ fn test_cli_sim_json_has_every_contract_key() {
 
 #[test]
 fn test_cli_bad_input_is_one_clear_line() {
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 12] = [
+        (
+            &["sim", "--protocol", "replog:leaders=C/V"],
+            "names 2 DCs but the topology has 3 shards",
+        ),
+        (&["sim", "--protocol", "replog:leaders=C/V/Q"], "unknown DC `Q`"),
+        (&["sim", "--protocol", "replog:locks=maybe"], "locks=maybe"),
+        (&["sim", "--protocol", "rc:fast=1"], "takes no parameters"),
         (&["sim", "--protocol", "2pc-2pl", "--fsync", "slow"], "--fsync"),
         (&["sim", "--protocol", "2pc-2pl", "--bogus"], "--bogus"),
         (&["sim", "--protocol", "nope"], "unknown protocol `nope`"),
@@ -151,7 +158,7 @@ fn test_cli_compare_runs_every_protocol() {
     let o = meridian(&["compare", "--txns", "200"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
-    for p in ["2pc-2pl", "2pc-occ"] {
+    for p in ["2pc-2pl", "2pc-occ", "rc", "replog"] {
         assert!(
             out.lines().any(|l| l.starts_with(p) && l.trim_end().ends_with("ok")),
             "{out}"
@@ -160,6 +167,11 @@ fn test_cli_compare_runs_every_protocol() {
     let o = meridian(&["compare", "--experiment", "2pc-round-trips", "--txns", "50"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("1.000"));
+    // A paper experiment end to end (the fastest one); every run in it must check clean.
+    let o = meridian(&["compare", "--experiment", "rc-fig4"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("C/C/C") && out.contains("V/O/I") && !out.contains("FAIL"), "{out}");
 }
 
 /// The fsync cost is a real input: forcing the log costs 2PC commit latency on one DC.
