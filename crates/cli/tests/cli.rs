@@ -171,7 +171,10 @@ fn test_cli_compare_runs_every_protocol() {
     let o = meridian(&["compare", "--experiment", "rc-fig4"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("C/C/C") && out.contains("V/O/I") && !out.contains("FAIL"), "{out}");
+    assert!(
+        out.contains("C/C/C") && out.contains("V/O/I") && !out.contains("FAIL"),
+        "{out}"
+    );
 }
 
 /// The fsync cost is a real input: forcing the log costs 2PC commit latency on one DC.
