@@ -4,6 +4,7 @@
 //! [`Protocol`], which tells a runtime how to build its server and client actors.
 //! Runtimes (the simulator, the TCP runtime) only deliver messages and fire timers.
 
+pub mod client;
 pub mod rc;
 pub mod replog;
 pub mod testing;

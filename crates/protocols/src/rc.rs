@@ -64,7 +64,7 @@
 use crate::{ClientRole, Env, HoldStats, Protocol, Replica};
 use meridian_core::{
     Actor, ClientId, Ctx, DcId, HomeRule, Key, Layout, NodeId, Outcome, Placement, ReadRec, ReplicaSnapshot, ShardId,
-    Time, TimerId, TxnId, TxnRecord, Value, VersionId, WriteRec,
+    Time, TimerId, TxnId, TxnRecord, Value, VersionId,
 };
 use meridian_storage::{Acquired, LockMode, LockTable, Log, LogRecord, MvStore, Policy};
 use meridian_txn::{Call, Execution, Step};
@@ -1274,18 +1274,7 @@ impl Client {
             Step::Abort(reason) => self.abort(reason, cx),
             Step::Done { writes, .. } => {
                 let txn = cur.rec.id;
-                cur.rec.writes = writes
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (k, _))| WriteRec {
-                        key: k.clone(),
-                        version: VersionId { txn, seq: i as u32 },
-                    })
-                    .collect();
-                let mut finals: BTreeMap<Key, (VersionId, Value)> = BTreeMap::new();
-                for (i, (k, v)) in writes.into_iter().enumerate() {
-                    finals.insert(k, (VersionId { txn, seq: i as u32 }, v));
-                }
+                let finals = crate::client::number_writes(&mut cur.rec, writes);
                 cx.cancel_timer(T_READ);
                 cur.rec.commit_start = Some(cx.now());
                 let first = finals.keys().next().or_else(|| cur.reads.first().map(|(k, _)| k));
@@ -1342,11 +1331,7 @@ impl Client {
         let Some(cur) = self.cur.take() else { return };
         cx.cancel_timer(T_READ);
         cx.cancel_timer(T_STATUS);
-        let mut rec = cur.rec;
-        rec.outcome = outcome;
-        rec.abort_reason = reason;
-        rec.end = Some(cx.now());
-        cx.record(rec);
+        crate::client::close(cur.rec, outcome, reason, cx);
     }
 
     fn on_read_reply(&mut self, from: NodeId, txn: TxnId, key: Key, result: ReadResult, cx: &mut Ctx<'_, Msg>) {
@@ -1481,21 +1466,7 @@ impl Actor for Client {
 
 impl ClientRole for Client {
     fn submit(&mut self, txn: TxnId, call: Call, cx: &mut Ctx<'_, Msg>) {
-        let rec = TxnRecord {
-            id: txn,
-            client: self.id,
-            node: cx.me(),
-            dc: self.dc,
-            program: call.program.clone(),
-            start: cx.now(),
-            commit_start: None,
-            end: None,
-            outcome: Outcome::Unknown,
-            abort_reason: None,
-            reads: vec![],
-            writes: vec![],
-            wan_trips: 0,
-        };
+        let rec = crate::client::new_record(txn, self.id, self.dc, &call, cx);
         self.cur = Some(Current {
             exec: Execution::new(call),
             rec,

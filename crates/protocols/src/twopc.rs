@@ -55,7 +55,7 @@
 use crate::{ClientRole, Env, Protocol, Replica};
 use meridian_core::{
     Actor, ClientId, Ctx, DcId, HomeRule, Key, NodeId, Outcome, Placement, ReadRec, ReplicaSnapshot, Time, TimerId,
-    TxnId, TxnRecord, Value, VersionId, WriteRec,
+    TxnId, TxnRecord, Value, VersionId,
 };
 use meridian_storage::{Acquired, Grant, LockMode, LockTable, Log, LogRecord, MvStore, Policy, Prio};
 use meridian_txn::{Call, Execution, Step};
@@ -1043,18 +1043,7 @@ impl Client {
             Step::Abort(reason) => self.abort(reason, cx),
             Step::Done { writes, .. } => {
                 let txn = cur.rec.id;
-                cur.rec.writes = writes
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (k, _))| WriteRec {
-                        key: k.clone(),
-                        version: VersionId { txn, seq: i as u32 },
-                    })
-                    .collect();
-                let mut finals: BTreeMap<Key, (VersionId, Value)> = BTreeMap::new();
-                for (i, (k, v)) in writes.into_iter().enumerate() {
-                    finals.insert(k, (VersionId { txn, seq: i as u32 }, v));
-                }
+                let finals = crate::client::number_writes(&mut cur.rec, writes);
                 let layout = &self.env.layout;
                 let mut parts: BTreeMap<NodeId, Part> = BTreeMap::new();
                 for r in &cur.rec.reads {
@@ -1098,11 +1087,7 @@ impl Client {
         let Some(cur) = self.cur.take() else { return };
         cx.cancel_timer(T_READ);
         cx.cancel_timer(T_STATUS);
-        let mut rec = cur.rec;
-        rec.outcome = outcome;
-        rec.abort_reason = reason;
-        rec.end = Some(cx.now());
-        cx.record(rec);
+        crate::client::close(cur.rec, outcome, reason, cx);
     }
 }
 
@@ -1172,22 +1157,7 @@ impl Actor for Client {
 
 impl ClientRole for Client {
     fn submit(&mut self, txn: TxnId, call: Call, cx: &mut Ctx<'_, Msg>) {
-        let node = cx.me();
-        let rec = TxnRecord {
-            id: txn,
-            client: self.id,
-            node,
-            dc: self.dc,
-            program: call.program.clone(),
-            start: cx.now(),
-            commit_start: None,
-            end: None,
-            outcome: Outcome::Unknown,
-            abort_reason: None,
-            reads: vec![],
-            writes: vec![],
-            wan_trips: 0,
-        };
+        let rec = crate::client::new_record(txn, self.id, self.dc, &call, cx);
         self.cur = Some(Current {
             ts: cx.now(),
             exec: Execution::new(call),
