@@ -70,6 +70,7 @@ fn hist(txns: Vec<TxnRecord>, order: &[(&str, &[VersionId])]) -> History {
             strict: true,
             shards: 1,
             shard_replicas: vec![vec![NodeId(0)]],
+            read_committed: false,
         },
         txns,
         replicas: vec![replica(0, order)],
@@ -307,4 +308,31 @@ proptest! {
         let r = check(&h);
         prop_assert!(r.ok(), "{:?}", r.anomalies);
     }
+}
+
+#[test]
+fn read_committed_claims_allow_anti_dependency_cycles_but_not_g1() {
+    // Write skew and a lost update are allowed under read committed (and still reported
+    // as not serializable); an aborted read and a ww/wr cycle are not.
+    let mut skew = hist(
+        vec![
+            txn(1, &[("x", None), ("y", None)], &["x"]),
+            txn(2, &[("x", None), ("y", None)], &["y"]),
+        ],
+        &[("x", &[v(1, 0)]), ("y", &[v(2, 0)])],
+    );
+    skew.meta.read_committed = true;
+    let r = check(&skew);
+    assert!(r.ok() && !r.serializable, "{r:?}");
+    let mut lost = hist(
+        vec![txn(1, &[("x", None)], &["x"]), txn(2, &[("x", None)], &["x"])],
+        &[("x", &[v(1, 0), v(2, 0)])],
+    );
+    lost.meta.read_committed = true;
+    assert!(check(&lost).ok());
+    let mut t1 = txn(1, &[], &["x"]);
+    t1.outcome = Outcome::Aborted;
+    let mut dirty = hist(vec![t1, txn(2, &[("x", Some(v(1, 0)))], &[])], &[]);
+    dirty.meta.read_committed = true;
+    assert_eq!(check(&dirty).kinds(), vec![Kind::G1a]);
 }

@@ -431,6 +431,16 @@ pub enum Placement {
         /// Replicas per shard inside the home DC.
         k: u32,
     },
+    /// Each shard on a replica group of `k` nodes spread over DCs: replica `j` of shard
+    /// `s` lives in DC `(home + j) mod #DCs` (so up to #DCs replicas are in distinct
+    /// DCs), on that DC's node `(s + j div #DCs) mod nodes_per_dc`. The first replica is
+    /// the group's initial leader. With one DC (`lan`) the group is `k` distinct nodes.
+    Groups {
+        /// Home DC rule (where replica 0, the initial leader, lives).
+        home: HomeRule,
+        /// Replicas per shard.
+        k: u32,
+    },
 }
 
 /// A topology with placement resolved: every server and client node, and which nodes
@@ -471,6 +481,20 @@ impl Layout {
                         HomeRule::Dc(d) => return Err(TopologyError::UnknownDc(format!("#{}", d.0))),
                     };
                     Ok((0..k).map(|j| server(d, s + j)).collect())
+                }
+                Placement::Groups { home, k } => {
+                    if k == 0 || k > ndc * npd {
+                        return Err(TopologyError::Invalid(format!(
+                            "placement needs 1..={} replicas per shard ({ndc} DCs x {npd} nodes), got {k}",
+                            ndc * npd
+                        )));
+                    }
+                    let d0 = match home {
+                        HomeRule::Spread => s % ndc,
+                        HomeRule::Dc(d) if (d.0 as u32) < ndc => d.0 as u32,
+                        HomeRule::Dc(d) => return Err(TopologyError::UnknownDc(format!("#{}", d.0))),
+                    };
+                    Ok((0..k).map(|j| server((d0 + j) % ndc, s + j / ndc)).collect())
                 }
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -657,5 +681,32 @@ mod tests {
         .is_err());
         assert_eq!(l.shard_of(&Key::from("#3/x")), ShardId(3));
         assert_eq!(l.shard_of(&Key::from("#7/x")), ShardId(3));
+    }
+
+    #[test]
+    fn placement_groups_are_distinct_nodes_spread_over_dcs() {
+        for preset in ["lan", "rc5", "us3"] {
+            let t = Topology::preset(preset).unwrap();
+            let max = t.num_dcs() as u32 * t.nodes_per_dc;
+            for k in [1, 3, 5.min(max)] {
+                let home = HomeRule::Spread;
+                let l = Layout::new(t.clone(), Placement::Groups { home, k }).unwrap();
+                for s in 0..t.shards {
+                    let r = l.replicas(ShardId(s));
+                    assert_eq!(r.len(), k as usize);
+                    let mut d = r.to_vec();
+                    d.sort();
+                    d.dedup();
+                    assert_eq!(d.len(), k as usize, "{preset} k={k} shard {s}: {r:?}");
+                    let dcs: std::collections::BTreeSet<_> = r.iter().map(|n| l.dc_of(*n)).collect();
+                    assert_eq!(dcs.len(), (k as usize).min(t.num_dcs()), "{preset} k={k}");
+                }
+            }
+            let too_many = Placement::Groups {
+                home: HomeRule::Spread,
+                k: max + 1,
+            };
+            assert!(Layout::new(t, too_many).is_err());
+        }
     }
 }

@@ -5,6 +5,7 @@
 //! Runtimes (the simulator, the TCP runtime) only deliver messages and fire timers.
 
 pub mod client;
+pub mod hacommit;
 pub mod rc;
 pub mod replog;
 pub mod testing;
@@ -18,7 +19,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 /// Names of the protocols that exist, as accepted by `--protocol`.
-pub const PROTOCOLS: [&str; 4] = ["2pc-2pl", "2pc-occ", "rc", "replog"];
+pub const PROTOCOLS: [&str; 6] = ["2pc-2pl", "2pc-occ", "rc", "replog", "hacommit", "hacommit-rc"];
 
 /// Timeouts shared by protocols (virtual or real nanoseconds).
 #[derive(Clone, Debug)]
@@ -41,6 +42,9 @@ pub struct Timeouts {
     /// Leader lease of replicated-log groups (Spanner: 10 s); a new leader is elected
     /// only after the old one has been silent this long.
     pub lease: Time,
+    /// HACommit replica groups: a follower that has not heard its leader for this long
+    /// starts a view change (leaders send heartbeats every `sweep`).
+    pub failover: Time,
 }
 
 impl Default for Timeouts {
@@ -55,6 +59,7 @@ impl Default for Timeouts {
             sweep: ms(250.0),
             tombstone: secs(120.0),
             lease: secs(10.0),
+            failover: secs(1.0),
         }
     }
 }
@@ -151,6 +156,11 @@ pub trait Protocol: Clone + Send + 'static {
     fn name(&self) -> &'static str;
     /// Whether the protocol claims strict serializability.
     fn strict(&self) -> bool;
+    /// Whether the protocol only claims read committed (the checker then looks for
+    /// G0/G1 anomalies only).
+    fn read_committed(&self) -> bool {
+        false
+    }
     /// The placement this protocol runs on, given where shards' homes should be.
     fn placement(&self, home: HomeRule) -> Placement;
     /// Builds the server actor of `node`.

@@ -11,7 +11,7 @@
 //! | `client-crash` | `client, at` | client `client` crashes at `at` (for good) |
 //! | `outage` | `dc, at, for` | every server of DC `dc` crashes at `at`, restarts `for` later |
 //! | `partition` | `a, b, at, for` | messages between DCs `a` and `b` are dropped for `for` |
-//! | `random` | `crashes=3, client-crashes=1, partitions=1, outages=0, loss=0.01, dup=0.01, reorder=0.05, window=10s` | draws that many faults at seeded random times in `[0, window)` |
+//! | `random` | `crashes=3, client-crashes=1, partitions=1, outages=0, loss=0.01, dup=0.01, reorder=0.05, window=10s, serial=GAP` | draws that many faults at seeded random times in `[0, window)`; with `serial=GAP`, server crashes and outages come one at a time, each at least GAP after the previous one's restart (for protocols that tolerate one failure at a time, like a 3-replica group that loses its memory in a crash) |
 //!
 //! Times are durations (`250ms`, `2s`). Every fault heals by the end of the run's
 //! safety phase; then the liveness phase runs with a healed network.
@@ -117,7 +117,17 @@ impl FaultPlan {
                 "client-crash" => &["client", "at"],
                 "outage" => &["dc", "at", "for"],
                 "partition" => &["a", "b", "at", "for"],
-                "random" => &["crashes", "client-crashes", "partitions", "outages", "loss", "dup", "reorder", "window"],
+                "random" => &[
+                    "crashes",
+                    "client-crashes",
+                    "partitions",
+                    "outages",
+                    "loss",
+                    "dup",
+                    "reorder",
+                    "window",
+                    "serial",
+                ],
                 _ => return Err(err(format!("unknown fault `{name}` (known: loss, dup, reorder, crash, client-crash, outage, partition, random)"))),
             };
             if let Some(k) = kv.keys().find(|k| !allowed.contains(k)) {
@@ -205,6 +215,11 @@ impl FaultPlan {
                     if window == 0 {
                         return Err(err("`window` must be positive".into()));
                     }
+                    let serial = match kv.get("serial") {
+                        Some(g) => Some(parse_duration(g).map_err(&err)?),
+                        None => None,
+                    };
+                    let first = plan.events.len();
                     plan.loss = prob("loss", 0.01)?;
                     plan.dup = prob("dup", 0.01)?;
                     plan.reorder = prob("reorder", 0.05)?;
@@ -257,6 +272,24 @@ impl FaultPlan {
                             },
                         ));
                     }
+                    if let Some(gap) = serial {
+                        // Server crashes and outages one at a time: each starts at least
+                        // `gap` after the previous one's servers restarted.
+                        let mut downs: Vec<usize> = (first..plan.events.len())
+                            .filter(|i| matches!(plan.events[*i].1, Fault::Crash { .. } | Fault::Outage { .. }))
+                            .collect();
+                        downs.sort_by_key(|i| plan.events[*i].0);
+                        let mut free_at = 0;
+                        for i in downs {
+                            let (at, f) = &mut plan.events[i];
+                            let down = match f {
+                                Fault::Crash { down, .. } | Fault::Outage { down, .. } => *down,
+                                _ => 0,
+                            };
+                            *at = (*at).max(free_at);
+                            free_at = *at + down + gap;
+                        }
+                    }
                 }
                 _ => unreachable!(),
             }
@@ -302,5 +335,40 @@ mod tests {
         assert!(e("loss:p=0.1,p=0.2").contains("`p` given twice"));
         assert!(e("loss:p").contains("`p` is not key=value"));
         assert!(e("outage:dc=C,at=soon,for=1s").contains("bad duration"));
+    }
+
+    #[test]
+    fn serial_random_crashes_never_overlap() {
+        for seed in 0..20 {
+            let p = FaultPlan::parse(
+                "random:crashes=4,outages=2,serial=1s",
+                &Topology::preset("rc5").unwrap(),
+                15,
+                4,
+                &mut rng_for(seed, 1),
+            )
+            .unwrap();
+            let mut downs: Vec<(Time, Time)> = p
+                .events
+                .iter()
+                .filter_map(|(t, f)| match f {
+                    Fault::Crash { down, .. } | Fault::Outage { down, .. } => Some((*t, *t + *down)),
+                    _ => None,
+                })
+                .collect();
+            downs.sort();
+            assert_eq!(downs.len(), 6);
+            for w in downs.windows(2) {
+                assert!(w[1].0 >= w[0].1 + 1_000_000_000, "seed {seed}: {downs:?}");
+            }
+        }
+        assert!(FaultPlan::parse(
+            "random:serial=soon",
+            &Topology::preset("rc5").unwrap(),
+            15,
+            4,
+            &mut rng_for(1, 1)
+        )
+        .is_err());
     }
 }

@@ -8,9 +8,14 @@
 //!   inside one), plus seeded jitter of up to `jitter` × that delay. Links are FIFO
 //!   (like TCP) unless a `reorder` fault picks a message.
 //! - **CPU**: each server handles one input at a time; handling costs `per_msg` +
-//!   `per_op` × key operations + `fsync` × synchronous log writes (the actor reports
-//!   the work through its `Ctx`). Inputs that arrive while a node is busy wait in its
-//!   inbox, so throughput saturates and queues build. Clients cost nothing.
+//!   `per_op` × key operations (the actor reports the work through its `Ctx`). Inputs
+//!   that arrive while a node is busy wait in its inbox, so throughput saturates and
+//!   queues build. Clients cost nothing.
+//! - **Log device**: a handler that forced the log (synchronous writes) has its output
+//!   held until its records are on disk. Each node's log device flushes with group
+//!   commit: one flush takes `fsync`, and every force requested while a flush is in
+//!   progress joins the next one, so concurrent forces share a flush instead of
+//!   queueing one fsync each. The CPU keeps serving other inputs meanwhile.
 //! - **WAN trips**: every envelope carries the number of cross-DC one-way hops on its
 //!   causal chain; whatever an actor sends while handling an input inherits that count
 //!   (+1 if it crosses DCs); a timer inherits the count of the input that armed it; a
@@ -164,7 +169,7 @@ pub struct SimOutput {
 /// conflicts instead of wound-wait.
 pub fn run_named(name: &str, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64)) -> Result<SimOutput, SimError> {
     let spec = meridian_core::spec::parse_spec(name).map_err(|e| SimError::Invalid(format!("--protocol: {e}")))?;
-    if spec.name != "replog" {
+    if !matches!(spec.name, "replog" | "hacommit" | "hacommit-rc") {
         if let Some(k) = spec.params.keys().next() {
             return Err(SimError::Invalid(format!(
                 "--protocol: `{}` takes no parameters (got `{k}`)",
@@ -177,6 +182,7 @@ pub fn run_named(name: &str, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64)
         "2pc-occ" => run(TwoPc { cc: Cc::Optimistic }, cfg, progress),
         "rc" => run(meridian_protocols::rc::ReplicatedCommit::default(), cfg, progress),
         "replog" => run(replog_for(&spec, cfg)?, cfg, progress),
+        "hacommit" | "hacommit-rc" => run(hacommit_for(&spec)?, cfg, progress),
         other => Err(SimError::UnknownProtocol(other.to_string())),
     }
 }
@@ -227,6 +233,35 @@ fn replog_for(
         }
     }
     Ok(meridian_protocols::replog::ReplicatedLog { leader_dcs, no_wait })
+}
+
+/// The `hacommit` / `hacommit-rc` protocol for a spec's `replicas=` parameter
+/// (replicas per shard group, default 3).
+pub fn hacommit_for(spec: &meridian_core::spec::Spec<'_>) -> Result<meridian_protocols::hacommit::HaCommit, SimError> {
+    let mut p = meridian_protocols::hacommit::HaCommit {
+        read_committed: spec.name == "hacommit-rc",
+        ..Default::default()
+    };
+    for (k, v) in &spec.params {
+        match *k {
+            "replicas" => match v.parse::<u32>() {
+                Ok(n) if n >= 1 => p.replicas = n,
+                _ => {
+                    return Err(SimError::Invalid(format!(
+                        "{}: replicas={v} (expected a whole number of replicas per shard, at least 1)",
+                        spec.name
+                    )))
+                }
+            },
+            other => {
+                return Err(SimError::Invalid(format!(
+                    "{}: unknown parameter `{other}` (known: replicas)",
+                    spec.name
+                )))
+            }
+        }
+    }
+    Ok(p)
 }
 
 /// What a node is handling.
@@ -306,6 +341,31 @@ struct NodeRt<M> {
     timers: HashMap<TimerId, u64>,
     timer_gen: u64,
     rng: Rng,
+    /// The node's log device (group commit): end of the flush in progress, and end of
+    /// the next flush if requests are already waiting for it.
+    flush_end: Time,
+    next_flush_end: Option<Time>,
+}
+
+impl<M> NodeRt<M> {
+    /// A synchronous log write requested at `t`: returns when it is on disk. Group
+    /// commit: a request joins the next flush, which starts when the flush in progress
+    /// ends and carries every request that arrived meanwhile; an idle device starts a
+    /// flush at once. The CPU is not held during the flush.
+    fn log_sync(&mut self, t: Time, fsync: Time) -> Time {
+        if let Some(next) = self.next_flush_end {
+            if t >= self.flush_end {
+                // The queued flush started when the previous one ended.
+                self.flush_end = next;
+                self.next_flush_end = None;
+            }
+        }
+        if t >= self.flush_end {
+            self.flush_end = t + fsync;
+            return self.flush_end;
+        }
+        *self.next_flush_end.get_or_insert(self.flush_end + fsync)
+    }
 }
 
 struct Sim<'a, P: Protocol> {
@@ -381,6 +441,14 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
         cfg.clients,
         &mut fault_rng,
     )?;
+    if std::env::var_os("MERIDIAN_DEBUG_FAULTS").is_some() {
+        for (t, f) in &plan.events {
+            eprintln!("fault at {:.3}s: {f:?}", *t as f64 / 1e9);
+        }
+        for (s, r) in layout.shard_replicas.iter().enumerate() {
+            eprintln!("shard {s}: {r:?}");
+        }
+    }
     let servers = (0..layout.num_servers()).map(|n| p.server(&env, NodeId(n))).collect();
     let clients = client_nodes
         .iter()
@@ -396,6 +464,8 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
             timers: HashMap::default(),
             timer_gen: 0,
             rng: rng_for(cfg.seed, n as u64),
+            flush_end: 0,
+            next_flush_end: None,
         })
         .collect();
     let mut sim: Sim<P> = Sim {
@@ -743,15 +813,20 @@ impl<P: Protocol> Sim<'_, P> {
         };
         let cost = if server {
             let c = &self.cfg.cpu;
-            c.per_msg + c.per_op * work.key_ops as u64 + c.fsync * work.log_syncs as u64
+            c.per_msg + c.per_op * work.key_ops as u64
         } else {
             0
         };
-        let depart = self.now + cost;
+        // What the handler sent leaves when the CPU is done and, if it forced the log,
+        // when the flush carrying its records is on disk.
+        let mut depart = self.now + cost;
+        if server && work.log_syncs > 0 {
+            depart = self.rt[ni].log_sync(depart, self.cfg.cpu.fsync);
+        }
         let inc = self.rt[ni].inc;
         if cost > 0 {
             self.rt[ni].busy = true;
-            self.push(depart, Ev::Free { node, inc });
+            self.push(self.now + cost, Ev::Free { node, inc });
         }
         for cmd in out.drain(..) {
             match cmd {
@@ -867,6 +942,7 @@ impl<P: Protocol> Sim<'_, P> {
                 strict: p.strict(),
                 shards: self.layout.topology.shards,
                 shard_replicas: self.layout.shard_replicas.clone(),
+                read_committed: p.read_committed(),
             },
             txns,
             replicas,

@@ -258,6 +258,11 @@ impl LockTable {
             .unwrap_or_default()
     }
 
+    /// Keys on which `txn` holds or awaits a lock.
+    pub fn keys_of(&self, txn: TxnId) -> Vec<Key> {
+        self.by_txn.get(&txn).cloned().unwrap_or_default()
+    }
+
     /// Releases `txn`'s lock (or queued request) on one key; returns new grants.
     pub fn release(&mut self, txn: TxnId, key: &Key) -> Vec<Grant> {
         if let Some(ks) = self.by_txn.get_mut(&txn) {

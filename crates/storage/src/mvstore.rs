@@ -214,6 +214,11 @@ impl MvStore {
         chain.versions.len() != before
     }
 
+    /// Every key with its versions (committed and tentative), in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&Key, &[Version])> {
+        self.keys.iter().map(|(k, c)| (k, c.versions.as_slice()))
+    }
+
     /// All versions of a key, oldest first.
     pub fn versions(&self, key: &Key) -> &[Version] {
         self.keys.get(key).map_or(&[], |c| &c.versions)

@@ -1,0 +1,295 @@
+//! Hand-driven scenarios: a tiny in-test network where the test decides which replica
+//! receives what, so the paper's failure cases (§VI, Fig. 5) can be staged exactly.
+
+use super::*;
+use crate::testing::{call, deliver, fire};
+use meridian_core::{secs, Layout, Topology};
+use meridian_txn::Registry;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+struct Net {
+    servers: Vec<Server>,
+    now: Time,
+    q: VecDeque<(NodeId, NodeId, Msg)>,
+    client: NodeId,
+    to_client: Vec<Msg>,
+    down: BTreeSet<NodeId>,
+    layout: Arc<Layout>,
+}
+
+impl Net {
+    /// `lan` (8 nodes, 8 shards), groups of `k`.
+    fn new(k: u32) -> Net {
+        let mut layout = Layout::new(
+            Topology::preset("lan").unwrap(),
+            Placement::Groups {
+                home: HomeRule::Spread,
+                k,
+            },
+        )
+        .unwrap();
+        let client = layout.add_client(DcId(0));
+        let layout = Arc::new(layout);
+        let env = Env {
+            layout: layout.clone(),
+            registry: Arc::new(Registry::new()),
+            timeouts: Default::default(),
+        };
+        let mut servers: Vec<Server> = (0..8).map(|n| Server::new(env.clone(), NodeId(n), false)).collect();
+        for (i, s) in servers.iter_mut().enumerate() {
+            call(s, 0, NodeId(i as u32), |s, cx| s.on_start(cx));
+        }
+        Net {
+            servers,
+            now: 0,
+            q: VecDeque::new(),
+            client,
+            to_client: vec![],
+            down: BTreeSet::new(),
+            layout,
+        }
+    }
+    fn client_sends(&mut self, to: NodeId, m: Msg) {
+        self.q.push_back((self.client, to, m));
+        self.pump();
+    }
+    fn pump(&mut self) {
+        while let Some((from, to, m)) = self.q.pop_front() {
+            if to == self.client {
+                self.to_client.push(m);
+                continue;
+            }
+            if self.down.contains(&to) || self.down.contains(&from) {
+                continue;
+            }
+            let e = deliver(&mut self.servers[to.0 as usize], self.now, to, from, m);
+            for (t, m) in e.sent() {
+                self.q.push_back((to, t, m.clone()));
+            }
+        }
+    }
+    /// Advances time by `d` in sweep-sized steps, running every live server's sweep.
+    fn run_for(&mut self, d: Time) {
+        let end = self.now + d;
+        while self.now < end {
+            self.now += ms_(250);
+            for n in 0..8u32 {
+                if self.down.contains(&NodeId(n)) {
+                    continue;
+                }
+                let e = fire(&mut self.servers[n as usize], self.now, NodeId(n), T_SWEEP);
+                for (t, m) in e.sent() {
+                    self.q.push_back((NodeId(n), t, m.clone()));
+                }
+            }
+            self.pump();
+        }
+    }
+    fn crash(&mut self, n: u32) {
+        self.down.insert(NodeId(n));
+        self.servers[n as usize].on_crash();
+    }
+    fn restart(&mut self, n: u32) {
+        self.down.remove(&NodeId(n));
+        let now = self.now;
+        let e = call(&mut self.servers[n as usize], now, NodeId(n), |s, cx| s.on_recover(cx));
+        for (t, m) in e.sent() {
+            self.q.push_back((NodeId(n), t, m.clone()));
+        }
+        self.pump();
+    }
+    fn replicas(&self, s: u32) -> Vec<NodeId> {
+        self.layout.replicas(ShardId(s)).to_vec()
+    }
+    /// Sends the last operation of `txn` (one write to shard `a`, one to shard `b`) to
+    /// both leaders; returns the votes received.
+    fn last_op(&mut self, txn: TxnId, a: u32, b: u32) -> Vec<(ShardId, bool)> {
+        self.to_client.clear();
+        let shards = vec![ShardId(a), ShardId(b)];
+        for s in [a, b] {
+            let key = Key::from(format!("#{s}/k{}", txn.seq).as_str());
+            let w = (key, VersionId { txn, seq: s }, Value::from_u64(7));
+            let leader = self
+                .servers
+                .iter()
+                .find(|x| x.is_leader(ShardId(s)) && !self.down.contains(&x.me))
+                .map_or(self.layout.primary(ShardId(s)), |x| x.me);
+            self.client_sends(
+                leader,
+                Msg::Last {
+                    txn,
+                    ts: self.now,
+                    shard: ShardId(s),
+                    shards: shards.clone(),
+                    reads: vec![],
+                    writes: vec![w],
+                },
+            );
+        }
+        self.to_client
+            .iter()
+            .filter_map(|m| match m {
+                Msg::Vote { shard, yes, .. } => Some((*shard, *yes)),
+                _ => None,
+            })
+            .collect()
+    }
+    fn p2a(&mut self, txn: TxnId, shards: &[u32], to: &[NodeId], commit: bool, ts: Time) {
+        for s in shards {
+            for r in self.replicas(*s) {
+                if !to.contains(&r) {
+                    continue;
+                }
+                let m = Msg::P2a {
+                    txn,
+                    ts,
+                    shard: ShardId(*s),
+                    ballot: 0,
+                    commit,
+                    shards: vec![ShardId(shards[0]), ShardId(shards[1])],
+                };
+                self.client_sends(r, m);
+            }
+        }
+    }
+    /// The outcome replica `n` applied for `txn` in `shard`, if any.
+    fn outcome(&self, n: NodeId, shard: u32, txn: TxnId) -> Option<bool> {
+        self.servers[n.0 as usize]
+            .done
+            .get(&(ShardId(shard), txn))
+            .map(|d| d.commit)
+    }
+    fn has_version(&self, n: NodeId, shard: u32, txn: TxnId) -> bool {
+        let key = Key::from(format!("#{shard}/k{}", txn.seq).as_str());
+        self.servers[n.0 as usize]
+            .store
+            .contains(&key, VersionId { txn, seq: shard })
+    }
+}
+
+fn ms_(x: u64) -> Time {
+    x * 1_000_000
+}
+
+fn t(seq: u32) -> TxnId {
+    TxnId { client: 0, seq }
+}
+
+/// Fig. 5: the client crashes with ten voted transactions; it had sent its COMMIT for
+/// the tenth to three of shard A's five replicas only. The recovery proposers abort the
+/// nine with no accepted decision and commit the tenth everywhere (shard B's replicas
+/// never heard from the client); afterwards nothing is locked anywhere.
+#[test]
+fn client_crash_recovery_aborts_the_unaccepted_and_commits_the_accepted() {
+    let mut net = Net::new(5);
+    let (a, b) = (0, 3);
+    for i in 1..=10 {
+        let votes = net.last_op(t(i), a, b);
+        assert_eq!(votes.len(), 2, "txn {i}: {votes:?}");
+        assert!(votes.iter().all(|(_, y)| *y), "txn {i}: {votes:?}");
+    }
+    let ra = net.replicas(a);
+    net.p2a(t(10), &[a, b], &ra[..3], true, 0);
+    // Replica quorum of A accepted: A's leader learnt the commit and applied it already.
+    assert_eq!(net.outcome(ra[0], a, t(10)), Some(true));
+    assert!(net.has_version(ra[0], a, t(10)));
+    // B never heard the decision: its leader still holds T10's lock.
+    let rb = net.replicas(b);
+    assert_eq!(net.outcome(rb[0], b, t(10)), None);
+    assert!(!net.servers[rb[0].0 as usize].locks.is_empty());
+    // The client is gone. Past the idle timeout, recovery proposers take over.
+    net.run_for(secs(40.0));
+    for i in 1..=10 {
+        for (s, reps) in [(a, &ra), (b, &rb)] {
+            for r in reps.iter() {
+                let want = i == 10;
+                assert_eq!(net.outcome(*r, s, t(i)), Some(want), "txn {i} shard {s} at {r:?}");
+                assert_eq!(net.has_version(*r, s, t(i)), want, "txn {i} shard {s} at {r:?}");
+            }
+        }
+    }
+    for s in &net.servers {
+        assert!(s.locks.is_empty(), "n{} still holds locks", s.me.0);
+        assert!(s.proposals.is_empty(), "n{} still proposing", s.me.0);
+    }
+}
+
+/// A participant leader fails after its vote was replicated and after the client's
+/// COMMIT reached its followers: a follower takes over from the replicated context and
+/// the accepted decision, applies the commit and frees the locks; the failed replica
+/// restarts with no memory and copies the data back from the new leader.
+#[test]
+fn leader_failure_is_covered_by_the_replicated_vote() {
+    let mut net = Net::new(3);
+    let (a, b) = (0, 4);
+    let votes = net.last_op(t(1), a, b);
+    assert!(votes.len() == 2 && votes.iter().all(|(_, y)| *y), "{votes:?}");
+    let ra = net.replicas(a);
+    net.crash(ra[0].0);
+    let mut all: Vec<NodeId> = net.replicas(a);
+    all.extend(net.replicas(b));
+    net.p2a(t(1), &[a, b], &all, true, 0);
+    // The client got a majority of acknowledgements from both groups: it has ended.
+    let acks_a = net
+        .to_client
+        .iter()
+        .filter(|m| matches!(m, Msg::P2b { shard, ok: true, .. } if *shard == ShardId(a)))
+        .count();
+    assert_eq!(acks_a, 2);
+    net.run_for(secs(5.0));
+    let new_leader = net
+        .servers
+        .iter()
+        .find(|s| s.is_leader(ShardId(a)) && !net.down.contains(&s.me))
+        .map(|s| s.me)
+        .unwrap();
+    assert_ne!(new_leader, ra[0]);
+    assert_eq!(net.outcome(new_leader, a, t(1)), Some(true));
+    assert!(net.has_version(new_leader, a, t(1)));
+    assert!(net.servers[new_leader.0 as usize].locks.is_empty());
+    net.restart(ra[0].0);
+    net.run_for(secs(3.0));
+    assert!(
+        net.has_version(ra[0], a, t(1)),
+        "restarted replica copied the data back"
+    );
+    // And the group takes new transactions again.
+    let votes = net.last_op(t(2), a, b);
+    assert!(votes.len() == 2 && votes.iter().all(|(_, y)| *y), "{votes:?}");
+}
+
+/// Three of five replicas of a shard fail: the group has no quorum, so nothing commits
+/// and nothing is applied anywhere; when the failed replicas come back without memory
+/// the group still refuses to decide (they may have forgotten an acceptance), and no
+/// replica ever applies a decision the others contradict.
+#[test]
+fn losing_a_majority_stalls_without_inconsistency() {
+    let mut net = Net::new(5);
+    let (a, b) = (0, 3);
+    let votes = net.last_op(t(1), a, b);
+    assert!(votes.iter().all(|(_, y)| *y));
+    let ra = net.replicas(a);
+    for r in &ra[..3] {
+        net.crash(r.0);
+    }
+    let mut all = ra.clone();
+    all.extend(net.replicas(b));
+    net.p2a(t(1), &[a, b], &all, true, 0);
+    net.run_for(secs(30.0));
+    // B's group is whole: it learnt COMMIT from its own majority and applied it.
+    for r in net.replicas(b) {
+        if !net.down.contains(&r) {
+            assert_eq!(net.outcome(r, b, t(1)), Some(true));
+        }
+    }
+    // A's survivors accepted but never became a quorum with a leader: no new leader, and
+    // recovery there can never choose ABORT (phase 1 needs a majority of A).
+    for r in &ra[3..] {
+        assert!(!net.servers[r.0 as usize].is_leader(ShardId(a)));
+        assert_ne!(net.outcome(*r, a, t(1)), Some(false));
+    }
+    // A new transaction on A gets no vote.
+    let votes = net.last_op(t(2), a, b);
+    assert!(!votes.iter().any(|(s, y)| *s == ShardId(a) && *y), "{votes:?}");
+}
