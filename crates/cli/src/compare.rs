@@ -8,7 +8,7 @@ use meridian_sim::SimReport;
 use std::process::ExitCode;
 
 /// Named experiments: (name, what it reproduces).
-pub const EXPERIMENTS: [(&str, &str); 7] = [
+pub const EXPERIMENTS: [(&str, &str); 11] = [
     (
         "2pc-round-trips",
         "crossstitch.md §5.2.2 / Fig. 12, 2PC column: k dependent remote reads + 1 commit = k+1 WAN round trips",
@@ -37,6 +37,22 @@ pub const EXPERIMENTS: [(&str, &str); 7] = [
         "rc-fig10",
         "replicated-commit.md Fig. 10: DC C goes down for a minute; commit latency of C's clients",
     ),
+    (
+        "hacommit-fig2",
+        "hacommit.md Fig. 2: commit latency vs operations per transaction, hacommit vs 2pc-2pl vs rc (LAN)",
+    ),
+    (
+        "hacommit-fig6",
+        "hacommit.md Figs. 6/7: throughput and latency vs operations per transaction, hacommit vs rc (LAN)",
+    ),
+    (
+        "hacommit-faults",
+        "hacommit.md §VII-C, Figs. 3/4: five replicas lose one, two, then three; commits per second",
+    ),
+    (
+        "hacommit-fig5",
+        "hacommit.md §VII-C, Fig. 5: clients crash mid-transaction; recovery proposers finish their transactions",
+    ),
 ];
 
 pub fn run(experiment: Option<&str>, args: &RunArgs) -> Result<ExitCode> {
@@ -50,6 +66,7 @@ pub fn run(experiment: Option<&str>, args: &RunArgs) -> Result<ExitCode> {
         }
         Some("2pc-round-trips") => round_trips(args),
         Some(e) if e.starts_with("rc-fig") => crate::rcexp::run(e, args),
+        Some(e) if e.starts_with("hacommit-") => crate::haexp::run(e, args),
         Some(other) => bail!(
             "unknown experiment `{other}` (known: {})",
             EXPERIMENTS.iter().map(|e| e.0).collect::<Vec<_>>().join(", ")

@@ -2,6 +2,7 @@
 //! side, or a named experiment), `check` (verify a history file).
 
 mod compare;
+mod haexp;
 mod rcexp;
 
 /// mimalloc: the simulator allocates many small messages and keys; paired runs of
@@ -101,7 +102,7 @@ pub struct RunArgs {
 
 #[derive(Args)]
 struct SimArgs {
-    /// Protocol: 2pc-2pl, 2pc-occ, rc, replog (replog takes `:leaders=C/V/O,locks=no-wait`).
+    /// Protocol: 2pc-2pl, 2pc-occ, rc, replog, hacommit, hacommit-rc (replog takes `:leaders=C/V/O,locks=no-wait`; hacommit takes `:replicas=5`).
     #[arg(long)]
     protocol: String,
     #[command(flatten)]

@@ -108,7 +108,9 @@ impl Default for HaCommit {
     }
 }
 
-/// A Paxos ballot: 0 is the client's; recovery ballots are `round << 20 | node + 1`.
+/// A Paxos ballot: 0 is the client's; recovery ballots are `round << 20 | node + 1`, with
+/// `round` at least the issue time in milliseconds (so a restarted replica can tell
+/// ballots issued after its restart from ones that may have been in flight before it).
 pub type Ballot = u64;
 
 /// The replicated transaction context of one participant (§IV, §V-E).
@@ -154,6 +156,29 @@ pub struct DoneInfo {
     pub commit: bool,
     /// Its context (for commits).
     pub ctx: Option<TCtx>,
+}
+
+/// One shard's answer to phase 2.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct P2bPart {
+    /// Shard.
+    pub shard: ShardId,
+    /// Accepted?
+    pub ok: bool,
+    /// Highest ballot promised (`u64::MAX`: this replica may not act as an acceptor).
+    pub promised: Ballot,
+    /// The decision, if known to be chosen.
+    pub chosen: Option<bool>,
+}
+
+/// The fields of a `P2a` message.
+struct P2a {
+    txn: TxnId,
+    ts: Time,
+    targets: Vec<ShardId>,
+    ballot: Ballot,
+    commit: bool,
+    shards: Vec<ShardId>,
 }
 
 /// HACommit messages.
@@ -266,14 +291,14 @@ pub enum Msg {
         /// The context, if held.
         ctx: Option<TCtx>,
     },
-    /// Proposer → replica: Paxos phase 2.
+    /// Proposer → replica node: Paxos phase 2 for every participant shard it holds.
     P2a {
         /// Transaction.
         txn: TxnId,
         /// Start time.
         ts: Time,
-        /// Shard of the addressed replica.
-        shard: ShardId,
+        /// Shards of the addressed node this phase 2 is for.
+        targets: Vec<ShardId>,
         /// Ballot.
         ballot: Ballot,
         /// Decision proposed.
@@ -281,20 +306,14 @@ pub enum Msg {
         /// Configuration.
         shards: Vec<ShardId>,
     },
-    /// Replica → proposer: accepted (or refused).
+    /// Replica node → proposer: accepted (or refused), per shard.
     P2b {
         /// Transaction.
         txn: TxnId,
-        /// Shard.
-        shard: ShardId,
         /// Ballot answered.
         ballot: Ballot,
-        /// Accepted?
-        ok: bool,
-        /// Highest ballot promised.
-        promised: Ballot,
-        /// The decision, if known to be chosen.
-        chosen: Option<bool>,
+        /// One answer per shard.
+        parts: Vec<P2bPart>,
     },
     /// Replica → its leader: I accepted (ballot, decision).
     Accepted {
@@ -309,19 +328,19 @@ pub enum Msg {
         /// Configuration.
         shards: Vec<ShardId>,
     },
-    /// Leader → follower: the decision is chosen; apply it.
+    /// Leader → follower: these decisions are chosen; apply them (batched per sweep).
     Decided {
         /// Shard.
         shard: ShardId,
-        /// The decision and context.
-        done: DoneInfo,
+        /// The decisions and contexts.
+        done: Vec<DoneInfo>,
     },
-    /// Follower → leader: decision applied.
+    /// Follower → leader: decisions applied.
     Applied {
         /// Shard.
         shard: ShardId,
-        /// Transaction.
-        txn: TxnId,
+        /// Transactions.
+        txns: Vec<TxnId>,
     },
     /// Leader → followers: I lead `view`.
     Heartbeat {
@@ -464,7 +483,8 @@ impl Txn {
     /// Whether this replica may have to finish the transaction by recovery: it holds a
     /// voted context or Paxos state (an unvoted leader transaction aborts unilaterally).
     fn needs_recovery(&self) -> bool {
-        matches!(self.stage, Stage::Voted) && (self.ctx.is_some() || self.accepted.is_some() || self.promised > 0)
+        matches!(self.stage, Stage::Voted | Stage::Replicating { .. })
+            && (self.ctx.is_some() || self.accepted.is_some() || self.promised > 0)
     }
 }
 
@@ -591,10 +611,25 @@ impl Server {
             .is_some_and(|g| g.status == Status::Normal && g.leader() == self.me)
     }
 
-    /// Whether this replica may act as an acceptor for a transaction started at `ts`
-    /// (a restarted replica may have forgotten a promise or an acceptance of it).
+    /// Whether this replica may vote or hold a replicated vote for a transaction
+    /// started at `ts` (a restarted replica may have forgotten a vote it gave).
     fn may_accept(&self, ts: Time) -> bool {
         self.restarted_at.is_none_or(|r| ts >= r)
+    }
+
+    /// Whether this replica may act as an acceptor of `ballot` for a transaction started
+    /// at `ts`. A restarted replica may have forgotten a promise or an acceptance it made
+    /// before the crash; what a majority knew it has merged back while re-syncing, but a
+    /// ballot that was in flight then (the client's ballot 0, or a recovery ballot issued
+    /// before the restart) may still meet a forgotten promise, so it refuses those for
+    /// transactions older than the restart. Ballots issued after the restart (with a
+    /// margin of `failover` for clock differences) are safe to answer.
+    fn may_accept_ballot(&self, ts: Time, ballot: Ballot) -> bool {
+        match self.restarted_at {
+            None => true,
+            Some(r) if ts >= r => true,
+            Some(r) => ballot != 0 && (ballot >> 20) * 1_000_000 > r + self.env.timeouts.failover,
+        }
     }
 
     fn not_leader(&self, to: NodeId, txn: TxnId, shard: ShardId, cx: &mut Ctx<'_, Msg>) {
@@ -959,7 +994,7 @@ impl Server {
             };
             return cx.send(from, reply);
         }
-        let acceptor = self.may_accept(ts) && self.groups[&shard].status != Status::Syncing;
+        let acceptor = self.may_accept_ballot(ts, ballot) && self.groups[&shard].status != Status::Syncing;
         let now = cx.now();
         if ballot == 0 || !acceptor {
             let t = self.txns.get(&(shard, txn));
@@ -1008,38 +1043,59 @@ impl Server {
         cx.send(from, reply);
     }
 
-    fn on_p2a(&mut self, from: NodeId, m: (TxnId, Time, ShardId, Ballot, bool, Vec<ShardId>), cx: &mut Ctx<'_, Msg>) {
-        let (txn, ts, shard, ballot, commit, shards) = m;
-        let Some(g) = self.groups.get(&shard) else { return };
+    fn on_p2a(&mut self, from: NodeId, m: P2a, cx: &mut Ctx<'_, Msg>) {
+        let parts: Vec<P2bPart> = m
+            .targets
+            .iter()
+            .filter_map(|s| self.p2a_one(m.txn, m.ts, *s, m.ballot, m.commit, &m.shards, cx))
+            .collect();
+        if !parts.is_empty() {
+            let reply = Msg::P2b {
+                txn: m.txn,
+                ballot: m.ballot,
+                parts,
+            };
+            cx.send(from, reply);
+        }
+    }
+
+    /// Phase 2 at this replica of `shard`: the answer to the proposer, if this node
+    /// holds the shard.
+    #[allow(clippy::too_many_arguments)]
+    fn p2a_one(
+        &mut self,
+        txn: TxnId,
+        ts: Time,
+        shard: ShardId,
+        ballot: Ballot,
+        commit: bool,
+        shards: &[ShardId],
+        cx: &mut Ctx<'_, Msg>,
+    ) -> Option<P2bPart> {
+        let g = self.groups.get(&shard)?;
         self.max_ballot = self.max_ballot.max(ballot);
         if let Some(d) = self.done.get(&(shard, txn)) {
-            let reply = Msg::P2b {
-                txn,
+            return Some(P2bPart {
                 shard,
-                ballot,
                 ok: false,
                 promised: 0,
                 chosen: Some(d.commit),
-            };
-            return cx.send(from, reply);
+            });
         }
-        if !self.may_accept(ts) || g.status == Status::Syncing {
-            let reply = Msg::P2b {
-                txn,
+        if !self.may_accept_ballot(ts, ballot) || g.status == Status::Syncing {
+            return Some(P2bPart {
                 shard,
-                ballot,
                 ok: false,
                 promised: Ballot::MAX,
                 chosen: None,
-            };
-            return cx.send(from, reply);
+            });
         }
         let leader = g.leader();
         let i_lead = self.is_leader(shard);
         let now = cx.now();
         let t = self.txns.entry((shard, txn)).or_insert_with(|| Txn::new(txn, ts, now));
         if t.shards.is_empty() {
-            t.shards = shards.clone();
+            t.shards = shards.to_vec();
         }
         t.last_seen = now;
         let ok = ballot >= t.promised;
@@ -1047,25 +1103,20 @@ impl Server {
             t.promised = ballot;
             t.accepted = Some((ballot, commit));
         }
-        let promised = t.promised;
-        cx.send(
-            from,
-            Msg::P2b {
-                txn,
-                shard,
-                ballot,
-                ok,
-                promised,
-                chosen: None,
-            },
-        );
+        let part = P2bPart {
+            shard,
+            ok,
+            promised: t.promised,
+            chosen: None,
+        };
         if !ok {
-            return;
+            return Some(part);
         }
         if ballot == 0 && !commit {
             // The client's ABORT: COMMIT can never be chosen (only the client proposes
             // it, at ballot 0), so it is final now.
-            return self.learn(shard, txn, false, cx);
+            self.learn(shard, txn, false, cx);
+            return Some(part);
         }
         if i_lead {
             self.count_accept(shard, txn, self.me, ballot, commit, cx);
@@ -1080,10 +1131,11 @@ impl Server {
                     shard,
                     ballot,
                     commit,
-                    shards,
+                    shards: shards.to_vec(),
                 },
             );
         }
+        Some(part)
     }
 
     /// Leader: a group member accepted (ballot, decision); a majority makes it chosen.
@@ -1126,7 +1178,13 @@ impl Server {
                 commit: d.commit,
                 ctx: d.ctx.clone(),
             };
-            return cx.send(from, Msg::Decided { shard, done });
+            return cx.send(
+                from,
+                Msg::Decided {
+                    shard,
+                    done: vec![done],
+                },
+            );
         }
         let now = cx.now();
         let t = self.txns.entry((shard, txn)).or_insert_with(|| Txn::new(txn, 0, now));
@@ -1195,47 +1253,55 @@ impl Server {
             },
         );
         if self.is_leader(shard) {
+            // Followers hear of it with the next sweep's batch.
             let g = self.groups.get_mut(&shard).expect("group");
             let followers: BTreeSet<NodeId> = g.replicas.iter().copied().filter(|n| *n != self.me).collect();
             g.pushing.insert(txn, (followers, 0));
-            self.push_decided(shard, txn, cx);
         }
     }
 
-    /// Leader: (re)sends the decision of `txn` to followers that have not applied it.
-    fn push_decided(&mut self, shard: ShardId, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
-        let Some(d) = self.done.get(&(shard, txn)) else { return };
+    /// Leader: sends every decision followers have not confirmed, never sent or last
+    /// sent at least `query` ago, as one batch per follower.
+    fn push_decided(&mut self, shard: ShardId, cx: &mut Ctx<'_, Msg>) {
+        let now = cx.now();
+        let again = self.env.timeouts.query;
         let Some(g) = self.groups.get_mut(&shard) else { return };
-        let Some((left, at)) = g.pushing.get_mut(&txn) else {
-            return;
-        };
-        *at = cx.now();
-        let done = DoneInfo {
-            txn,
-            commit: d.commit,
-            ctx: d.ctx.clone(),
-        };
-        for f in left.iter() {
-            cx.send(
-                *f,
-                Msg::Decided {
-                    shard,
-                    done: done.clone(),
-                },
-            );
+        let mut batches: BTreeMap<NodeId, Vec<DoneInfo>> = BTreeMap::new();
+        for (txn, (left, at)) in g.pushing.iter_mut() {
+            if *at != 0 && now.saturating_sub(*at) < again {
+                continue;
+            }
+            *at = now.max(1);
+            let Some(d) = self.done.get(&(shard, *txn)) else {
+                continue;
+            };
+            for f in left.iter() {
+                batches.entry(*f).or_default().push(DoneInfo {
+                    txn: *txn,
+                    commit: d.commit,
+                    ctx: d.ctx.clone(),
+                });
+            }
+        }
+        for (f, done) in batches {
+            cx.send(f, Msg::Decided { shard, done });
         }
     }
 
-    fn on_decided(&mut self, from: NodeId, shard: ShardId, d: DoneInfo, cx: &mut Ctx<'_, Msg>) {
-        if !self.groups.contains_key(&shard) {
-            return;
+    fn on_decided(&mut self, from: NodeId, shard: ShardId, done: Vec<DoneInfo>, cx: &mut Ctx<'_, Msg>) {
+        if self.groups.get(&shard).is_none_or(|g| g.status == Status::Syncing) {
+            return; // (syncing: the state transfer will carry them; acking now would lose them)
         }
-        if self.groups[&shard].status == Status::Syncing {
-            return; // the state transfer will carry it; acking now would lose it
+        let mut txns = vec![];
+        for d in done {
+            let id = d.txn;
+            self.absorb_done(shard, d, cx);
+            if self.done.contains_key(&(shard, id)) {
+                txns.push(id);
+            }
         }
-        self.absorb_done(shard, d.clone(), cx);
-        if self.done.contains_key(&(shard, d.txn)) {
-            cx.send(from, Msg::Applied { shard, txn: d.txn });
+        if !txns.is_empty() {
+            cx.send(from, Msg::Applied { shard, txns });
         }
     }
 
@@ -1257,12 +1323,14 @@ impl Server {
         self.try_apply_chosen((shard, d.txn), cx);
     }
 
-    fn on_applied(&mut self, from: NodeId, shard: ShardId, txn: TxnId) {
+    fn on_applied(&mut self, from: NodeId, shard: ShardId, txns: Vec<TxnId>) {
         if let Some(g) = self.groups.get_mut(&shard) {
-            if let Some((left, _)) = g.pushing.get_mut(&txn) {
-                left.remove(&from);
-                if left.is_empty() {
-                    g.pushing.remove(&txn);
+            for txn in txns {
+                if let Some((left, _)) = g.pushing.get_mut(&txn) {
+                    left.remove(&from);
+                    if left.is_empty() {
+                        g.pushing.remove(&txn);
+                    }
                 }
             }
         }
@@ -1280,7 +1348,7 @@ impl Server {
         else {
             return;
         };
-        let round = (self.max_ballot >> 20) + 1;
+        let round = ((self.max_ballot >> 20) + 1).max(cx.now() / 1_000_000 + 1);
         let ballot = (round << 20) | (self.me.0 as u64 + 1);
         self.max_ballot = ballot;
         self.proposals.insert(
@@ -1381,48 +1449,24 @@ impl Server {
     /// Re-sends a proposal's current phase to replicas that have not answered it.
     fn resend_proposal(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
         let Some(p) = self.proposals.get(&txn) else { return };
+        if p.value.is_some() {
+            let accepts = &p.accepts;
+            let msgs = self.p2a_msgs(txn, |s, r| accepts.get(&s).is_some_and(|a| a.contains(&r)));
+            for (n, m) in msgs {
+                cx.send(n, m);
+            }
+            return;
+        }
         for s in &p.shards {
-            let answered = match p.value {
-                None => p.promises.get(s),
-                Some(_) => p.accepts.get(s),
-            };
             for r in self.env.layout.replicas(*s) {
-                if answered.is_some_and(|a| a.contains(r)) {
+                if p.promises.get(s).is_some_and(|a| a.contains(r)) {
                     continue;
                 }
-                let m = match p.value {
-                    None => Msg::P1a {
-                        txn,
-                        ts: p.ts,
-                        shard: *s,
-                        ballot: p.ballot,
-                        shards: p.shards.clone(),
-                    },
-                    Some(commit) => Msg::P2a {
-                        txn,
-                        ts: p.ts,
-                        shard: *s,
-                        ballot: p.ballot,
-                        commit,
-                        shards: p.shards.clone(),
-                    },
-                };
-                cx.send(*r, m);
-            }
-        }
-    }
-
-    fn send_p2a(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
-        let Some(p) = self.proposals.get(&txn) else { return };
-        let Some(commit) = p.value else { return };
-        for s in &p.shards {
-            for r in self.env.layout.replicas(*s) {
-                let m = Msg::P2a {
+                let m = Msg::P1a {
                     txn,
                     ts: p.ts,
                     shard: *s,
                     ballot: p.ballot,
-                    commit,
                     shards: p.shards.clone(),
                 };
                 cx.send(*r, m);
@@ -1430,8 +1474,33 @@ impl Server {
         }
     }
 
-    fn on_p2b(&mut self, from: NodeId, m: (TxnId, ShardId, Ballot, bool, Ballot, Option<bool>), cx: &mut Ctx<'_, Msg>) {
-        let (txn, shard, ballot, ok, promised, chosen) = m;
+    fn p2a_msgs(&self, txn: TxnId, skip: impl Fn(ShardId, NodeId) -> bool) -> Vec<(NodeId, Msg)> {
+        let Some(p) = self.proposals.get(&txn) else {
+            return vec![];
+        };
+        let Some(commit) = p.value else { return vec![] };
+        p2a_by_node(&self.env.layout, txn, p.ts, p.ballot, commit, &p.shards, skip)
+    }
+
+    fn send_p2a(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        for (n, m) in self.p2a_msgs(txn, |_, _| false) {
+            cx.send(n, m);
+        }
+    }
+
+    fn on_p2b(&mut self, from: NodeId, txn: TxnId, ballot: Ballot, parts: Vec<P2bPart>, cx: &mut Ctx<'_, Msg>) {
+        for part in parts {
+            self.p2b_one(from, txn, ballot, part, cx);
+        }
+    }
+
+    fn p2b_one(&mut self, from: NodeId, txn: TxnId, ballot: Ballot, part: P2bPart, cx: &mut Ctx<'_, Msg>) {
+        let P2bPart {
+            shard,
+            ok,
+            promised,
+            chosen,
+        } = part;
         if promised != Ballot::MAX {
             self.max_ballot = self.max_ballot.max(promised);
         }
@@ -1518,16 +1587,8 @@ impl Server {
                             cx.send(p, Msg::Heartbeat { shard, view });
                         }
                     }
-                    // Re-push decisions followers have not confirmed.
-                    let again: Vec<TxnId> = g
-                        .pushing
-                        .iter()
-                        .filter(|(_, (_, at))| now.saturating_sub(*at) >= to.query)
-                        .map(|(t, _)| *t)
-                        .collect();
-                    for t in again {
-                        self.push_decided(shard, t, cx);
-                    }
+                    // Decisions followers have not confirmed, in one batch each.
+                    self.push_decided(shard, cx);
                 }
                 Status::Normal | Status::Candidate { .. } => {
                     let since = match g.status {
@@ -1780,7 +1841,6 @@ impl Server {
             if self.done.contains_key(&(shard, p.txn)) {
                 continue;
             }
-            let acceptor = self.may_accept(p.ts);
             let t = self
                 .txns
                 .entry((shard, p.txn))
@@ -1794,11 +1854,12 @@ impl Server {
             if t.ctx.is_none() {
                 t.ctx = p.ctx;
             }
-            if acceptor {
-                t.promised = t.promised.max(p.promised);
-                if p.accepted.is_some_and(|a| t.accepted.is_none_or(|b| a.0 > b.0)) {
-                    t.accepted = p.accepted;
-                }
+            // Adopted even by a restarted replica: reporting a (ballot, decision) some
+            // acceptor really accepted keeps phase 1 safe, and it is how what a
+            // forgotten acceptance helped choose survives the next crash.
+            t.promised = t.promised.max(p.promised);
+            if p.accepted.is_some_and(|a| t.accepted.is_none_or(|b| a.0 > b.0)) {
+                t.accepted = p.accepted;
             }
             t.last_seen = now;
             self.try_apply_chosen((shard, p.txn), cx);
@@ -1843,9 +1904,9 @@ impl Server {
         );
     }
 
-    /// A restarted replica merges a peer's state. It is back once it has the leader's
-    /// state, or the states of a majority of the group not counting itself: every
-    /// decision chosen before the crash was accepted by a majority, which meets them.
+    /// A restarted replica merges a peer's state. It is back once it has the states of a
+    /// majority of the group not counting itself: every decision chosen, and every
+    /// promise given, before the crash involved a majority, which meets them.
     #[allow(clippy::too_many_arguments)]
     fn on_sync_state(
         &mut self,
@@ -1864,7 +1925,10 @@ impl Server {
             return;
         }
         g.view = g.view.max(view);
-        let back = leader || g.synced_from.len() >= g.majority();
+        // Back once a majority of the group other than itself has answered: the leader's
+        // state alone could miss an acceptance only another replica holds.
+        let _ = leader;
+        let back = g.synced_from.len() >= g.majority();
         cx.charge_ops(versions.len() as u32);
         for (k, v, val, wts) in versions {
             self.store.install(&k, v, val, wts);
@@ -1945,6 +2009,40 @@ impl Server {
             }
             self.start_recovery(id, cx);
         }
+        // Leaders re-send votes whose replication has not reached a majority yet.
+        let mut again: Vec<(ShardId, TxnId)> = self
+            .txns
+            .iter()
+            .filter(|(_, t)| {
+                matches!(t.stage, Stage::Replicating { .. }) && now.saturating_sub(t.last_seen) >= to.query
+            })
+            .map(|(k, _)| *k)
+            .collect();
+        again.sort();
+        for (shard, txn) in again {
+            let Some(g) = self.groups.get(&shard) else { continue };
+            if g.status != Status::Normal || g.leader() != self.me {
+                continue;
+            }
+            let view = g.view;
+            let reps = g.replicas.clone();
+            let Some(t) = self.txns.get_mut(&(shard, txn)) else {
+                continue;
+            };
+            let (Stage::Replicating { acks, .. }, Some(ctx)) = (&t.stage, &t.ctx) else {
+                continue;
+            };
+            for r in reps.iter().filter(|r| !acks.contains(r)) {
+                cx.send(
+                    *r,
+                    Msg::Replicate {
+                        shard,
+                        view,
+                        ctx: ctx.clone(),
+                    },
+                );
+            }
+        }
         // Followers keep reporting an accepted decision to their leader until they learn
         // the outcome: the leader learns that a decision is chosen only from these
         // reports, and a lost one must not leave it undecided until recovery.
@@ -2005,6 +2103,42 @@ impl Server {
         }
         cx.set_timer(to.sweep, T_SWEEP);
     }
+}
+
+/// Phase-2 messages of one proposal, one per replica node: each carries every shard of
+/// the configuration that node holds, except those `skip` says already answered.
+#[allow(clippy::too_many_arguments)]
+fn p2a_by_node(
+    layout: &meridian_core::Layout,
+    txn: TxnId,
+    ts: Time,
+    ballot: Ballot,
+    commit: bool,
+    shards: &[ShardId],
+    skip: impl Fn(ShardId, NodeId) -> bool,
+) -> Vec<(NodeId, Msg)> {
+    let mut by_node: BTreeMap<NodeId, Vec<ShardId>> = BTreeMap::new();
+    for s in shards {
+        for r in layout.replicas(*s) {
+            if !skip(*s, *r) {
+                by_node.entry(*r).or_default().push(*s);
+            }
+        }
+    }
+    by_node
+        .into_iter()
+        .map(|(n, targets)| {
+            let m = Msg::P2a {
+                txn,
+                ts,
+                targets,
+                ballot,
+                commit,
+                shards: shards.to_vec(),
+            };
+            (n, m)
+        })
+        .collect()
 }
 
 /// Merges one replica's report of an undecided transaction into `m`.
@@ -2102,19 +2236,23 @@ impl Actor for Server {
             Msg::P2a {
                 txn,
                 ts,
-                shard,
+                targets,
                 ballot,
                 commit,
                 shards,
-            } => self.on_p2a(from, (txn, ts, shard, ballot, commit, shards), cx),
-            Msg::P2b {
-                txn,
-                shard,
-                ballot,
-                ok,
-                promised,
-                chosen,
-            } => self.on_p2b(from, (txn, shard, ballot, ok, promised, chosen), cx),
+            } => self.on_p2a(
+                from,
+                P2a {
+                    txn,
+                    ts,
+                    targets,
+                    ballot,
+                    commit,
+                    shards,
+                },
+                cx,
+            ),
+            Msg::P2b { txn, ballot, parts } => self.on_p2b(from, txn, ballot, parts, cx),
             Msg::Accepted {
                 txn,
                 shard,
@@ -2123,7 +2261,7 @@ impl Actor for Server {
                 shards,
             } => self.on_accepted(from, (txn, shard, ballot, commit, shards), cx),
             Msg::Decided { shard, done } => self.on_decided(from, shard, done, cx),
-            Msg::Applied { shard, txn } => self.on_applied(from, shard, txn),
+            Msg::Applied { shard, txns } => self.on_applied(from, shard, txns),
             Msg::Heartbeat { shard, view } => self.on_heartbeat(from, shard, view, cx),
             Msg::ViewChange { shard, view } => self.on_view_change(from, shard, view, cx),
             Msg::ViewState {
@@ -2184,6 +2322,9 @@ impl Replica for Server {
     }
     fn lock_holds(&self) -> Option<&HoldStats> {
         Some(&self.holds)
+    }
+    fn locked_keys(&self) -> Option<usize> {
+        Some(self.locks.len())
     }
 }
 
@@ -2252,6 +2393,15 @@ impl Client {
             .get(&s)
             .copied()
             .unwrap_or_else(|| self.env.layout.primary(s))
+    }
+
+    /// The believed leader of `s` did not answer: try the next replica of the group next
+    /// time (a live replica answers with a `NotLeader` hint if it is not the leader).
+    fn suspect(&mut self, s: ShardId) {
+        let reps = self.env.layout.replicas(s);
+        let cur = self.leader(s);
+        let i = reps.iter().position(|r| *r == cur).unwrap_or(0);
+        self.leaders.insert(s, reps[(i + 1) % reps.len()]);
     }
 
     fn step(&mut self, cx: &mut Ctx<'_, Msg>) {
@@ -2363,23 +2513,11 @@ impl Client {
             return;
         };
         let shards: Vec<ShardId> = cur.shards.iter().copied().collect();
-        for s in &shards {
-            for r in self.env.layout.replicas(*s) {
-                if acks.get(s).is_some_and(|a| a.contains(r)) {
-                    continue;
-                }
-                cx.send(
-                    *r,
-                    Msg::P2a {
-                        txn: cur.rec.id,
-                        ts: cur.ts,
-                        shard: *s,
-                        ballot: 0,
-                        commit: *commit,
-                        shards: shards.clone(),
-                    },
-                );
-            }
+        let msgs = p2a_by_node(&self.env.layout, cur.rec.id, cur.ts, 0, *commit, &shards, |s, r| {
+            acks.get(&s).is_some_and(|a| a.contains(&r))
+        });
+        for (n, m) in msgs {
+            cx.send(n, m);
         }
     }
 
@@ -2490,14 +2628,14 @@ impl Actor for Client {
                 yes,
                 reason,
             } if txn == cur.rec.id => self.on_vote(shard, yes, reason, cx),
-            Msg::P2b {
-                txn,
-                shard,
-                ballot: 0,
-                ok,
-                chosen,
-                ..
-            } if txn == cur.rec.id => self.on_p2b(from, shard, ok, chosen, cx),
+            Msg::P2b { txn, ballot: 0, parts } if txn == cur.rec.id => {
+                for p in parts {
+                    if self.cur.is_none() {
+                        break;
+                    }
+                    self.on_p2b(from, p.shard, p.ok, p.chosen, cx);
+                }
+            }
             _ => {}
         }
     }
@@ -2505,8 +2643,18 @@ impl Actor for Client {
     fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_ref() else { return };
         match (t, &cur.phase) {
-            (T_READ, Phase::Reading { .. }) => self.decide(false, Some("read timed out".into()), cx),
-            (T_VOTE, Phase::Voting { .. }) => self.decide(false, Some("vote timed out".into()), cx),
+            (T_READ, Phase::Reading { shard, .. }) => {
+                let s = *shard;
+                self.suspect(s);
+                self.decide(false, Some("read timed out".into()), cx)
+            }
+            (T_VOTE, Phase::Voting { yes, .. }) => {
+                let silent: Vec<ShardId> = cur.shards.iter().filter(|s| !yes.contains(s)).copied().collect();
+                for s in silent {
+                    self.suspect(s);
+                }
+                self.decide(false, Some("vote timed out".into()), cx)
+            }
             (T_RESEND, Phase::Deciding { .. }) => {
                 self.send_p2a(cx);
                 cx.set_timer(self.env.timeouts.status, T_RESEND);

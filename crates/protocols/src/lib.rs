@@ -92,6 +92,10 @@ pub trait Replica {
     fn lock_holds(&self) -> Option<&HoldStats> {
         None
     }
+    /// Keys this server holds or awaits locks on, if the protocol reports it.
+    fn locked_keys(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// Exclusive-lock holding times measured in cross-DC one-way trips: from the input that

@@ -1584,6 +1584,9 @@ impl Replica for Server {
     fn lock_holds(&self) -> Option<&HoldStats> {
         Some(&self.holds)
     }
+    fn locked_keys(&self) -> Option<usize> {
+        Some(self.locks.len())
+    }
 }
 
 // ---------------------------------------------------------------- client

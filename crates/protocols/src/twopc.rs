@@ -973,6 +973,9 @@ impl Replica for Server {
             keys: self.store.snapshot(),
         }
     }
+    fn locked_keys(&self) -> Option<usize> {
+        Some(self.locks.len())
+    }
 }
 
 // ---------------------------------------------------------------- client

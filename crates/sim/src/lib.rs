@@ -533,6 +533,11 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
                 }
                 any.then_some(h)
             },
+            locked_at_end: {
+                let live = sim.servers.iter().enumerate().filter(|(i, _)| sim.rt[*i].up);
+                let counts: Vec<usize> = live.filter_map(|(_, s)| s.locked_keys()).collect();
+                (!counts.is_empty()).then(|| counts.iter().sum::<usize>() as u64)
+            },
         },
         wall.elapsed().as_secs_f64(),
     );

@@ -99,6 +99,10 @@ pub struct SimReport {
     /// every lock holding that ended in a commit or abort.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lock_wan_trips: Option<WanTrips>,
+    /// Keys still locked on live servers when the run ended (protocols that report it):
+    /// 0 means no transaction was left holding locks after the liveness phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locked_at_end: Option<u64>,
     /// Message counts.
     pub messages: Messages,
     /// Checker verdict.
@@ -118,6 +122,7 @@ pub(crate) struct Counters {
     pub msgs_wan: u64,
     pub virtual_end: Time,
     pub holds: Option<meridian_protocols::HoldStats>,
+    pub locked_at_end: Option<u64>,
 }
 
 fn latency(mut v: Vec<Time>) -> Latency {
@@ -202,6 +207,7 @@ pub(crate) fn summarize(
             mean: round3(h.mean()),
             max: h.max(),
         }),
+        locked_at_end: c.locked_at_end,
         messages: Messages {
             total: c.msgs_total,
             wan: c.msgs_wan,

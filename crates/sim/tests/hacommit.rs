@@ -108,7 +108,7 @@ fn test_no_log_writes() {
 /// the paper assumes: fewer failed replicas per group than a majority), partitions,
 /// loss, duplication and reordering. Every history checks clean: serializable (read
 /// committed for `hacommit-rc`), atomic, every acknowledged commit on every replica, the
-/// bank's total intact, and, because a transaction committed at one participant and
+/// bank's total intact, no key left locked, and, because a transaction committed at one participant and
 /// aborted at another would leave its writes on some groups only, the same outcome at
 /// every participant.
 #[test]
@@ -130,6 +130,8 @@ fn test_faults_never_lose_or_split_a_commit() {
             let r = sim(p, &c).report;
             assert_clean(&r);
             assert!(r.committed > 50, "{p} {topo} seed {seed}: {r:?}");
+            // Every transaction was finished everywhere: nothing stays locked.
+            assert_eq!(r.locked_at_end, Some(0), "{p} {topo} seed {seed}");
         }
     }
 }

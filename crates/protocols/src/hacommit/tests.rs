@@ -144,7 +144,7 @@ impl Net {
                 let m = Msg::P2a {
                     txn,
                     ts,
-                    shard: ShardId(*s),
+                    targets: vec![ShardId(*s)],
                     ballot: 0,
                     commit,
                     shards: vec![ShardId(shards[0]), ShardId(shards[1])],
@@ -234,7 +234,11 @@ fn leader_failure_is_covered_by_the_replicated_vote() {
     let acks_a = net
         .to_client
         .iter()
-        .filter(|m| matches!(m, Msg::P2b { shard, ok: true, .. } if *shard == ShardId(a)))
+        .flat_map(|m| match m {
+            Msg::P2b { parts, .. } => parts.clone(),
+            _ => vec![],
+        })
+        .filter(|p| p.ok && p.shard == ShardId(a))
         .count();
     assert_eq!(acks_a, 2);
     net.run_for(secs(5.0));
