@@ -60,7 +60,16 @@ fn test_cli_sim_json_has_every_contract_key() {
 
 #[test]
 fn test_cli_bad_input_is_one_clear_line() {
-    let cases: [(&[&str], &str); 12] = [
+    let cases: [(&[&str], &str); 15] = [
+        (&["sim", "--protocol", "hacommit:replicas=x"], "replicas=x"),
+        (
+            &["sim", "--protocol", "hacommit:quorum=2"],
+            "unknown parameter `quorum`",
+        ),
+        (
+            &["sim", "--protocol", "hacommit:replicas=9", "--topology", "lan"],
+            "replicas per shard",
+        ),
         (
             &["sim", "--protocol", "replog:leaders=C/V"],
             "names 2 DCs but the topology has 3 shards",
@@ -158,7 +167,7 @@ fn test_cli_compare_runs_every_protocol() {
     let o = meridian(&["compare", "--txns", "200"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
-    for p in ["2pc-2pl", "2pc-occ", "rc", "replog"] {
+    for p in ["2pc-2pl", "2pc-occ", "rc", "replog", "hacommit", "hacommit-rc"] {
         assert!(
             out.lines().any(|l| l.starts_with(p) && l.trim_end().ends_with("ok")),
             "{out}"
@@ -175,6 +184,11 @@ fn test_cli_compare_runs_every_protocol() {
         out.contains("C/C/C") && out.contains("V/O/I") && !out.contains("FAIL"),
         "{out}"
     );
+    // HACommit's client-crash experiment: recovery leaves nothing locked.
+    let o = meridian(&["compare", "--experiment", "hacommit-fig5"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("keys locked at the end: 0; check: ok"), "{out}");
 }
 
 /// The fsync cost is a real input: forcing the log costs 2PC commit latency on one DC.

@@ -64,11 +64,24 @@
 //!   learn decisions in different orders still agree. A new leader continues above the
 //!   largest sequence number a majority has seen.
 //! - **No memory survives a crash** (that is what *logless* means). A restarted replica
-//!   copies its shards' data and pending contexts from its group's leader before it
-//!   serves, and it never acts as an acceptor (promise, accept, replicate a vote) for a
-//!   transaction that started before it restarted, because it may have forgotten a
-//!   promise or an acceptance. Concurrent failures of a majority of a group are beyond
-//!   what the paper tolerates: that group stalls.
+//!   copies its shards' data, pending contexts and acceptor state (promises and
+//!   acceptances) from a majority of its group other than itself before it serves: any
+//!   decision chosen, or promise given, before the crash involved a majority, which
+//!   meets them. It never votes for a transaction that began before its restart, and
+//!   for such a transaction it answers only ballots issued after its restart (recovery
+//!   ballots carry their issue time): the client's ballot 0, or an older recovery
+//!   ballot, may still meet a promise it forgot. Concurrent failures of a majority of a
+//!   group are beyond what the paper tolerates: that group stalls.
+//! - **Message economy.** The client sends one phase-2 message per replica *node*,
+//!   covering every participant shard that node holds (one per replica of the paper's
+//!   pattern, not one per shard replica). Leaders tell followers which decisions are
+//!   chosen in one batch per sweep, re-sent until confirmed; followers serve no reads,
+//!   so this only delays their catching up, not anyone's critical path.
+//! - **Retransmission.** Leaders re-send unacknowledged vote replication, followers
+//!   re-report their acceptance to the leader until they learn the outcome, recovery
+//!   proposers re-send their current phase, and clients re-send phase 2 to replicas
+//!   that have not answered. A client whose request to a shard's leader times out tries
+//!   the next replica of the group next time.
 //! - **Configuration messages.** The paper has the client send the growing configuration
 //!   to every participant contacted so far on each operation. Here each operation
 //!   carries it to the participant it goes to, and the last operation carries the final
