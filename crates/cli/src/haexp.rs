@@ -17,7 +17,7 @@
 //! PREPARED at each participant and COMMIT at the coordinator; Replicated Commit forces
 //! PREPARED and the vote in every DC.
 
-use crate::{progress, RunArgs};
+use crate::RunArgs;
 use anyhow::{bail, Result};
 use meridian_core::{secs, Outcome, Time, Topology};
 use meridian_sim::{SimConfig, SimOutput};
@@ -40,27 +40,12 @@ impl Ctx<'_> {
         Ok(c)
     }
 
-    /// Runs and reports a failed check.
     fn run(&mut self, protocol: &str, cfg: &SimConfig) -> Result<SimOutput> {
-        let out = meridian_sim::run_named(protocol, cfg, &mut progress(protocol))?;
-        if !out.report.check.ok() {
-            self.failed = true;
-            eprintln!("{protocol}: check FAILED on {}:", cfg.topology.name);
-            for a in out.report.check.anomalies.iter().take(5) {
-                eprintln!("  {a}");
-            }
-        }
-        Ok(out)
+        crate::exp::run_checked(protocol, cfg, &mut self.failed)
     }
 }
 
-fn ok(o: &SimOutput) -> &'static str {
-    if o.report.check.ok() {
-        "ok"
-    } else {
-        "FAIL"
-    }
-}
+use crate::exp::ok;
 
 /// Three LAN "DCs" of three nodes, 0.1 ms apart: where Replicated Commit (one replica
 /// per DC) runs in the LAN experiments.

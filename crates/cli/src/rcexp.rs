@@ -8,7 +8,7 @@
 //! Replicated Log clients live only in DCs that hold a leader (§5); `replog` uses the
 //! leader placement the paper names for each figure (`V/O/I` by default).
 
-use crate::{progress, RunArgs};
+use crate::RunArgs;
 use anyhow::{bail, Result};
 use meridian_core::{secs, Outcome, Time, Topology};
 use meridian_protocols::rc::crossover_reads;
@@ -36,25 +36,11 @@ impl Ctx<'_> {
     }
 
     fn run(&mut self, protocol: &str, cfg: &SimConfig) -> Result<SimOutput> {
-        let out = meridian_sim::run_named(protocol, cfg, &mut progress(protocol))?;
-        if !out.report.check.ok() {
-            self.failed = true;
-            eprintln!("{protocol}: check FAILED on {}:", cfg.topology.name);
-            for a in out.report.check.anomalies.iter().take(5) {
-                eprintln!("  {a}");
-            }
-        }
-        Ok(out)
+        crate::exp::run_checked(protocol, cfg, &mut self.failed)
     }
 }
 
-fn ok(o: &SimOutput) -> &'static str {
-    if o.report.check.ok() {
-        "ok"
-    } else {
-        "FAIL"
-    }
-}
+use crate::exp::ok;
 
 /// The paper's load: 5 generators and 10 transactions/s per client DC.
 fn paper_load(cfg: &mut SimConfig, dcs: usize) {
