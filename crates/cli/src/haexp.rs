@@ -17,6 +17,7 @@
 //! PREPARED at each participant and COMMIT at the coordinator; Replicated Commit forces
 //! PREPARED and the vote in every DC.
 
+use crate::exp::ok;
 use crate::RunArgs;
 use anyhow::{bail, Result};
 use meridian_core::{secs, Outcome, Time, Topology};
@@ -44,8 +45,6 @@ impl Ctx<'_> {
         crate::exp::run_checked(protocol, cfg, &mut self.failed)
     }
 }
-
-use crate::exp::ok;
 
 /// Three LAN "DCs" of three nodes, 0.1 ms apart: where Replicated Commit (one replica
 /// per DC) runs in the LAN experiments.

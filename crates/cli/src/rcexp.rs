@@ -8,6 +8,7 @@
 //! Replicated Log clients live only in DCs that hold a leader (§5); `replog` uses the
 //! leader placement the paper names for each figure (`V/O/I` by default).
 
+use crate::exp::ok;
 use crate::RunArgs;
 use anyhow::{bail, Result};
 use meridian_core::{secs, Outcome, Time, Topology};
@@ -39,8 +40,6 @@ impl Ctx<'_> {
         crate::exp::run_checked(protocol, cfg, &mut self.failed)
     }
 }
-
-use crate::exp::ok;
 
 /// The paper's load: 5 generators and 10 transactions/s per client DC.
 fn paper_load(cfg: &mut SimConfig, dcs: usize) {
