@@ -685,7 +685,10 @@ impl Server {
             Acquired::Waiting { wound } => {
                 let hops = cx.hops();
                 if let Some(t) = self.txns.get_mut(&(shard, txn)) {
-                    t.pending_reads.push((from, key, hops));
+                    // A duplicated read already waiting is answered by the same grant.
+                    if !t.pending_reads.iter().any(|(_, k, _)| *k == key) {
+                        t.pending_reads.push((from, key, hops));
+                    }
                 }
                 self.wound(shard, wound, cx);
             }
