@@ -406,8 +406,6 @@ pub enum Msg {
         shard: ShardId,
         /// Sender's view.
         view: u64,
-        /// Whether the sender leads that view.
-        leader: bool,
         /// Every committed version of the shard's keys, with its sequence number.
         versions: Vec<(Key, VersionId, Value, u64)>,
         /// Undecided transactions.
@@ -690,7 +688,7 @@ impl Server {
                         t.pending_reads.push((from, key, hops));
                     }
                 }
-                self.wound(shard, wound, cx);
+                self.wound(wound, cx);
             }
             Acquired::Denied | Acquired::TookOver { .. } => unreachable!("wound-wait never denies"),
         }
@@ -704,7 +702,7 @@ impl Server {
 
     /// Aborts wounded transactions that have not voted (their shards are those this
     /// node leads; a lock is per key, so the shard is the key's).
-    fn wound(&mut self, _shard: ShardId, victims: Vec<TxnId>, cx: &mut Ctx<'_, Msg>) {
+    fn wound(&mut self, victims: Vec<TxnId>, cx: &mut Ctx<'_, Msg>) {
         for v in victims {
             let keys: Vec<(ShardId, TxnId)> = self
                 .txns
@@ -874,7 +872,7 @@ impl Server {
         if waiting == 0 {
             self.locked((shard, txn), cx);
         } else {
-            self.wound(shard, wounded, cx);
+            self.wound(wounded, cx);
         }
     }
 
@@ -1891,7 +1889,6 @@ impl Server {
             // Our leader restarted and forgot everything: elect another one now.
             g.last_hb = 0;
         }
-        let leader = g.status == Status::Normal && g.leader() == self.me;
         let view = g.view;
         let layout = self.env.layout.clone();
         let mut versions: Vec<(Key, VersionId, Value, u64)> = vec![];
@@ -1911,7 +1908,6 @@ impl Server {
             Msg::SyncState {
                 shard,
                 view,
-                leader,
                 versions,
                 pending,
                 done,
@@ -1929,7 +1925,6 @@ impl Server {
         from: NodeId,
         shard: ShardId,
         view: u64,
-        leader: bool,
         versions: Vec<(Key, VersionId, Value, u64)>,
         pending: Vec<PendingInfo>,
         done: Vec<DoneInfo>,
@@ -1943,7 +1938,6 @@ impl Server {
         g.view = g.view.max(view);
         // Back once a majority of the group other than itself has answered: the leader's
         // state alone could miss an acceptance only another replica holds.
-        let _ = leader;
         let back = g.synced_from.len() >= g.majority();
         cx.charge_ops(versions.len() as u32);
         for (k, v, val, wts) in versions {
@@ -2298,12 +2292,11 @@ impl Actor for Server {
             Msg::SyncState {
                 shard,
                 view,
-                leader,
                 versions,
                 pending,
                 done,
                 seq,
-            } => self.on_sync_state(from, shard, view, leader, versions, pending, done, seq, cx),
+            } => self.on_sync_state(from, shard, view, versions, pending, done, seq, cx),
             Msg::ReadReply { .. } | Msg::NotLeader { .. } | Msg::Vote { .. } => {} // client messages
         }
     }
