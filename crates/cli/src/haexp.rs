@@ -49,23 +49,13 @@ impl Ctx<'_> {
 /// Three LAN "DCs" of three nodes, 0.1 ms apart: where Replicated Commit (one replica
 /// per DC) runs in the LAN experiments.
 pub fn lan3() -> Topology {
-    let t = "dcs = [\"L1\", \"L2\", \"L3\"]\nnodes_per_dc = 3\nshards = 8\nintra_rtt_ms = 0.1\n\
-             rtt_ms = [[0, 0.1, 0.1], [0.1, 0, 0.1], [0.1, 0.1, 0]]\n";
-    Topology::from_toml(t, "lan3").expect("lan3 is valid")
+    Topology::uniform("lan3", &["L1", "L2", "L3"], 0.1, 0.1, 3, 8)
 }
 
 /// Five LAN "DCs" of one node each, 0.1 ms apart: five replicas that can be cut off from
 /// each other (the fault experiment).
 fn lan5() -> Topology {
-    let mut t = String::from(
-        "dcs = [\"R1\", \"R2\", \"R3\", \"R4\", \"R5\"]\nnodes_per_dc = 1\nshards = 5\nintra_rtt_ms = 0.1\nrtt_ms = [\n",
-    );
-    for a in 0..5 {
-        let row: Vec<&str> = (0..5).map(|b| if a == b { "0" } else { "0.1" }).collect();
-        t += &format!("  [{}],\n", row.join(", "));
-    }
-    t += "]\n";
-    Topology::from_toml(&t, "lan5").expect("lan5 is valid")
+    Topology::uniform("lan5", &["R1", "R2", "R3", "R4", "R5"], 0.1, 0.1, 1, 5)
 }
 
 pub fn run(name: &str, args: &RunArgs) -> Result<ExitCode> {

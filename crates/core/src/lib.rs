@@ -17,4 +17,4 @@ pub use history::{KeyState, Outcome, ReadRec, ReplicaSnapshot, TxnRecord, WriteR
 pub use ids::{ClientId, DcId, NodeId, ShardId, TxnId, VersionId};
 pub use key::{Key, Value};
 pub use time::{ms, secs, Time};
-pub use topology::{shard_of, HomeRule, Layout, Placement, Topology, TopologyError};
+pub use topology::{shard_of, HomeRule, Layout, Placement, Topology, TopologyError, DEFAULT_INTRA_RTT_MS};

@@ -160,6 +160,31 @@ impl Topology {
         }
     }
 
+    /// DCs that are all `rtt_ms` apart (the triangle inequality holds exactly), with
+    /// `intra_rtt_ms` inside each: the topology on which the papers' trip counts hold
+    /// exactly, or a LAN split into "DCs" that faults can cut apart.
+    pub fn uniform(
+        name: &str,
+        dcs: &[&str],
+        rtt_ms: f64,
+        intra_rtt_ms: f64,
+        nodes_per_dc: u32,
+        shards: u32,
+    ) -> Topology {
+        let n = dcs.len();
+        let rtt = (0..n)
+            .map(|a| (0..n).map(|b| if a == b { 0.0 } else { rtt_ms }).collect())
+            .collect();
+        Topology {
+            name: name.to_string(),
+            dcs: dcs.iter().map(|s| s.to_string()).collect(),
+            rtt_ms: rtt,
+            intra_rtt_ms,
+            nodes_per_dc,
+            shards,
+        }
+    }
+
     /// A named preset of DESIGN.md, or `None`.
     pub fn preset(name: &str) -> Option<Topology> {
         let t = match name {
@@ -708,5 +733,13 @@ mod tests {
             };
             assert!(Layout::new(t, too_many).is_err());
         }
+    }
+
+    #[test]
+    fn uniform_matches_its_toml_spelling() {
+        let toml = "dcs = [\"A\", \"B\", \"C\"]\nnodes_per_dc = 3\nshards = 8\nintra_rtt_ms = 0.1\n\
+                    rtt_ms = [[0, 0.1, 0.1], [0.1, 0, 0.1], [0.1, 0.1, 0]]\n";
+        let t = Topology::from_toml(toml, "u").unwrap();
+        assert_eq!(Topology::uniform("u", &["A", "B", "C"], 0.1, 0.1, 3, 8), t);
     }
 }

@@ -1,7 +1,7 @@
 //! HACommit (hacommit.md §IV–VI) end to end in the simulator: the message pattern in
 //! WAN trips, and histories under client crashes, replica crashes, loss and reordering.
 
-use meridian_core::{HomeRule, Topology};
+use meridian_core::{HomeRule, Topology, DEFAULT_INTRA_RTT_MS};
 use meridian_sim::{run_named, SimConfig, SimOutput, SimReport};
 
 fn sim(p: &str, c: &SimConfig) -> SimOutput {
@@ -33,13 +33,14 @@ fn commit_only(topo: Topology, home: &str, client: &str, txns: u64) -> SimConfig
 }
 
 fn uniform5() -> Topology {
-    let mut t = String::from("dcs = [\"C\", \"V\", \"O\", \"I\", \"S\"]\nnodes_per_dc = 3\nshards = 3\nrtt_ms = [\n");
-    for a in 0..5 {
-        let row: Vec<&str> = (0..5).map(|b| if a == b { "0" } else { "100" }).collect();
-        t += &format!("  [{}],\n", row.join(", "));
-    }
-    t += "]\n";
-    Topology::from_toml(&t, "uniform5").unwrap()
+    Topology::uniform(
+        "uniform5",
+        &["C", "V", "O", "I", "S"],
+        100.0,
+        DEFAULT_INTRA_RTT_MS,
+        3,
+        3,
+    )
 }
 
 /// §IV–V on a geo topology: replicas of every group in C, V and O; the client in C next

@@ -1,7 +1,7 @@
 //! Replicated Commit (`rc`) and the Spanner-style replicated log (`replog`):
 //! replicated-commit.md §2, §3, §4.2, §4.3 and §5, end to end in the simulator.
 
-use meridian_core::{secs, shard_of, Outcome, Topology};
+use meridian_core::{secs, shard_of, Outcome, Topology, DEFAULT_INTRA_RTT_MS};
 use meridian_protocols::rc::{crossover_reads, ReplicatedCommit};
 use meridian_sim::{run_named, SimConfig, SimOutput, SimReport};
 use std::collections::BTreeSet;
@@ -26,13 +26,14 @@ fn assert_clean(r: &SimReport) {
 /// topology where no detour is shorter than the direct path (rc5's Table 1 violates the
 /// triangle inequality: S→C→O is faster than S→O).
 fn uniform5() -> Topology {
-    let mut t = String::from("dcs = [\"C\", \"V\", \"O\", \"I\", \"S\"]\nnodes_per_dc = 3\nshards = 3\nrtt_ms = [\n");
-    for a in 0..5 {
-        let row: Vec<&str> = (0..5).map(|b| if a == b { "0" } else { "100" }).collect();
-        t += &format!("  [{}],\n", row.join(", "));
-    }
-    t += "]\n";
-    Topology::from_toml(&t, "uniform5").unwrap()
+    Topology::uniform(
+        "uniform5",
+        &["C", "V", "O", "I", "S"],
+        100.0,
+        DEFAULT_INTRA_RTT_MS,
+        3,
+        3,
+    )
 }
 
 /// Write-only transactions (so the WAN trips of a transaction are those of its commit),
