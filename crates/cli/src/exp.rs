@@ -1,8 +1,29 @@
 //! What every paper experiment shares: a checked run and its verdict column.
 
-use crate::progress;
+use crate::{progress, RunArgs};
 use anyhow::Result;
+use meridian_core::Topology;
 use meridian_sim::{SimConfig, SimOutput};
+
+/// The run flags' config on `topo` with `workload`, `txns` and `clients`, clients spread
+/// over `client_dcs` (names; empty: every DC), and no faults (an experiment sets its own).
+pub fn config(
+    args: &RunArgs,
+    topo: &Topology,
+    workload: &str,
+    txns: u64,
+    clients: u32,
+    client_dcs: &[&str],
+) -> Result<SimConfig> {
+    let mut c = args.config()?;
+    c.topology = topo.clone();
+    c.workload = workload.to_string();
+    c.txns = txns;
+    c.clients = clients;
+    c.client_dcs = client_dcs.iter().map(|d| topo.dc(d)).collect::<Result<_, _>>()?;
+    c.faults = String::new();
+    Ok(c)
+}
 
 /// Runs `protocol` on `cfg`; a failed check prints its first anomalies and sets `failed`
 /// (the experiment then exits 3).

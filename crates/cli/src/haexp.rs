@@ -31,14 +31,7 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn cfg(&self, topo: &Topology, workload: &str, txns: u64, clients: u32) -> Result<SimConfig> {
-        let mut c = self.args.config()?;
-        c.topology = topo.clone();
-        c.workload = workload.to_string();
-        c.txns = txns;
-        c.clients = clients;
-        c.client_dcs = vec![];
-        c.faults = String::new();
-        Ok(c)
+        crate::exp::config(self.args, topo, workload, txns, clients, &[])
     }
 
     fn run(&mut self, protocol: &str, cfg: &SimConfig) -> Result<SimOutput> {

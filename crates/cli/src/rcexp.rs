@@ -26,14 +26,7 @@ struct Ctx<'a> {
 impl Ctx<'_> {
     /// A config on `topo` with `clients` spread over `client_dcs` (names).
     fn cfg(&self, topo: &Topology, workload: &str, txns: u64, clients: u32, client_dcs: &[&str]) -> Result<SimConfig> {
-        let mut c = self.args.config()?;
-        c.topology = topo.clone();
-        c.workload = workload.to_string();
-        c.txns = txns;
-        c.clients = clients;
-        c.client_dcs = client_dcs.iter().map(|d| topo.dc(d)).collect::<Result<_, _>>()?;
-        c.faults = String::new();
-        Ok(c)
+        crate::exp::config(self.args, topo, workload, txns, clients, client_dcs)
     }
 
     fn run(&mut self, protocol: &str, cfg: &SimConfig) -> Result<SimOutput> {
