@@ -16,6 +16,17 @@
 //! Reads of a key the transaction already wrote return the buffered write, and a
 //! second read of a key returns the first read's value (repeatable reads); neither
 //! goes to a server. A program may abort itself with [`Tx::abort`].
+//!
+//! Two refinements serve protocols that need more than "the next read":
+//!
+//! - [`Tx::read_batch`] reads keys that do not depend on each other (the "futures" of
+//!   crossstitch.md §5.1). The run still stops at the first unknown key, and
+//!   [`Execution::batch`] lists the other unknown keys of that batch, so an interactive
+//!   client can fetch them all in one round trip; a client that ignores it simply reads
+//!   them one after another.
+//! - [`Execution::step_ops`] also returns the writes the program made *before* it
+//!   stopped, so a shipped execution can perform each write at its key's server in
+//!   program order (a CrossStitch "put" state) instead of buffering all of them.
 
 use meridian_core::{Key, Value};
 use rustc_hash::FxHashMap as HashMap;
@@ -70,6 +81,7 @@ pub struct Tx<'a> {
     index: &'a HashMap<Key, usize>,
     writes: Vec<(Key, Value)>,
     output: Option<Value>,
+    batch: Vec<Key>,
 }
 
 impl Tx<'_> {
@@ -81,6 +93,30 @@ impl Tx<'_> {
         match self.index.get(key) {
             Some(&i) => Ok(self.known[i].1.clone()),
             None => Err(Stop::NeedRead(key.clone())),
+        }
+    }
+    /// Reads keys that do not depend on each other. If any is unknown the run stops at
+    /// the first unknown one, and the others are offered through [`Execution::batch`].
+    pub fn read_batch(&mut self, keys: &[Key]) -> Result<Vec<Option<Value>>, Stop> {
+        let mut missing: Vec<Key> = Vec::new();
+        let mut out = Vec::with_capacity(keys.len());
+        for k in keys {
+            match self.read(k) {
+                Ok(v) => out.push(v),
+                Err(_) => {
+                    if !missing.contains(k) {
+                        missing.push(k.clone());
+                    }
+                }
+            }
+        }
+        match missing.first() {
+            None => Ok(out),
+            Some(first) => {
+                let first = first.clone();
+                self.batch = missing;
+                Err(Stop::NeedRead(first))
+            }
         }
     }
     /// Reads a key holding a little-endian u64 (missing or malformed reads as `default`).
@@ -178,6 +214,8 @@ pub struct Execution {
     reads: Vec<(Key, Option<Value>)>,
     #[serde(skip)]
     index: HashMap<Key, usize>,
+    #[serde(skip)]
+    batch: Vec<Key>,
 }
 
 impl Execution {
@@ -187,11 +225,19 @@ impl Execution {
             call,
             reads: Vec::new(),
             index: HashMap::default(),
+            batch: Vec::new(),
         }
     }
 
     /// Runs the program from the top against the known reads.
     pub fn step(&mut self, reg: &Registry) -> Result<Step, TxnError> {
+        self.step_ops(reg).map(|(s, _)| s)
+    }
+
+    /// Like [`Self::step`], and also returns the writes made before the run stopped
+    /// (for [`Step::Done`] they are the same as its `writes`; for [`Step::Abort`] they
+    /// are empty, since an aborting program writes nothing).
+    pub fn step_ops(&mut self, reg: &Registry) -> Result<(Step, Vec<(Key, Value)>), TxnError> {
         let prog = reg.get(&self.call.program)?;
         if self.index.len() != self.reads.len() {
             self.reindex();
@@ -201,16 +247,33 @@ impl Execution {
             index: &self.index,
             writes: Vec::new(),
             output: None,
+            batch: Vec::new(),
         };
-        Ok(match prog.run(&self.call.args, &mut tx) {
-            Ok(()) => Step::Done {
-                writes: tx.writes,
-                output: tx.output,
-            },
-            Err(Stop::NeedRead(k)) => Step::Read(k),
-            Err(Stop::Abort(r)) => Step::Abort(r),
-            Err(Stop::Fault(r)) => Step::Abort(format!("program fault: {r}")),
+        let r = prog.run(&self.call.args, &mut tx);
+        self.batch = std::mem::take(&mut tx.batch);
+        Ok(match r {
+            Ok(()) => (
+                Step::Done {
+                    writes: tx.writes.clone(),
+                    output: tx.output,
+                },
+                tx.writes,
+            ),
+            Err(Stop::NeedRead(k)) => {
+                if self.batch.first() != Some(&k) {
+                    self.batch.clear();
+                }
+                (Step::Read(k), tx.writes)
+            }
+            Err(Stop::Abort(r)) => (Step::Abort(r), vec![]),
+            Err(Stop::Fault(r)) => (Step::Abort(format!("program fault: {r}")), vec![]),
         })
+    }
+
+    /// After a step that returned [`Step::Read`] from inside [`Tx::read_batch`]: every
+    /// unknown key of that batch, the one returned first. Empty otherwise.
+    pub fn batch(&self) -> &[Key] {
+        &self.batch
     }
 
     /// Supplies the value of a read the last step asked for. A second value for a key
@@ -326,6 +389,43 @@ mod tests {
             args: vec![],
         });
         assert_eq!(none.step(&r), Err(TxnError::UnknownProgram("nope".into())));
+    }
+
+    /// Reads `a` and `b` together, then writes `c` = a + b and reads `d`.
+    struct Batch;
+    impl Program for Batch {
+        fn name(&self) -> &'static str {
+            "batch"
+        }
+        fn run(&self, _args: &[Arg], tx: &mut Tx<'_>) -> Result<(), Stop> {
+            let vs = tx.read_batch(&[Key::from("a"), Key::from("b")])?;
+            let sum: u64 = vs.iter().map(|v| v.as_ref().and_then(|v| v.as_u64()).unwrap_or(0)).sum();
+            tx.write(Key::from("c"), Value::from_u64(sum));
+            tx.read(&Key::from("d"))?;
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn batch_reads_offer_every_missing_key_and_step_ops_returns_earlier_writes() {
+        let mut r = Registry::new();
+        r.register(Arc::new(Batch));
+        let mut e = Execution::new(Call {
+            program: "batch".into(),
+            args: vec![],
+        });
+        let (s, w) = e.step_ops(&r).unwrap();
+        assert_eq!(s, Step::Read(Key::from("a")));
+        assert!(w.is_empty());
+        assert_eq!(e.batch(), &[Key::from("a"), Key::from("b")]);
+        e.supply(Key::from("a"), Some(Value::from_u64(2)));
+        assert_eq!(e.step(&r).unwrap(), Step::Read(Key::from("b")));
+        assert_eq!(e.batch(), &[Key::from("b")]);
+        e.supply(Key::from("b"), Some(Value::from_u64(3)));
+        let (s, w) = e.step_ops(&r).unwrap();
+        assert_eq!(s, Step::Read(Key::from("d")));
+        assert!(e.batch().is_empty(), "a plain read is not a batch");
+        assert_eq!(w, vec![(Key::from("c"), Value::from_u64(5))]);
     }
 
     #[test]
