@@ -683,8 +683,13 @@ impl<P: Protocol> Sim<'_, P> {
             client,
             seq: self.client_seq[c],
         };
-        let call = self.workload.next_call(&mut self.wl_rng);
         let node = NodeId(self.layout.num_servers() + client);
+        let site = meridian_workload::Site {
+            client_dc: self.layout.dc_of(node).0 as u32,
+            dcs: self.layout.topology.num_dcs() as u32,
+            shards: self.layout.topology.shards,
+        };
+        let call = self.workload.next_call_at(&mut self.wl_rng, &site);
         self.dispatch(node, 0, move |a, cx| {
             if let Either::C(cl) = a {
                 cl.submit(txn, call, cx)

@@ -6,11 +6,17 @@
 //! | `ycsb` | `ops=5, reads=0.5, keys=3000, theta=0, value=10` | `ycsb`: `ops` distinct keys, each read or blind-written; `theta>0` picks keys zipfian(θ) |
 //! | `bank` | `accounts=100, initial=1000, max=100` | `transfer`: move up to `max` between two accounts, user-abort on insufficient funds; total balance is invariant |
 //! | `dependent-reads` | `k=3, keys=1000` | `chain`: `k` reads, each key computed from the previous value, then one write |
+//! | `chain` | `ops=10, reads=0.8, keys=100000, value=1024` | `chain-ops`: crossstitch.md §5.2's synthetic chain: `ops` dependent reads/writes on distinct keys, the client's DC first |
+//! | `tpcc` | `txn=order-status\|stock-level\|new-order\|payment` or `mix=standard`; `districts=10, customers=3000, items=100000` | `tpcc-*`: TPC-C-like transactions on rows partitioned across DCs (§5.3) |
+//!
+//! `chain` and `tpcc` place keys in DCs; see [`partitioned`].
 //!
 //! Every program is in [`registry`], so any node can run any workload.
 
+pub mod partitioned;
 mod programs;
 
+pub use partitioned::{Site, Tpcc, TpccTxn};
 pub use programs::registry;
 
 use meridian_core::{Key, Rng, Value};
@@ -23,7 +29,7 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WorkloadError {
     /// Unknown workload name.
-    #[error("unknown workload `{0}` (known: ycsb, bank, dependent-reads)")]
+    #[error("unknown workload `{0}` (known: ycsb, bank, dependent-reads, chain, tpcc)")]
     UnknownName(String),
     /// Unknown parameter for this workload.
     #[error("workload `{name}` has no parameter `{key}` (known: {known})")]
@@ -56,6 +62,11 @@ pub trait Workload: Send {
     fn spec(&self) -> String;
     /// The next call to run.
     fn next_call(&mut self, rng: &mut Rng) -> Call;
+    /// The next call to run from `site` (partitioned workloads place keys and order
+    /// operations by it; the others ignore it).
+    fn next_call_at(&mut self, rng: &mut Rng, _site: &Site) -> Call {
+        self.next_call(rng)
+    }
     /// Checks the workload's invariant on the final committed values
     /// (`lookup(key)` = latest committed value at the key's primary replica).
     fn check_final(&self, _lookup: &dyn Fn(&Key) -> Option<Value>) -> Result<(), String> {
@@ -185,6 +196,8 @@ pub fn build(spec: &str) -> Result<Box<dyn Workload>, WorkloadError> {
             }
             Box::new(DependentReads { k, keys })
         }
+        "chain" => Box::new(partitioned::ChainWl::build(&mut p)?),
+        "tpcc" => Box::new(partitioned::TpccWl::build(&mut p)?),
         other => return Err(WorkloadError::UnknownName(other.to_string())),
     };
     p.finish()?;
@@ -360,7 +373,7 @@ mod tests {
         let e = |s: &str| build(s).err().unwrap().to_string();
         assert_eq!(
             e("tpcx"),
-            "unknown workload `tpcx` (known: ycsb, bank, dependent-reads)"
+            "unknown workload `tpcx` (known: ycsb, bank, dependent-reads, chain, tpcc)"
         );
         assert!(e("ycsb:opz=3").contains("has no parameter `opz`"));
         assert!(e("ycsb:ops=x").contains("bad value for `ops`"));

@@ -10,6 +10,11 @@ pub fn registry() -> Registry {
     r.register(Arc::new(YcsbProgram));
     r.register(Arc::new(Transfer));
     r.register(Arc::new(Chain));
+    r.register(Arc::new(crate::partitioned::ChainOps));
+    r.register(Arc::new(crate::partitioned::OrderStatus));
+    r.register(Arc::new(crate::partitioned::StockLevel));
+    r.register(Arc::new(crate::partitioned::NewOrder));
+    r.register(Arc::new(crate::partitioned::Payment));
     r
 }
 
