@@ -5,6 +5,7 @@
 //! Runtimes (the simulator, the TCP runtime) only deliver messages and fire timers.
 
 pub mod client;
+pub mod crossstitch;
 pub mod hacommit;
 pub mod rc;
 pub mod replog;
@@ -19,7 +20,15 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 /// Names of the protocols that exist, as accepted by `--protocol`.
-pub const PROTOCOLS: [&str; 6] = ["2pc-2pl", "2pc-occ", "rc", "replog", "hacommit", "hacommit-rc"];
+pub const PROTOCOLS: [&str; 7] = [
+    "2pc-2pl",
+    "2pc-occ",
+    "rc",
+    "replog",
+    "hacommit",
+    "hacommit-rc",
+    "crossstitch",
+];
 
 /// Timeouts shared by protocols (virtual or real nanoseconds).
 #[derive(Clone, Debug)]
@@ -94,6 +103,12 @@ pub trait Replica {
     }
     /// Keys this server holds or awaits locks on, if the protocol reports it.
     fn locked_keys(&self) -> Option<usize> {
+        None
+    }
+    /// Every outcome this server applied (and any later decision contradicting one),
+    /// if the protocol tracks it: the runtime checks that no transaction is committed
+    /// at one participant and aborted at another.
+    fn outcomes(&self) -> Option<Vec<(TxnId, bool)>> {
         None
     }
 }

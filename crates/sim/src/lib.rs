@@ -183,6 +183,7 @@ pub fn run_named(name: &str, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64)
         "rc" => run(meridian_protocols::rc::ReplicatedCommit::default(), cfg, progress),
         "replog" => run(replog_for(&spec, cfg)?, cfg, progress),
         "hacommit" | "hacommit-rc" => run(hacommit_for(&spec)?, cfg, progress),
+        "crossstitch" => run(meridian_protocols::crossstitch::CrossStitch::default(), cfg, progress),
         other => Err(SimError::UnknownProtocol(other.to_string())),
     }
 }
@@ -537,6 +538,24 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
                 let live = sim.servers.iter().enumerate().filter(|(i, _)| sim.rt[*i].up);
                 let counts: Vec<usize> = live.filter_map(|(_, s)| s.locked_keys()).collect();
                 (!counts.is_empty()).then(|| counts.iter().sum::<usize>() as u64)
+            },
+            split_decisions: {
+                let mut seen: HashMap<TxnId, (bool, bool)> = HashMap::default();
+                let mut any = false;
+                for s in &sim.servers {
+                    if let Some(v) = s.outcomes() {
+                        any = true;
+                        for (t, c) in v {
+                            let e = seen.entry(t).or_default();
+                            if c {
+                                e.0 = true;
+                            } else {
+                                e.1 = true;
+                            }
+                        }
+                    }
+                }
+                any.then(|| seen.values().filter(|(c, a)| *c && *a).count() as u64)
             },
         },
         wall.elapsed().as_secs_f64(),

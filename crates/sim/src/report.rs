@@ -103,6 +103,10 @@ pub struct SimReport {
     /// 0 means no transaction was left holding locks after the liveness phase.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locked_at_end: Option<u64>,
+    /// Transactions committed at one participant and aborted at another (protocols
+    /// that report their outcomes): must be 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split_decisions: Option<u64>,
     /// Message counts.
     pub messages: Messages,
     /// Checker verdict.
@@ -123,6 +127,7 @@ pub(crate) struct Counters {
     pub virtual_end: Time,
     pub holds: Option<meridian_protocols::HoldStats>,
     pub locked_at_end: Option<u64>,
+    pub split_decisions: Option<u64>,
 }
 
 fn latency(mut v: Vec<Time>) -> Latency {
@@ -208,6 +213,7 @@ pub(crate) fn summarize(
             max: h.max(),
         }),
         locked_at_end: c.locked_at_end,
+        split_decisions: c.split_decisions,
         messages: Messages {
             total: c.msgs_total,
             wan: c.msgs_wan,
