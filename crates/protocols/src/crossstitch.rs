@@ -646,9 +646,8 @@ impl Server {
                     self.store.abort_tentative(&k, v);
                 }
                 self.unlink_deps(txn, pos, &part.deps);
-                self.record_done(txn, false, None, reason.clone(), cx);
-                self.cascade(txn, &reason, cx);
                 self.tell_abort_backward(txn, &chain, pos - 1, &reason, cx);
+                self.decided(txn, false, None, reason, false, cx);
             }
             Ok(next) => {
                 let prev = part.chain[pos as usize - 1].node;
@@ -1087,11 +1086,8 @@ impl Server {
         push: bool,
         cx: &mut Ctx<'_, Msg>,
     ) {
-        let known = self.done.contains_key(&txn);
+        // Idempotent: whatever is still held for the transaction here is resolved.
         self.record_done(txn, commit, rec, reason.clone(), cx);
-        if known {
-            return;
-        }
         let positions: Vec<u32> = self.parts.keys().filter(|(t, _)| *t == txn).map(|(_, p)| *p).collect();
         let rec = self.done.get(&txn).and_then(|d| d.rec.clone());
         for pos in positions {

@@ -44,9 +44,14 @@
 //!
 //! # Departures
 //!
-//! - No replication of writes (the "optional write replication" of DESIGN.md is not
-//!   implemented here): each shard has one copy, on its home DC's node, so the
-//!   placement is `Home { k: 1 }`.
+//! - Write replication is optional: by default each shard has one copy, on its home
+//!   DC's node (`Home { k: 1 }`). With `copies=2` (CrossStitch's baseline, §5.1) each
+//!   shard has a second copy on the next node of its home DC: reads still go to the
+//!   primary, and every write is part of the commit at both copies (each prepares,
+//!   locks and logs it like any participant), so the copies install the same versions
+//!   in the same order at no extra round trip.
+//! - Reads the program issues together ([`meridian_txn::Tx::read_batch`], the
+//!   "futures" of crossstitch.md §5.1) are sent in parallel: one round trip per batch.
 //! - A transaction whose coordinator crashes before deciding is aborted (presumed
 //!   abort); 2PC blocks participants only until the coordinator restarts.
 //! - A read-only transaction still runs both phases (so its read locks/versions are
@@ -81,6 +86,17 @@ pub enum Cc {
 pub struct TwoPc {
     /// Concurrency control variant.
     pub cc: Cc,
+    /// Copies of each shard in its home DC (`2pc-2pl:copies=2`, crossstitch.md §5.1:
+    /// "each value is stored on two servers"). Reads go to the first (the primary);
+    /// writes are prepared and committed at every copy.
+    pub copies: u32,
+}
+
+impl TwoPc {
+    /// The protocol with one copy per shard.
+    pub fn new(cc: Cc) -> Self {
+        TwoPc { cc, copies: 1 }
+    }
 }
 
 /// One participant node's share of a transaction (every shard it serves for it).
@@ -988,7 +1004,8 @@ const T_STATUS: TimerId = TimerId(2);
 
 #[derive(Debug)]
 enum Phase {
-    Reading(Key),
+    /// Reads outstanding (one, or a batch sent together).
+    Reading(Vec<Key>),
     Committing,
 }
 
@@ -1033,17 +1050,24 @@ impl Client {
         };
         match step {
             Step::Read(key) => {
-                let node = self.env.layout.primary(self.env.layout.shard_of(&key));
-                cur.touched.insert(node);
-                cur.phase = Phase::Reading(key.clone());
-                cx.send(
-                    node,
-                    Msg::Read {
-                        txn: cur.rec.id,
-                        ts: cur.ts,
-                        key,
-                    },
-                );
+                let keys = if cur.exec.batch().is_empty() {
+                    vec![key]
+                } else {
+                    cur.exec.batch().to_vec()
+                };
+                for key in &keys {
+                    let node = self.env.layout.primary(self.env.layout.shard_of(key));
+                    cur.touched.insert(node);
+                    cx.send(
+                        node,
+                        Msg::Read {
+                            txn: cur.rec.id,
+                            ts: cur.ts,
+                            key: key.clone(),
+                        },
+                    );
+                }
+                cur.phase = Phase::Reading(keys);
                 cx.set_timer(self.env.timeouts.read, T_READ);
             }
             Step::Abort(reason) => self.abort(reason, cx),
@@ -1058,7 +1082,9 @@ impl Client {
                         .push((r.key.clone(), r.version));
                 }
                 for (k, (v, val)) in finals {
-                    part_for(&mut parts, layout, &k).writes.push((k, v, val));
+                    for node in layout.replicas(layout.shard_of(&k)) {
+                        part_on(&mut parts, *node).writes.push((k.clone(), v, val.clone()));
+                    }
                 }
                 cx.cancel_timer(T_READ);
                 cur.rec.commit_start = Some(cx.now());
@@ -1099,7 +1125,11 @@ impl Client {
 
 /// The share of the participant that serves `key` (its shard's primary), created empty.
 fn part_for<'a>(parts: &'a mut BTreeMap<NodeId, Part>, layout: &meridian_core::Layout, key: &Key) -> &'a mut Part {
-    let node = layout.primary(layout.shard_of(key));
+    part_on(parts, layout.primary(layout.shard_of(key)))
+}
+
+/// The share of participant `node`, created empty.
+fn part_on(parts: &mut BTreeMap<NodeId, Part>, node: NodeId) -> &mut Part {
     parts.entry(node).or_insert_with(|| Part {
         node,
         reads: vec![],
@@ -1114,10 +1144,14 @@ impl Actor for Client {
         let Some(cur) = self.cur.as_mut() else { return };
         match msg {
             Msg::ReadReply { txn, key, result } if txn == cur.rec.id => {
-                if !matches!(&cur.phase, Phase::Reading(k) if *k == key) {
-                    return; // duplicate or stale
-                }
-                cx.cancel_timer(T_READ);
+                let Phase::Reading(waiting) = &mut cur.phase else {
+                    return; // stale
+                };
+                let Some(i) = waiting.iter().position(|k| *k == key) else {
+                    return; // duplicate
+                };
+                waiting.swap_remove(i);
+                let all_in = waiting.is_empty();
                 match result {
                     Ok((version, value)) => {
                         cur.rec.reads.push(ReadRec {
@@ -1125,7 +1159,10 @@ impl Actor for Client {
                             version,
                         });
                         cur.exec.supply(key, value);
-                        self.step(cx);
+                        if all_in {
+                            cx.cancel_timer(T_READ);
+                            self.step(cx);
+                        }
                     }
                     Err(why) => self.abort(why, cx),
                 }
@@ -1195,7 +1232,7 @@ impl Protocol for TwoPc {
         true
     }
     fn placement(&self, home: HomeRule) -> Placement {
-        Placement::Home { home, k: 1 }
+        Placement::Home { home, k: self.copies }
     }
     fn server(&self, env: &Env, node: NodeId) -> Server {
         Server::new(env.clone(), self.cc, node)

@@ -169,7 +169,10 @@ pub struct SimOutput {
 /// conflicts instead of wound-wait.
 pub fn run_named(name: &str, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64)) -> Result<SimOutput, SimError> {
     let spec = meridian_core::spec::parse_spec(name).map_err(|e| SimError::Invalid(format!("--protocol: {e}")))?;
-    if !matches!(spec.name, "replog" | "hacommit" | "hacommit-rc") {
+    if !matches!(
+        spec.name,
+        "replog" | "hacommit" | "hacommit-rc" | "2pc-2pl" | "2pc-occ" | "crossstitch"
+    ) {
         if let Some(k) = spec.params.keys().next() {
             return Err(SimError::Invalid(format!(
                 "--protocol: `{}` takes no parameters (got `{k}`)",
@@ -178,14 +181,60 @@ pub fn run_named(name: &str, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64)
         }
     }
     match spec.name {
-        "2pc-2pl" => run(TwoPc { cc: Cc::Locking }, cfg, progress),
-        "2pc-occ" => run(TwoPc { cc: Cc::Optimistic }, cfg, progress),
+        "2pc-2pl" => run(
+            TwoPc {
+                cc: Cc::Locking,
+                copies: copies_for(&spec, 1)?,
+            },
+            cfg,
+            progress,
+        ),
+        "2pc-occ" => run(
+            TwoPc {
+                cc: Cc::Optimistic,
+                copies: copies_for(&spec, 1)?,
+            },
+            cfg,
+            progress,
+        ),
         "rc" => run(meridian_protocols::rc::ReplicatedCommit::default(), cfg, progress),
         "replog" => run(replog_for(&spec, cfg)?, cfg, progress),
         "hacommit" | "hacommit-rc" => run(hacommit_for(&spec)?, cfg, progress),
-        "crossstitch" => run(meridian_protocols::crossstitch::CrossStitch::default(), cfg, progress),
+        "crossstitch" => run(
+            meridian_protocols::crossstitch::CrossStitch {
+                copies: copies_for(&spec, 2)?,
+            },
+            cfg,
+            progress,
+        ),
         other => Err(SimError::UnknownProtocol(other.to_string())),
     }
+}
+
+/// The `copies=N` parameter of `2pc-2pl`, `2pc-occ` and `crossstitch` (the only one
+/// they take): copies of each shard in its home DC.
+fn copies_for(spec: &meridian_core::spec::Spec<'_>, default: u32) -> Result<u32, SimError> {
+    let mut copies = default;
+    for (k, v) in &spec.params {
+        match *k {
+            "copies" => match v.parse::<u32>() {
+                Ok(n) if (1..=8).contains(&n) => copies = n,
+                _ => {
+                    return Err(SimError::Invalid(format!(
+                        "--protocol: {}: `copies` must be 1..=8, got `{v}`",
+                        spec.name
+                    )))
+                }
+            },
+            other => {
+                return Err(SimError::Invalid(format!(
+                    "--protocol: {} has no parameter `{other}` (known: copies)",
+                    spec.name
+                )))
+            }
+        }
+    }
+    Ok(copies)
 }
 
 /// The `replog` protocol for a spec's `leaders=` parameter (default: `--data-dc` if

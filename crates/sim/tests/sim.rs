@@ -161,12 +161,12 @@ fn test_2pc_outage_and_partition_recover() {
 fn test_checker_catches_2pc_without_concurrency_control() {
     let mut c = cfg("rc5", "ycsb:theta=0.99,keys=50");
     c.txns = 1000;
-    let r = run(TwoPc { cc: Cc::Unsafe }, &c, &mut |_, _| {}).unwrap().report;
+    let r = run(TwoPc::new(Cc::Unsafe), &c, &mut |_, _| {}).unwrap().report;
     assert!(!r.check.serializable, "{:?}", r.check);
     assert!(!r.check.anomalies.is_empty());
     let mut b = cfg("rc5", "bank:accounts=10");
     b.txns = 1000;
-    let r = run(TwoPc { cc: Cc::Unsafe }, &b, &mut |_, _| {}).unwrap().report;
+    let r = run(TwoPc::new(Cc::Unsafe), &b, &mut |_, _| {}).unwrap().report;
     assert!(
         r.check.invariant.is_some(),
         "money should be created or destroyed: {:?}",
