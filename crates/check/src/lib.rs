@@ -32,6 +32,9 @@
 //!
 //! Transactions whose outcome is unknown (client crashed, run cut off) count as
 //! committed if any of their versions is installed at some replica, else as aborted.
+//! Their write records may be incomplete (a shipped execution's client learns what its
+//! transaction wrote only with the outcome), so their installed versions are taken as
+//! their final writes; their reads, if unrecorded, add no edges.
 
 mod graph;
 pub mod jsonl;
@@ -301,6 +304,17 @@ impl<'h> Checker<'h> {
         for (k, (_, vs)) in first {
             for (i, v) in vs.iter().enumerate() {
                 self.pos.insert(*v, i);
+                // A client whose transaction's outcome is unknown may not know what it
+                // wrote (a shipped execution learns its writes with the outcome): an
+                // installed version of such a transaction is taken as its final write.
+                if let Some(t) = self.by_id.get(&v.txn) {
+                    if t.outcome == Outcome::Unknown {
+                        let f = self.finals.entry(t.id).or_default();
+                        if !f.iter().any(|(key, _)| *key == k) {
+                            f.push((k, *v));
+                        }
+                    }
+                }
             }
             self.order.insert(k, vs);
             self.sorted_keys.push(k);
@@ -323,7 +337,10 @@ impl<'h> Checker<'h> {
             let counts = match t.outcome {
                 Outcome::Committed => true,
                 Outcome::Aborted => false,
-                Outcome::Unknown => t.writes.iter().any(|w| self.installed(&w.version)),
+                Outcome::Unknown => self
+                    .finals
+                    .get(&t.id)
+                    .is_some_and(|f| f.iter().any(|(_, v)| self.installed(v))),
             };
             if counts {
                 self.node_of.insert(t.id, self.txn_of.len());

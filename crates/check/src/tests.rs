@@ -336,3 +336,23 @@ fn read_committed_claims_allow_anti_dependency_cycles_but_not_g1() {
     dirty.meta.read_committed = true;
     assert_eq!(check(&dirty).kinds(), vec![Kind::G1a]);
 }
+
+#[test]
+fn unknown_outcome_without_a_write_record_counts_by_its_installed_versions() {
+    // T1's client crashed before learning what its shipped execution wrote.
+    let mut t1 = txn(1, &[], &[]);
+    t1.outcome = Outcome::Unknown;
+    t1.end = None;
+    let h = hist(
+        vec![t1.clone(), txn(2, &[("x", Some(v(1, 0)))], &[])],
+        &[("x", &[v(1, 0)])],
+    );
+    let r = check(&h);
+    assert!(r.ok(), "{:?}", r.anomalies);
+    assert_eq!(r.committed, 2, "installed, so it counts as committed");
+    // Still caught: an installed version of an aborted transaction beside it.
+    let mut t3 = txn(3, &[], &["y"]);
+    t3.outcome = Outcome::Aborted;
+    let h = hist(vec![t1, t3], &[("x", &[v(1, 0)]), ("y", &[v(3, 0)])]);
+    assert_eq!(kinds(&h), vec![Kind::G1a]);
+}

@@ -1344,14 +1344,16 @@ impl Server {
         }
     }
 
-    fn on_status(&mut self, txn: TxnId, status: Status, cx: &mut Ctx<'_, Msg>) {
+    fn on_status(&mut self, from: NodeId, txn: TxnId, status: Status, cx: &mut Ctx<'_, Msg>) {
         match status {
             Status::Committed(rec) => self.decided(txn, true, rec, String::new(), true, cx),
             Status::Aborted(r) => self.decided(txn, false, None, r, true, cx),
             Status::Pending => {
+                // The chain after a position is alive if its successor (or the one
+                // after) says so; other answers (e.g. our own, as a replica) do not count.
                 let now = cx.now();
                 for ((t, _), p) in self.parts.iter_mut() {
-                    if *t == txn {
+                    if *t == txn && (p.next == Some(from) || p.after_next == Some(Some(from))) {
                         p.heard_next = now;
                     }
                 }
@@ -1584,6 +1586,12 @@ impl Actor for Server {
     }
 
     fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+        if let (Some(t), Ok(want)) = (msg.txn(), std::env::var("CS_TRACE")) {
+            if t.to_string() == want {
+                let m = format!("{msg:?}");
+                eprintln!("{:.3} {:?} <- {:?}: {}", cx.now() as f64 / 1e9, self.me, from, &m[..m.len().min(200)]);
+            }
+        }
         match msg {
             Msg::Exec {
                 txn,
@@ -1614,7 +1622,7 @@ impl Actor for Server {
             } => self.on_decide(txn, commit, rec, reason, cx),
             Msg::Query { txn, ts, pos, kill } => self.on_query(from, txn, ts, pos, kill, cx),
             Msg::Recover { txn, ts, last } => self.on_recover_req(from, txn, ts, last, cx),
-            Msg::StatusReply { txn, status } => self.on_status(txn, status, cx),
+            Msg::StatusReply { txn, status } => self.on_status(from, txn, status, cx),
             Msg::Accept {
                 txn,
                 ts,
@@ -1664,6 +1672,13 @@ impl Replica for Server {
     }
     /// Keys holding an uncommitted version (a transaction not yet resolved here).
     fn locked_keys(&self) -> Option<usize> {
+        if std::env::var_os("CS_DEBUG").is_some() {
+            for (k, vs) in self.store.iter() {
+                for v in vs.iter().filter(|v| v.tentative) {
+                    eprintln!("{:?} tentative {k} {:?} backup={:?} parts={:?} done={:?}", self.me, v.id, self.backups.get(&v.id.txn).map(|b| (b.primary, b.pos)), self.parts.iter().filter(|((t,_),_)| *t == v.id.txn).map(|(k,p)| (k.1, p.phase, p.acked, p.prev_precommit, p.notifies.len(), p.notifies_needed, p.deps.clone(), p.last)).collect::<Vec<_>>(), self.done.get(&v.id.txn).map(|d| (d.commit, d.reason.clone())));
+                }
+            }
+        }
         Some(self.pending_tentatives())
     }
     fn outcomes(&self) -> Option<Vec<(TxnId, bool)>> {
@@ -1737,6 +1752,12 @@ impl Actor for Client {
     type Msg = Msg;
 
     fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+        if let (Some(t), Ok(want)) = (msg.txn(), std::env::var("CS_TRACE")) {
+            if t.to_string() == want {
+                let m = format!("{msg:?}");
+                eprintln!("{:.3} client {:?} <- {:?}: {}", cx.now() as f64 / 1e9, cx.me(), from, &m[..m.len().min(200)]);
+            }
+        }
         let Some(cur) = self.cur.as_mut() else { return };
         if msg.txn() != Some(cur.rec.id) {
             return;
