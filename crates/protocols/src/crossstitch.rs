@@ -217,6 +217,8 @@ pub enum Msg {
         notify: NodeId,
         /// The notified server's position.
         pos: u32,
+        /// Nodes of the chain so far (to ask for the outcome if the primary forgets).
+        chain: Vec<NodeId>,
     },
     /// Replica → position `pos`: the puts of your predecessor are replicated here.
     Notify {
@@ -311,6 +313,8 @@ pub enum Msg {
     SyncState {
         /// (key, version, value, wts, tentative).
         versions: Vec<(Key, VersionId, Value, u64, bool)>,
+        /// For each transaction with a tentative version: nodes to ask its outcome.
+        askers: Vec<(TxnId, Vec<NodeId>)>,
     },
 }
 
@@ -401,6 +405,7 @@ struct Backup {
     primary: NodeId,
     notify: NodeId,
     pos: u32,
+    chain: Vec<NodeId>,
     puts: Vec<(Key, VersionId)>,
     since: Time,
 }
@@ -455,7 +460,7 @@ pub struct Server {
     proposers: HashMap<TxnId, Proposer>,
     done: HashMap<TxnId, Done>,
     /// Tentative versions copied while re-syncing, whose outcome is being asked.
-    orphans: HashMap<TxnId, (Vec<(Key, VersionId)>, Time)>,
+    orphans: HashMap<TxnId, (Vec<(Key, VersionId)>, Time, Vec<NodeId>)>,
     /// Set when restarted after a crash.
     restarted_at: Option<Time>,
     /// Partners a restarted server still needs the data of.
@@ -662,6 +667,7 @@ impl Server {
                 }
                 let replicas: Vec<NodeId> = by_replica.keys().copied().collect();
                 part.chain[pos as usize].replicas = replicas.clone();
+                let chain_nodes: Vec<NodeId> = part.chain.iter().map(|h| h.node).collect();
                 for (r, puts) in by_replica {
                     cx.send(
                         r,
@@ -671,6 +677,7 @@ impl Server {
                             puts,
                             notify: target,
                             pos: if next.is_some() { pos + 1 } else { pos },
+                            chain: chain_nodes.clone(),
                         },
                     );
                 }
@@ -1137,7 +1144,7 @@ impl Server {
                 }
             }
         }
-        if let Some((puts, _)) = self.orphans.remove(&txn) {
+        if let Some((puts, _, _)) = self.orphans.remove(&txn) {
             for (k, v) in puts {
                 if commit {
                     self.store.commit_tentative(&k, v);
@@ -1242,6 +1249,7 @@ impl Server {
         puts: Vec<(Key, VersionId, Value)>,
         notify: NodeId,
         pos: u32,
+        chain: Vec<NodeId>,
         cx: &mut Ctx<'_, Msg>,
     ) {
         if let Some(d) = self.done.get(&txn) {
@@ -1264,6 +1272,7 @@ impl Server {
             primary: from,
             notify,
             pos,
+            chain,
             puts: vec![],
             since: cx.now(),
         });
@@ -1393,13 +1402,38 @@ impl Server {
             }
         }
         cx.charge_ops(versions.len() as u32);
-        cx.send(from, Msg::SyncState { versions });
+        let mut askers: BTreeMap<TxnId, BTreeSet<NodeId>> = BTreeMap::new();
+        for (_, id, _, _, tentative) in &versions {
+            if *tentative {
+                let e = askers.entry(id.txn).or_default();
+                e.insert(self.me);
+                if let Some(b) = self.backups.get(&id.txn) {
+                    e.extend(b.chain.iter().copied());
+                    e.insert(b.notify);
+                }
+                for ((t, _), p) in &self.parts {
+                    if *t == id.txn {
+                        e.extend(p.chain.iter().map(|h| h.node));
+                        e.extend(p.next);
+                    }
+                }
+            }
+        }
+        let askers = askers.into_iter().map(|(t, n)| (t, n.into_iter().collect())).collect();
+        cx.send(from, Msg::SyncState { versions, askers });
     }
 
-    fn on_sync_state(&mut self, from: NodeId, versions: Vec<(Key, VersionId, Value, u64, bool)>, cx: &mut Ctx<'_, Msg>) {
+    fn on_sync_state(
+        &mut self,
+        from: NodeId,
+        versions: Vec<(Key, VersionId, Value, u64, bool)>,
+        askers: Vec<(TxnId, Vec<NodeId>)>,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
         if !self.syncing.remove(&from) {
             return;
         }
+        let askers: HashMap<TxnId, Vec<NodeId>> = askers.into_iter().collect();
         for (k, id, val, wts, tentative) in versions {
             if self.store.contains(&k, id) {
                 continue;
@@ -1412,7 +1446,8 @@ impl Server {
                     continue;
                 }
                 self.store.write_tentative(&k, id, val, wts);
-                let e = self.orphans.entry(id.txn).or_insert((vec![], cx.now()));
+                let ask = askers.get(&id.txn).cloned().unwrap_or_else(|| vec![from]);
+                let e = self.orphans.entry(id.txn).or_insert((vec![], cx.now(), ask));
                 e.0.push((k, id));
             } else {
                 self.store.install(&k, id, val, wts);
@@ -1530,36 +1565,35 @@ impl Server {
                 }
             }
         }
-        // Replica copies and orphans whose outcome has not arrived.
+        // Replica copies and orphans whose outcome has not arrived: ask the primary,
+        // the next position and every node of the chain (one of them decided it, or
+        // heard the outcome, unless a failure took more than one of them).
+        let mut asks: Vec<(TxnId, u64, BTreeSet<NodeId>)> = vec![];
         for (txn, b) in &self.backups {
             if now.saturating_sub(b.since) >= t.query {
-                let q = |pos| Msg::Query {
-                    txn: *txn,
-                    ts: b.ts,
-                    pos,
-                    kill: false,
-                };
-                cx.send(b.primary, q(0));
-                cx.send(b.notify, q(b.pos));
+                let mut to: BTreeSet<NodeId> = b.chain.iter().copied().collect();
+                to.insert(b.primary);
+                to.insert(b.notify);
+                asks.push((*txn, b.ts, to));
             }
         }
-        for (txn, (puts, since)) in &self.orphans {
+        for (txn, (_, since, ask)) in &self.orphans {
             if now.saturating_sub(*since) >= t.query {
-                if let Some((k, _)) = puts.first() {
-                    for r in self.env.layout.replicas(self.env.layout.shard_of(k)) {
-                        if *r != self.me {
-                            cx.send(
-                                *r,
-                                Msg::Query {
-                                    txn: *txn,
-                                    ts: 0,
-                                    pos: 0,
-                                    kill: false,
-                                },
-                            );
-                        }
-                    }
-                }
+                asks.push((*txn, 0, ask.iter().copied().collect()));
+            }
+        }
+        for (txn, ts, mut to) in asks {
+            to.remove(&self.me);
+            for n in to.into_iter().filter(|n| self.env.layout.is_server(*n)) {
+                cx.send(
+                    n,
+                    Msg::Query {
+                        txn,
+                        ts,
+                        pos: 0,
+                        kill: false,
+                    },
+                );
             }
         }
         // Forget old outcomes and acceptor state.
@@ -1612,7 +1646,8 @@ impl Actor for Server {
                 puts,
                 notify,
                 pos,
-            } => self.on_replicate(from, txn, ts, puts, notify, pos, cx),
+                chain,
+            } => self.on_replicate(from, txn, ts, puts, notify, pos, chain, cx),
             Msg::Notify { txn, pos } => self.on_notify(from, txn, pos, cx),
             Msg::Decide {
                 txn,
@@ -1638,7 +1673,7 @@ impl Actor for Server {
                 accepted,
             } => self.on_promise(from, txn, ballot, ok, accepted, cx),
             Msg::SyncReq => self.on_sync_req(from, cx),
-            Msg::SyncState { versions } => self.on_sync_state(from, versions, cx),
+            Msg::SyncState { versions, askers } => self.on_sync_state(from, versions, askers, cx),
         }
     }
 
