@@ -313,8 +313,9 @@ pub enum Msg {
     SyncState {
         /// (key, version, value, wts, tentative).
         versions: Vec<(Key, VersionId, Value, u64, bool)>,
-        /// For each transaction with a tentative version: nodes to ask its outcome.
-        askers: Vec<(TxnId, Vec<NodeId>)>,
+        /// For each transaction with a tentative version: nodes to ask its outcome,
+        /// and its last server if known (whose transaction replicas can recover it).
+        askers: Vec<(TxnId, Vec<NodeId>, Option<NodeId>)>,
     },
 }
 
@@ -410,6 +411,15 @@ struct Backup {
     since: Time,
 }
 
+/// Tentative versions copied while re-syncing, whose outcome is being asked.
+#[derive(Debug)]
+struct Orphan {
+    puts: Vec<(Key, VersionId)>,
+    since: Time,
+    ask: Vec<NodeId>,
+    last: Option<NodeId>,
+}
+
 /// Acceptor state of one transaction (this server as final server or transaction
 /// replica).
 #[derive(Debug, Clone)]
@@ -460,7 +470,7 @@ pub struct Server {
     proposers: HashMap<TxnId, Proposer>,
     done: HashMap<TxnId, Done>,
     /// Tentative versions copied while re-syncing, whose outcome is being asked.
-    orphans: HashMap<TxnId, (Vec<(Key, VersionId)>, Time, Vec<NodeId>)>,
+    orphans: HashMap<TxnId, Orphan>,
     /// Set when restarted after a crash.
     restarted_at: Option<Time>,
     /// Partners a restarted server still needs the data of.
@@ -1144,8 +1154,8 @@ impl Server {
                 }
             }
         }
-        if let Some((puts, _, _)) = self.orphans.remove(&txn) {
-            for (k, v) in puts {
+        if let Some(o) = self.orphans.remove(&txn) {
+            for (k, v) in o.puts {
                 if commit {
                     self.store.commit_tentative(&k, v);
                 } else {
@@ -1402,24 +1412,33 @@ impl Server {
             }
         }
         cx.charge_ops(versions.len() as u32);
-        let mut askers: BTreeMap<TxnId, BTreeSet<NodeId>> = BTreeMap::new();
+        let mut askers: BTreeMap<TxnId, (BTreeSet<NodeId>, Option<NodeId>)> = BTreeMap::new();
         for (_, id, _, _, tentative) in &versions {
             if *tentative {
                 let e = askers.entry(id.txn).or_default();
-                e.insert(self.me);
+                e.0.insert(self.me);
                 if let Some(b) = self.backups.get(&id.txn) {
-                    e.extend(b.chain.iter().copied());
-                    e.insert(b.notify);
+                    e.0.extend(b.chain.iter().copied());
+                    e.0.insert(b.notify);
+                    if b.notify == b.primary {
+                        e.1 = Some(b.primary);
+                    }
                 }
                 for ((t, _), p) in &self.parts {
                     if *t == id.txn {
-                        e.extend(p.chain.iter().map(|h| h.node));
-                        e.extend(p.next);
+                        e.0.extend(p.chain.iter().map(|h| h.node));
+                        e.0.extend(p.next);
+                        if p.last {
+                            e.1 = Some(self.me);
+                        }
                     }
                 }
             }
         }
-        let askers = askers.into_iter().map(|(t, n)| (t, n.into_iter().collect())).collect();
+        let askers = askers
+            .into_iter()
+            .map(|(t, (n, last))| (t, n.into_iter().collect(), last))
+            .collect();
         cx.send(from, Msg::SyncState { versions, askers });
     }
 
@@ -1427,13 +1446,14 @@ impl Server {
         &mut self,
         from: NodeId,
         versions: Vec<(Key, VersionId, Value, u64, bool)>,
-        askers: Vec<(TxnId, Vec<NodeId>)>,
+        askers: Vec<(TxnId, Vec<NodeId>, Option<NodeId>)>,
         cx: &mut Ctx<'_, Msg>,
     ) {
         if !self.syncing.remove(&from) {
             return;
         }
-        let askers: HashMap<TxnId, Vec<NodeId>> = askers.into_iter().collect();
+        let askers: HashMap<TxnId, (Vec<NodeId>, Option<NodeId>)> =
+            askers.into_iter().map(|(t, n, l)| (t, (n, l))).collect();
         for (k, id, val, wts, tentative) in versions {
             if self.store.contains(&k, id) {
                 continue;
@@ -1446,9 +1466,14 @@ impl Server {
                     continue;
                 }
                 self.store.write_tentative(&k, id, val, wts);
-                let ask = askers.get(&id.txn).cloned().unwrap_or_else(|| vec![from]);
-                let e = self.orphans.entry(id.txn).or_insert((vec![], cx.now(), ask));
-                e.0.push((k, id));
+                let (ask, last) = askers.get(&id.txn).cloned().unwrap_or_else(|| (vec![from], None));
+                let e = self.orphans.entry(id.txn).or_insert(Orphan {
+                    puts: vec![],
+                    since: cx.now(),
+                    ask,
+                    last,
+                });
+                e.puts.push((k, id));
             } else {
                 self.store.install(&k, id, val, wts);
             }
@@ -1568,21 +1593,30 @@ impl Server {
         // Replica copies and orphans whose outcome has not arrived: ask the primary,
         // the next position and every node of the chain (one of them decided it, or
         // heard the outcome, unless a failure took more than one of them).
-        let mut asks: Vec<(TxnId, u64, BTreeSet<NodeId>)> = vec![];
+        // When the primary was the last server, its transaction replicas can also
+        // resolve the outcome by recovery.
+        let mut asks: Vec<(TxnId, u64, BTreeSet<NodeId>, Option<NodeId>)> = vec![];
         for (txn, b) in &self.backups {
             if now.saturating_sub(b.since) >= t.query {
                 let mut to: BTreeSet<NodeId> = b.chain.iter().copied().collect();
                 to.insert(b.primary);
                 to.insert(b.notify);
-                asks.push((*txn, b.ts, to));
+                asks.push((*txn, b.ts, to, (b.notify == b.primary).then_some(b.primary)));
             }
         }
-        for (txn, (_, since, ask)) in &self.orphans {
-            if now.saturating_sub(*since) >= t.query {
-                asks.push((*txn, 0, ask.iter().copied().collect()));
+        for (txn, o) in &self.orphans {
+            if now.saturating_sub(o.since) >= t.query {
+                asks.push((*txn, 0, o.ask.iter().copied().collect(), o.last));
             }
         }
-        for (txn, ts, mut to) in asks {
+        for (txn, ts, mut to, last) in asks {
+            if let Some(last) = last {
+                if now.saturating_sub(self.restarted_at.unwrap_or(0)) >= t.query {
+                    for r in txn_replicas(&self.env.layout, last) {
+                        cx.send(r, Msg::Recover { txn, ts, last });
+                    }
+                }
+            }
             to.remove(&self.me);
             for n in to.into_iter().filter(|n| self.env.layout.is_server(*n)) {
                 cx.send(
