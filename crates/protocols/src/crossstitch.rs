@@ -392,6 +392,10 @@ struct Part {
     puts: Vec<(Key, VersionId, Value)>,
     /// The forwarded execution (re-sent until acked).
     forward: Option<Msg>,
+    /// This position's puts as sent to each replica (re-sent until the outcome).
+    replicate: Vec<(NodeId, Msg)>,
+    /// When this position last re-sent or queried (at most once per `query`).
+    poked: Time,
     /// Record so far (the last position: the full record).
     rec: Option<Arc<Rec>>,
     since: Time,
@@ -405,10 +409,11 @@ struct Backup {
     ts: u64,
     primary: NodeId,
     notify: NodeId,
-    pos: u32,
     chain: Vec<NodeId>,
     puts: Vec<(Key, VersionId)>,
     since: Time,
+    /// The primary answered that it may have forgotten the transaction (restarted).
+    primary_forgot: bool,
 }
 
 /// Tentative versions copied while re-syncing, whose outcome is being asked.
@@ -593,6 +598,8 @@ impl Server {
             deps: BTreeSet::new(),
             puts: vec![],
             forward: None,
+            replicate: vec![],
+            poked: cx.now(),
             rec: None,
             since: cx.now(),
             heard_next: cx.now(),
@@ -679,17 +686,16 @@ impl Server {
                 part.chain[pos as usize].replicas = replicas.clone();
                 let chain_nodes: Vec<NodeId> = part.chain.iter().map(|h| h.node).collect();
                 for (r, puts) in by_replica {
-                    cx.send(
-                        r,
-                        Msg::Replicate {
-                            txn,
-                            ts,
-                            puts,
-                            notify: target,
-                            pos: if next.is_some() { pos + 1 } else { pos },
-                            chain: chain_nodes.clone(),
-                        },
-                    );
+                    let m = Msg::Replicate {
+                        txn,
+                        ts,
+                        puts,
+                        notify: target,
+                        pos: if next.is_some() { pos + 1 } else { pos },
+                        chain: chain_nodes.clone(),
+                    };
+                    cx.send(r, m.clone());
+                    part.replicate.push((r, m));
                 }
                 match next {
                     Some(n) => {
@@ -1281,10 +1287,10 @@ impl Server {
             ts,
             primary: from,
             notify,
-            pos,
             chain,
             puts: vec![],
             since: cx.now(),
+            primary_forgot: false,
         });
         for (k, v, val) in puts {
             if !b.puts.iter().any(|(k2, v2)| *k2 == k && *v2 == v) {
@@ -1377,7 +1383,13 @@ impl Server {
                     }
                 }
             }
-            Status::Unknown => {}
+            Status::Unknown => {
+                if let Some(b) = self.backups.get_mut(&txn) {
+                    if b.primary == from {
+                        b.primary_forgot = true;
+                    }
+                }
+            }
         }
     }
 
@@ -1502,15 +1514,24 @@ impl Server {
                         self.abort_here(txn, pos, "pipelined commit timed out before precommit", cx);
                         continue;
                     }
+                    if now.saturating_sub(p.poked) < t.query {
+                        continue;
+                    }
+                    p.poked = now;
                     if let Some(f) = p.forward.clone() {
-                        if now.saturating_sub(p.since) >= t.query {
-                            cx.send(p.next.expect("forwarded"), f);
-                        }
+                        cx.send(p.next.expect("forwarded"), f);
+                    }
+                    for (r, m) in &p.replicate {
+                        cx.send(*r, m.clone());
                     }
                 }
                 Phase::Precommitted => {
-                    if now.saturating_sub(p.since) < t.query {
+                    if now.saturating_sub(p.poked) < t.query {
                         continue;
+                    }
+                    p.poked = now;
+                    for (r, m) in &p.replicate {
+                        cx.send(*r, m.clone());
                     }
                     let ts = p.ts;
                     if p.last {
@@ -1533,8 +1554,9 @@ impl Server {
                             kill: false,
                         },
                     );
-                    if now.saturating_sub(p.heard_next) >= t.query {
-                        // The successor is silent: ask the position after it (§4.1).
+                    if now.saturating_sub(p.heard_next) >= 2 * t.query {
+                        // The successor left a query unanswered for a whole period:
+                        // it is silent, ask the position after it (§4.1).
                         match p.after_next {
                             Some(Some(n2)) => cx.send(
                                 n2,
@@ -1593,20 +1615,23 @@ impl Server {
         // Replica copies and orphans whose outcome has not arrived: ask the primary,
         // the next position and every node of the chain (one of them decided it, or
         // heard the outcome, unless a failure took more than one of them).
-        // When the primary was the last server, its transaction replicas can also
-        // resolve the outcome by recovery.
+        // When the primary was the last server and has forgotten the transaction (it
+        // restarted), its transaction replicas resolve the outcome by recovery; while
+        // it remembers, it decides (recovery would only race its proposal).
         let mut asks: Vec<(TxnId, u64, BTreeSet<NodeId>, Option<NodeId>)> = vec![];
         for (txn, b) in &self.backups {
             if now.saturating_sub(b.since) >= t.query {
                 let mut to: BTreeSet<NodeId> = b.chain.iter().copied().collect();
                 to.insert(b.primary);
                 to.insert(b.notify);
-                asks.push((*txn, b.ts, to, (b.notify == b.primary).then_some(b.primary)));
+                let last = (b.notify == b.primary && b.primary_forgot).then_some(b.primary);
+                asks.push((*txn, b.ts, to, last));
             }
         }
         for (txn, o) in &self.orphans {
             if now.saturating_sub(o.since) >= t.query {
-                asks.push((*txn, 0, o.ask.iter().copied().collect(), o.last));
+                let last = o.last.filter(|l| *l == self.me);
+                asks.push((*txn, 0, o.ask.iter().copied().collect(), last));
             }
         }
         for (txn, ts, mut to, last) in asks {
@@ -1654,12 +1679,6 @@ impl Actor for Server {
     }
 
     fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
-        if let (Some(t), Ok(want)) = (msg.txn(), std::env::var("CS_TRACE")) {
-            if t.to_string() == want {
-                let m = format!("{msg:?}");
-                eprintln!("{:.3} {:?} <- {:?}: {}", cx.now() as f64 / 1e9, self.me, from, &m[..m.len().min(200)]);
-            }
-        }
         match msg {
             Msg::Exec {
                 txn,
@@ -1741,13 +1760,6 @@ impl Replica for Server {
     }
     /// Keys holding an uncommitted version (a transaction not yet resolved here).
     fn locked_keys(&self) -> Option<usize> {
-        if std::env::var_os("CS_DEBUG").is_some() {
-            for (k, vs) in self.store.iter() {
-                for v in vs.iter().filter(|v| v.tentative) {
-                    eprintln!("{:?} tentative {k} {:?} backup={:?} parts={:?} done={:?}", self.me, v.id, self.backups.get(&v.id.txn).map(|b| (b.primary, b.pos)), self.parts.iter().filter(|((t,_),_)| *t == v.id.txn).map(|(k,p)| (k.1, p.phase, p.acked, p.prev_precommit, p.notifies.len(), p.notifies_needed, p.deps.clone(), p.last)).collect::<Vec<_>>(), self.done.get(&v.id.txn).map(|d| (d.commit, d.reason.clone())));
-                }
-            }
-        }
         Some(self.pending_tentatives())
     }
     fn outcomes(&self) -> Option<Vec<(TxnId, bool)>> {
@@ -1821,12 +1833,6 @@ impl Actor for Client {
     type Msg = Msg;
 
     fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
-        if let (Some(t), Ok(want)) = (msg.txn(), std::env::var("CS_TRACE")) {
-            if t.to_string() == want {
-                let m = format!("{msg:?}");
-                eprintln!("{:.3} client {:?} <- {:?}: {}", cx.now() as f64 / 1e9, cx.me(), from, &m[..m.len().min(200)]);
-            }
-        }
         let Some(cur) = self.cur.as_mut() else { return };
         if msg.txn() != Some(cur.rec.id) {
             return;
@@ -1904,7 +1910,8 @@ impl Actor for Client {
                     kill: false,
                 },
             );
-            if now.saturating_sub(cur.heard) >= tm.status {
+            if now.saturating_sub(cur.heard) >= 2 * tm.status {
+                // The first server left a query unanswered for a whole period.
                 match cur.after_first {
                     Some(Some(n2)) => cx.send(
                         n2,

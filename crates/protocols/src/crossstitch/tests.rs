@@ -1,1 +1,390 @@
+//! Hand-driven scenarios of §4.1: a tiny in-test network where the test decides which
+//! messages arrive and when servers fail, so each failure point of the pipelined
+//! commit (before the ack, after the ack, after the precommit, the last server) is
+//! staged exactly.
+//!
+//! The chain: one DC of 8 nodes, 8 shards, two copies each (shard s on node s, its
+//! replica on s+1). The program reads `#0/a`, writes `#2/b`, reads `#4/c`, writes
+//! `#6/d`: positions 1..4 are nodes 0, 2, 4, 6; their replicas 1, 3, 5, 7.
+
 use super::*;
+use crate::testing::{call, deliver, fire};
+use meridian_core::{ms, Layout, Topology};
+use meridian_txn::Arg;
+use std::collections::VecDeque;
+
+const CLIENT: NodeId = NodeId(8);
+
+struct Net {
+    servers: Vec<Server>,
+    /// Clients by id (all on node `CLIENT`; messages go to the transaction's client).
+    clients: Vec<Client>,
+    now: Time,
+    q: VecDeque<(NodeId, NodeId, Msg)>,
+    down: BTreeSet<NodeId>,
+    /// Drops the first message matching, once.
+    drop_once: Option<Box<dyn FnMut(NodeId, NodeId, &Msg) -> bool>>,
+    /// Crashes a node right after it handles a matching message.
+    crash_after: Option<(NodeId, Box<dyn Fn(&Msg) -> bool>)>,
+    /// Crashes a node when a matching message arrives, before it handles it.
+    crash_before: Option<(NodeId, Box<dyn Fn(&Msg) -> bool>)>,
+    records: Vec<TxnRecord>,
+}
+
+fn call_args() -> Call {
+    let k = |s: &str| Arg::Key(Key::from(s));
+    let w = Arg::Bytes(vec![7; 4]);
+    let r = Arg::Bytes(vec![]);
+    Call {
+        program: "ycsb".into(),
+        args: vec![
+            Arg::U64(4),
+            k("#0/a"),
+            r.clone(),
+            k("#2/b"),
+            w.clone(),
+            k("#4/c"),
+            r,
+            k("#6/d"),
+            w,
+        ],
+    }
+}
+
+impl Net {
+    fn new() -> Net {
+        let mut layout = Layout::new(
+            Topology::preset("lan").unwrap(),
+            Placement::Home {
+                home: HomeRule::Spread,
+                k: 2,
+            },
+        )
+        .unwrap();
+        assert_eq!(layout.add_client(DcId(0)), CLIENT);
+        let env = Env {
+            layout: Arc::new(layout),
+            registry: Arc::new(meridian_workload_free_registry()),
+            timeouts: Default::default(),
+        };
+        let mut servers: Vec<Server> = (0..8).map(|n| Server::new(env.clone(), NodeId(n))).collect();
+        for (i, s) in servers.iter_mut().enumerate() {
+            call(s, 0, NodeId(i as u32), |s, cx| s.on_start(cx));
+        }
+        Net {
+            servers,
+            clients: vec![Client::new(env.clone(), CLIENT, ClientId(0)), Client::new(env, CLIENT, ClientId(1))],
+            now: 0,
+            q: VecDeque::new(),
+            down: BTreeSet::new(),
+            drop_once: None,
+            crash_after: None,
+            crash_before: None,
+            records: vec![],
+        }
+    }
+
+    fn start(&mut self) {
+        let e = call(&mut self.clients[0], self.now, CLIENT, |c, cx| {
+            c.submit(TxnId { client: 0, seq: 1 }, call_args(), cx)
+        });
+        self.records.extend(e.records.clone());
+        for (t, m) in e.sent() {
+            self.q.push_back((CLIENT, t, m.clone()));
+        }
+        self.pump();
+    }
+
+    fn pump(&mut self) {
+        while let Some((from, to, m)) = self.q.pop_front() {
+            if let Some(f) = self.drop_once.as_mut() {
+                if f(from, to, &m) {
+                    self.drop_once = None;
+                    continue;
+                }
+            }
+            // Messages a node sent before it crashed are still delivered.
+            let _ = from;
+            if self.down.contains(&to) {
+                continue;
+            }
+            if self.crash_before.as_ref().is_some_and(|(n, f)| *n == to && f(&m)) {
+                self.crash_before = None;
+                self.crash(to.0);
+                continue;
+            }
+            let crash = self.crash_after.as_ref().is_some_and(|(n, f)| *n == to && f(&m));
+            let e = if to == CLIENT {
+                let c = m.txn().map_or(0, |t| t.client as usize);
+                deliver(&mut self.clients[c], self.now, to, from, m)
+            } else {
+                deliver(&mut self.servers[to.0 as usize], self.now, to, from, m)
+            };
+            self.records.extend(e.records.clone());
+            for (t, m) in e.sent() {
+                self.q.push_back((to, t, m.clone()));
+            }
+            if crash {
+                self.crash_after = None;
+                self.crash(to.0);
+            }
+        }
+    }
+
+    /// Advances time in sweep-sized steps, firing every live node's timers.
+    fn run_for(&mut self, d: Time) {
+        let end = self.now + d;
+        while self.now < end {
+            self.now += ms(250.0);
+            for n in 0..8u32 {
+                if self.down.contains(&NodeId(n)) {
+                    continue;
+                }
+                let e = fire(&mut self.servers[n as usize], self.now, NodeId(n), T_SWEEP);
+                for (t, m) in e.sent() {
+                    self.q.push_back((NodeId(n), t, m.clone()));
+                }
+            }
+            if self.now % ms(1000.0) == 0 {
+                for c in 0..self.clients.len() {
+                    let e = fire(&mut self.clients[c], self.now, CLIENT, T_CLIENT);
+                    self.records.extend(e.records.clone());
+                    for (t, m) in e.sent() {
+                        self.q.push_back((CLIENT, t, m.clone()));
+                    }
+                }
+            }
+            self.pump();
+        }
+    }
+
+    fn crash(&mut self, n: u32) {
+        self.down.insert(NodeId(n));
+        self.servers[n as usize].on_crash();
+    }
+
+    fn restart(&mut self, n: u32) {
+        self.down.remove(&NodeId(n));
+        let now = self.now;
+        let e = call(&mut self.servers[n as usize], now, NodeId(n), |s, cx| s.on_recover(cx));
+        for (t, m) in e.sent() {
+            self.q.push_back((NodeId(n), t, m.clone()));
+        }
+        self.pump();
+    }
+
+    /// The client's outcome, and every outcome applied by a live server (which must
+    /// agree); also that no server holds an uncommitted version any more.
+    fn settle(&mut self) -> Outcome {
+        self.run_for(ms(30_000.0));
+        assert_eq!(self.records.len(), 1, "the client learned exactly one outcome");
+        assert_eq!(self.records[0].id, TxnId { client: 0, seq: 1 });
+        let out = self.records[0].outcome;
+        let want = out == Outcome::Committed;
+        for s in &self.servers {
+            if self.down.contains(&s.me) {
+                continue;
+            }
+            for (t, c) in s.outcomes().unwrap() {
+                assert_eq!(c, want, "{:?} applied {t} as {c}, the client saw {out:?}", s.me);
+            }
+            assert_eq!(s.locked_keys(), Some(0), "{:?} still holds uncommitted versions", s.me);
+        }
+        out
+    }
+
+    /// Whether node `n` holds `key` committed.
+    fn has(&self, n: u32, key: &str) -> bool {
+        self.servers[n as usize].snapshot().keys.contains_key(&Key::from(key))
+    }
+}
+
+/// The workload programs without depending on the workload crate: `ycsb` only.
+fn meridian_workload_free_registry() -> meridian_txn::Registry {
+    struct Ycsb;
+    impl meridian_txn::Program for Ycsb {
+        fn name(&self) -> &'static str {
+            "ycsb"
+        }
+        fn run(&self, args: &[Arg], tx: &mut meridian_txn::Tx<'_>) -> Result<(), meridian_txn::Stop> {
+            let n = meridian_txn::arg_u64(args, 0, "n")? as usize;
+            for i in 0..n {
+                let key = meridian_txn::arg_key(args, 1 + 2 * i, "key")?.clone();
+                match &args[2 + 2 * i] {
+                    Arg::Bytes(b) if b.is_empty() => {
+                        tx.read(&key)?;
+                    }
+                    Arg::Bytes(b) => tx.write(key, Value(b.clone())),
+                    _ => unreachable!(),
+                }
+            }
+            Ok(())
+        }
+    }
+    let mut r = meridian_txn::Registry::new();
+    r.register(Arc::new(Ycsb));
+    r
+}
+
+fn is_exec_to(pos: u32) -> impl Fn(&Msg) -> bool {
+    move |m| matches!(m, Msg::Exec { chain, .. } if chain.len() as u32 == pos)
+}
+
+#[test]
+fn no_failure_commits_everywhere_with_both_copies() {
+    let mut n = Net::new();
+    n.start();
+    assert_eq!(n.settle(), Outcome::Committed);
+    for node in [2, 3, 6, 7] {
+        assert!(n.has(node, if node < 4 { "#2/b" } else { "#6/d" }), "node {node}");
+    }
+    let r = &n.records[0];
+    assert_eq!(r.reads.len(), 2);
+    assert_eq!(r.writes.len(), 2);
+}
+
+#[test]
+fn server_failing_before_its_ack_aborts_the_transaction() {
+    // Position 3 (node 4) is down when the transaction reaches it: it never acks,
+    // so position 2 never precommits and aborts on its own after `vote`.
+    let mut n = Net::new();
+    n.crash(4);
+    n.start();
+    let p2 = n.servers[2].parts.get(&(TxnId { client: 0, seq: 1 }, 2)).map(|p| p.phase);
+    assert_eq!(p2, Some(Phase::Executed), "no ack, no precommit");
+    assert_eq!(n.settle(), Outcome::Aborted);
+    assert!(!n.has(2, "#2/b") && !n.has(3, "#2/b"), "the aborted put is gone at both copies");
+}
+
+#[test]
+fn server_failing_after_its_ack_before_precommit_aborts_through_the_query_to_i_plus_2() {
+    // Position 3 (node 4) executes, acks and forwards, then crashes before it gets
+    // position 2's precommit. Position 2 precommitted (it had the ack), so it cannot
+    // abort alone: it finds node 4 silent and asks position 4, which has not
+    // precommitted and aborts on its behalf.
+    let mut n = Net::new();
+    n.crash_after = Some((NodeId(4), Box::new(is_exec_to(3))));
+    n.start();
+    assert!(n.down.contains(&NodeId(4)));
+    let p2 = n.servers[2].parts.get(&(TxnId { client: 0, seq: 1 }, 2)).map(|p| p.phase);
+    assert_eq!(p2, Some(Phase::Precommitted), "position 2 had the ack and precommitted");
+    assert_eq!(n.settle(), Outcome::Aborted);
+    let why = n.records[0].abort_reason.clone().unwrap_or_default();
+    assert!(why.contains("query") || why.contains("timed out"), "{why}");
+}
+
+#[test]
+fn server_failing_after_precommit_does_not_stop_the_commit() {
+    // Position 3 (node 4) precommits, delegating the decision to position 4, and then
+    // crashes: the last server commits; after a restart node 4 copies its data back.
+    let mut n = Net::new();
+    n.crash_after = Some((NodeId(4), Box::new(|m| matches!(m, Msg::Precommit { pos: 3, .. }))));
+    n.start();
+    assert!(n.down.contains(&NodeId(4)));
+    assert_eq!(n.settle(), Outcome::Committed);
+    n.restart(4);
+    n.run_for(ms(5_000.0));
+    assert!(n.has(6, "#6/d") && n.has(7, "#6/d") && n.has(2, "#2/b") && n.has(3, "#2/b"));
+}
+
+#[test]
+fn last_server_failing_after_a_replica_accepted_commits_by_recovery() {
+    // The last server (node 6) gets its COMMIT accepted by one transaction replica and
+    // crashes before telling anyone: position 3 finds it silent and asks the
+    // transaction replicas, whose recovery finds the accepted COMMIT.
+    let mut n = Net::new();
+    n.crash_before = Some((NodeId(6), Box::new(|m| matches!(m, Msg::Accepted { ok: true, .. }))));
+    n.start();
+    assert!(n.down.contains(&NodeId(6)));
+    assert!(n.records.is_empty(), "nobody was told yet");
+    assert_eq!(n.settle(), Outcome::Committed);
+}
+
+#[test]
+fn last_server_failing_before_its_proposal_aborts_by_recovery() {
+    // The last server crashes on receiving the precommit, before proposing: recovery
+    // at its transaction replicas finds nothing accepted and decides ABORT.
+    let mut n = Net::new();
+    n.crash_before = Some((NodeId(6), Box::new(|m| matches!(m, Msg::Precommit { pos: 4, .. }))));
+    n.start();
+    assert!(n.down.contains(&NodeId(6)));
+    assert_eq!(n.settle(), Outcome::Aborted);
+}
+
+#[test]
+fn lost_messages_are_recovered_by_retransmission() {
+    // Drop one of each kind of message once; the transaction still commits.
+    for kind in ["exec", "ack", "precommit", "notify", "accept", "decide"] {
+        let mut n = Net::new();
+        n.drop_once = Some(Box::new(move |_, _, m| match kind {
+            "exec" => matches!(m, Msg::Exec { chain, .. } if chain.len() == 2),
+            "ack" => matches!(m, Msg::Ack { pos: 2, .. }),
+            "precommit" => matches!(m, Msg::Precommit { pos: 2, .. }),
+            "notify" => matches!(m, Msg::Notify { .. }),
+            "accept" => matches!(m, Msg::Accept { .. }),
+            _ => matches!(m, Msg::Decide { .. }),
+        }));
+        n.start();
+        let out = n.settle();
+        assert_eq!(out, Outcome::Committed, "dropping one {kind}: {:?}", n.records[0].abort_reason);
+    }
+}
+
+/// Starts T1 (the standard chain), then T2 from a second client: it reads `#2/b`
+/// (T1's uncommitted put, at a later timestamp) and writes `#4/c`. Returns T2's id.
+fn dirty_reader(n: &mut Net) -> TxnId {
+    n.start();
+    n.now += ms(10.0);
+    let call2 = Call {
+        program: "ycsb".into(),
+        args: vec![
+            Arg::U64(2),
+            Arg::Key(Key::from("#2/b")),
+            Arg::Bytes(vec![]),
+            Arg::Key(Key::from("#4/c")),
+            Arg::Bytes(vec![9; 4]),
+        ],
+    };
+    let t2 = TxnId { client: 1, seq: 1 };
+    let e = call(&mut n.clients[1], n.now, CLIENT, |c, cx| c.submit(t2, call2, cx));
+    for (t, m) in e.sent() {
+        n.q.push_back((CLIENT, t, m.clone()));
+    }
+    n.pump();
+    let p = n.servers[2].parts.get(&(t2, 1)).expect("T2 ran at node 2");
+    assert_eq!(p.deps.len(), 1, "T2 read T1's uncommitted put");
+    assert_eq!(p.phase, Phase::Executed, "and may not precommit before T1 resolves");
+    t2
+}
+
+fn outcome_at(n: &Net, node: usize, t: TxnId) -> Option<bool> {
+    n.servers[node].outcomes().unwrap().into_iter().find(|(x, _)| *x == t).map(|x| x.1)
+}
+
+#[test]
+fn a_dirty_reader_waits_for_its_writer_and_aborts_with_it() {
+    // T1's first position never precommits (node 0 dies as the client's precommit
+    // arrives), so T1 aborts at position 2 after `vote`; T2 read T1's put there.
+    let mut n = Net::new();
+    n.crash_before = Some((NodeId(0), Box::new(|m| matches!(m, Msg::Precommit { pos: 1, .. }))));
+    let t2 = dirty_reader(&mut n);
+    n.run_for(ms(30_000.0));
+    assert_eq!(outcome_at(&n, 2, TxnId { client: 0, seq: 1 }), Some(false));
+    assert_eq!(outcome_at(&n, 2, t2), Some(false), "cascading abort");
+    assert_eq!(outcome_at(&n, 4, t2), Some(false), "at every position of T2");
+    assert_eq!(n.servers[2].locked_keys(), Some(0));
+    assert_eq!(n.servers[4].locked_keys(), Some(0));
+}
+
+#[test]
+fn a_dirty_reader_commits_after_its_writer_commits() {
+    let mut n = Net::new();
+    n.drop_once = Some(Box::new(|_, to, m| to == NodeId(2) && matches!(m, Msg::Precommit { pos: 2, .. })));
+    let t2 = dirty_reader(&mut n);
+    n.run_for(ms(30_000.0));
+    assert_eq!(outcome_at(&n, 2, TxnId { client: 0, seq: 1 }), Some(true));
+    assert_eq!(outcome_at(&n, 2, t2), Some(true));
+    assert_eq!(outcome_at(&n, 4, t2), Some(true));
+    let outs: Vec<(TxnId, Outcome)> = n.records.iter().map(|r| (r.id, r.outcome)).collect();
+    assert!(outs.contains(&(t2, Outcome::Committed)), "{outs:?}");
+}
