@@ -79,11 +79,12 @@
 //!   The notify path is one intra-DC hop longer; WAN trips are the same.
 //! - **Servers forget on a crash** (the paper keeps data in memory and relies on the
 //!   replica). A restarted server copies its shards from their other replica before it
-//!   serves, resolves copied uncommitted versions by asking, refuses to execute, vote
-//!   or accept for transactions older than its restart (it may have forgotten what it
-//!   did for them), answers queries about them with "unknown" (never "aborted"), and
-//!   refuses writes below its restart time (the read timestamps it lost cannot be
-//!   trusted).
+//!   serves, resolves copied uncommitted versions by asking, refuses to execute or
+//!   accept for transactions that started before it crashed (it may have forgotten
+//!   what it did for them), answers queries about them with "unknown" (never
+//!   "aborted"), and refuses writes below its restart time (the read timestamps it
+//!   lost cannot be trusted). To know when it crashed it keeps one durable word, a
+//!   watermark "alive until", rewritten every sweep.
 //! - **No fail-over of keys.** While a shard's primary is down, transactions reaching it
 //!   abort by time-out (liveness holds, availability of that shard does not); while its
 //!   replica is down, puts to it cannot be notified and abort likewise. The paper
@@ -478,6 +479,13 @@ pub struct Server {
     orphans: HashMap<TxnId, Orphan>,
     /// Set when restarted after a crash.
     restarted_at: Option<Time>,
+    /// A small durable watermark: this server was alive (and may have run
+    /// transactions started) up to this time. Written once per sweep, kept across a
+    /// crash, so a restarted server knows which transactions it cannot have seen.
+    alive_until: Time,
+    /// The watermark at the last restart: transactions started before it may have
+    /// been forgotten.
+    forgot_before: Time,
     /// Partners a restarted server still needs the data of.
     syncing: BTreeSet<NodeId>,
     /// Outcomes applied here (for the split-decision check).
@@ -501,6 +509,8 @@ impl Server {
             done: HashMap::default(),
             orphans: HashMap::default(),
             restarted_at: None,
+            alive_until: 0,
+            forgot_before: 0,
             syncing: BTreeSet::new(),
             applied: HashMap::default(),
             contradicted: vec![],
@@ -511,15 +521,20 @@ impl Server {
         self.env.layout.primary(self.env.layout.shard_of(key))
     }
 
-    /// Whether this server may have forgotten what it did for a transaction of `ts`.
+    /// Whether this server may have forgotten what it did for a transaction of `ts`:
+    /// it started before the server last crashed (by the durable watermark).
     fn forgot(&self, ts: u64) -> bool {
-        self.restarted_at.is_some_and(|r| ts / TS_SCALE < r)
+        ts / TS_SCALE < self.forgot_before
     }
 
+    /// Whether this server may act as an acceptor of `ballot` for a transaction of
+    /// `ts`: always, unless it may have forgotten a promise for it (it started before
+    /// the crash); then only ballots issued after the restart (with a margin of
+    /// `failover` for clocks) are safe, never the last server's ballot 0.
     fn may_accept_ballot(&self, ts: u64, ballot: Ballot) -> bool {
         match self.restarted_at {
             None => true,
-            Some(r) if ts / TS_SCALE >= r => true,
+            Some(_) if !self.forgot(ts) => true,
             Some(r) => ballot != 0 && (ballot >> 20) * 1_000_000 > r + self.env.timeouts.failover,
         }
     }
@@ -604,7 +619,8 @@ impl Server {
             since: cx.now(),
             heard_next: cx.now(),
         };
-        let floor = self.restarted_at.map_or(0, |r| r * TS_SCALE);
+        // Read timestamps set before the crash are lost: refuse writes below it.
+        let floor = self.forgot_before * TS_SCALE;
         // Run every state this server can serve.
         let outcome: Result<Option<NodeId>, String> = loop {
             let (step, ws) = match exec.step_ops(&self.env.registry) {
@@ -1497,6 +1513,9 @@ impl Server {
     fn sweep(&mut self, cx: &mut Ctx<'_, Msg>) {
         let now = cx.now();
         let t = self.env.timeouts.clone();
+        // The watermark covers the next period (one small durable write per sweep).
+        self.alive_until = now + 2 * t.sweep;
+        cx.charge_log_append(8);
         if !self.syncing.is_empty() {
             for n in self.syncing.clone() {
                 cx.send(n, Msg::SyncReq);
@@ -1737,12 +1756,16 @@ impl Actor for Server {
     }
 
     fn on_crash(&mut self) {
-        // Nothing survives: the data lives on in the shards' other replicas.
+        // Nothing survives but the watermark: the data lives on in the shards' other
+        // replicas.
+        let alive_until = self.alive_until;
         *self = Server::new(self.env.clone(), self.me);
+        self.alive_until = alive_until;
     }
 
     fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {
         self.restarted_at = Some(cx.now());
+        self.forgot_before = self.alive_until.min(cx.now());
         self.syncing = self.partners();
         for n in self.syncing.clone() {
             cx.send(n, Msg::SyncReq);

@@ -174,8 +174,13 @@ impl MvStore {
     }
 
     /// Adds a tentative version at `ts` (call [`Self::mvto_can_write`] first).
+    /// Idempotent: a version id is unique, so if `key` already has version `id`
+    /// (tentative or committed) nothing changes.
     pub fn write_tentative(&mut self, key: &Key, id: VersionId, value: Value, ts: u64) {
         let chain = self.keys.entry(key.clone()).or_default();
+        if chain.versions.iter().any(|v| v.id == id) {
+            return;
+        }
         let pos = chain.versions.partition_point(|v| v.wts <= ts);
         chain.versions.insert(
             pos,
