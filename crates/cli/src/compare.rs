@@ -8,7 +8,7 @@ use meridian_sim::SimReport;
 use std::process::ExitCode;
 
 /// Named experiments: (name, what it reproduces).
-pub const EXPERIMENTS: [(&str, &str); 11] = [
+pub const EXPERIMENTS: [(&str, &str); 17] = [
     (
         "2pc-round-trips",
         "crossstitch.md §5.2.2 / Fig. 12, 2PC column: k dependent remote reads + 1 commit = k+1 WAN round trips",
@@ -53,6 +53,30 @@ pub const EXPERIMENTS: [(&str, &str); 11] = [
         "hacommit-fig5",
         "hacommit.md §VII-C, Fig. 5: clients crash mid-transaction; recovery proposers finish their transactions",
     ),
+    (
+        "cs-fig12",
+        "crossstitch.md Fig. 12: worst-case round trips of order-status and stock-level, 2PC vs crossstitch",
+    ),
+    (
+        "cs-fig4",
+        "crossstitch.md Fig. 4: one-DC completion time vs chain length, crossstitch vs 2PC",
+    ),
+    (
+        "cs-fig8",
+        "crossstitch.md Fig. 8: completion time vs DC round-trip latency 50..150 ms on two DCs",
+    ),
+    (
+        "cs-fig11",
+        "crossstitch.md Fig. 11: committed throughput on us3, world3, far3",
+    ),
+    (
+        "cs-fig13",
+        "crossstitch.md Fig. 13: TPC-C order-status completion time vs DC latency",
+    ),
+    (
+        "cs-fig14",
+        "crossstitch.md Fig. 14: TPC-C stock-level (single item) completion time vs DC latency",
+    ),
 ];
 
 pub fn run(experiment: Option<&str>, args: &RunArgs) -> Result<ExitCode> {
@@ -67,6 +91,7 @@ pub fn run(experiment: Option<&str>, args: &RunArgs) -> Result<ExitCode> {
         Some("2pc-round-trips") => round_trips(args),
         Some(e) if e.starts_with("rc-fig") => crate::rcexp::run(e, args),
         Some(e) if e.starts_with("hacommit-") => crate::haexp::run(e, args),
+        Some(e) if e.starts_with("cs-") => crate::csexp::run(e, args),
         Some(other) => bail!(
             "unknown experiment `{other}` (known: {})",
             EXPERIMENTS.iter().map(|e| e.0).collect::<Vec<_>>().join(", ")

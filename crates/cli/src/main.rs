@@ -2,6 +2,7 @@
 //! side, or a named experiment), `check` (verify a history file).
 
 mod compare;
+mod csexp;
 mod exp;
 mod haexp;
 mod rcexp;
