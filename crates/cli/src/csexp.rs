@@ -104,10 +104,7 @@ fn fig4(cx: &mut Ctx) -> Result<()> {
         "Fig. 4: completion time (ms) vs operations per transaction, one DC (8 servers, {DEFAULT_INTRA_RTT_MS} ms RTT), one client, chain 80% reads"
     );
     println!("paper: both grow linearly; CrossStitch slightly slower (marshalling the shipped transaction)");
-    println!(
-        "{:>4} {:>10} {:>10} {:>8}  check",
-        "ops", "cs", "2pc", "cs/2pc"
-    );
+    println!("{:>4} {:>10} {:>10} {:>8}  check", "ops", "cs", "2pc", "cs/2pc");
     for ops in [2u32, 4, 6, 8, 10, 14, 20] {
         let c = cx.cfg(&topo, &format!("chain:ops={ops},reads=0.8,keys=100000"), 300, 1, &[])?;
         let cs = cx.run("crossstitch", &c)?;
@@ -206,7 +203,11 @@ fn tpcc_latency(cx: &mut Ctx, txn: &str, fig: u32, twopc_rtts: f64) -> Result<()
         let cs = cx.run("crossstitch", &c)?;
         let tp = cx.run(TWO_PC, &c)?;
         let (a, b) = (cs.report.latency_ms.mean, tp.report.latency_ms.mean);
-        let (ra, rb) = if rtt > 0.0 { (a / rtt, b / rtt) } else { (f64::NAN, f64::NAN) };
+        let (ra, rb) = if rtt > 0.0 {
+            (a / rtt, b / rtt)
+        } else {
+            (f64::NAN, f64::NAN)
+        };
         println!(
             "{:>6} {:>9.2} {:>9.2} {:>8.2} {:>8.2} {:>10.2} {:>10.2}  {}/{}",
             rtt,

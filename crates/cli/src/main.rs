@@ -55,7 +55,7 @@ pub struct RunArgs {
     /// Topology preset (rc5, us3, world3, far3, two50, lan) or TOML file.
     #[arg(long, default_value = "rc5")]
     topology: String,
-    /// Workload, NAME:key=value,... (ycsb, bank, dependent-reads).
+    /// Workload, NAME:key=value,... (ycsb, bank, dependent-reads, chain, tpcc).
     #[arg(long, default_value = "ycsb")]
     workload: String,
     /// Transactions to run.
@@ -104,7 +104,7 @@ pub struct RunArgs {
 
 #[derive(Args)]
 struct SimArgs {
-    /// Protocol: 2pc-2pl, 2pc-occ, rc, replog, hacommit, hacommit-rc (replog takes `:leaders=C/V/O,locks=no-wait`; hacommit takes `:replicas=5`).
+    /// Protocol: 2pc-2pl, 2pc-occ, rc, replog, hacommit, hacommit-rc, crossstitch (replog takes `:leaders=C/V/O,locks=no-wait`; hacommit takes `:replicas=5`; 2pc-* and crossstitch take `:copies=N`).
     #[arg(long)]
     protocol: String,
     #[command(flatten)]

@@ -583,7 +583,11 @@ impl Server {
             return;
         }
         // Unmarshalling the shipped transaction.
-        let bytes: usize = exec.reads().iter().map(|(k, v)| k.len() + v.as_ref().map_or(0, |v| v.0.len())).sum::<usize>()
+        let bytes: usize = exec
+            .reads()
+            .iter()
+            .map(|(k, v)| k.len() + v.as_ref().map_or(0, |v| v.0.len()))
+            .sum::<usize>()
             + exec
                 .call
                 .args
@@ -766,11 +770,7 @@ impl Server {
         }
         if let Some(i) = part.puts.iter().position(|(k, _, _)| k == key) {
             let old = part.puts[i].1;
-            let read_since = self
-                .store
-                .versions(key)
-                .iter()
-                .any(|v| v.id == old && v.rts > ts);
+            let read_since = self.store.versions(key).iter().any(|v| v.id == old && v.rts > ts);
             if read_since {
                 return Err("mvto: a later transaction read this transaction's earlier write".into());
             }
@@ -910,7 +910,15 @@ impl Server {
         true
     }
 
-    fn on_accept(&mut self, from: NodeId, txn: TxnId, ts: u64, ballot: Ballot, decision: Decision, cx: &mut Ctx<'_, Msg>) {
+    fn on_accept(
+        &mut self,
+        from: NodeId,
+        txn: TxnId,
+        ts: u64,
+        ballot: Ballot,
+        decision: Decision,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
         let ok = self.accept(txn, ts, ballot, &decision, cx.now());
         cx.send(from, Msg::Accepted { txn, ballot, ok });
     }
@@ -1273,6 +1281,7 @@ impl Server {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn on_replicate(
         &mut self,
         from: NodeId,
@@ -1330,7 +1339,14 @@ impl Server {
         }
     }
 
-    fn on_decide(&mut self, txn: TxnId, commit: bool, rec: Option<Arc<Rec>>, reason: Option<String>, cx: &mut Ctx<'_, Msg>) {
+    fn on_decide(
+        &mut self,
+        txn: TxnId,
+        commit: bool,
+        rec: Option<Arc<Rec>>,
+        reason: Option<String>,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
         self.decided(txn, commit, rec, reason.unwrap_or_default(), false, cx);
     }
 
@@ -1687,7 +1703,6 @@ impl Server {
             .filter(|(_, vs)| vs.iter().any(|v| v.tentative))
             .count()
     }
-
 }
 
 impl Actor for Server {

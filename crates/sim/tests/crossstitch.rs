@@ -48,8 +48,15 @@ fn test_fig12_order_status() {
     let (cs, cs_max, cs_ms) = trips("crossstitch", "tpcc:txn=order-status");
     let (tp, tp_max, tp_ms) = trips("2pc-2pl:copies=2", "tpcc:txn=order-status");
     assert_eq!((cs, cs_max), (2.0, 4));
-    assert_eq!((tp, tp_max), (4.0, 8), "3 dependent reads (the lines as one batch) + commit");
-    assert!((200.0..203.0).contains(&cs_ms) && (400.0..405.0).contains(&tp_ms), "{cs_ms} {tp_ms}");
+    assert_eq!(
+        (tp, tp_max),
+        (4.0, 8),
+        "3 dependent reads (the lines as one batch) + commit"
+    );
+    assert!(
+        (200.0..203.0).contains(&cs_ms) && (400.0..405.0).contains(&tp_ms),
+        "{cs_ms} {tp_ms}"
+    );
 }
 
 /// Fig. 12: stock-level (single item), 2PC 4+1 round trips, CrossStitch 2.
@@ -111,7 +118,11 @@ fn test_faults_never_lose_or_split_a_commit() {
             let r = sim("crossstitch", &c).report;
             assert_clean(&r);
             assert_eq!(r.split_decisions, Some(0), "{topo} {wl} seed {seed}");
-            assert_eq!(r.locked_at_end, Some(0), "{topo} {wl} seed {seed}: uncommitted versions left");
+            assert_eq!(
+                r.locked_at_end,
+                Some(0),
+                "{topo} {wl} seed {seed}: uncommitted versions left"
+            );
             assert!(r.committed > 100, "{topo} {wl} seed {seed}: {r:?}");
             assert!(r.unknown <= 2, "only crashed clients may not know: {}", r.unknown);
             runs += 1;

@@ -399,7 +399,10 @@ mod tests {
         }
         fn run(&self, _args: &[Arg], tx: &mut Tx<'_>) -> Result<(), Stop> {
             let vs = tx.read_batch(&[Key::from("a"), Key::from("b")])?;
-            let sum: u64 = vs.iter().map(|v| v.as_ref().and_then(|v| v.as_u64()).unwrap_or(0)).sum();
+            let sum: u64 = vs
+                .iter()
+                .map(|v| v.as_ref().and_then(|v| v.as_u64()).unwrap_or(0))
+                .sum();
             tx.write(Key::from("c"), Value::from_u64(sum));
             tx.read(&Key::from("d"))?;
             Ok(())

@@ -570,7 +570,10 @@ impl Workload for TpccWl {
             };
             sum += ytd;
             if next > INITIAL_ORDERS + 1 && lookup(&db.order(d, next - 1)).is_none() {
-                return Err(format!("district {d}: next order id {next} but order {} is missing", next - 1));
+                return Err(format!(
+                    "district {d}: next order id {next} but order {} is missing",
+                    next - 1
+                ));
             }
             if lookup(&db.order(d, next)).is_some() {
                 return Err(format!("district {d}: order {next} exists but next order id is {next}"));
@@ -678,7 +681,11 @@ impl Program for NewOrder {
                 }
                 None => [db.init_stock(item), 0, 0],
             };
-            let new_qty = if s_qty >= qty + 10 { s_qty - qty } else { s_qty + 91 - qty };
+            let new_qty = if s_qty >= qty + 10 {
+                s_qty - qty
+            } else {
+                s_qty + 91 - qty
+            };
             tx.write(db.stock(item), enc(&[new_qty, s_ytd + qty, s_cnt + 1]));
             total += price * qty;
         }
@@ -703,7 +710,10 @@ impl Program for Payment {
         let [next, ytd] = db.read_district(tx, d)?;
         tx.write(db.district(d), enc(&[next, ytd + amount]));
         let [last, balance, payments] = db.read_customer(tx, d, c)?;
-        tx.write(db.customer(d, c), enc(&[last, balance.wrapping_sub(amount), payments + 1]));
+        tx.write(
+            db.customer(d, c),
+            enc(&[last, balance.wrapping_sub(amount), payments + 1]),
+        );
         tx.write(db.history(d, c, nonce), enc(&[amount]));
         let w = tx.read(&db.warehouse())?.map_or(0, |v| dec(&v, 1)[0]);
         tx.write(db.warehouse(), enc(&[w + amount]));
@@ -757,7 +767,10 @@ mod tests {
 
     #[test]
     fn specs_and_errors() {
-        assert_eq!(build("chain").unwrap().spec(), "chain:ops=10,reads=0.8,keys=100000,value=1024");
+        assert_eq!(
+            build("chain").unwrap().spec(),
+            "chain:ops=10,reads=0.8,keys=100000,value=1024"
+        );
         assert_eq!(
             build("tpcc:txn=stock-level").unwrap().spec(),
             "tpcc:txn=stock-level,districts=10,customers=3000,items=100000"

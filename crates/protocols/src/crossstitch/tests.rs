@@ -15,6 +15,11 @@ use std::collections::VecDeque;
 
 const CLIENT: NodeId = NodeId(8);
 
+/// Picks messages in flight (from, to, message).
+type Filter = Box<dyn FnMut(NodeId, NodeId, &Msg) -> bool>;
+/// A node and the messages on which it crashes.
+type CrashOn = Option<(NodeId, Box<dyn Fn(&Msg) -> bool>)>;
+
 struct Net {
     servers: Vec<Server>,
     /// Clients by id (all on node `CLIENT`; messages go to the transaction's client).
@@ -23,11 +28,11 @@ struct Net {
     q: VecDeque<(NodeId, NodeId, Msg)>,
     down: BTreeSet<NodeId>,
     /// Drops the first message matching, once.
-    drop_once: Option<Box<dyn FnMut(NodeId, NodeId, &Msg) -> bool>>,
+    drop_once: Option<Filter>,
     /// Crashes a node right after it handles a matching message.
-    crash_after: Option<(NodeId, Box<dyn Fn(&Msg) -> bool>)>,
+    crash_after: CrashOn,
     /// Crashes a node when a matching message arrives, before it handles it.
-    crash_before: Option<(NodeId, Box<dyn Fn(&Msg) -> bool>)>,
+    crash_before: CrashOn,
     records: Vec<TxnRecord>,
 }
 
@@ -73,7 +78,10 @@ impl Net {
         }
         Net {
             servers,
-            clients: vec![Client::new(env.clone(), CLIENT, ClientId(0)), Client::new(env, CLIENT, ClientId(1))],
+            clients: vec![
+                Client::new(env.clone(), CLIENT, ClientId(0)),
+                Client::new(env, CLIENT, ClientId(1)),
+            ],
             now: 0,
             q: VecDeque::new(),
             down: BTreeSet::new(),
@@ -145,7 +153,7 @@ impl Net {
                     self.q.push_back((NodeId(n), t, m.clone()));
                 }
             }
-            if self.now % ms(1000.0) == 0 {
+            if self.now.is_multiple_of(ms(1000.0)) {
                 for c in 0..self.clients.len() {
                     let e = fire(&mut self.clients[c], self.now, CLIENT, T_CLIENT);
                     self.records.extend(e.records.clone());
@@ -250,10 +258,16 @@ fn server_failing_before_its_ack_aborts_the_transaction() {
     let mut n = Net::new();
     n.crash(4);
     n.start();
-    let p2 = n.servers[2].parts.get(&(TxnId { client: 0, seq: 1 }, 2)).map(|p| p.phase);
+    let p2 = n.servers[2]
+        .parts
+        .get(&(TxnId { client: 0, seq: 1 }, 2))
+        .map(|p| p.phase);
     assert_eq!(p2, Some(Phase::Executed), "no ack, no precommit");
     assert_eq!(n.settle(), Outcome::Aborted);
-    assert!(!n.has(2, "#2/b") && !n.has(3, "#2/b"), "the aborted put is gone at both copies");
+    assert!(
+        !n.has(2, "#2/b") && !n.has(3, "#2/b"),
+        "the aborted put is gone at both copies"
+    );
 }
 
 #[test]
@@ -266,7 +280,10 @@ fn server_failing_after_its_ack_before_precommit_aborts_through_the_query_to_i_p
     n.crash_after = Some((NodeId(4), Box::new(is_exec_to(3))));
     n.start();
     assert!(n.down.contains(&NodeId(4)));
-    let p2 = n.servers[2].parts.get(&(TxnId { client: 0, seq: 1 }, 2)).map(|p| p.phase);
+    let p2 = n.servers[2]
+        .parts
+        .get(&(TxnId { client: 0, seq: 1 }, 2))
+        .map(|p| p.phase);
     assert_eq!(p2, Some(Phase::Precommitted), "position 2 had the ack and precommitted");
     assert_eq!(n.settle(), Outcome::Aborted);
     let why = n.records[0].abort_reason.clone().unwrap_or_default();
@@ -326,7 +343,12 @@ fn lost_messages_are_recovered_by_retransmission() {
         }));
         n.start();
         let out = n.settle();
-        assert_eq!(out, Outcome::Committed, "dropping one {kind}: {:?}", n.records[0].abort_reason);
+        assert_eq!(
+            out,
+            Outcome::Committed,
+            "dropping one {kind}: {:?}",
+            n.records[0].abort_reason
+        );
     }
 }
 
@@ -358,7 +380,12 @@ fn dirty_reader(n: &mut Net) -> TxnId {
 }
 
 fn outcome_at(n: &Net, node: usize, t: TxnId) -> Option<bool> {
-    n.servers[node].outcomes().unwrap().into_iter().find(|(x, _)| *x == t).map(|x| x.1)
+    n.servers[node]
+        .outcomes()
+        .unwrap()
+        .into_iter()
+        .find(|(x, _)| *x == t)
+        .map(|x| x.1)
 }
 
 #[test]
@@ -379,7 +406,9 @@ fn a_dirty_reader_waits_for_its_writer_and_aborts_with_it() {
 #[test]
 fn a_dirty_reader_commits_after_its_writer_commits() {
     let mut n = Net::new();
-    n.drop_once = Some(Box::new(|_, to, m| to == NodeId(2) && matches!(m, Msg::Precommit { pos: 2, .. })));
+    n.drop_once = Some(Box::new(|_, to, m| {
+        to == NodeId(2) && matches!(m, Msg::Precommit { pos: 2, .. })
+    }));
     let t2 = dirty_reader(&mut n);
     n.run_for(ms(30_000.0));
     assert_eq!(outcome_at(&n, 2, TxnId { client: 0, seq: 1 }), Some(true));
