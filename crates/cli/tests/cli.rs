@@ -60,7 +60,17 @@ fn test_cli_sim_json_has_every_contract_key() {
 
 #[test]
 fn test_cli_bad_input_is_one_clear_line() {
-    let cases: [(&[&str], &str); 15] = [
+    let cases: [(&[&str], &str); 19] = [
+        (&["sim", "--protocol", "crossstitch:copies=x"], "`copies` must be 1..=8"),
+        (&["sim", "--protocol", "2pc-2pl:replicas=2"], "no parameter `replicas`"),
+        (
+            &["sim", "--protocol", "crossstitch:copies=3", "--topology", "us3"],
+            "replicas per shard in its home DC",
+        ),
+        (
+            &["sim", "--protocol", "crossstitch", "--workload", "tpcc:txn=delivery"],
+            "not a transaction",
+        ),
         (&["sim", "--protocol", "hacommit:replicas=x"], "replicas=x"),
         (
             &["sim", "--protocol", "hacommit:quorum=2"],
@@ -167,7 +177,15 @@ fn test_cli_compare_runs_every_protocol() {
     let o = meridian(&["compare", "--txns", "200"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
-    for p in ["2pc-2pl", "2pc-occ", "rc", "replog", "hacommit", "hacommit-rc"] {
+    for p in [
+        "2pc-2pl",
+        "2pc-occ",
+        "rc",
+        "replog",
+        "hacommit",
+        "hacommit-rc",
+        "crossstitch",
+    ] {
         assert!(
             out.lines().any(|l| l.starts_with(p) && l.trim_end().ends_with("ok")),
             "{out}"
@@ -189,6 +207,16 @@ fn test_cli_compare_runs_every_protocol() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("keys locked at the end: 0; check: ok"), "{out}");
+    // CrossStitch's Fig. 12, end to end: 2 round trips against 2PC's 4 and 5.
+    let o = meridian(&["compare", "--experiment", "cs-fig12"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("order-status") && l.contains(" 4.0 ") && l.contains(" 2.0 ")),
+        "{out}"
+    );
+    assert!(!out.contains("FAIL"), "{out}");
 }
 
 /// The fsync cost is a real input: forcing the log costs 2PC commit latency on one DC.
