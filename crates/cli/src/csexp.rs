@@ -22,22 +22,10 @@ use std::process::ExitCode;
 /// The 2PC baseline of §5.1.
 const TWO_PC: &str = "2pc-2pl:copies=2";
 
-struct Ctx<'a> {
-    args: &'a RunArgs,
-    failed: bool,
-}
-
-impl Ctx<'_> {
-    fn cfg(&self, topo: &Topology, workload: &str, txns: u64, clients: u32, client_dcs: &[&str]) -> Result<SimConfig> {
-        crate::exp::config(self.args, topo, workload, txns, clients, client_dcs)
-    }
-    fn run(&mut self, protocol: &str, cfg: &SimConfig) -> Result<SimOutput> {
-        crate::exp::run_checked(protocol, cfg, &mut self.failed)
-    }
-}
+use crate::exp::Ctx;
 
 pub fn run(name: &str, args: &RunArgs) -> Result<ExitCode> {
-    let mut cx = Ctx { args, failed: false };
+    let mut cx = Ctx::new(args);
     match name {
         "cs-fig12" => fig12(&mut cx)?,
         "cs-fig4" => fig4(&mut cx)?,
@@ -47,11 +35,7 @@ pub fn run(name: &str, args: &RunArgs) -> Result<ExitCode> {
         "cs-fig14" => tpcc_latency(&mut cx, "stock-level", 14, 5.0)?,
         other => bail!("unknown experiment `{other}`"),
     }
-    Ok(if cx.failed {
-        ExitCode::from(3)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(cx.exit_code())
 }
 
 /// Two DCs `rtt_ms` apart, four servers each, eight shards.

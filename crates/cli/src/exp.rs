@@ -4,6 +4,45 @@ use crate::{progress, RunArgs};
 use anyhow::Result;
 use meridian_core::Topology;
 use meridian_sim::{SimConfig, SimOutput};
+use std::process::ExitCode;
+
+/// An experiment in progress: the run flags and whether any check failed.
+pub struct Ctx<'a> {
+    pub args: &'a RunArgs,
+    pub failed: bool,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(args: &'a RunArgs) -> Self {
+        Ctx { args, failed: false }
+    }
+
+    /// A config on `topo` with `clients` spread over `client_dcs` (names; empty: all).
+    pub fn cfg(
+        &self,
+        topo: &Topology,
+        workload: &str,
+        txns: u64,
+        clients: u32,
+        client_dcs: &[&str],
+    ) -> Result<SimConfig> {
+        config(self.args, topo, workload, txns, clients, client_dcs)
+    }
+
+    /// A checked run (a failed check makes the experiment exit 3).
+    pub fn run(&mut self, protocol: &str, cfg: &SimConfig) -> Result<SimOutput> {
+        run_checked(protocol, cfg, &mut self.failed)
+    }
+
+    /// 0, or 3 if any check failed.
+    pub fn exit_code(&self) -> ExitCode {
+        if self.failed {
+            ExitCode::from(3)
+        } else {
+            ExitCode::SUCCESS
+        }
+    }
+}
 
 /// The run flags' config on `topo` with `workload`, `txns` and `clients`, clients spread
 /// over `client_dcs` (names; empty: every DC), and no faults (an experiment sets its own).

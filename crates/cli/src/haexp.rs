@@ -24,20 +24,7 @@ use meridian_core::{secs, Outcome, Time, Topology};
 use meridian_sim::{SimConfig, SimOutput};
 use std::process::ExitCode;
 
-struct Ctx<'a> {
-    args: &'a RunArgs,
-    failed: bool,
-}
-
-impl Ctx<'_> {
-    fn cfg(&self, topo: &Topology, workload: &str, txns: u64, clients: u32) -> Result<SimConfig> {
-        crate::exp::config(self.args, topo, workload, txns, clients, &[])
-    }
-
-    fn run(&mut self, protocol: &str, cfg: &SimConfig) -> Result<SimOutput> {
-        crate::exp::run_checked(protocol, cfg, &mut self.failed)
-    }
-}
+use crate::exp::Ctx;
 
 /// Three LAN "DCs" of three nodes, 0.1 ms apart: where Replicated Commit (one replica
 /// per DC) runs in the LAN experiments.
@@ -52,7 +39,7 @@ fn lan5() -> Topology {
 }
 
 pub fn run(name: &str, args: &RunArgs) -> Result<ExitCode> {
-    let mut cx = Ctx { args, failed: false };
+    let mut cx = Ctx::new(args);
     match name {
         "hacommit-fig2" => fig2(&mut cx)?,
         "hacommit-fig6" => fig6(&mut cx)?,
@@ -60,11 +47,7 @@ pub fn run(name: &str, args: &RunArgs) -> Result<ExitCode> {
         "hacommit-fig5" => fig5(&mut cx)?,
         other => bail!("unknown experiment `{other}`"),
     }
-    Ok(if cx.failed {
-        ExitCode::from(3)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(cx.exit_code())
 }
 
 fn costs(c: &SimConfig) -> String {
@@ -83,7 +66,7 @@ fn workload(ops: u32) -> String {
 /// Fig. 2: commit latency against operations per transaction.
 fn fig2(cx: &mut Ctx) -> Result<()> {
     let lan = Topology::preset("lan").expect("preset");
-    let probe = cx.cfg(&lan, &workload(1), 1, 1)?;
+    let probe = cx.cfg(&lan, &workload(1), 1, 1, &[])?;
     println!("Fig. 2: mean commit latency (ms) vs operations per transaction; lan, 80 clients, ycsb 1:1 over 10M keys");
     println!(
         "  {}; commit = client's commit request (2PC, rc) or decision (HACommit) to the end",
@@ -98,10 +81,10 @@ fn fig2(cx: &mut Ctx) -> Result<()> {
     let mut ratio64 = None;
     for ops in [1u32, 2, 4, 8, 16, 20, 32, 64] {
         let txns = if ops >= 32 { 1500 } else { 3000 };
-        let c = cx.cfg(&lan, &workload(ops), txns, 80)?;
+        let c = cx.cfg(&lan, &workload(ops), txns, 80, &[])?;
         let ha = cx.run("hacommit", &c)?;
         let tp = cx.run("2pc-2pl", &c)?;
-        let c3 = cx.cfg(&lan3(), &workload(ops), txns, 81)?;
+        let c3 = cx.cfg(&lan3(), &workload(ops), txns, 81, &[])?;
         let rc = cx.run("rc", &c3)?;
         let h = ha.report.commit_latency_ms.mean;
         let t = tp.report.commit_latency_ms.mean;
@@ -148,7 +131,7 @@ fn fig2(cx: &mut Ctx) -> Result<()> {
 /// Figs. 6 and 7: throughput and mean latency against operations per transaction.
 fn fig6(cx: &mut Ctx) -> Result<()> {
     let lan = Topology::preset("lan").expect("preset");
-    let probe = cx.cfg(&lan, &workload(1), 1, 1)?;
+    let probe = cx.cfg(&lan, &workload(1), 1, 1, &[])?;
     println!("Figs. 6/7: committed txn/s and mean latency (ms) vs operations per transaction; 80 clients, ycsb 1:1 over 10M keys");
     println!("  {}; rc on lan3", costs(&probe));
     println!(
@@ -157,8 +140,8 @@ fn fig6(cx: &mut Ctx) -> Result<()> {
     );
     for ops in [2u32, 4, 8, 16, 32, 64] {
         let txns = if ops >= 32 { 1500 } else { 3000 };
-        let ha = cx.run("hacommit", &cx.cfg(&lan, &workload(ops), txns, 80)?)?;
-        let rc = cx.run("rc", &cx.cfg(&lan3(), &workload(ops), txns, 81)?)?;
+        let ha = cx.run("hacommit", &cx.cfg(&lan, &workload(ops), txns, 80, &[])?)?;
+        let rc = cx.run("rc", &cx.cfg(&lan3(), &workload(ops), txns, 81, &[])?)?;
         let (ht, rt) = (ha.report.throughput_tps, rc.report.throughput_tps);
         let (hl, rl) = (ha.report.latency_ms.mean, rc.report.latency_ms.mean);
         println!(
@@ -206,7 +189,7 @@ fn timeline(o: &SimOutput, bucket: Time, until: Time) -> Vec<(u64, f64)> {
 /// then a third is cut off (no quorum: progress stops); then it comes back.
 fn faults(cx: &mut Ctx) -> Result<()> {
     let topo = lan5();
-    let mut c = cx.cfg(&topo, &workload(4), 1_000_000, 10)?;
+    let mut c = cx.cfg(&topo, &workload(4), 1_000_000, 10, &[])?;
     c.client_dcs = vec![topo.dc("R1")?];
     c.max_time = secs(60.0);
     // R5 and R4 crash for good (they restart only when the run heals, and copy their data
@@ -242,7 +225,7 @@ fn faults(cx: &mut Ctx) -> Result<()> {
 /// locked.
 fn fig5(cx: &mut Ctx) -> Result<()> {
     let lan = Topology::preset("lan").expect("preset");
-    let mut c = cx.cfg(&lan, &workload(4), 40_000, 16)?;
+    let mut c = cx.cfg(&lan, &workload(4), 40_000, 16, &[])?;
     c.faults = (0..8)
         .map(|i| format!("client-crash:client={i},at={}us", 500_000 + 3_700 * i))
         .collect::<Vec<_>>()

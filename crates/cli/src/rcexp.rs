@@ -18,21 +18,7 @@ use std::process::ExitCode;
 
 const PAPER_WORKLOAD: &str = "ycsb:ops=5,reads=0.5,keys=3000";
 
-struct Ctx<'a> {
-    args: &'a RunArgs,
-    failed: bool,
-}
-
-impl Ctx<'_> {
-    /// A config on `topo` with `clients` spread over `client_dcs` (names).
-    fn cfg(&self, topo: &Topology, workload: &str, txns: u64, clients: u32, client_dcs: &[&str]) -> Result<SimConfig> {
-        crate::exp::config(self.args, topo, workload, txns, clients, client_dcs)
-    }
-
-    fn run(&mut self, protocol: &str, cfg: &SimConfig) -> Result<SimOutput> {
-        crate::exp::run_checked(protocol, cfg, &mut self.failed)
-    }
-}
+use crate::exp::Ctx;
 
 /// The paper's load: 5 generators and 10 transactions/s per client DC.
 fn paper_load(cfg: &mut SimConfig, dcs: usize) {
@@ -51,7 +37,7 @@ fn distinct(leaders: &str) -> Vec<&str> {
 }
 
 pub fn run(name: &str, args: &RunArgs) -> Result<ExitCode> {
-    let mut cx = Ctx { args, failed: false };
+    let mut cx = Ctx::new(args);
     match name {
         "rc-fig3" => fig3(&mut cx)?,
         "rc-fig4" => fig4(&mut cx)?,
@@ -61,11 +47,7 @@ pub fn run(name: &str, args: &RunArgs) -> Result<ExitCode> {
         "rc-fig10" => fig10(&mut cx)?,
         other => bail!("unknown experiment `{other}`"),
     }
-    Ok(if cx.failed {
-        ExitCode::from(3)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(cx.exit_code())
 }
 
 fn fig3(cx: &mut Ctx) -> Result<()> {
