@@ -794,13 +794,8 @@ impl Server {
 
     /// Tells positions `0..pos` (and their replicas) that the transaction aborted.
     fn tell_abort_backward(&mut self, txn: TxnId, chain: &[Hop], pos: u32, reason: &str, cx: &mut Ctx<'_, Msg>) {
-        let mut to: BTreeSet<NodeId> = BTreeSet::new();
-        for h in chain.iter().take(pos as usize + 1) {
-            to.insert(h.node);
-            to.extend(h.replicas.iter().copied());
-        }
-        to.remove(&self.me);
-        for n in to {
+        let upto = chain.len().min(pos as usize + 1);
+        for n in self.others_of(&chain[..upto]) {
             cx.send(
                 n,
                 Msg::Decide {
@@ -811,6 +806,16 @@ impl Server {
                 },
             );
         }
+    }
+
+    /// Every node of these positions and their replicas, but this server.
+    fn others_of(&self, hops: &[Hop]) -> BTreeSet<NodeId> {
+        let mut to: BTreeSet<NodeId> = hops
+            .iter()
+            .flat_map(|h| std::iter::once(h.node).chain(h.replicas.iter().copied()))
+            .collect();
+        to.remove(&self.me);
+        to
     }
 
     fn unlink_deps(&mut self, txn: TxnId, pos: u32, deps: &BTreeSet<TxnId>) {
@@ -989,11 +994,7 @@ impl Server {
 
     /// Tells every position and replica of a chain (and the client) the outcome.
     fn broadcast(&mut self, txn: TxnId, d: &Decision, reason: &str, cx: &mut Ctx<'_, Msg>) {
-        let mut to: BTreeSet<NodeId> = BTreeSet::new();
-        for h in &d.chain {
-            to.insert(h.node);
-            to.extend(h.replicas.iter().copied());
-        }
+        let mut to = self.others_of(&d.chain);
         if let Some(last) = d.chain.last() {
             if self.env.layout.is_server(last.node) {
                 to.extend(txn_replicas(&self.env.layout, last.node));
@@ -1022,7 +1023,7 @@ impl Server {
         let [a, b] = txn_replicas(&self.env.layout, final_server);
         let round = cx.now() / 1_000_000 + 1;
         let ballot = (round << 20) | (self.me.0 as u64 + 1);
-        let mut p = Proposer {
+        let p = Proposer {
             ts,
             ballot,
             acceptors: [final_server, a, b],
@@ -1035,7 +1036,6 @@ impl Server {
         for n in p.acceptors {
             cx.send(n, Msg::Prepare { txn, ts, ballot });
         }
-        p.since = cx.now();
         self.proposers.insert(txn, p);
     }
 
