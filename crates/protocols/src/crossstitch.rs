@@ -1196,7 +1196,7 @@ impl Server {
         if commit {
             self.release_readers(txn, cx);
         } else {
-            self.cascade(txn, &reason, cx);
+            self.cascade(txn, cx);
         }
     }
 
@@ -1214,14 +1214,15 @@ impl Server {
     }
 
     /// The writer aborted here: every position that read its versions aborts.
-    fn cascade(&mut self, writer: TxnId, reason: &str, cx: &mut Ctx<'_, Msg>) {
+    fn cascade(&mut self, writer: TxnId, cx: &mut Ctx<'_, Msg>) {
         let Some(rs) = self.readers.remove(&writer) else {
             return;
         };
         for (t, pos) in rs {
             if self.parts.get(&(t, pos)).is_some_and(|p| p.phase == Phase::Executed) {
-                let why = format!("cascading abort: read a write of {writer} ({reason})");
-                self.abort_here(t, pos, &why, cx);
+                // One reason string per cause (reports group aborts by reason).
+                let why = "cascading abort: read an uncommitted write that aborted";
+                self.abort_here(t, pos, why, cx);
             }
         }
     }
