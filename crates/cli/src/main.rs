@@ -1,6 +1,8 @@
 //! The `meridian` command: `sim` (one simulation), `compare` (every protocol side by
 //! side, or a named experiment), `check` (verify a history file).
 
+mod bench;
+mod cluster;
 mod compare;
 mod csexp;
 mod exp;
@@ -39,6 +41,15 @@ enum Cmd {
     Sim(SimArgs),
     /// Run every protocol on one topology and workload (or a named experiment) and compare.
     Compare(CompareArgs),
+    /// Run one node of a cluster (see `meridian cluster up`).
+    Server(cluster::ServerArgs),
+    /// Start or stop a local cluster: one process per node on loopback ports.
+    Cluster {
+        #[command(subcommand)]
+        cmd: cluster::ClusterCmd,
+    },
+    /// Run closed-loop clients against a cluster and check the history.
+    Bench(bench::BenchArgs),
     /// Check a history file (JSON lines, see the README).
     Check {
         /// History file written by `meridian sim --history`.
@@ -241,16 +252,9 @@ pub fn progress(label: &str) -> impl FnMut(u64, u64) {
     }
 }
 
-fn run_sim(a: &SimArgs) -> Result<ExitCode> {
-    let cfg = a.run.config()?;
-    let out: SimOutput = meridian_sim::run_named(&a.protocol, &cfg, &mut progress(&a.protocol))?;
-    if let Some(path) = &a.history {
-        let f = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-        let mut w = std::io::BufWriter::new(f);
-        meridian_check::jsonl::write(&out.history, &mut w).with_context(|| format!("writing {}", path.display()))?;
-    }
-    let r = &out.report;
-    if a.json {
+/// Prints a run's report: the JSON object, or a few readable lines.
+pub fn print_report(r: &meridian_sim::SimReport, json: bool) -> Result<()> {
+    if json {
         println!("{}", serde_json::to_string(r)?);
     } else {
         println!(
@@ -301,6 +305,19 @@ fn run_sim(a: &SimArgs) -> Result<ExitCode> {
                 .unwrap_or_default()
         );
     }
+    Ok(())
+}
+
+fn run_sim(a: &SimArgs) -> Result<ExitCode> {
+    let cfg = a.run.config()?;
+    let out: SimOutput = meridian_sim::run_named(&a.protocol, &cfg, &mut progress(&a.protocol))?;
+    if let Some(path) = &a.history {
+        let f = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+        let mut w = std::io::BufWriter::new(f);
+        meridian_check::jsonl::write(&out.history, &mut w).with_context(|| format!("writing {}", path.display()))?;
+    }
+    let r = &out.report;
+    print_report(r, a.json)?;
     if !r.check.ok() {
         for a in r.check.anomalies.iter().take(10) {
             eprintln!("anomaly: {a}");
@@ -354,6 +371,9 @@ fn main() -> ExitCode {
         Cmd::Sim(a) => run_sim(a),
         Cmd::Compare(a) => compare::run(a.experiment.as_deref(), &a.run),
         Cmd::Check { file, json } => run_check(file, *json),
+        Cmd::Server(a) => cluster::server(a).map(|()| ExitCode::SUCCESS),
+        Cmd::Cluster { cmd } => cluster::cluster(cmd).map(|()| ExitCode::SUCCESS),
+        Cmd::Bench(a) => bench::bench(a),
     };
     match res {
         Ok(code) => code,

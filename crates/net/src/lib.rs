@@ -10,8 +10,14 @@
 //! or has bytes left over) is a [`FrameError`] naming the problem, so the runtime can
 //! drop the connection with a logged reason.
 //!
-//! This is the first piece of the TCP runtime (issue 6); the runtime itself is not
-//! written yet.
+//! The runtime built on it: [`cluster`] (the cluster file), [`wire`] (what frames
+//! carry), [`host`] (the event loop, connections, server and client processes) and
+//! [`journal`] (a server's durable input journal).
+
+pub mod cluster;
+pub mod host;
+pub mod journal;
+pub mod wire;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;

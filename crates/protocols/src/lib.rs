@@ -7,6 +7,7 @@
 pub mod client;
 pub mod crossstitch;
 pub mod hacommit;
+pub mod named;
 pub mod rc;
 pub mod replog;
 pub mod testing;
@@ -116,7 +117,7 @@ pub trait Replica {
 /// Exclusive-lock holding times measured in cross-DC one-way trips: from the input that
 /// acquired a transaction's exclusive locks to the input that released them (the WAN-hop
 /// counts of the two causal chains, see [`Ctx::hops`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HoldStats {
     /// `counts[h]`: lock holdings that lasted `h` WAN trips.
     pub counts: Vec<u64>,
@@ -166,11 +167,12 @@ impl HoldStats {
 /// A protocol: its message type and how to build its actors.
 pub trait Protocol: Clone + Send + 'static {
     /// Message enum.
-    type Msg: Clone + Debug + Send + 'static;
+    /// Message enum; serde so that the TCP runtime can put it on the wire.
+    type Msg: Clone + Debug + Send + serde::Serialize + serde::de::DeserializeOwned + 'static;
     /// Data-server actor (one per server node).
-    type Server: Actor<Msg = Self::Msg> + Replica;
+    type Server: Actor<Msg = Self::Msg> + Replica + Send + 'static;
     /// Client actor (one per client node).
-    type Client: Actor<Msg = Self::Msg> + ClientRole;
+    type Client: Actor<Msg = Self::Msg> + ClientRole + Send + 'static;
     /// The `--protocol` name.
     fn name(&self) -> &'static str;
     /// Whether the protocol claims strict serializability.

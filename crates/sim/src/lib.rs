@@ -31,7 +31,7 @@
 //! - Every run records a history and ends with the checker's verdict.
 
 pub mod faults;
-mod report;
+pub mod report;
 
 pub use faults::{Fault, FaultPlan};
 pub use report::{CheckSummary, Latency, Messages, SimReport, WanTrips};
@@ -41,7 +41,6 @@ use meridian_core::{
     ms, rng_for, secs, Actor, ClientId, Command, Ctx, DcId, HomeRule, Layout, NodeId, Rng, Time, TimerId, Topology,
     TxnId, TxnRecord,
 };
-use meridian_protocols::twopc::{Cc, TwoPc};
 use meridian_protocols::{ClientRole, Env, Protocol, Replica, Timeouts};
 use meridian_workload::Workload;
 use rand::Rng as _;
@@ -135,9 +134,9 @@ impl SimConfig {
 /// A configuration the simulator cannot run.
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
-    /// Unknown protocol name.
-    #[error("unknown protocol `{0}` (known: {known})", known = meridian_protocols::PROTOCOLS.join(", "))]
-    UnknownProtocol(String),
+    /// Unknown protocol name or bad protocol parameters.
+    #[error(transparent)]
+    Protocol(#[from] meridian_protocols::named::ProtocolError),
     /// Bad workload.
     #[error(transparent)]
     Workload(#[from] meridian_workload::WorkloadError),
@@ -168,151 +167,17 @@ pub struct SimOutput {
 /// of the list (the paper's `R/R/R` notation); `replog:locks=no-wait` aborts on lock
 /// conflicts instead of wound-wait.
 pub fn run_named(name: &str, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64)) -> Result<SimOutput, SimError> {
-    let spec = meridian_core::spec::parse_spec(name).map_err(|e| SimError::Invalid(format!("--protocol: {e}")))?;
-    if !matches!(
-        spec.name,
-        "replog" | "hacommit" | "hacommit-rc" | "2pc-2pl" | "2pc-occ" | "crossstitch"
-    ) {
-        if let Some(k) = spec.params.keys().next() {
-            return Err(SimError::Invalid(format!(
-                "--protocol: `{}` takes no parameters (got `{k}`)",
-                spec.name
-            )));
+    struct Run<'a, 'b>(&'a SimConfig, &'b mut dyn FnMut(u64, u64));
+    impl WithProtocol for Run<'_, '_> {
+        type Out = Result<SimOutput, SimError>;
+        fn with<P: Protocol>(self, p: P) -> Self::Out {
+            run(p, self.0, self.1)
         }
     }
-    match spec.name {
-        "2pc-2pl" => run(
-            TwoPc {
-                cc: Cc::Locking,
-                copies: copies_for(&spec, 1)?,
-            },
-            cfg,
-            progress,
-        ),
-        "2pc-occ" => run(
-            TwoPc {
-                cc: Cc::Optimistic,
-                copies: copies_for(&spec, 1)?,
-            },
-            cfg,
-            progress,
-        ),
-        "rc" => run(meridian_protocols::rc::ReplicatedCommit::default(), cfg, progress),
-        "replog" => run(replog_for(&spec, cfg)?, cfg, progress),
-        "hacommit" | "hacommit-rc" => run(hacommit_for(&spec)?, cfg, progress),
-        "crossstitch" => run(
-            meridian_protocols::crossstitch::CrossStitch {
-                copies: copies_for(&spec, 2)?,
-            },
-            cfg,
-            progress,
-        ),
-        other => Err(SimError::UnknownProtocol(other.to_string())),
-    }
+    with_protocol(name, &cfg.topology, cfg.home, Run(cfg, progress))?
 }
 
-/// The `copies=N` parameter of `2pc-2pl`, `2pc-occ` and `crossstitch` (the only one
-/// they take): copies of each shard in its home DC.
-fn copies_for(spec: &meridian_core::spec::Spec<'_>, default: u32) -> Result<u32, SimError> {
-    let mut copies = default;
-    for (k, v) in &spec.params {
-        match *k {
-            "copies" => match v.parse::<u32>() {
-                Ok(n) if (1..=8).contains(&n) => copies = n,
-                _ => {
-                    return Err(SimError::Invalid(format!(
-                        "--protocol: {}: `copies` must be 1..=8, got `{v}`",
-                        spec.name
-                    )))
-                }
-            },
-            other => {
-                return Err(SimError::Invalid(format!(
-                    "--protocol: {} has no parameter `{other}` (known: copies)",
-                    spec.name
-                )))
-            }
-        }
-    }
-    Ok(copies)
-}
-
-/// The `replog` protocol for a spec's `leaders=` parameter (default: `--data-dc` if
-/// given, else shard `s` in DC `s mod #DCs`).
-fn replog_for(
-    spec: &meridian_core::spec::Spec<'_>,
-    cfg: &SimConfig,
-) -> Result<meridian_protocols::replog::ReplicatedLog, SimError> {
-    let t = &cfg.topology;
-    let mut leader_dcs = vec![];
-    let mut no_wait = false;
-    for (k, v) in &spec.params {
-        match *k {
-            "leaders" => {
-                let names: Vec<&str> = v.split('/').map(str::trim).collect();
-                if names.len() != t.shards as usize {
-                    return Err(SimError::Invalid(format!(
-                        "replog: leaders={v} names {} DCs but the topology has {} shards (one leader DC per shard, e.g. C/V/O)",
-                        names.len(),
-                        t.shards
-                    )));
-                }
-                for n in names {
-                    leader_dcs.push(t.dc(n)?);
-                }
-            }
-            "locks" => match *v {
-                "wound-wait" => no_wait = false,
-                "no-wait" => no_wait = true,
-                _ => {
-                    return Err(SimError::Invalid(format!(
-                        "replog: locks={v} (known: wound-wait, no-wait)"
-                    )))
-                }
-            },
-            other => {
-                return Err(SimError::Invalid(format!(
-                    "replog: unknown parameter `{other}` (known: leaders, locks)"
-                )))
-            }
-        }
-    }
-    if leader_dcs.is_empty() {
-        if let HomeRule::Dc(d) = cfg.home {
-            leader_dcs = vec![d; t.shards as usize];
-        }
-    }
-    Ok(meridian_protocols::replog::ReplicatedLog { leader_dcs, no_wait })
-}
-
-/// The `hacommit` / `hacommit-rc` protocol for a spec's `replicas=` parameter
-/// (replicas per shard group, default 3).
-pub fn hacommit_for(spec: &meridian_core::spec::Spec<'_>) -> Result<meridian_protocols::hacommit::HaCommit, SimError> {
-    let mut p = meridian_protocols::hacommit::HaCommit {
-        read_committed: spec.name == "hacommit-rc",
-        ..Default::default()
-    };
-    for (k, v) in &spec.params {
-        match *k {
-            "replicas" => match v.parse::<u32>() {
-                Ok(n) if n >= 1 => p.replicas = n,
-                _ => {
-                    return Err(SimError::Invalid(format!(
-                        "{}: replicas={v} (expected a whole number of replicas per shard, at least 1)",
-                        spec.name
-                    )))
-                }
-            },
-            other => {
-                return Err(SimError::Invalid(format!(
-                    "{}: unknown parameter `{other}` (known: replicas)",
-                    spec.name
-                )))
-            }
-        }
-    }
-    Ok(p)
-}
+pub use meridian_protocols::named::{with_protocol, WithProtocol};
 
 /// What a node is handling.
 enum Input<M> {

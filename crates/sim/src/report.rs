@@ -120,13 +120,20 @@ pub struct SimReport {
 }
 
 /// Raw counters from the run.
-pub(crate) struct Counters {
+pub struct Counters {
+    /// Inputs handled (simulator events; the TCP runtime's actor calls).
     pub events: u64,
+    /// Messages sent.
     pub msgs_total: u64,
+    /// Messages sent between DCs.
     pub msgs_wan: u64,
+    /// Length of the run (virtual time in the simulator, elapsed time on a cluster).
     pub virtual_end: Time,
+    /// Exclusive-lock holding times, merged over servers.
     pub holds: Option<meridian_protocols::HoldStats>,
+    /// Keys still locked on live servers at the end.
     pub locked_at_end: Option<u64>,
+    /// Transactions committed at one participant and aborted at another.
     pub split_decisions: Option<u64>,
 }
 
@@ -149,7 +156,7 @@ fn round3(x: f64) -> f64 {
 }
 
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn summarize(
+pub fn summarize(
     protocol: &str,
     cfg: &SimConfig,
     workload: String,

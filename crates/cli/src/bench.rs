@@ -1,0 +1,339 @@
+//! `meridian bench`: closed-loop clients against a running cluster. Prints the same
+//! report as `meridian sim` and can write the history for `meridian check`.
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use meridian_check::{History, Meta};
+use meridian_client::{Client, Options};
+use meridian_core::{rng_for, DcId, NodeId, Outcome, TxnRecord};
+use meridian_net::host;
+use meridian_net::wire::{NodeReport, Wire};
+use meridian_protocols::HoldStats;
+use meridian_sim::report::{self, SimReport};
+use meridian_sim::SimConfig;
+use std::collections::HashMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// `meridian bench` flags.
+#[derive(Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// The cluster file (`meridian cluster up` writes DIR/cluster.toml).
+    #[arg(long)]
+    pub cluster: PathBuf,
+    /// Workload, NAME:key=value,... (as for `meridian sim`).
+    #[arg(long, default_value = "ycsb")]
+    pub workload: String,
+    /// Closed-loop clients (spread over the DCs, one client slot each).
+    #[arg(long, default_value_t = 16)]
+    pub clients: u32,
+    /// How long clients start new transactions.
+    #[arg(long, default_value = "30s")]
+    pub duration: String,
+    /// DC(s) the clients live in, comma-separated (default: all DCs).
+    #[arg(long)]
+    pub client_dc: Option<String>,
+    /// First client slot to claim (two benches on one cluster need disjoint slots).
+    #[arg(long, default_value_t = 0)]
+    pub first_slot: u32,
+    /// Seed of the workload's random choices.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// After the last transaction ends, wait this long for decisions to reach every
+    /// replica before reading the servers' state.
+    #[arg(long, default_value = "3s")]
+    pub settle: String,
+    /// How long to wait for transactions still running when the duration ends.
+    #[arg(long, default_value = "30s")]
+    pub drain: String,
+    /// Write the history (JSON lines) here, for `meridian check`.
+    #[arg(long)]
+    pub history: Option<PathBuf>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn dur(flag: &str, v: &str) -> Result<Duration> {
+    let t = meridian_core::time::parse_duration(v).map_err(anyhow::Error::msg).with_context(|| flag.to_string())?;
+    Ok(Duration::from_nanos(t))
+}
+
+/// Every server's report, in node order; an error names the nodes that did not answer.
+pub async fn reports(c: &meridian_net::cluster::Cluster) -> (Vec<Option<NodeReport>>, Vec<String>) {
+    let mut out = vec![];
+    let mut errs = vec![];
+    for (i, a) in c.addrs.iter().enumerate() {
+        match host::ask::<()>(c.id(), *a, Wire::ReportReq, Duration::from_secs(20)).await {
+            Ok(Wire::Report(r)) => out.push(Some(*r)),
+            Ok(_) => {
+                errs.push(format!("node {i}: unexpected answer"));
+                out.push(None)
+            }
+            Err(e) => {
+                errs.push(format!("node {i}: {e}"));
+                out.push(None)
+            }
+        }
+    }
+    (out, errs)
+}
+
+/// The outcome of a benchmark: report, history, whether the check passed.
+pub struct BenchOutput {
+    /// The same object `meridian sim --json` prints.
+    pub report: SimReport,
+    /// The history.
+    pub history: History,
+}
+
+/// Runs a benchmark (the body of `meridian bench`).
+pub fn run_bench(a: &BenchArgs, show_progress: bool) -> Result<BenchOutput> {
+    let duration = dur("--duration", &a.duration)?;
+    let settle = dur("--settle", &a.settle)?;
+    let drain = dur("--drain", &a.drain)?;
+    let cluster = crate::cluster::load(&a.cluster)?;
+    let mut workload = meridian_workload::build(&a.workload)?;
+    let topo = cluster.topology.clone();
+    let dcs: Vec<DcId> = match &a.client_dc {
+        None => (0..topo.num_dcs() as u16).map(DcId).collect(),
+        Some(s) => s.split(',').map(|d| topo.dc(d.trim())).collect::<Result<_, _>>()?,
+    };
+    if a.clients == 0 {
+        bail!("--clients must be at least 1");
+    }
+    let rt = crate::cluster::runtime()?;
+    rt.block_on(async move {
+        let wall = Instant::now();
+        // One client process with `clients` slots, taken DC by DC.
+        let ndc = topo.num_dcs() as u32;
+        let mut per_dc: HashMap<DcId, u32> = HashMap::new();
+        let mut task_dc = vec![];
+        for i in 0..a.clients {
+            let d = dcs[i as usize % dcs.len()];
+            *per_dc.entry(d).or_default() += 1;
+            task_dc.push(d);
+        }
+        // Slots: the first `per_dc[d]` slots of each DC from first_slot on.
+        let need = per_dc.values().copied().max().unwrap_or(1) * ndc;
+        let opts = Options {
+            clients: need.min(cluster.file.client_slots.saturating_sub(a.first_slot)),
+            first_slot: a.first_slot,
+            dc: None,
+            timeout: duration + drain,
+            connect_timeout: Duration::from_secs(10),
+            retry: None,
+        };
+        let client = Arc::new(Client::connect_to(cluster.clone(), opts).await?);
+        for (d, n) in &per_dc {
+            let have = client
+                .host()
+                .nodes
+                .iter()
+                .filter(|nd| DcId(((nd.0 - cluster.num_servers()) % ndc) as u16) == *d)
+                .count() as u32;
+            if have < *n {
+                bail!(
+                    "{n} clients in DC {} need more client slots than the cluster file reserves ({})",
+                    topo.dcs[d.0 as usize],
+                    cluster.file.client_slots
+                );
+            }
+        }
+        let (before, errs) = reports(&cluster).await;
+        if !errs.is_empty() {
+            bail!("the cluster is not fully up: {}", errs.join("; "));
+        }
+        let prior: usize = before.iter().flatten().map(|r| r.snapshot.keys.len()).sum();
+        if prior > 0 {
+            eprintln!(
+                "warning: the cluster already holds {prior} keys from earlier runs; the history of this run alone cannot explain them, so check a fresh cluster"
+            );
+        }
+        let client_before = client.host().counters().await;
+        let records: Arc<Mutex<Vec<TxnRecord>>> = Arc::new(Mutex::new(vec![]));
+        let done = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let committed = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let workload_spec = workload.spec();
+        let calls = Arc::new(Mutex::new(std::mem::replace(
+            &mut workload,
+            meridian_workload::build("ycsb").expect("the ycsb workload builds"),
+        )));
+        let start = Instant::now();
+        let end = start + duration;
+        let mut tasks = vec![];
+        for (i, d) in task_dc.iter().enumerate() {
+            let (client, records, calls, done, committed) =
+                (client.clone(), records.clone(), calls.clone(), done.clone(), committed.clone());
+            let d = *d;
+            let site = meridian_workload::Site {
+                client_dc: d.0 as u32,
+                dcs: ndc,
+                shards: topo.shards,
+            };
+            let mut rng = rng_for(a.seed, 1_000 + i as u64);
+            tasks.push(tokio::spawn(async move {
+                while Instant::now() < end {
+                    let call = calls.lock().expect("workload lock").next_call_at(&mut rng, &site);
+                    match client.run_call_in(call, Some(d)).await {
+                        Ok(r) => {
+                            if r.outcome == Outcome::Committed {
+                                committed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            }
+                            done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            records.lock().expect("records lock").push(r);
+                        }
+                        Err(_) => return,
+                    }
+                }
+            }));
+        }
+        let tty = std::io::stderr().is_terminal();
+        let mut last = Instant::now();
+        while !tasks.iter().all(|t| t.is_finished()) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if Instant::now() > end + drain {
+                break;
+            }
+            if show_progress && last.elapsed() >= Duration::from_secs(if tty { 1 } else { 5 }) {
+                last = Instant::now();
+                let el = start.elapsed().as_secs_f64();
+                let c = committed.load(std::sync::atomic::Ordering::Relaxed);
+                eprintln!(
+                    "bench {:>5.1}s / {:.0}s: {} done, {} committed ({:.0}/s)",
+                    el,
+                    duration.as_secs_f64(),
+                    done.load(std::sync::atomic::Ordering::Relaxed),
+                    c,
+                    c as f64 / el.max(1e-9)
+                );
+            }
+        }
+        for t in &tasks {
+            t.abort();
+        }
+        let elapsed = start.elapsed();
+        let mut txns = std::mem::take(&mut *records.lock().expect("records lock"));
+        txns.extend(client.host().in_flight().await);
+        let client_after = client.host().counters().await;
+        tokio::time::sleep(settle).await;
+        let (after, errs) = reports(&cluster).await;
+        for e in &errs {
+            eprintln!("warning: {e}; that replica is missing from the history");
+        }
+        txns.sort_by_key(|t| t.id);
+        let info = client.info().clone();
+        let history = History {
+            meta: Meta {
+                protocol: info.name.clone(),
+                strict: info.strict,
+                shards: topo.shards,
+                shard_replicas: info.shard_replicas.clone(),
+                read_committed: info.read_committed,
+            },
+            txns,
+            replicas: after
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| {
+                    r.as_ref().map(|r| {
+                        let mut s = r.snapshot.clone();
+                        s.node = NodeId(i as u32);
+                        s
+                    })
+                })
+                .collect(),
+        };
+        let check = meridian_check::check(&history);
+        let invariant = {
+            let snaps: HashMap<NodeId, &meridian_core::ReplicaSnapshot> =
+                history.replicas.iter().map(|r| (r.node, r)).collect();
+            let shards = info.shard_replicas.clone();
+            let calls = calls.lock().expect("workload lock");
+            calls
+                .check_final(&|k| {
+                    let s = meridian_core::shard_of(k, topo.shards);
+                    let n = shards[s.0 as usize][0];
+                    snaps.get(&n).and_then(|r| r.keys.get(k)).and_then(|s| s.value.clone())
+                })
+                .err()
+        };
+        let mut traffic = client_after.since(&client_before);
+        let mut holds = HoldStats::default();
+        let mut any_holds = false;
+        let mut locked: Option<u64> = None;
+        let mut split: HashMap<meridian_core::TxnId, (bool, bool)> = HashMap::new();
+        let mut any_outcomes = false;
+        for (b, r) in before.iter().zip(&after) {
+            let Some(r) = r else { continue };
+            let base = b.as_ref().map(|b| b.counters).unwrap_or_default();
+            traffic.add(&r.counters.since(&base));
+            if let Some(h) = &r.holds {
+                holds.merge(h);
+                any_holds = true;
+            }
+            if let Some(l) = r.locked {
+                *locked.get_or_insert(0) += l;
+            }
+            if let Some(v) = &r.outcomes {
+                any_outcomes = true;
+                for (t, c) in v {
+                    let e = split.entry(*t).or_default();
+                    if *c {
+                        e.0 = true
+                    } else {
+                        e.1 = true
+                    }
+                }
+            }
+        }
+        let mut cfg = SimConfig::new(topo.clone(), &a.workload);
+        cfg.clients = a.clients;
+        cfg.txns = history.txns.len() as u64;
+        cfg.seed = a.seed;
+        let report = report::summarize(
+            &info.name,
+            &cfg,
+            workload_spec,
+            &history,
+            &check,
+            invariant,
+            report::Counters {
+                events: traffic.inputs,
+                msgs_total: traffic.sent,
+                msgs_wan: traffic.sent_wan,
+                virtual_end: elapsed.as_nanos() as u64,
+                holds: any_holds.then_some(holds),
+                locked_at_end: locked,
+                split_decisions: any_outcomes.then(|| split.values().filter(|(c, a)| *c && *a).count() as u64),
+            },
+            wall.elapsed().as_secs_f64(),
+        );
+        if traffic.dropped > 0 {
+            eprintln!("note: {} messages were dropped (full queues or no connection)", traffic.dropped);
+        }
+        Ok(BenchOutput { report, history })
+    })
+}
+
+/// `meridian bench`.
+pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
+    let out = run_bench(a, true)?;
+    if let Some(path) = &a.history {
+        let f = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+        let mut w = std::io::BufWriter::new(f);
+        meridian_check::jsonl::write(&out.history, &mut w).with_context(|| format!("writing {}", path.display()))?;
+    }
+    crate::print_report(&out.report, a.json)?;
+    if !out.report.check.ok() {
+        for an in out.report.check.anomalies.iter().take(10) {
+            eprintln!("anomaly: {an}");
+        }
+        eprintln!("check FAILED");
+        return Ok(ExitCode::from(3));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,262 @@
+//! `meridian server` (one node of a cluster) and `meridian cluster up|down` (a local
+//! cluster of one process per node on loopback ports).
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use meridian_core::{NodeId, Topology};
+use meridian_net::cluster::{Cluster, ClusterFile};
+use meridian_net::host::{self, ServerOptions};
+use meridian_net::wire::Wire;
+use meridian_protocols::Protocol;
+use meridian_sim::{with_protocol, WithProtocol};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// `meridian server` flags.
+#[derive(Args, Debug)]
+pub struct ServerArgs {
+    /// The cluster file.
+    #[arg(long)]
+    cluster: PathBuf,
+    /// This node's id (as listed in the cluster file).
+    #[arg(long)]
+    node: u32,
+    /// Keep the node's journal here (overrides the cluster file's data_dir).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+}
+
+/// `meridian cluster` subcommands.
+#[derive(Subcommand, Debug)]
+pub enum ClusterCmd {
+    /// Write a cluster file, start one server process per node on loopback, wait until
+    /// every node is connected to every other.
+    Up(UpArgs),
+    /// Stop the processes `cluster up` started.
+    Down {
+        /// The directory `cluster up` used.
+        #[arg(long, default_value = "meridian-cluster")]
+        dir: PathBuf,
+    },
+}
+
+/// `meridian cluster up` flags.
+#[derive(Args, Debug)]
+pub struct UpArgs {
+    /// Protocol spec (see `meridian sim --help`).
+    #[arg(long)]
+    protocol: String,
+    /// Topology preset or TOML file.
+    #[arg(long, default_value = "rc5")]
+    topology: String,
+    /// Directory for the cluster file, the logs (n<ID>.log) and the journals.
+    #[arg(long, default_value = "meridian-cluster")]
+    dir: PathBuf,
+    /// First port; node i listens on base_port + i.
+    #[arg(long, default_value_t = 7400)]
+    base_port: u16,
+    /// Deliver messages between DCs without the topology's delay.
+    #[arg(long)]
+    no_delay: bool,
+    /// Keep each server's input journal on disk (DIR/data/n<ID>), so a killed node
+    /// that is restarted recovers.
+    #[arg(long)]
+    durable: bool,
+    /// Home DC of every shard (default: shard s in DC s mod #DCs).
+    #[arg(long)]
+    data_dc: Option<String>,
+    /// How long to wait for the cluster to come up.
+    #[arg(long, default_value = "30s")]
+    timeout: String,
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("MERIDIAN_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
+/// A tokio runtime for the commands that need one.
+pub fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// Loads a cluster file, with the path in the error.
+pub fn load(path: &Path) -> Result<Arc<Cluster>> {
+    Ok(Arc::new(Cluster::load(path)?))
+}
+
+/// `meridian server`.
+pub fn server(a: &ServerArgs) -> Result<()> {
+    init_logging();
+    let cluster = load(&a.cluster)?;
+    struct Serve(Arc<Cluster>, NodeId, ServerOptions);
+    impl WithProtocol for Serve {
+        type Out = Result<(), String>;
+        fn with<P: Protocol>(self, p: P) -> Self::Out {
+            let rt = runtime().map_err(|e| e.to_string())?;
+            rt.block_on(host::serve(p, self.0, self.1, self.2))
+        }
+    }
+    let opts = ServerOptions {
+        data_dir: a.data_dir.clone(),
+    };
+    with_protocol(
+        &cluster.file.protocol,
+        &cluster.topology,
+        cluster.home,
+        Serve(cluster.clone(), NodeId(a.node), opts),
+    )
+    .map_err(|e| anyhow::anyhow!("cluster file {}: {e}", a.cluster.display()))?
+    .map_err(anyhow::Error::msg)
+}
+
+/// `meridian cluster up|down`.
+pub fn cluster(c: &ClusterCmd) -> Result<()> {
+    match c {
+        ClusterCmd::Up(a) => up(a),
+        ClusterCmd::Down { dir } => down(dir),
+    }
+}
+
+fn up(a: &UpArgs) -> Result<()> {
+    let timeout = meridian_core::time::parse_duration(&a.timeout).map_err(anyhow::Error::msg)?;
+    let topology = Topology::load(&a.topology)?;
+    let topo_spec = if Topology::preset(&a.topology).is_some() {
+        a.topology.clone()
+    } else {
+        std::fs::canonicalize(&a.topology)?.display().to_string()
+    };
+    std::fs::create_dir_all(&a.dir).with_context(|| format!("cannot create {}", a.dir.display()))?;
+    let dir = std::fs::canonicalize(&a.dir)?;
+    if dir.join("pids").exists() {
+        bail!(
+            "{} already holds a running cluster (pids file present); run `meridian cluster down --dir {}` first",
+            dir.display(),
+            a.dir.display()
+        );
+    }
+    let mut file: ClusterFile = Cluster::local(&a.protocol, &topology, &topo_spec, a.base_port);
+    file.delay = !a.no_delay;
+    file.data_dc = a.data_dc.clone();
+    if a.durable {
+        file.data_dir = Some(PathBuf::from("data"));
+    }
+    let path = dir.join("cluster.toml");
+    // Validate everything (protocol included) before starting a process.
+    let cluster = Cluster::validate(file.clone(), &path)?;
+    check_protocol(&cluster)?;
+    std::fs::write(&path, toml::to_string(&file)?).with_context(|| format!("cannot write {}", path.display()))?;
+    let exe = std::env::current_exe().context("cannot find the meridian binary")?;
+    let mut pids = vec![];
+    for n in 0..cluster.num_servers() {
+        let log = std::fs::File::create(dir.join(format!("n{n}.log")))?;
+        let child = std::process::Command::new(&exe)
+            .args(["server", "--cluster"])
+            .arg(&path)
+            .args(["--node", &n.to_string()])
+            .stdin(std::process::Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("cannot start node {n}"))?;
+        pids.push(child.id());
+    }
+    std::fs::write(
+        dir.join("pids"),
+        pids.iter().map(|p| format!("{p}\n")).collect::<String>(),
+    )?;
+    match wait_ready(&cluster, Duration::from_nanos(timeout)) {
+        Ok(()) => {
+            println!(
+                "cluster up: {} on {} ({} nodes, ports {}..{}, WAN delay {}{})\ncluster file: {}\nlogs: {}/n<ID>.log\nstop: meridian cluster down --dir {}",
+                cluster.file.protocol,
+                cluster.topology.name,
+                cluster.num_servers(),
+                a.base_port,
+                a.base_port as u32 + cluster.num_servers() - 1,
+                if file.delay { "on" } else { "off" },
+                if a.durable { ", journals in data/" } else { "" },
+                path.display(),
+                dir.display(),
+                a.dir.display()
+            );
+            Ok(())
+        }
+        Err(e) => {
+            let _ = down(&dir);
+            Err(e.context(format!("the cluster did not come up; see the logs in {}", dir.display())))
+        }
+    }
+}
+
+/// Fails if the cluster file's protocol spec does not parse.
+pub fn check_protocol(c: &Cluster) -> Result<()> {
+    struct Nop;
+    impl WithProtocol for Nop {
+        type Out = ();
+        fn with<P: Protocol>(self, _: P) {}
+    }
+    with_protocol(&c.file.protocol, &c.topology, c.home, Nop).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// Waits until every server answers and is connected to every other server.
+pub fn wait_ready(c: &Cluster, timeout: Duration) -> Result<()> {
+    let rt = runtime()?;
+    let start = Instant::now();
+    let n = c.num_servers();
+    rt.block_on(async {
+        loop {
+            let mut ready = 0;
+            let mut last = String::new();
+            for (i, a) in c.addrs.iter().enumerate() {
+                match host::ask::<()>(c.id(), *a, Wire::StatusReq, Duration::from_secs(2)).await {
+                    Ok(Wire::Status(s)) if s.peers_connected + 1 >= n => ready += 1,
+                    Ok(Wire::Status(s)) => last = format!("node {i}: {} of {} peers connected", s.peers_connected, n - 1),
+                    Ok(_) => last = format!("node {i}: unexpected answer"),
+                    Err(e) => last = format!("node {i}: {e}"),
+                }
+            }
+            if ready == n {
+                return Ok(());
+            }
+            if start.elapsed() > timeout {
+                bail!("{ready} of {n} nodes ready after {:?} ({last})", timeout);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+}
+
+fn down(dir: &Path) -> Result<()> {
+    let pidfile = dir.join("pids");
+    let text = std::fs::read_to_string(&pidfile)
+        .with_context(|| format!("no cluster to stop in {} (no pids file)", dir.display()))?;
+    let pids: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    for p in &pids {
+        let _ = std::process::Command::new("kill").arg(p).status();
+    }
+    // wait for them to go (kill -9 after 5 s)
+    let start = Instant::now();
+    while pids.iter().any(|p| Path::new(&format!("/proc/{p}")).exists()) {
+        if start.elapsed() > Duration::from_secs(5) {
+            for p in &pids {
+                let _ = std::process::Command::new("kill").args(["-9", p]).status();
+            }
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::fs::remove_file(&pidfile)?;
+    println!("cluster down: stopped {} processes", pids.len());
+    Ok(())
+}

@@ -1,0 +1,324 @@
+//! The Meridian client library: connect to a cluster with its cluster file and run
+//! transactions.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), meridian_client::Error> {
+//! use meridian_client::{Client, Options};
+//! use meridian_txn::Arg;
+//! let db = Client::connect("meridian-cluster/cluster.toml", Options::default()).await?;
+//! let done = db.run("transfer", vec![Arg::U64(1), Arg::U64(2), Arg::U64(10)]).await?;
+//! println!("{} committed in {:?}", done.txn, done.latency);
+//! # Ok(()) }
+//! ```
+//!
+//! A [`Client`] is a client process of the cluster: it hosts the protocol's own client
+//! actors (one per *client slot*, see the cluster file) and runs them on the TCP
+//! runtime, so a transaction follows exactly the message pattern the protocol
+//! prescribes. `Options::clients` slots run transactions concurrently; more
+//! concurrent calls wait for a free slot.
+//!
+//! Transactions are registered programs (`meridian_workload::registry()`), run whole:
+//! the protocols' client roles take a program and its arguments, which is what lets
+//! CrossStitch ship it to the servers and Replicated Commit and HACommit run it at
+//! each replica. Interactive transactions (`read`, `write`, `commit` from the caller)
+//! are not offered by any of the seven protocols' client roles; [`Client::begin`]
+//! says so with [`Error::Unsupported`].
+
+use meridian_core::{DcId, Outcome, TxnId, TxnRecord};
+use meridian_net::cluster::{Cluster, ClusterError};
+use meridian_net::host::{self, ClientHost, RunError};
+use meridian_protocols::Protocol;
+use meridian_sim::{with_protocol, WithProtocol};
+use meridian_txn::{Arg, Call, Registry};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What can go wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The cluster file cannot be used.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    /// The request or the options are wrong (unknown program, no such DC, ...).
+    #[error("{0}")]
+    Invalid(String),
+    /// The transaction aborted (after every retry, if retries were asked for).
+    #[error("transaction {txn} aborted: {reason}")]
+    Aborted {
+        /// The last attempt.
+        txn: TxnId,
+        /// Why, as the protocol said.
+        reason: String,
+        /// Attempts made.
+        attempts: u32,
+    },
+    /// No outcome arrived in time. The transaction may still commit.
+    #[error("no outcome within {0:?}; the transaction may still commit")]
+    TimedOut(Duration),
+    /// The cluster cannot be reached (or refuses this client).
+    #[error("cluster unavailable: {0}")]
+    Unavailable(String),
+    /// Not something the cluster's protocol can do.
+    #[error("not supported: {0}")]
+    Unsupported(String),
+}
+
+/// Retrying aborted transactions.
+#[derive(Clone, Debug)]
+pub struct Retry {
+    /// Attempts in all (at least 1).
+    pub attempts: u32,
+    /// Wait before the second attempt; doubled for each one after (with jitter).
+    pub backoff: Duration,
+}
+
+impl Default for Retry {
+    fn default() -> Self {
+        Retry {
+            attempts: 5,
+            backoff: Duration::from_millis(20),
+        }
+    }
+}
+
+/// Connection options.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Client slots to claim: how many transactions run at once.
+    pub clients: u32,
+    /// First slot to claim (two client processes must use disjoint slots).
+    pub first_slot: u32,
+    /// Claim only slots in this DC (the client's location), by name.
+    pub dc: Option<String>,
+    /// How long a transaction may take before [`Error::TimedOut`].
+    pub timeout: Duration,
+    /// How long [`Client::connect`] waits for every server.
+    pub connect_timeout: Duration,
+    /// Retry aborted transactions (`None`: report the first abort).
+    pub retry: Option<Retry>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            clients: 1,
+            first_slot: 0,
+            dc: None,
+            timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(10),
+            retry: None,
+        }
+    }
+}
+
+/// A committed transaction.
+#[derive(Clone, Debug)]
+pub struct Committed {
+    /// Its id.
+    pub txn: TxnId,
+    /// From the start of the attempt that committed to its commit.
+    pub latency: Duration,
+    /// Attempts it took.
+    pub attempts: u32,
+    /// What it read and wrote.
+    pub record: TxnRecord,
+}
+
+/// A connection to a cluster.
+pub struct Client {
+    host: ClientHost,
+    cluster: Arc<Cluster>,
+    registry: Registry,
+    opts: Options,
+    info: ProtocolInfo,
+}
+
+/// What a client knows about the cluster's protocol.
+#[derive(Clone, Debug)]
+pub struct ProtocolInfo {
+    /// The protocol's name.
+    pub name: String,
+    /// Whether it claims strict serializability.
+    pub strict: bool,
+    /// Whether it claims only read committed.
+    pub read_committed: bool,
+    /// The nodes holding each shard.
+    pub shard_replicas: Vec<Vec<meridian_core::NodeId>>,
+}
+
+impl Client {
+    /// Reads a cluster file and connects.
+    pub async fn connect(path: impl AsRef<Path>, opts: Options) -> Result<Client, Error> {
+        let cluster = Arc::new(Cluster::load(path.as_ref())?);
+        Self::connect_to(cluster, opts).await
+    }
+
+    /// Connects to a cluster already loaded.
+    pub async fn connect_to(cluster: Arc<Cluster>, opts: Options) -> Result<Client, Error> {
+        let slots = slots(&cluster, &opts)?;
+        struct Start(Arc<Cluster>, Vec<u32>);
+        impl WithProtocol for Start {
+            type Out = Result<(ClientHost, ProtocolInfo), String>;
+            fn with<P: Protocol>(self, p: P) -> Self::Out {
+                let env = host::env_for(&p, &self.0)?;
+                let info = ProtocolInfo {
+                    name: p.name().to_string(),
+                    strict: p.strict(),
+                    read_committed: p.read_committed(),
+                    shard_replicas: env.layout.shard_replicas.clone(),
+                };
+                Ok((ClientHost::start(p, self.0, &self.1)?, info))
+            }
+        }
+        let (host, info) = with_protocol(
+            &cluster.file.protocol,
+            &cluster.topology,
+            cluster.home,
+            Start(cluster.clone(), slots),
+        )
+        .map_err(|e| Error::Invalid(format!("cluster file {}: {e}", cluster.path.display())))?
+        .map_err(Error::Invalid)?;
+        let n = cluster.num_servers();
+        let start = Instant::now();
+        loop {
+            if let Some(r) = host.refused() {
+                return Err(Error::Unavailable(r));
+            }
+            if host.connected() >= n {
+                // A server refuses (slot in use, wrong cluster) right after the Hello.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                if let Some(r) = host.refused() {
+                    return Err(Error::Unavailable(r));
+                }
+                break;
+            }
+            if start.elapsed() > opts.connect_timeout {
+                return Err(Error::Unavailable(format!(
+                    "connected to {} of {n} servers after {:?}",
+                    host.connected(),
+                    opts.connect_timeout
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Ok(Client {
+            host,
+            cluster,
+            registry: host::registry(),
+            opts,
+            info,
+        })
+    }
+
+    /// Runs registered program `program` with `args` and returns once it commits
+    /// (retrying aborts if [`Options::retry`] asks for it).
+    pub async fn run(&self, program: &str, args: Vec<Arg>) -> Result<Committed, Error> {
+        let call = Call {
+            program: program.to_string(),
+            args,
+        };
+        let retry = self.opts.retry.clone().unwrap_or(Retry {
+            attempts: 1,
+            backoff: Duration::ZERO,
+        });
+        let mut backoff = retry.backoff;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let r = self.run_call(call.clone()).await?;
+            match r.outcome {
+                Outcome::Committed => {
+                    return Ok(Committed {
+                        txn: r.id,
+                        latency: Duration::from_nanos(r.end.unwrap_or(r.start).saturating_sub(r.start)),
+                        attempts: attempt,
+                        record: r,
+                    })
+                }
+                Outcome::Aborted if attempt < retry.attempts.max(1) => {
+                    let jitter = backoff.mul_f64(0.5 * (r.id.seq % 7) as f64 / 7.0);
+                    tokio::time::sleep(backoff + jitter).await;
+                    backoff *= 2;
+                }
+                Outcome::Aborted => {
+                    return Err(Error::Aborted {
+                        txn: r.id,
+                        reason: r.abort_reason.unwrap_or_else(|| "?".into()),
+                        attempts: attempt,
+                    })
+                }
+                Outcome::Unknown => return Err(Error::TimedOut(self.opts.timeout)),
+            }
+        }
+    }
+
+    /// Runs one attempt of `call` and returns its record, committed or aborted (the
+    /// benchmark driver's entry point). Unknown programs are refused before anything
+    /// is sent.
+    pub async fn run_call(&self, call: Call) -> Result<TxnRecord, Error> {
+        self.run_call_in(call, None).await
+    }
+
+    /// Like [`Client::run_call`], on a slot in DC `dc`.
+    pub async fn run_call_in(&self, call: Call, dc: Option<DcId>) -> Result<TxnRecord, Error> {
+        self.registry
+            .get(&call.program)
+            .map_err(|e| Error::Invalid(e.to_string()))?;
+        match self.host.run_timeout(call, dc, self.opts.timeout).await {
+            Ok(r) => Ok(r),
+            Err(RunError::TimedOut) => Err(Error::TimedOut(self.opts.timeout)),
+            Err(RunError::Stopped) => Err(Error::Unavailable("the client process stopped".into())),
+        }
+    }
+
+    /// Interactive transactions: not offered by any protocol's client role (see the
+    /// crate docs).
+    pub async fn begin(&self) -> Result<(), Error> {
+        Err(Error::Unsupported(format!(
+            "interactive transactions: protocol `{}` runs registered programs whole (use Client::run)",
+            self.cluster.file.protocol
+        )))
+    }
+
+    /// The cluster.
+    pub fn cluster(&self) -> &Arc<Cluster> {
+        &self.cluster
+    }
+
+    /// The client process underneath (slots, counters).
+    pub fn host(&self) -> &ClientHost {
+        &self.host
+    }
+
+    /// The cluster's protocol.
+    pub fn info(&self) -> &ProtocolInfo {
+        &self.info
+    }
+}
+
+/// The client slots `opts` asks for.
+fn slots(c: &Cluster, opts: &Options) -> Result<Vec<u32>, Error> {
+    if opts.clients == 0 {
+        return Err(Error::Invalid("clients must be at least 1".into()));
+    }
+    let ndc = c.topology.num_dcs() as u32;
+    let dc = match &opts.dc {
+        None => None,
+        Some(name) => Some(c.topology.dc(name).map_err(|e| Error::Invalid(e.to_string()))?.0 as u32),
+    };
+    let v: Vec<u32> = (opts.first_slot..c.file.client_slots)
+        .filter(|s| dc.is_none_or(|d| s % ndc == d))
+        .take(opts.clients as usize)
+        .collect();
+    if v.len() < opts.clients as usize {
+        return Err(Error::Invalid(format!(
+            "{} client slots asked for from slot {}{}, but the cluster file reserves {} slots in all",
+            opts.clients,
+            opts.first_slot,
+            dc.map(|_| " in that DC").unwrap_or(""),
+            c.file.client_slots
+        )));
+    }
+    Ok(v)
+}

@@ -1,0 +1,341 @@
+//! The cluster file: which protocol a cluster runs, on which topology, and where each
+//! server node listens.
+//!
+//! ```toml
+//! protocol = "rc"            # any `--protocol` spec, e.g. "replog:leaders=C/V/O"
+//! topology = "rc5"           # a preset or a topology TOML file (relative to this file)
+//! epoch_ns = 1795000000000000000  # the cluster's time origin (Unix ns); actors' clocks count from it
+//! delay = true               # hold messages between DCs for the topology's one-way delay
+//! seed = 1                   # seeds the actors' random generators
+//! client_slots = 256         # client nodes the layout reserves (slot i lives in DC i mod #DCs)
+//! data_dir = "data"          # optional: each server journals its inputs under data_dir/n<ID>
+//!
+//! [[node]]
+//! id = 0
+//! dc = "C"
+//! addr = "127.0.0.1:7000"
+//! ```
+//!
+//! Server nodes are numbered DC-major as in the simulator (`dc * nodes_per_dc + i`);
+//! the file must list every one exactly once, in its DC. Client nodes are not listed:
+//! a client process claims client slots when it connects. Every way a file can be wrong
+//! is one [`ClusterError`] naming the problem.
+
+use meridian_core::{DcId, HomeRule, Layout, NodeId, Placement, Topology, TopologyError};
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// At most this many client slots (CrossStitch's timestamps keep 10 bits of client id).
+pub const MAX_CLIENT_SLOTS: u32 = 1024;
+
+/// A cluster file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// The file cannot be read.
+    #[error("cannot read cluster file {path}: {err}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        err: std::io::Error,
+    },
+    /// The file is not valid TOML for a cluster.
+    #[error("cluster file {path}: {err}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// The TOML error (with line and column).
+        err: String,
+    },
+    /// The topology is unknown or invalid.
+    #[error("cluster file {path}: {err}")]
+    Topology {
+        /// The file.
+        path: String,
+        /// Why.
+        err: TopologyError,
+    },
+    /// The file parsed but does not describe a usable cluster.
+    #[error("cluster file {path}: {msg}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        msg: String,
+    },
+}
+
+/// One server node as the file lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeEntry {
+    /// Node id (DC-major numbering).
+    pub id: u32,
+    /// DC name, as in the topology.
+    pub dc: String,
+    /// Listen address, `host:port`.
+    pub addr: String,
+}
+
+/// The file as written.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterFile {
+    /// `--protocol` spec.
+    pub protocol: String,
+    /// Topology preset or TOML file.
+    pub topology: String,
+    /// Time origin, Unix nanoseconds.
+    pub epoch_ns: u64,
+    /// Emulate WAN delay between DCs.
+    #[serde(default = "yes")]
+    pub delay: bool,
+    /// Seed for the actors' random generators.
+    #[serde(default = "one")]
+    pub seed: u64,
+    /// Client nodes reserved in the layout.
+    #[serde(default = "slots")]
+    pub client_slots: u32,
+    /// Home DC of every shard (default: shard s in DC s mod #DCs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_dc: Option<String>,
+    /// Directory for the servers' journals (none: servers keep nothing on disk).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_dir: Option<PathBuf>,
+    /// Server nodes.
+    #[serde(rename = "node", default)]
+    pub nodes: Vec<NodeEntry>,
+}
+
+fn yes() -> bool {
+    true
+}
+fn one() -> u64 {
+    1
+}
+fn slots() -> u32 {
+    256
+}
+
+/// A validated cluster file.
+#[derive(Clone, Debug)]
+pub struct Cluster {
+    /// The file's contents.
+    pub file: ClusterFile,
+    /// Where it was read from (relative paths in it are resolved against its directory).
+    pub path: PathBuf,
+    /// The topology.
+    pub topology: Topology,
+    /// Where shards live.
+    pub home: HomeRule,
+    /// Listen address of each server node, by id.
+    pub addrs: Vec<SocketAddr>,
+}
+
+impl Cluster {
+    /// Reads and validates a cluster file.
+    pub fn load(path: &Path) -> Result<Cluster, ClusterError> {
+        let p = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|err| ClusterError::Read { path: p.clone(), err })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses and validates a cluster file's text (`path` names it in errors and
+    /// anchors relative paths).
+    pub fn parse(text: &str, path: &Path) -> Result<Cluster, ClusterError> {
+        let p = path.display().to_string();
+        let file: ClusterFile = toml::from_str(text).map_err(|e| ClusterError::Parse {
+            path: p.clone(),
+            err: e.to_string().trim_end().to_string(),
+        })?;
+        Self::validate(file, path)
+    }
+
+    /// Validates a parsed file.
+    pub fn validate(file: ClusterFile, path: &Path) -> Result<Cluster, ClusterError> {
+        let p = path.display().to_string();
+        let invalid = |msg: String| ClusterError::Invalid { path: p.clone(), msg };
+        let base = path.parent().unwrap_or(Path::new("."));
+        let topo_spec = if Topology::preset(&file.topology).is_some() || Path::new(&file.topology).is_absolute() {
+            file.topology.clone()
+        } else {
+            base.join(&file.topology).display().to_string()
+        };
+        let topology = Topology::load(&topo_spec).map_err(|err| ClusterError::Topology { path: p.clone(), err })?;
+        if file.protocol.trim().is_empty() {
+            return Err(invalid("`protocol` is empty".into()));
+        }
+        if file.client_slots == 0 || file.client_slots > MAX_CLIENT_SLOTS {
+            return Err(invalid(format!(
+                "client_slots must be 1..={MAX_CLIENT_SLOTS}, got {}",
+                file.client_slots
+            )));
+        }
+        let home = match &file.data_dc {
+            None => HomeRule::Spread,
+            Some(d) => HomeRule::Dc(topology.dc(d).map_err(|err| ClusterError::Topology { path: p.clone(), err })?),
+        };
+        let n = topology.num_dcs() as u32 * topology.nodes_per_dc;
+        let mut addrs: Vec<Option<SocketAddr>> = vec![None; n as usize];
+        for e in &file.nodes {
+            if e.id >= n {
+                return Err(invalid(format!(
+                    "node {} does not exist: topology `{}` has {n} server nodes (0..{})",
+                    e.id,
+                    topology.name,
+                    n - 1
+                )));
+            }
+            let dc = topology.dc(&e.dc).map_err(|err| ClusterError::Topology { path: p.clone(), err })?;
+            let want = DcId((e.id / topology.nodes_per_dc) as u16);
+            if dc != want {
+                return Err(invalid(format!(
+                    "node {} is in DC {} (nodes are numbered DC-major, {} per DC), not {}",
+                    e.id, topology.dcs[want.0 as usize], topology.nodes_per_dc, e.dc
+                )));
+            }
+            let addr: SocketAddr = e
+                .addr
+                .parse()
+                .map_err(|_| invalid(format!("node {}: bad address `{}` (want host:port, e.g. 127.0.0.1:7000)", e.id, e.addr)))?;
+            if addrs[e.id as usize].replace(addr).is_some() {
+                return Err(invalid(format!("node {} is listed twice", e.id)));
+            }
+        }
+        let addrs = addrs
+            .into_iter()
+            .enumerate()
+            .map(|(i, a)| a.ok_or_else(|| invalid(format!("node {i} is missing (every server node 0..{} needs an entry)", n - 1))))
+            .collect::<Result<Vec<_>, _>>()?;
+        for (i, a) in addrs.iter().enumerate() {
+            if let Some(j) = addrs[..i].iter().position(|b| b == a) {
+                return Err(invalid(format!("nodes {j} and {i} share the address {a}")));
+            }
+        }
+        Ok(Cluster {
+            file,
+            path: path.to_path_buf(),
+            topology,
+            home,
+            addrs,
+        })
+    }
+
+    /// Number of server nodes.
+    pub fn num_servers(&self) -> u32 {
+        self.addrs.len() as u32
+    }
+
+    /// The layout for a placement: the servers, then the client slots.
+    pub fn layout(&self, placement: Placement) -> Result<Layout, TopologyError> {
+        let mut l = Layout::new(self.topology.clone(), placement)?;
+        let ndc = self.topology.num_dcs() as u32;
+        for i in 0..self.file.client_slots {
+            l.add_client(DcId((i % ndc) as u16));
+        }
+        Ok(l)
+    }
+
+    /// The node id of client slot `slot`.
+    pub fn slot_node(&self, slot: u32) -> NodeId {
+        NodeId(self.num_servers() + slot)
+    }
+
+    /// A number identifying this cluster (its epoch), checked on every connection so
+    /// that processes of two clusters never talk.
+    pub fn id(&self) -> u64 {
+        self.file.epoch_ns
+    }
+
+    /// The data directory of server `node`, if the cluster keeps data on disk.
+    pub fn data_dir(&self, node: NodeId) -> Option<PathBuf> {
+        let d = self.file.data_dir.as_ref()?;
+        let d = if d.is_absolute() {
+            d.clone()
+        } else {
+            self.path.parent().unwrap_or(Path::new(".")).join(d)
+        };
+        Some(d.join(format!("n{}", node.0)))
+    }
+
+    /// Writes a cluster file for `protocol` on `topology` with every server on
+    /// loopback, ports `base_port..`.
+    pub fn local(protocol: &str, topology: &Topology, topology_spec: &str, base_port: u16) -> ClusterFile {
+        let npd = topology.nodes_per_dc;
+        let n = topology.num_dcs() as u32 * npd;
+        let epoch_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1);
+        ClusterFile {
+            protocol: protocol.to_string(),
+            topology: topology_spec.to_string(),
+            epoch_ns,
+            delay: true,
+            seed: 1,
+            client_slots: slots(),
+            data_dc: None,
+            data_dir: None,
+            nodes: (0..n)
+                .map(|i| NodeEntry {
+                    id: i,
+                    dc: topology.dcs[(i / npd) as usize].clone(),
+                    addr: format!("127.0.0.1:{}", base_port as u32 + i),
+                })
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Cluster, String> {
+        Cluster::parse(text, Path::new("/tmp/c.toml")).map_err(|e| e.to_string())
+    }
+
+    fn good() -> String {
+        let t = Topology::preset("us3").unwrap();
+        toml::to_string(&Cluster::local("rc", &t, "us3", 7000)).unwrap()
+    }
+
+    #[test]
+    fn a_local_file_round_trips() {
+        let c = parse(&good()).unwrap();
+        assert_eq!(c.num_servers(), 9);
+        assert_eq!(c.addrs[4].port(), 7004);
+        assert_eq!(c.slot_node(0), NodeId(9));
+        let l = c.layout(Placement::Full).unwrap();
+        assert_eq!(l.num_nodes(), 9 + 256);
+        assert_eq!(l.dc_of(c.slot_node(4)), DcId(1));
+    }
+
+    #[test]
+    fn bad_files_are_one_clear_error() {
+        let g = good();
+        let cases: Vec<(String, &str)> = vec![
+            ("protocol = ".into(), "cluster file /tmp/c.toml"),
+            (g.replace("topology = \"us3\"", "topology = \"mars\""), "unknown topology `mars`"),
+            (g.replace("addr = \"127.0.0.1:7003\"", "addr = \"nowhere\""), "node 3: bad address `nowhere`"),
+            (g.replace("addr = \"127.0.0.1:7003\"", "addr = \"127.0.0.1:7002\""), "nodes 2 and 3 share"),
+            (g.replace("id = 8", "id = 9"), "node 9 does not exist"),
+            (g.replace("client_slots = 256", "client_slots = 0"), "client_slots must be"),
+            (g.replace("client_slots = 256", "client_slots = 256\nbogus = 1"), "unknown field `bogus`"),
+            (g.replace("epoch_ns", "epoch"), "unknown field `epoch`"),
+        ];
+        for (text, want) in cases {
+            let e = parse(&text).unwrap_err();
+            assert!(e.contains(want), "want `{want}` in `{e}`");
+        }
+        // a node in the wrong DC, a missing node
+        let mut f: ClusterFile = toml::from_str(&g).unwrap();
+        f.nodes[0].dc = "west".into();
+        let e = Cluster::validate(f.clone(), Path::new("c.toml")).unwrap_err().to_string();
+        assert!(e.contains("node 0 is in DC"), "{e}");
+        f.nodes.remove(0);
+        let e = Cluster::validate(f, Path::new("c.toml")).unwrap_err().to_string();
+        assert!(e.contains("node 0 is missing"), "{e}");
+    }
+}

@@ -1,0 +1,1154 @@
+//! The TCP runtime: one process hosts one server actor (`meridian server`) or many
+//! client actors (the client library), and delivers their messages over TCP.
+//!
+//! # Shape
+//!
+//! - **One event loop per process** owns the actors and is the only code that calls
+//!   them, exactly as the simulator does: an input (a message or a timer) goes in, the
+//!   context's commands come out. Protocol code is not touched or copied.
+//! - **Connections.** Every process dials every server it may send to and keeps one
+//!   outgoing connection per server, re-dialled with exponential back-off (50 ms to 2 s)
+//!   when it fails. Server-to-server traffic goes only on the sender's own outgoing
+//!   connection. Client processes have no address, so a server answers a client on the
+//!   connection the client dialled; the client's `Hello` names the slots it hosts.
+//! - **Frames** are [`crate::encode`]d [`Wire`] values. A frame that does not parse, a
+//!   message from a node the connection did not introduce or for a node not hosted
+//!   here drops the connection with a logged reason.
+//! - **WAN delay.** A message carries its send time; the receiver holds it until send
+//!   time + the topology's one-way delay between the two nodes' DCs (no jitter). With
+//!   `delay = false` in the cluster file, messages are delivered as they arrive. The
+//!   delay is constant per pair of nodes, so per-pair FIFO order is kept.
+//! - **Timers** come from tokio's clock. Actors see cluster time: nanoseconds since
+//!   the cluster file's `epoch_ns`, read from the system clock once at start and
+//!   advanced by a monotonic clock after (processes on one machine agree on it).
+//! - **Bounded queues.** Each connection's outgoing queue holds [`QUEUE`] frames; the
+//!   event loop never waits on it: a frame that finds it full is dropped and counted
+//!   (every protocol re-sends what it must, as it does under the simulator's message
+//!   loss; blocking instead could deadlock two busy nodes that send to each other).
+//!   The inbound queue from connections to the event loop is bounded too, and readers
+//!   wait on it, so a node that cannot keep up stops reading its sockets and TCP flow
+//!   control pushes back on the senders.
+//! - **WAN hops** are counted as in the simulator, so `wan_trips` means the same in a
+//!   bench report as in a simulation.
+
+use crate::cluster::Cluster;
+use crate::journal::{Entry, Journal};
+use crate::wire::{Counters, NodeReport, Status, Wire};
+use crate::{encode, FrameReader};
+use meridian_core::{rng_for, Actor, ClientId, Command, Ctx, DcId, Layout, NodeId, Rng, Time, TimerId, TxnId, TxnRecord};
+use meridian_protocols::{ClientRole, Env, Protocol, Replica, Timeouts};
+use meridian_txn::{Call, Registry};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot};
+use tracing::{debug, info, warn};
+
+/// Frames an outgoing connection queues before new ones are dropped.
+pub const QUEUE: usize = 65_536;
+/// Inputs the connections queue for the event loop before they stop reading.
+const INBOX: usize = 8192;
+/// First re-dial delay; doubles up to [`BACKOFF_MAX`].
+const BACKOFF_MIN: Duration = Duration::from_millis(50);
+const BACKOFF_MAX: Duration = Duration::from_secs(2);
+/// A dialling process must introduce itself within this long.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Cluster time: nanoseconds since the cluster's epoch.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    base_instant: Instant,
+    base_time: Time,
+}
+
+impl Clock {
+    /// A clock for a cluster whose epoch is `epoch_ns` (Unix nanoseconds).
+    pub fn new(epoch_ns: u64) -> Clock {
+        let unix = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        Clock {
+            base_instant: Instant::now(),
+            base_time: unix.saturating_sub(epoch_ns),
+        }
+    }
+    /// Now, in cluster time.
+    pub fn now(&self) -> Time {
+        self.base_time + self.base_instant.elapsed().as_nanos() as Time
+    }
+    /// The instant at which it will be cluster time `t`.
+    pub fn instant(&self, t: Time) -> Instant {
+        self.base_instant + Duration::from_nanos(t.saturating_sub(self.base_time))
+    }
+}
+
+/// Where frames for a node go: the queue of one connection's writer.
+#[derive(Clone)]
+struct Route {
+    conn: u64,
+    tx: mpsc::Sender<Vec<u8>>,
+}
+
+/// Routes shared between the event loop (which sends) and the connection tasks
+/// (which add and remove them).
+#[derive(Clone, Default)]
+struct Routes(Arc<Mutex<HashMap<NodeId, Route>>>);
+
+impl Routes {
+    fn get(&self, n: NodeId) -> Option<Route> {
+        self.0.lock().expect("routes lock").get(&n).cloned()
+    }
+    fn insert(&self, n: NodeId, r: Route) {
+        self.0.lock().expect("routes lock").insert(n, r);
+    }
+    /// Claims `nodes` for connection `conn` unless another live connection holds one.
+    fn claim(&self, nodes: &[NodeId], r: &Route) -> Result<(), NodeId> {
+        let mut m = self.0.lock().expect("routes lock");
+        if let Some(n) = nodes.iter().find(|n| m.get(n).is_some_and(|x| !x.tx.is_closed())) {
+            return Err(*n);
+        }
+        for n in nodes {
+            m.insert(*n, r.clone());
+        }
+        Ok(())
+    }
+    fn release(&self, conn: u64) {
+        self.0.lock().expect("routes lock").retain(|_, r| r.conn != conn);
+    }
+}
+
+/// An input for the event loop from a connection.
+enum Event<M> {
+    Net {
+        from: NodeId,
+        to: NodeId,
+        hops: u32,
+        sent_at: Time,
+        msg: M,
+    },
+    Status(mpsc::Sender<Vec<u8>>),
+    Report(mpsc::Sender<Vec<u8>>),
+}
+
+/// Something scheduled for a moment of cluster time.
+enum Due<M> {
+    Deliver { from: NodeId, to: NodeId, hops: u32, msg: M },
+    Timer { node: NodeId, id: TimerId, gen: u64 },
+}
+
+enum Role<P: Protocol> {
+    Server(P::Server),
+    Client(P::Client),
+}
+
+struct Local<P: Protocol> {
+    role: Role<P>,
+    rng: Rng,
+    timers: HashMap<TimerId, u64>,
+}
+
+/// A request to a client process's event loop.
+pub enum Request {
+    /// Run `call` on a free client slot (in `dc` if given); the reply is its record.
+    Submit {
+        /// The transaction.
+        call: Call,
+        /// The DC whose clients may run it.
+        dc: Option<DcId>,
+        /// Where the record goes.
+        reply: oneshot::Sender<TxnRecord>,
+    },
+    /// The process's counters.
+    Counters(oneshot::Sender<Counters>),
+    /// Records (outcome unknown) of the transactions still running.
+    InFlight(oneshot::Sender<Vec<TxnRecord>>),
+}
+
+/// Shared counters, readable while the loop runs.
+#[derive(Default)]
+struct Stats {
+    inputs: AtomicU64,
+    sent: AtomicU64,
+    sent_wan: AtomicU64,
+    dropped: AtomicU64,
+    peers: AtomicU32,
+    /// Why a server last refused a connection of this process.
+    refused: Mutex<Option<String>>,
+}
+
+impl Stats {
+    fn snapshot(&self) -> Counters {
+        Counters {
+            inputs: self.inputs.load(Ordering::Relaxed),
+            sent: self.sent.load(Ordering::Relaxed),
+            sent_wan: self.sent_wan.load(Ordering::Relaxed),
+            dropped: self.dropped.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// The event loop's state.
+struct Core<P: Protocol> {
+    cluster: Arc<Cluster>,
+    layout: Arc<Layout>,
+    clock: Clock,
+    locals: BTreeMap<NodeId, Local<P>>,
+    due: BTreeMap<(Time, u64), Due<P::Msg>>,
+    seq: u64,
+    routes: Routes,
+    stats: Arc<Stats>,
+    out: Vec<Command<P::Msg>>,
+    recs: Vec<TxnRecord>,
+    /// Frames waiting for the end of the batch (and its journal sync).
+    outbox: Vec<(NodeId, Vec<u8>)>,
+    journal: Option<Journal>,
+    /// Replaying the journal: effects are discarded.
+    replaying: bool,
+    need_sync: bool,
+    replayed: u64,
+    // client processes
+    free: Vec<NodeId>,
+    waiting: VecDeque<(Call, Option<DcId>, oneshot::Sender<TxnRecord>)>,
+    busy: HashMap<TxnId, (NodeId, oneshot::Sender<TxnRecord>)>,
+    next_seq: HashMap<NodeId, u32>,
+    client_ids: HashMap<NodeId, ClientId>,
+    drop_warned: u64,
+}
+
+/// The environment every actor of a cluster shares.
+pub fn env_for<P: Protocol>(p: &P, cluster: &Cluster) -> Result<Env, String> {
+    let layout = cluster.layout(p.placement(cluster.home)).map_err(|e| e.to_string())?;
+    Ok(Env {
+        layout: Arc::new(layout),
+        registry: Arc::new(registry()),
+        timeouts: Timeouts::default(),
+    })
+}
+
+/// The programs every process knows (the workloads' registered programs).
+pub fn registry() -> Registry {
+    meridian_workload::registry()
+}
+
+impl<P: Protocol> Core<P> {
+    fn new(cluster: Arc<Cluster>, env: &Env, stats: Arc<Stats>, routes: Routes) -> Self {
+        Core {
+            layout: env.layout.clone(),
+            clock: Clock::new(cluster.file.epoch_ns),
+            cluster,
+            locals: BTreeMap::new(),
+            due: BTreeMap::new(),
+            seq: 0,
+            routes,
+            stats,
+            out: vec![],
+            recs: vec![],
+            outbox: vec![],
+            journal: None,
+            replaying: false,
+            need_sync: false,
+            replayed: 0,
+            free: vec![],
+            waiting: VecDeque::new(),
+            busy: HashMap::default(),
+            next_seq: HashMap::default(),
+            client_ids: HashMap::default(),
+            drop_warned: 0,
+        }
+    }
+
+    fn schedule(&mut self, at: Time, d: Due<P::Msg>) {
+        self.seq += 1;
+        self.due.insert((at, self.seq), d);
+    }
+
+    /// Runs one actor call at `now` and applies its effects.
+    fn call(&mut self, node: NodeId, hops: u32, now: Time, f: impl FnOnce(&mut Role<P>, &mut Ctx<'_, P::Msg>)) {
+        let Some(local) = self.locals.get_mut(&node) else {
+            return;
+        };
+        let mut out = std::mem::take(&mut self.out);
+        let mut recs = std::mem::take(&mut self.recs);
+        let work = {
+            let mut cx = Ctx::new(now, node, &mut local.rng, &mut out, &mut recs).with_hops(hops);
+            f(&mut local.role, &mut cx);
+            cx.work()
+        };
+        if !self.replaying {
+            self.stats.inputs.fetch_add(1, Ordering::Relaxed);
+            if work.log_syncs > 0 {
+                self.need_sync = true;
+            }
+        }
+        for cmd in out.drain(..) {
+            match cmd {
+                Command::Send { to, msg, chain } => self.send(node, to, msg, chain.unwrap_or(hops), now),
+                Command::SetTimer { id, after } => {
+                    if self.replaying {
+                        continue;
+                    }
+                    let local = self.locals.get_mut(&node).expect("local node");
+                    self.seq += 1;
+                    let gen = self.seq;
+                    local.timers.insert(id, gen);
+                    self.schedule(now + after, Due::Timer { node, id, gen });
+                }
+                Command::CancelTimer { id } => {
+                    if let Some(l) = self.locals.get_mut(&node) {
+                        l.timers.remove(&id);
+                    }
+                }
+            }
+        }
+        for mut r in recs.drain(..) {
+            r.wan_trips = hops;
+            self.finished(r);
+        }
+        self.out = out;
+        self.recs = recs;
+    }
+
+    fn send(&mut self, from: NodeId, to: NodeId, msg: P::Msg, hops: u32, now: Time) {
+        if self.replaying || to.0 >= self.layout.num_nodes() {
+            return;
+        }
+        self.stats.sent.fetch_add(1, Ordering::Relaxed);
+        if self.layout.dc_of(from) != self.layout.dc_of(to) {
+            self.stats.sent_wan.fetch_add(1, Ordering::Relaxed);
+        }
+        if self.locals.contains_key(&to) {
+            self.deliver_later(from, to, hops, now, msg);
+            return;
+        }
+        let frame = encode(&Wire::Msg {
+            from,
+            to,
+            hops,
+            sent_at: now,
+            msg,
+        });
+        self.outbox.push((to, frame));
+    }
+
+    /// Schedules a message that arrived (or was sent locally) at its delivery time.
+    fn deliver_later(&mut self, from: NodeId, to: NodeId, hops: u32, sent_at: Time, msg: P::Msg) {
+        if from.0 >= self.layout.num_nodes() {
+            return;
+        }
+        let wan = self.layout.dc_of(from) != self.layout.dc_of(to);
+        let at = if self.cluster.file.delay {
+            sent_at + self.layout.one_way(from, to)
+        } else {
+            sent_at
+        };
+        self.schedule(
+            at,
+            Due::Deliver {
+                from,
+                to,
+                hops: hops + wan as u32,
+                msg,
+            },
+        );
+    }
+
+    fn finished(&mut self, r: TxnRecord) {
+        if let Some((node, reply)) = self.busy.remove(&r.id) {
+            let _ = reply.send(r);
+            self.free.push(node);
+        }
+    }
+
+    /// Handles everything due by now, in time order.
+    fn run_due(&mut self) {
+        loop {
+            let now = self.clock.now();
+            let Some(entry) = self.due.first_entry() else { break };
+            if entry.key().0 > now {
+                break;
+            }
+            match entry.remove() {
+                Due::Deliver { from, to, hops, msg } => {
+                    self.journal_input(to, Entry::Msg { from, hops, now, msg: msg.clone() });
+                    self.call(to, hops, now, move |r, cx| match r {
+                        Role::Server(s) => s.on_message(from, msg, cx),
+                        Role::Client(c) => c.on_message(from, msg, cx),
+                    });
+                }
+                Due::Timer { node, id, gen } => {
+                    let armed = self.locals.get(&node).and_then(|l| l.timers.get(&id)) == Some(&gen);
+                    if !armed {
+                        continue;
+                    }
+                    if let Some(l) = self.locals.get_mut(&node) {
+                        l.timers.remove(&id);
+                    }
+                    self.journal_input(node, Entry::Timer { id: id.0, now });
+                    self.call(node, 0, now, move |r, cx| match r {
+                        Role::Server(s) => s.on_timer(id, cx),
+                        Role::Client(c) => c.on_timer(id, cx),
+                    });
+                }
+            }
+        }
+    }
+
+    fn journal_input(&mut self, node: NodeId, e: Entry<P::Msg>) {
+        if self.replaying || !self.locals.get(&node).is_some_and(|l| matches!(l.role, Role::Server(_))) {
+            return;
+        }
+        if let Some(j) = &mut self.journal {
+            if let Err(err) = j.append(&e) {
+                // A node that cannot keep its journal cannot promise durability.
+                panic_free_exit(&format!("journal append failed: {err}"));
+            }
+        }
+    }
+
+    /// Ends a batch: syncs the journal if any handler forced its log, then lets the
+    /// batch's frames go.
+    fn end_batch(&mut self) {
+        if let Some(j) = &mut self.journal {
+            let res = if std::mem::take(&mut self.need_sync) { j.sync() } else { j.flush() };
+            if let Err(err) = res {
+                panic_free_exit(&format!("journal sync failed: {err}"));
+            }
+        }
+        for (to, frame) in self.outbox.drain(..) {
+            let ok = match self.routes.get(to) {
+                Some(r) => r.tx.try_send(frame).is_ok(),
+                None => false,
+            };
+            if !ok {
+                let n = self.stats.dropped.fetch_add(1, Ordering::Relaxed);
+                if n >= self.drop_warned {
+                    warn!(%to, dropped = n + 1, "no connection or full queue: dropping a message");
+                    self.drop_warned = (n + 1) * 10;
+                }
+            }
+        }
+    }
+
+    fn on_event(&mut self, ev: Event<P::Msg>) {
+        match ev {
+            Event::Net {
+                from,
+                to,
+                hops,
+                sent_at,
+                msg,
+            } => self.deliver_later(from, to, hops, sent_at, msg),
+            Event::Status(reply) => {
+                let node = self.locals.keys().next().copied().unwrap_or(NodeId(u32::MAX));
+                let st = Status {
+                    node,
+                    protocol: self.cluster.file.protocol.clone(),
+                    peers_connected: self.stats.peers.load(Ordering::Relaxed),
+                    replayed: self.replayed,
+                };
+                let _ = reply.try_send(encode(&Wire::<P::Msg>::Status(st)));
+            }
+            Event::Report(reply) => {
+                let Some(Local {
+                    role: Role::Server(s), ..
+                }) = self.locals.values().next()
+                else {
+                    return;
+                };
+                let rep = NodeReport {
+                    snapshot: s.snapshot(),
+                    locked: s.locked_keys().map(|n| n as u64),
+                    outcomes: s.outcomes(),
+                    holds: s.lock_holds().cloned(),
+                    counters: self.stats.snapshot(),
+                };
+                let _ = reply.try_send(encode(&Wire::<P::Msg>::Report(Box::new(rep))));
+            }
+        }
+    }
+
+    fn on_request(&mut self, r: Request) {
+        match r {
+            Request::Counters(reply) => {
+                let _ = reply.send(self.stats.snapshot());
+            }
+            Request::Submit { call, dc, reply } => self.submit(call, dc, reply),
+            Request::InFlight(reply) => {
+                let v = self
+                    .locals
+                    .values()
+                    .filter_map(|l| match &l.role {
+                        Role::Client(c) => c.in_flight(),
+                        Role::Server(_) => None,
+                    })
+                    .collect();
+                let _ = reply.send(v);
+            }
+        }
+    }
+
+    fn submit(&mut self, call: Call, dc: Option<DcId>, reply: oneshot::Sender<TxnRecord>) {
+        let pos = self
+            .free
+            .iter()
+            .position(|n| dc.is_none_or(|d| self.layout.dc_of(*n) == d));
+        let Some(pos) = pos else {
+            self.waiting.push_back((call, dc, reply));
+            return;
+        };
+        let node = self.free.swap_remove(pos);
+        let seq = self.next_seq.entry(node).or_insert(0);
+        *seq += 1;
+        let txn = TxnId {
+            client: self.client_ids[&node].0,
+            seq: *seq,
+        };
+        self.busy.insert(txn, (node, reply));
+        let now = self.clock.now();
+        self.call(node, 0, now, move |r, cx| {
+            if let Role::Client(c) = r {
+                c.submit(txn, call, cx)
+            }
+        });
+    }
+
+    /// Gives waiting transactions the slots that came free.
+    fn serve_waiting(&mut self) {
+        let mut n = self.waiting.len();
+        while n > 0 && !self.free.is_empty() {
+            n -= 1;
+            let (call, dc, reply) = self.waiting.pop_front().expect("waiting");
+            if reply.is_closed() {
+                continue;
+            }
+            self.submit(call, dc, reply);
+        }
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        self.due.keys().next().map(|(t, _)| self.clock.instant(*t))
+    }
+
+    async fn run(mut self, mut inbox: mpsc::Receiver<Event<P::Msg>>, mut reqs: Option<mpsc::Receiver<Request>>) {
+        loop {
+            let deadline = self.next_deadline();
+            tokio::select! {
+                ev = inbox.recv() => match ev {
+                    Some(ev) => self.on_event(ev),
+                    None => return,
+                },
+                r = async { match &mut reqs { Some(rx) => rx.recv().await, None => std::future::pending().await } } => match r {
+                    Some(r) => self.on_request(r),
+                    None => return,
+                },
+                _ = async { match deadline { Some(d) => tokio::time::sleep_until(d.into()).await, None => std::future::pending().await } } => {}
+            }
+            for _ in 0..INBOX {
+                match inbox.try_recv() {
+                    Ok(ev) => self.on_event(ev),
+                    Err(_) => break,
+                }
+            }
+            if let Some(rx) = &mut reqs {
+                while let Ok(r) = rx.try_recv() {
+                    self.on_request(r);
+                }
+            }
+            self.run_due();
+            self.serve_waiting();
+            self.end_batch();
+        }
+    }
+}
+
+/// Exits the process with a message: the journal is gone, and carrying on would break
+/// the durability the node promises. (Not a panic: a clean, logged exit.)
+fn panic_free_exit(msg: &str) -> ! {
+    tracing::error!("{msg}; stopping");
+    eprintln!("error: {msg}; stopping");
+    std::process::exit(3)
+}
+
+/// Reads frames from a connection and feeds the event loop. Returns why it stopped.
+async fn read_loop<M: serde::de::DeserializeOwned + Send + 'static>(
+    mut rd: tokio::net::tcp::OwnedReadHalf,
+    mut fr: FrameReader,
+    allowed_from: Vec<NodeId>,
+    hosted: Arc<Vec<NodeId>>,
+    inbox: mpsc::Sender<Event<M>>,
+    reply: mpsc::Sender<Vec<u8>>,
+) -> String {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        loop {
+            let body = match fr.next_frame() {
+                Ok(Some(b)) => b,
+                Ok(None) => break,
+                Err(e) => return format!("bad frame: {e}"),
+            };
+            let w: Wire<M> = match crate::decode(&body) {
+                Ok(w) => w,
+                Err(e) => return format!("bad frame: {e}"),
+            };
+            let ev = match w {
+                Wire::Msg {
+                    from,
+                    to,
+                    hops,
+                    sent_at,
+                    msg,
+                } => {
+                    if !allowed_from.contains(&from) {
+                        return format!("message from {from}, which this connection did not introduce");
+                    }
+                    if !hosted.contains(&to) {
+                        return format!("message for {to}, which this process does not host");
+                    }
+                    Event::Net {
+                        from,
+                        to,
+                        hops,
+                        sent_at,
+                        msg,
+                    }
+                }
+                Wire::StatusReq => Event::Status(reply.clone()),
+                Wire::ReportReq => Event::Report(reply.clone()),
+                Wire::Refused { reason } => return format!("refused by peer: {reason}"),
+                other => return format!("unexpected {} frame", wire_name(&other)),
+            };
+            if inbox.send(ev).await.is_err() {
+                return "process stopping".into();
+            }
+        }
+        match rd.read(&mut buf).await {
+            Ok(0) => return "closed by peer".into(),
+            Ok(n) => fr.push(&buf[..n]),
+            Err(e) => return format!("read error: {e}"),
+        }
+    }
+}
+
+fn wire_name<M>(w: &Wire<M>) -> &'static str {
+    match w {
+        Wire::Hello { .. } => "Hello",
+        Wire::Refused { .. } => "Refused",
+        Wire::Msg { .. } => "Msg",
+        Wire::StatusReq => "StatusReq",
+        Wire::Status(_) => "Status",
+        Wire::ReportReq => "ReportReq",
+        Wire::Report(_) => "Report",
+    }
+}
+
+/// Writes queued frames to a connection until it fails or the queue closes. Frames are
+/// batched into one `write` while more are queued.
+async fn write_loop(wr: &mut tokio::net::tcp::OwnedWriteHalf, rx: &mut mpsc::Receiver<Vec<u8>>) -> Result<(), String> {
+    let mut batch = Vec::with_capacity(64 * 1024);
+    while let Some(f) = rx.recv().await {
+        batch.clear();
+        batch.extend_from_slice(&f);
+        while batch.len() < 256 * 1024 {
+            match rx.try_recv() {
+                Ok(f) => batch.extend_from_slice(&f),
+                Err(_) => break,
+            }
+        }
+        wr.write_all(&batch).await.map_err(|e| format!("write error: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Keeps one outgoing connection to server `peer` up, re-dialling with back-off, and
+/// writes the frames queued for it.
+async fn dial_loop<M: serde::de::DeserializeOwned + Send + 'static>(
+    peer: NodeId,
+    addr: SocketAddr,
+    hello: Vec<u8>,
+    mut rx: mpsc::Receiver<Vec<u8>>,
+    hosted: Arc<Vec<NodeId>>,
+    inbox: mpsc::Sender<Event<M>>,
+    stats: Arc<Stats>,
+) {
+    let mut backoff = BACKOFF_MIN;
+    let mut failures = 0u32;
+    loop {
+        match TcpStream::connect(addr).await {
+            Ok(s) => {
+                let _ = s.set_nodelay(true);
+                if failures > 0 {
+                    info!(%peer, %addr, "connected after {failures} failed attempts");
+                }
+                failures = 0;
+                backoff = BACKOFF_MIN;
+                let (rd, mut wr) = s.into_split();
+                if wr.write_all(&hello).await.is_err() {
+                    continue;
+                }
+                stats.peers.fetch_add(1, Ordering::Relaxed);
+                // The server answers clients on this connection; it may also refuse it.
+                let (dummy_tx, _) = mpsc::channel(1);
+                let mut reader = tokio::spawn(read_loop::<M>(
+                    rd,
+                    FrameReader::new(),
+                    vec![peer],
+                    hosted.clone(),
+                    inbox.clone(),
+                    dummy_tx,
+                ));
+                let why = tokio::select! {
+                    r = write_loop(&mut wr, &mut rx) => match r {
+                        Ok(()) => { reader.abort(); stats.peers.fetch_sub(1, Ordering::Relaxed); return; }
+                        Err(e) => e,
+                    },
+                    r = &mut reader => r.unwrap_or_else(|e| format!("reader failed: {e}")),
+                };
+                reader.abort();
+                stats.peers.fetch_sub(1, Ordering::Relaxed);
+                if let Some(r) = why.strip_prefix("refused by peer: ") {
+                    *stats.refused.lock().expect("stats lock") = Some(format!("{peer} refused the connection: {r}"));
+                }
+                warn!(%peer, %addr, "connection lost: {why}; re-dialling");
+            }
+            Err(e) => {
+                failures += 1;
+                if failures == 1 || failures.is_power_of_two() {
+                    debug!(%peer, %addr, "dial failed ({failures} times): {e}");
+                }
+                let jitter = (peer.0 as u64 * 7919 + failures as u64 * 104_729) % (backoff.as_millis() as u64 / 4 + 1);
+                tokio::time::sleep(backoff + Duration::from_millis(jitter)).await;
+                backoff = (backoff * 2).min(BACKOFF_MAX);
+            }
+        }
+    }
+}
+
+/// Takes one accepted connection: reads the `Hello`, registers routes to the client
+/// slots it names, then reads until it closes.
+async fn accept_conn<M: serde::Serialize + serde::de::DeserializeOwned + Send + 'static>(
+    s: TcpStream,
+    peer_addr: SocketAddr,
+    conn: u64,
+    cluster_id: u64,
+    layout: Arc<Layout>,
+    hosted: Arc<Vec<NodeId>>,
+    routes: Routes,
+    inbox: mpsc::Sender<Event<M>>,
+) {
+    let _ = s.set_nodelay(true);
+    let (mut rd, mut wr) = s.into_split();
+    let mut fr = FrameReader::new();
+    let mut buf = vec![0u8; 4096];
+    let hello = tokio::time::timeout(HELLO_TIMEOUT, async {
+        loop {
+            match fr.next_frame() {
+                Ok(Some(b)) => return crate::decode::<Wire<M>>(&b).map_err(|e| format!("bad frame: {e}")),
+                Ok(None) => {}
+                Err(e) => return Err(format!("bad frame: {e}")),
+            }
+            match rd.read(&mut buf).await {
+                Ok(0) => return Err("closed before Hello".to_string()),
+                Ok(n) => fr.push(&buf[..n]),
+                Err(e) => return Err(format!("read error: {e}")),
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| Err("no Hello within 5 s".into()));
+    async fn refuse<M: serde::Serialize>(wr: &mut tokio::net::tcp::OwnedWriteHalf, peer: SocketAddr, reason: String) {
+        warn!(%peer, "refusing connection: {reason}");
+        let _ = wr.write_all(&encode(&Wire::<M>::Refused { reason })).await;
+    }
+    let nodes = match hello {
+        Ok(Wire::Hello { cluster, nodes }) if cluster == cluster_id => nodes,
+        Ok(Wire::Hello { cluster, .. }) => {
+            return refuse::<M>(&mut wr, peer_addr, format!("cluster {cluster} is not this cluster ({cluster_id})")).await;
+        }
+        Ok(other) => return refuse::<M>(&mut wr, peer_addr, format!("expected Hello, got {}", wire_name(&other))).await,
+        Err(e) => {
+            warn!(%peer_addr, "dropping connection: {e}");
+            return;
+        }
+    };
+    if let Some(n) = nodes.iter().find(|n| n.0 >= layout.num_nodes()) {
+        return refuse::<M>(&mut wr, peer_addr, format!("{n} is not a node of this cluster")).await;
+    }
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(QUEUE);
+    let clients: Vec<NodeId> = nodes.iter().copied().filter(|n| !layout.is_server(*n)).collect();
+    if !clients.is_empty() {
+        if let Err(n) = routes.claim(&clients, &Route { conn, tx: tx.clone() }) {
+            return refuse::<M>(&mut wr, peer_addr, format!("client slot {n} is in use by another connection")).await;
+        }
+    }
+    debug!(%peer_addr, ?nodes, "accepted");
+    let writer = tokio::spawn(async move {
+        let _ = write_loop(&mut wr, &mut rx).await;
+    });
+    let why = read_loop::<M>(rd, fr, nodes, hosted, inbox, tx).await;
+    routes.release(conn);
+    writer.abort();
+    if why == "closed by peer" {
+        debug!(%peer_addr, "connection closed");
+    } else {
+        warn!(%peer_addr, "dropping connection: {why}");
+    }
+}
+
+/// Options of a server process.
+#[derive(Clone, Debug, Default)]
+pub struct ServerOptions {
+    /// Write the journal here and replay it at start (overrides the cluster file's
+    /// `data_dir`).
+    pub data_dir: Option<std::path::PathBuf>,
+}
+
+/// Runs server `node` of `cluster` until the process is stopped. Binds its address
+/// first, then replays its journal (if it keeps one), then starts its actor.
+pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts: ServerOptions) -> Result<(), String> {
+    if node.0 >= cluster.num_servers() {
+        return Err(format!(
+            "node {} does not exist: the cluster has server nodes 0..{}",
+            node.0,
+            cluster.num_servers() - 1
+        ));
+    }
+    let env = env_for(&p, &cluster)?;
+    let addr = cluster.addrs[node.0 as usize];
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("node {}: cannot listen on {addr}: {e}", node.0))?;
+    let routes = Routes::default();
+    let stats = Arc::new(Stats::default());
+    let (inbox_tx, inbox_rx) = mpsc::channel(INBOX);
+    let hosted = Arc::new(vec![node]);
+    let mut core: Core<P> = Core::new(cluster.clone(), &env, stats.clone(), routes.clone());
+    core.locals.insert(
+        node,
+        Local {
+            role: Role::Server(p.server(&env, node)),
+            rng: rng_for(cluster.file.seed, node.0 as u64),
+            timers: HashMap::default(),
+        },
+    );
+    let dir = opts.data_dir.or_else(|| cluster.data_dir(node));
+    let now = core.clock.now();
+    match dir {
+        Some(dir) => {
+            let (journal, entries) = Journal::open(&dir).map_err(|e| format!("journal in {}: {e}", dir.display()))?;
+            core.replaying = true;
+            let mut restarted = false;
+            for e in entries {
+                let e: Entry<P::Msg> = Journal::decode(&e).map_err(|e| format!("journal in {}: {e}", dir.display()))?;
+                core.replayed += 1;
+                restarted |= core.replay(node, e);
+            }
+            core.replaying = false;
+            core.journal = Some(journal);
+            if core.replayed > 0 {
+                info!(node = node.0, inputs = core.replayed, "replayed the journal; recovering");
+                core.journal_input(node, Entry::Restart { now });
+                core.call(node, 0, now, |r, _| {
+                    if let Role::Server(s) = r {
+                        s.on_crash()
+                    }
+                });
+                if let Some(l) = core.locals.get_mut(&node) {
+                    l.timers.clear();
+                }
+                core.call(node, 0, now, |r, cx| {
+                    if let Role::Server(s) = r {
+                        s.on_recover(cx)
+                    }
+                });
+            } else {
+                let _ = restarted;
+                core.journal_input(node, Entry::Start { now });
+                core.call(node, 0, now, |r, cx| {
+                    if let Role::Server(s) = r {
+                        s.on_start(cx)
+                    }
+                });
+            }
+            core.need_sync = true;
+        }
+        None => core.call(node, 0, now, |r, cx| {
+            if let Role::Server(s) = r {
+                s.on_start(cx)
+            }
+        }),
+    }
+    let hello = encode(&Wire::<P::Msg>::Hello {
+        cluster: cluster.id(),
+        nodes: vec![node],
+    });
+    for (i, a) in cluster.addrs.iter().enumerate() {
+        let peer = NodeId(i as u32);
+        if peer == node {
+            continue;
+        }
+        let (tx, rx) = mpsc::channel(QUEUE);
+        routes.insert(peer, Route { conn: u64::MAX - i as u64, tx });
+        tokio::spawn(dial_loop::<P::Msg>(
+            peer,
+            *a,
+            hello.clone(),
+            rx,
+            hosted.clone(),
+            inbox_tx.clone(),
+            stats.clone(),
+        ));
+    }
+    let layout = env.layout.clone();
+    let cluster_id = cluster.id();
+    let accept_inbox = inbox_tx.clone();
+    tokio::spawn(async move {
+        let mut conn = 0u64;
+        loop {
+            match listener.accept().await {
+                Ok((s, a)) => {
+                    conn += 1;
+                    tokio::spawn(accept_conn::<P::Msg>(
+                        s,
+                        a,
+                        conn,
+                        cluster_id,
+                        layout.clone(),
+                        hosted.clone(),
+                        routes.clone(),
+                        accept_inbox.clone(),
+                    ));
+                }
+                Err(e) => {
+                    warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    });
+    info!(node = node.0, %addr, protocol = %cluster.file.protocol, "serving");
+    drop(inbox_tx);
+    core.end_batch();
+    core.run(inbox_rx, None).await;
+    Ok(())
+}
+
+impl<P: Protocol> Core<P> {
+    /// Re-applies one journalled input (effects discarded). Returns whether it was a restart.
+    fn replay(&mut self, node: NodeId, e: Entry<P::Msg>) -> bool {
+        match e {
+            Entry::Start { now } => self.call(node, 0, now, |r, cx| {
+                if let Role::Server(s) = r {
+                    s.on_start(cx)
+                }
+            }),
+            Entry::Msg { from, hops, now, msg } => self.call(node, hops, now, move |r, cx| {
+                if let Role::Server(s) = r {
+                    s.on_message(from, msg, cx)
+                }
+            }),
+            Entry::Timer { id, now } => self.call(node, 0, now, move |r, cx| {
+                if let Role::Server(s) = r {
+                    s.on_timer(TimerId(id), cx)
+                }
+            }),
+            Entry::Restart { now } => {
+                self.call(node, 0, now, |r, _| {
+                    if let Role::Server(s) = r {
+                        s.on_crash()
+                    }
+                });
+                self.call(node, 0, now, |r, cx| {
+                    if let Role::Server(s) = r {
+                        s.on_recover(cx)
+                    }
+                });
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// A client process: hosts client actors on a set of slots and runs transactions on
+/// them. Dropping every [`ClientHost`] clone stops it.
+#[derive(Clone)]
+pub struct ClientHost {
+    tx: mpsc::Sender<Request>,
+    stats: Arc<Stats>,
+    /// The slots it hosts, as nodes.
+    pub nodes: Arc<Vec<NodeId>>,
+}
+
+impl ClientHost {
+    /// Starts a client process hosting client slots `slots` of `cluster`. Client ids
+    /// are made unique across runs from the clock: `(seconds since epoch mod 4e6) * 1024 + slot`.
+    pub fn start<P: Protocol>(p: P, cluster: Arc<Cluster>, slots: &[u32]) -> Result<ClientHost, String> {
+        let env = env_for(&p, &cluster)?;
+        if let Some(s) = slots.iter().find(|s| **s >= cluster.file.client_slots) {
+            return Err(format!(
+                "client slot {s} does not exist (the cluster file reserves {})",
+                cluster.file.client_slots
+            ));
+        }
+        let routes = Routes::default();
+        let stats = Arc::new(Stats::default());
+        let (inbox_tx, inbox_rx) = mpsc::channel(INBOX);
+        let (req_tx, req_rx) = mpsc::channel(1024);
+        let nodes: Vec<NodeId> = slots.iter().map(|s| cluster.slot_node(*s)).collect();
+        let hosted = Arc::new(nodes.clone());
+        let mut core: Core<P> = Core::new(cluster.clone(), &env, stats.clone(), routes.clone());
+        let session = (core.clock.now() / 1_000_000_000 % 4_000_000) as u32;
+        for (slot, node) in slots.iter().zip(&nodes) {
+            let id = ClientId(session * 1024 + slot);
+            core.client_ids.insert(*node, id);
+            core.locals.insert(
+                *node,
+                Local {
+                    role: Role::Client(p.client(&env, *node, id)),
+                    rng: rng_for(cluster.file.seed ^ session as u64, node.0 as u64),
+                    timers: HashMap::default(),
+                },
+            );
+            core.free.push(*node);
+        }
+        core.free.reverse();
+        let now = core.clock.now();
+        for n in &nodes {
+            core.call(*n, 0, now, |r, cx| {
+                if let Role::Client(c) = r {
+                    c.on_start(cx)
+                }
+            });
+        }
+        let hello = encode(&Wire::<P::Msg>::Hello {
+            cluster: cluster.id(),
+            nodes: nodes.clone(),
+        });
+        for (i, a) in cluster.addrs.iter().enumerate() {
+            let peer = NodeId(i as u32);
+            let (tx, rx) = mpsc::channel(QUEUE);
+            routes.insert(peer, Route { conn: i as u64, tx });
+            tokio::spawn(dial_loop::<P::Msg>(
+                peer,
+                *a,
+                hello.clone(),
+                rx,
+                hosted.clone(),
+                inbox_tx.clone(),
+                stats.clone(),
+            ));
+        }
+        drop(inbox_tx);
+        tokio::spawn(async move {
+            core.end_batch();
+            core.run(inbox_rx, Some(req_rx)).await;
+        });
+        Ok(ClientHost {
+            tx: req_tx,
+            stats,
+            nodes: hosted,
+        })
+    }
+
+    /// Runs `call` on a free slot (in `dc`, if given) and returns its record, whatever
+    /// its outcome. `None`: the client process has stopped.
+    pub async fn run(&self, call: Call, dc: Option<DcId>) -> Option<TxnRecord> {
+        let (reply, rx) = oneshot::channel();
+        self.tx.send(Request::Submit { call, dc, reply }).await.ok()?;
+        rx.await.ok()
+    }
+
+    /// Like [`ClientHost::run`], but gives up waiting after `timeout` (the transaction
+    /// goes on; its slot is busy until it ends).
+    pub async fn run_timeout(&self, call: Call, dc: Option<DcId>, timeout: Duration) -> Result<TxnRecord, RunError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(Request::Submit { call, dc, reply })
+            .await
+            .map_err(|_| RunError::Stopped)?;
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(_)) => Err(RunError::Stopped),
+            Err(_) => Err(RunError::TimedOut),
+        }
+    }
+
+    /// Records (outcome unknown) of the transactions still running.
+    pub async fn in_flight(&self) -> Vec<TxnRecord> {
+        let (tx, rx) = oneshot::channel();
+        if self.tx.send(Request::InFlight(tx)).await.is_err() {
+            return vec![];
+        }
+        rx.await.unwrap_or_default()
+    }
+
+    /// Servers this process has a live connection to.
+    pub fn connected(&self) -> u32 {
+        self.stats.peers.load(Ordering::Relaxed)
+    }
+
+    /// Why a server last refused this process's connection, if one did.
+    pub fn refused(&self) -> Option<String> {
+        self.stats.refused.lock().expect("stats lock").clone()
+    }
+
+    /// The process's traffic counters.
+    pub async fn counters(&self) -> Counters {
+        let (tx, rx) = oneshot::channel();
+        if self.tx.send(Request::Counters(tx)).await.is_err() {
+            return Counters::default();
+        }
+        rx.await.unwrap_or_default()
+    }
+}
+
+/// Why [`ClientHost::run_timeout`] returned no record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunError {
+    /// No outcome within the time allowed.
+    TimedOut,
+    /// The client process has stopped.
+    Stopped,
+}
+
+/// Asks server `addr` of `cluster` one control question (`StatusReq` or `ReportReq`)
+/// on a connection of its own, and returns the answer.
+pub async fn ask<M: serde::Serialize + serde::de::DeserializeOwned>(
+    cluster_id: u64,
+    addr: SocketAddr,
+    req: Wire<M>,
+    timeout: Duration,
+) -> Result<Wire<M>, String> {
+    tokio::time::timeout(timeout, async {
+        let mut s = TcpStream::connect(addr).await.map_err(|e| format!("{addr}: {e}"))?;
+        let mut out = encode(&Wire::<M>::Hello {
+            cluster: cluster_id,
+            nodes: vec![],
+        });
+        out.extend_from_slice(&encode(&req));
+        s.write_all(&out).await.map_err(|e| format!("{addr}: {e}"))?;
+        let mut fr = FrameReader::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            if let Some(b) = fr.next_frame().map_err(|e| format!("{addr}: {e}"))? {
+                return match crate::decode::<Wire<M>>(&b).map_err(|e| format!("{addr}: {e}"))? {
+                    Wire::Refused { reason } => Err(format!("{addr} refused: {reason}")),
+                    w => Ok(w),
+                };
+            }
+            let n = s.read(&mut buf).await.map_err(|e| format!("{addr}: {e}"))?;
+            if n == 0 {
+                return Err(format!("{addr} closed the connection"));
+            }
+            fr.push(&buf[..n]);
+        }
+    })
+    .await
+    .unwrap_or_else(|_| Err(format!("{addr}: no answer within {timeout:?}")))
+}

@@ -1,0 +1,106 @@
+//! What travels in a frame: protocol messages between nodes, and the few control
+//! messages the runtime itself needs (who is on a connection, status, end-of-run state).
+
+use meridian_core::{NodeId, ReplicaSnapshot, Time, TxnId};
+use meridian_protocols::HoldStats;
+use serde::{Deserialize, Serialize};
+
+/// One frame's payload.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Wire<M> {
+    /// The first frame on every connection, from the side that dialed: the cluster it
+    /// belongs to and the nodes it hosts (a server: itself; a client process: its
+    /// client slots; an admin tool: none).
+    Hello {
+        /// [`crate::cluster::Cluster::id`].
+        cluster: u64,
+        /// Nodes hosted by the dialing process.
+        nodes: Vec<NodeId>,
+    },
+    /// The listener will not take this connection (wrong cluster, slot in use, ...).
+    Refused {
+        /// Why.
+        reason: String,
+    },
+    /// A protocol message.
+    Msg {
+        /// Sender (must be a node the connection's `Hello` named).
+        from: NodeId,
+        /// Destination (must be hosted by the receiving process).
+        to: NodeId,
+        /// WAN hops on the message's causal chain (as in the simulator).
+        hops: u32,
+        /// When it was sent (cluster time): the receiver delivers it one one-way delay later.
+        sent_at: Time,
+        /// The message.
+        msg: M,
+    },
+    /// Asks a server for its [`Status`].
+    StatusReq,
+    /// A server's status.
+    Status(Status),
+    /// Asks a server for its [`NodeReport`].
+    ReportReq,
+    /// A server's committed state and counters.
+    Report(Box<NodeReport>),
+}
+
+/// A server's liveness as the launcher sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Status {
+    /// The node.
+    pub node: NodeId,
+    /// The protocol it runs.
+    pub protocol: String,
+    /// Other servers it has a live outgoing connection to.
+    pub peers_connected: u32,
+    /// Inputs it replayed from its journal at start.
+    pub replayed: u64,
+}
+
+/// A server's state at the end of a benchmark: what the checker needs, and counters.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NodeReport {
+    /// Committed state.
+    pub snapshot: ReplicaSnapshot,
+    /// Keys locked or awaited (see `Replica::locked_keys`).
+    pub locked: Option<u64>,
+    /// Outcomes applied (see `Replica::outcomes`).
+    pub outcomes: Option<Vec<(TxnId, bool)>>,
+    /// Lock holding times.
+    pub holds: Option<HoldStats>,
+    /// Counters since the process started.
+    pub counters: Counters,
+}
+
+/// A process's traffic counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Actor calls (messages and timers handled).
+    pub inputs: u64,
+    /// Messages sent.
+    pub sent: u64,
+    /// Messages sent to another DC.
+    pub sent_wan: u64,
+    /// Messages dropped because a queue was full or no route existed.
+    pub dropped: u64,
+}
+
+impl Counters {
+    /// `self - before`, counter by counter.
+    pub fn since(&self, before: &Counters) -> Counters {
+        Counters {
+            inputs: self.inputs.saturating_sub(before.inputs),
+            sent: self.sent.saturating_sub(before.sent),
+            sent_wan: self.sent_wan.saturating_sub(before.sent_wan),
+            dropped: self.dropped.saturating_sub(before.dropped),
+        }
+    }
+    /// Adds another's counters.
+    pub fn add(&mut self, o: &Counters) {
+        self.inputs += o.inputs;
+        self.sent += o.sent;
+        self.sent_wan += o.sent_wan;
+        self.dropped += o.dropped;
+    }
+}

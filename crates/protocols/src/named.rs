@@ -1,0 +1,173 @@
+//! Protocols by `--protocol` name: parsing a spec such as `replog:leaders=C/V/O` into a
+//! protocol value and applying something generic over [`Protocol`] to it. The simulator
+//! and the TCP runtime share this one parser.
+
+use crate::twopc::{Cc, TwoPc};
+use crate::Protocol;
+use meridian_core::{HomeRule, Topology, TopologyError};
+
+/// A `--protocol` spec that names no protocol or has bad parameters.
+#[derive(Debug, thiserror::Error)]
+pub enum ProtocolError {
+    /// Unknown protocol name.
+    #[error("unknown protocol `{0}` (known: {known})", known = crate::PROTOCOLS.join(", "))]
+    Unknown(String),
+    /// Bad parameters.
+    #[error("{0}")]
+    Invalid(String),
+    /// A parameter names a DC the topology lacks.
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+}
+
+/// Something generic over the protocol, applied by [`with_protocol`] to the protocol a
+/// `--protocol` spec names (how the simulator and the TCP runtime share one parser).
+pub trait WithProtocol {
+    /// What applying it produces.
+    type Out;
+    /// Applies it to protocol `p`.
+    fn with<P: Protocol>(self, p: P) -> Self::Out;
+}
+
+/// Parses a `--protocol` spec (name and parameters) for a topology and home rule, and
+/// applies `w` to the protocol it names.
+pub fn with_protocol<W: WithProtocol>(
+    name: &str,
+    topology: &Topology,
+    home: HomeRule,
+    w: W,
+) -> Result<W::Out, ProtocolError> {
+    let spec = meridian_core::spec::parse_spec(name).map_err(|e| ProtocolError::Invalid(format!("--protocol: {e}")))?;
+    if !matches!(
+        spec.name,
+        "replog" | "hacommit" | "hacommit-rc" | "2pc-2pl" | "2pc-occ" | "crossstitch"
+    ) {
+        if let Some(k) = spec.params.keys().next() {
+            return Err(ProtocolError::Invalid(format!(
+                "--protocol: `{}` takes no parameters (got `{k}`)",
+                spec.name
+            )));
+        }
+    }
+    Ok(match spec.name {
+        "2pc-2pl" => w.with(TwoPc {
+            cc: Cc::Locking,
+            copies: copies_for(&spec, 1)?,
+        }),
+        "2pc-occ" => w.with(TwoPc {
+            cc: Cc::Optimistic,
+            copies: copies_for(&spec, 1)?,
+        }),
+        "rc" => w.with(crate::rc::ReplicatedCommit::default()),
+        "replog" => w.with(replog_for(&spec, topology, home)?),
+        "hacommit" | "hacommit-rc" => w.with(hacommit_for(&spec)?),
+        "crossstitch" => w.with(crate::crossstitch::CrossStitch {
+            copies: copies_for(&spec, 2)?,
+        }),
+        other => return Err(ProtocolError::Unknown(other.to_string())),
+    })
+}
+
+/// The `copies=N` parameter of `2pc-2pl`, `2pc-occ` and `crossstitch` (the only one
+/// they take): copies of each shard in its home DC.
+fn copies_for(spec: &meridian_core::spec::Spec<'_>, default: u32) -> Result<u32, ProtocolError> {
+    let mut copies = default;
+    for (k, v) in &spec.params {
+        match *k {
+            "copies" => match v.parse::<u32>() {
+                Ok(n) if (1..=8).contains(&n) => copies = n,
+                _ => {
+                    return Err(ProtocolError::Invalid(format!(
+                        "--protocol: {}: `copies` must be 1..=8, got `{v}`",
+                        spec.name
+                    )))
+                }
+            },
+            other => {
+                return Err(ProtocolError::Invalid(format!(
+                    "--protocol: {} has no parameter `{other}` (known: copies)",
+                    spec.name
+                )))
+            }
+        }
+    }
+    Ok(copies)
+}
+
+/// The `replog` protocol for a spec's `leaders=` parameter (default: `--data-dc` if
+/// given, else shard `s` in DC `s mod #DCs`).
+fn replog_for(
+    spec: &meridian_core::spec::Spec<'_>,
+    t: &Topology,
+    home: HomeRule,
+) -> Result<crate::replog::ReplicatedLog, ProtocolError> {
+    let mut leader_dcs = vec![];
+    let mut no_wait = false;
+    for (k, v) in &spec.params {
+        match *k {
+            "leaders" => {
+                let names: Vec<&str> = v.split('/').map(str::trim).collect();
+                if names.len() != t.shards as usize {
+                    return Err(ProtocolError::Invalid(format!(
+                        "replog: leaders={v} names {} DCs but the topology has {} shards (one leader DC per shard, e.g. C/V/O)",
+                        names.len(),
+                        t.shards
+                    )));
+                }
+                for n in names {
+                    leader_dcs.push(t.dc(n)?);
+                }
+            }
+            "locks" => match *v {
+                "wound-wait" => no_wait = false,
+                "no-wait" => no_wait = true,
+                _ => {
+                    return Err(ProtocolError::Invalid(format!(
+                        "replog: locks={v} (known: wound-wait, no-wait)"
+                    )))
+                }
+            },
+            other => {
+                return Err(ProtocolError::Invalid(format!(
+                    "replog: unknown parameter `{other}` (known: leaders, locks)"
+                )))
+            }
+        }
+    }
+    if leader_dcs.is_empty() {
+        if let HomeRule::Dc(d) = home {
+            leader_dcs = vec![d; t.shards as usize];
+        }
+    }
+    Ok(crate::replog::ReplicatedLog { leader_dcs, no_wait })
+}
+
+/// The `hacommit` / `hacommit-rc` protocol for a spec's `replicas=` parameter
+/// (replicas per shard group, default 3).
+pub fn hacommit_for(spec: &meridian_core::spec::Spec<'_>) -> Result<crate::hacommit::HaCommit, ProtocolError> {
+    let mut p = crate::hacommit::HaCommit {
+        read_committed: spec.name == "hacommit-rc",
+        ..Default::default()
+    };
+    for (k, v) in &spec.params {
+        match *k {
+            "replicas" => match v.parse::<u32>() {
+                Ok(n) if n >= 1 => p.replicas = n,
+                _ => {
+                    return Err(ProtocolError::Invalid(format!(
+                        "{}: replicas={v} (expected a whole number of replicas per shard, at least 1)",
+                        spec.name
+                    )))
+                }
+            },
+            other => {
+                return Err(ProtocolError::Invalid(format!(
+                    "{}: unknown parameter `{other}` (known: replicas)",
+                    spec.name
+                )))
+            }
+        }
+    }
+    Ok(p)
+}
+
