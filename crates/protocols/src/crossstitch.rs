@@ -469,6 +469,10 @@ pub struct Server {
     me: NodeId,
     store: MvStore,
     parts: HashMap<(TxnId, u32), Part>,
+    /// Notifies that arrived before the execution they are about (over a real network
+    /// the replica's notify can overtake the primary's forward): kept until the
+    /// position exists, dropped after `idle`.
+    early_notifies: HashMap<(TxnId, u32), (Time, BTreeSet<NodeId>)>,
     backups: HashMap<TxnId, Backup>,
     /// writer → readers (txn, pos) that read its uncommitted versions here.
     readers: HashMap<TxnId, Vec<(TxnId, u32)>>,
@@ -502,6 +506,7 @@ impl Server {
             me,
             store: MvStore::new(),
             parts: HashMap::default(),
+            early_notifies: HashMap::default(),
             backups: HashMap::default(),
             readers: HashMap::default(),
             acceptors: HashMap::default(),
@@ -613,7 +618,7 @@ impl Server {
             acked: false,
             prev_precommit: false,
             notifies_needed: notifies,
-            notifies: BTreeSet::new(),
+            notifies: self.early_notifies.remove(&(txn, pos)).map(|e| e.1).unwrap_or_default(),
             deps: BTreeSet::new(),
             puts: vec![],
             forward: None,
@@ -1337,6 +1342,9 @@ impl Server {
         if let Some(p) = self.parts.get_mut(&(txn, pos)) {
             p.notifies.insert(from);
             self.try_precommit(txn, pos, cx);
+        } else if !self.done.contains_key(&txn) {
+            let e = self.early_notifies.entry((txn, pos)).or_insert((cx.now(), BTreeSet::new()));
+            e.1.insert(from);
         }
     }
 
@@ -1538,6 +1546,7 @@ impl Server {
                 cx.send(n, Msg::SyncReq);
             }
         }
+        self.early_notifies.retain(|_, (at, _)| now.saturating_sub(*at) < t.idle);
         // Positions.
         let keys: Vec<(TxnId, u32)> = self.parts.keys().copied().collect();
         for (txn, pos) in keys {
