@@ -157,10 +157,11 @@ impl Cluster {
         let p = path.display().to_string();
         let invalid = |msg: String| ClusterError::Invalid { path: p.clone(), msg };
         let base = path.parent().unwrap_or(Path::new("."));
-        let topo_spec = if Topology::preset(&file.topology).is_some() || Path::new(&file.topology).is_absolute() {
-            file.topology.clone()
+        let rel = base.join(&file.topology);
+        let topo_spec = if Topology::preset(&file.topology).is_none() && !Path::new(&file.topology).is_absolute() && rel.exists() {
+            rel.display().to_string()
         } else {
-            base.join(&file.topology).display().to_string()
+            file.topology.clone()
         };
         let topology = Topology::load(&topo_spec).map_err(|err| ClusterError::Topology { path: p.clone(), err })?;
         if file.protocol.trim().is_empty() {

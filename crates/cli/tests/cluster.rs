@@ -1,0 +1,285 @@
+//! Real clusters: one `meridian server` process per node on loopback, started with
+//! `meridian cluster up`, driven by `meridian bench`, checked by the history checker.
+//! Faults are done to the processes themselves: `kill -9` and a restart, and SIGSTOP
+//! (the node is unreachable: its sockets stay open but nothing is read or answered).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+fn meridian() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_meridian"))
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A base port with `n` free ports after it, different for each test of this run.
+fn free_base(n: u16) -> u16 {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let pid = std::process::id();
+    loop {
+        let k = NEXT.fetch_add(1, Ordering::Relaxed);
+        let base = 20_000 + ((pid % 97) * 311 + k * 40) % 40_000;
+        let free = (0..n as u32).all(|i| std::net::TcpListener::bind(("127.0.0.1", (base + i) as u16)).is_ok());
+        if free {
+            return base as u16;
+        }
+    }
+}
+
+/// A running local cluster; stopped when dropped.
+struct Local {
+    dir: tempfile::TempDir,
+}
+
+impl Local {
+    fn up(protocol: &str, topology: &str, extra: &[&str]) -> Local {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let base = free_base(15).to_string();
+        let o = meridian()
+            .args(["cluster", "up", "--protocol", protocol, "--topology", topology, "--dir"])
+            .arg(dir.path())
+            .args(["--base-port", &base])
+            .args(extra)
+            .output()
+            .expect("run cluster up");
+        assert!(o.status.success(), "cluster up {protocol}: {}", text(&o));
+        Local { dir }
+    }
+    fn file(&self) -> PathBuf {
+        self.dir.path().join("cluster.toml")
+    }
+    fn pid(&self, node: u32) -> String {
+        let pids = std::fs::read_to_string(self.dir.path().join("pids")).expect("pids");
+        pids.lines().nth(node as usize).expect("pid").trim().to_string()
+    }
+    fn bench(&self, args: &[&str]) -> std::process::Child {
+        meridian()
+            .arg("bench")
+            .arg("--cluster")
+            .arg(self.file())
+            .args(["--json", "--history"])
+            .arg(self.dir.path().join("history.jsonl"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run bench")
+    }
+    /// Restarts server `node` (its old process is gone) and records the new pid.
+    fn restart(&self, node: u32) {
+        let log = std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.dir.path().join(format!("n{node}.log")))
+            .expect("log");
+        let child = meridian()
+            .args(["server", "--cluster"])
+            .arg(self.file())
+            .args(["--node", &node.to_string()])
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("restart server");
+        let path = self.dir.path().join("pids");
+        let pids = std::fs::read_to_string(&path).expect("pids");
+        let new: String = pids
+            .lines()
+            .enumerate()
+            .map(|(i, p)| {
+                if i == node as usize {
+                    format!("{}\n", child.id())
+                } else {
+                    format!("{p}\n")
+                }
+            })
+            .collect();
+        std::fs::write(path, new).expect("pids");
+    }
+    fn log(&self, node: u32) -> String {
+        std::fs::read_to_string(self.dir.path().join(format!("n{node}.log"))).unwrap_or_default()
+    }
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        let _ = meridian().args(["cluster", "down", "--dir"]).arg(self.dir.path()).output();
+    }
+}
+
+fn signal(sig: &str, pid: &str) {
+    let s = Command::new("kill").args([sig, pid]).status().expect("kill");
+    assert!(s.success(), "kill {sig} {pid}");
+}
+
+/// Waits for a bench, asserts it passed its check, returns its report.
+fn finish(c: &Local, b: std::process::Child) -> serde_json::Value {
+    let o = b.wait_with_output().expect("bench");
+    assert!(o.status.success(), "bench failed: {}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let r: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+    // The history file checks clean on its own too.
+    let chk = meridian()
+        .arg("check")
+        .arg(c.dir.path().join("history.jsonl"))
+        .output()
+        .expect("check");
+    assert!(chk.status.success(), "meridian check: {}", text(&chk));
+    r
+}
+
+fn e2e(protocol: &str) {
+    let c = Local::up(protocol, "us3", &["--no-delay"]);
+    // Read committed allows lost updates, which break the bank's invariant.
+    let workload = if protocol.ends_with("-rc") { "ycsb" } else { "bank" };
+    let r = finish(
+        &c,
+        c.bench(&["--clients", "6", "--duration", "2s", "--workload", workload, "--settle", "1s"]),
+    );
+    assert_eq!(r["protocol"], protocol.split(':').next().unwrap());
+    assert!(r["committed"].as_u64().unwrap() >= 20, "{r}");
+    assert_eq!(r["check"]["anomalies"].as_array().unwrap().len(), 0, "{r}");
+    assert_eq!(r["check"]["invariant"], serde_json::Value::Null, "{r}");
+    assert!(r["messages"]["total"].as_u64().unwrap() > 0, "{r}");
+    if let Some(s) = r.get("split_decisions") {
+        assert_eq!(s, 0, "{r}");
+    }
+}
+
+#[test]
+fn e2e_2pc_2pl() {
+    e2e("2pc-2pl");
+}
+#[test]
+fn e2e_2pc_occ() {
+    e2e("2pc-occ");
+}
+#[test]
+fn e2e_rc() {
+    e2e("rc");
+}
+#[test]
+fn e2e_replog() {
+    e2e("replog");
+}
+#[test]
+fn e2e_hacommit() {
+    e2e("hacommit");
+}
+#[test]
+fn e2e_hacommit_rc() {
+    e2e("hacommit-rc");
+}
+#[test]
+fn e2e_crossstitch() {
+    e2e("crossstitch");
+}
+
+/// `kill -9` a server in the middle of a benchmark, restart it from its journal: no
+/// acknowledged commit is lost (the checker's durability verdict covers every
+/// replica, the restarted one included) and the history checks clean.
+fn kill9(protocol: &str, node: u32, settle: &str) {
+    let c = Local::up(protocol, "us3", &["--no-delay", "--durable"]);
+    let b = c.bench(&[
+        "--clients",
+        "6",
+        "--duration",
+        "5s",
+        "--workload",
+        "bank",
+        "--settle",
+        settle,
+    ]);
+    std::thread::sleep(Duration::from_millis(1500));
+    signal("-9", &c.pid(node));
+    std::thread::sleep(Duration::from_millis(700));
+    c.restart(node);
+    let r = finish(&c, b);
+    assert!(r["check"]["durable"].as_bool().unwrap(), "{r}");
+    assert!(r["committed"].as_u64().unwrap() >= 20, "{r}");
+    let log = c.log(node);
+    assert!(log.contains("replayed the journal"), "node {node} did not recover from its journal:\n{log}");
+}
+
+#[test]
+fn kill9_2pc_2pl_restart_recovers_from_the_journal() {
+    kill9("2pc-2pl", 2, "1s");
+}
+#[test]
+fn kill9_rc_restart_recovers_from_the_journal() {
+    kill9("rc", 1, "1s");
+}
+/// Node 0 leads shard 0's group. A chosen entry it had not yet told the followers
+/// is applied once a leader finishes it: the restarted node only after the lease
+/// (10 s) lapses, so the state is read after 12 s.
+#[test]
+fn kill9_replog_leader_restart_recovers_from_the_journal() {
+    kill9("replog", 0, "12s");
+}
+#[test]
+fn kill9_crossstitch_restart_recovers() {
+    kill9("crossstitch", 3, "1s");
+}
+
+/// A node unreachable for two seconds (SIGSTOP: connections stay open, nothing is read
+/// or answered), then back: the history checks clean and work goes on after it.
+#[test]
+fn unreachable_node_for_a_while() {
+    let c = Local::up("hacommit", "us3", &["--no-delay"]);
+    let b = c.bench(&["--clients", "6", "--duration", "5s", "--workload", "bank", "--settle", "2s"]);
+    std::thread::sleep(Duration::from_millis(1000));
+    let pid = c.pid(1);
+    signal("-STOP", &pid);
+    std::thread::sleep(Duration::from_millis(2000));
+    signal("-CONT", &pid);
+    let r = finish(&c, b);
+    assert!(r["committed"].as_u64().unwrap() >= 20, "{r}");
+}
+
+#[test]
+fn bad_cluster_files_and_flags_are_one_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("c.toml");
+    let lan_nodes: String = (0..8)
+        .map(|i| format!("[[node]]\nid = {i}\ndc = \"L\"\naddr = \"127.0.0.1:{}\"\n", 1000 + i))
+        .collect();
+    let bad_protocol = format!("protocol = \"zz\"\ntopology = \"lan\"\nepoch_ns = 1\n{lan_nodes}");
+    let cases: [(&str, &str); 4] = [
+        ("protocol = \"rc\"\n", "missing field"),
+        (
+            "protocol = \"rc\"\ntopology = \"mars\"\nepoch_ns = 1\n",
+            "unknown topology `mars`",
+        ),
+        (&bad_protocol, "unknown protocol `zz`"),
+        ("protocol = [\n", "cluster file"),
+    ];
+    for (body, want) in cases {
+        std::fs::write(&f, body).unwrap();
+        for args in [
+            vec!["server", "--node", "0", "--cluster"],
+            vec!["bench", "--duration", "1s", "--cluster"],
+        ] {
+            let o = meridian().args(&args).arg(&f).output().unwrap();
+            let e = String::from_utf8_lossy(&o.stderr);
+            assert!(!o.status.success(), "{args:?} {body}");
+            assert!(e.contains(want), "{args:?} with {body:?}: want `{want}` in {e}");
+            assert!(!e.contains("panicked"), "{e}");
+        }
+    }
+    let o = meridian()
+        .args(["cluster", "up", "--protocol", "nope", "--topology", "us3", "--dir"])
+        .arg(dir.path().join("x"))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown protocol `nope`"), "{}", text(&o));
+    assert!(!Path::new(&dir.path().join("x/pids")).exists(), "no process may start");
+    let o = meridian().args(["cluster", "down", "--dir"]).arg(dir.path().join("none")).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no cluster to stop"), "{}", text(&o));
+}
