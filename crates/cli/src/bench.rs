@@ -58,7 +58,9 @@ pub struct BenchArgs {
 }
 
 fn dur(flag: &str, v: &str) -> Result<Duration> {
-    let t = meridian_core::time::parse_duration(v).map_err(anyhow::Error::msg).with_context(|| flag.to_string())?;
+    let t = meridian_core::time::parse_duration(v)
+        .map_err(anyhow::Error::msg)
+        .with_context(|| flag.to_string())?;
     Ok(Duration::from_nanos(t))
 }
 

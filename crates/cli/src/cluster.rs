@@ -194,7 +194,10 @@ fn up(a: &UpArgs) -> Result<()> {
         }
         Err(e) => {
             let _ = down(&dir);
-            Err(e.context(format!("the cluster did not come up; see the logs in {}", dir.display())))
+            Err(e.context(format!(
+                "the cluster did not come up; see the logs in {}",
+                dir.display()
+            )))
         }
     }
 }
@@ -221,7 +224,9 @@ pub fn wait_ready(c: &Cluster, timeout: Duration) -> Result<()> {
             for (i, a) in c.addrs.iter().enumerate() {
                 match host::ask::<()>(c.id(), *a, Wire::StatusReq, Duration::from_secs(2)).await {
                     Ok(Wire::Status(s)) if s.peers_connected + 1 >= n => ready += 1,
-                    Ok(Wire::Status(s)) => last = format!("node {i}: {} of {} peers connected", s.peers_connected, n - 1),
+                    Ok(Wire::Status(s)) => {
+                        last = format!("node {i}: {} of {} peers connected", s.peers_connected, n - 1)
+                    }
                     Ok(_) => last = format!("node {i}: unexpected answer"),
                     Err(e) => last = format!("node {i}: {e}"),
                 }

@@ -38,6 +38,8 @@ fn free_base(n: u16) -> u16 {
 /// A running local cluster; stopped when dropped.
 struct Local {
     dir: tempfile::TempDir,
+    /// Servers this test restarted (children of the test process, reaped on drop).
+    restarted: std::sync::Mutex<Vec<std::process::Child>>,
 }
 
 impl Local {
@@ -52,7 +54,10 @@ impl Local {
             .output()
             .expect("run cluster up");
         assert!(o.status.success(), "cluster up {protocol}: {}", text(&o));
-        Local { dir }
+        Local {
+            dir,
+            restarted: Default::default(),
+        }
     }
     fn file(&self) -> PathBuf {
         self.dir.path().join("cluster.toml")
@@ -102,6 +107,7 @@ impl Local {
             })
             .collect();
         std::fs::write(path, new).expect("pids");
+        self.restarted.lock().unwrap().push(child);
     }
     fn log(&self, node: u32) -> String {
         std::fs::read_to_string(self.dir.path().join(format!("n{node}.log"))).unwrap_or_default()
@@ -110,7 +116,10 @@ impl Local {
 
 impl Drop for Local {
     fn drop(&mut self) {
-        let _ = meridian().args(["cluster", "down", "--dir"]).arg(self.dir.path()).output();
+        let _ = meridian()
+            .args(["cluster", "down", "--dir"])
+            .arg(self.dir.path())
+            .output();
     }
 }
 
@@ -141,7 +150,16 @@ fn e2e(protocol: &str) {
     let workload = if protocol.ends_with("-rc") { "ycsb" } else { "bank" };
     let r = finish(
         &c,
-        c.bench(&["--clients", "6", "--duration", "2s", "--workload", workload, "--settle", "1s"]),
+        c.bench(&[
+            "--clients",
+            "6",
+            "--duration",
+            "2s",
+            "--workload",
+            workload,
+            "--settle",
+            "1s",
+        ]),
     );
     assert_eq!(r["protocol"], protocol.split(':').next().unwrap());
     assert!(r["committed"].as_u64().unwrap() >= 20, "{r}");
@@ -205,7 +223,10 @@ fn kill9(protocol: &str, node: u32, settle: &str) {
     assert!(r["check"]["durable"].as_bool().unwrap(), "{r}");
     assert!(r["committed"].as_u64().unwrap() >= 20, "{r}");
     let log = c.log(node);
-    assert!(log.contains("replayed the journal"), "node {node} did not recover from its journal:\n{log}");
+    assert!(
+        log.contains("replayed the journal"),
+        "node {node} did not recover from its journal:\n{log}"
+    );
 }
 
 #[test]
@@ -233,7 +254,16 @@ fn kill9_crossstitch_restart_recovers() {
 #[test]
 fn unreachable_node_for_a_while() {
     let c = Local::up("hacommit", "us3", &["--no-delay"]);
-    let b = c.bench(&["--clients", "6", "--duration", "5s", "--workload", "bank", "--settle", "2s"]);
+    let b = c.bench(&[
+        "--clients",
+        "6",
+        "--duration",
+        "5s",
+        "--workload",
+        "bank",
+        "--settle",
+        "2s",
+    ]);
     std::thread::sleep(Duration::from_millis(1000));
     let pid = c.pid(1);
     signal("-STOP", &pid);
@@ -278,8 +308,20 @@ fn bad_cluster_files_and_flags_are_one_clear_error() {
         .arg(dir.path().join("x"))
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown protocol `nope`"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("unknown protocol `nope`"),
+        "{}",
+        text(&o)
+    );
     assert!(!Path::new(&dir.path().join("x/pids")).exists(), "no process may start");
-    let o = meridian().args(["cluster", "down", "--dir"]).arg(dir.path().join("none")).output().unwrap();
-    assert!(String::from_utf8_lossy(&o.stderr).contains("no cluster to stop"), "{}", text(&o));
+    let o = meridian()
+        .args(["cluster", "down", "--dir"])
+        .arg(dir.path().join("none"))
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no cluster to stop"),
+        "{}",
+        text(&o)
+    );
 }

@@ -9,14 +9,24 @@ fn main() {
         // fjall
         let p = format!("{dir}/fjall-{batch}-{sync}");
         let ks = fjall::Config::new(&p).open().unwrap();
-        let part = ks.open_partition("j", fjall::PartitionCreateOptions::default()).unwrap();
+        let part = ks
+            .open_partition("j", fjall::PartitionCreateOptions::default())
+            .unwrap();
         let t = Instant::now();
         let mut seq = 0u64;
         for _ in 0..batches {
             let mut b = ks.batch();
-            for _ in 0..batch { seq += 1; b.insert(&part, seq.to_be_bytes(), &val); }
+            for _ in 0..batch {
+                seq += 1;
+                b.insert(&part, seq.to_be_bytes(), &val);
+            }
             b.commit().unwrap();
-            ks.persist(if sync { fjall::PersistMode::SyncAll } else { fjall::PersistMode::Buffer }).unwrap();
+            ks.persist(if sync {
+                fjall::PersistMode::SyncAll
+            } else {
+                fjall::PersistMode::Buffer
+            })
+            .unwrap();
         }
         let f = t.elapsed().as_secs_f64() / batches as f64 * 1e6;
         // redb
@@ -26,11 +36,24 @@ fn main() {
         let mut seq = 0u64;
         for _ in 0..batches {
             let mut w = db.begin_write().unwrap();
-            w.set_durability(if sync { redb::Durability::Immediate } else { redb::Durability::None });
-            { let mut tb = w.open_table(T).unwrap(); for _ in 0..batch { seq += 1; tb.insert(seq, val.as_slice()).unwrap(); } }
+            w.set_durability(if sync {
+                redb::Durability::Immediate
+            } else {
+                redb::Durability::None
+            });
+            {
+                let mut tb = w.open_table(T).unwrap();
+                for _ in 0..batch {
+                    seq += 1;
+                    tb.insert(seq, val.as_slice()).unwrap();
+                }
+            }
             w.commit().unwrap();
         }
         let r = t.elapsed().as_secs_f64() / batches as f64 * 1e6;
-        println!("batch {batch:3} sync {sync:5}: fjall {f:8.1} us/batch  redb {r:8.1} us/batch  redb/fjall {:.2}", r / f);
+        println!(
+            "batch {batch:3} sync {sync:5}: fjall {f:8.1} us/batch  redb {r:8.1} us/batch  redb/fjall {:.2}",
+            r / f
+        );
     }
 }

@@ -158,11 +158,12 @@ impl Cluster {
         let invalid = |msg: String| ClusterError::Invalid { path: p.clone(), msg };
         let base = path.parent().unwrap_or(Path::new("."));
         let rel = base.join(&file.topology);
-        let topo_spec = if Topology::preset(&file.topology).is_none() && !Path::new(&file.topology).is_absolute() && rel.exists() {
-            rel.display().to_string()
-        } else {
-            file.topology.clone()
-        };
+        let topo_spec =
+            if Topology::preset(&file.topology).is_none() && !Path::new(&file.topology).is_absolute() && rel.exists() {
+                rel.display().to_string()
+            } else {
+                file.topology.clone()
+            };
         let topology = Topology::load(&topo_spec).map_err(|err| ClusterError::Topology { path: p.clone(), err })?;
         if file.protocol.trim().is_empty() {
             return Err(invalid("`protocol` is empty".into()));
@@ -175,7 +176,11 @@ impl Cluster {
         }
         let home = match &file.data_dc {
             None => HomeRule::Spread,
-            Some(d) => HomeRule::Dc(topology.dc(d).map_err(|err| ClusterError::Topology { path: p.clone(), err })?),
+            Some(d) => HomeRule::Dc(
+                topology
+                    .dc(d)
+                    .map_err(|err| ClusterError::Topology { path: p.clone(), err })?,
+            ),
         };
         let n = topology.num_dcs() as u32 * topology.nodes_per_dc;
         let mut addrs: Vec<Option<SocketAddr>> = vec![None; n as usize];
@@ -188,7 +193,9 @@ impl Cluster {
                     n - 1
                 )));
             }
-            let dc = topology.dc(&e.dc).map_err(|err| ClusterError::Topology { path: p.clone(), err })?;
+            let dc = topology
+                .dc(&e.dc)
+                .map_err(|err| ClusterError::Topology { path: p.clone(), err })?;
             let want = DcId((e.id / topology.nodes_per_dc) as u16);
             if dc != want {
                 return Err(invalid(format!(
@@ -196,10 +203,12 @@ impl Cluster {
                     e.id, topology.dcs[want.0 as usize], topology.nodes_per_dc, e.dc
                 )));
             }
-            let addr: SocketAddr = e
-                .addr
-                .parse()
-                .map_err(|_| invalid(format!("node {}: bad address `{}` (want host:port, e.g. 127.0.0.1:7000)", e.id, e.addr)))?;
+            let addr: SocketAddr = e.addr.parse().map_err(|_| {
+                invalid(format!(
+                    "node {}: bad address `{}` (want host:port, e.g. 127.0.0.1:7000)",
+                    e.id, e.addr
+                ))
+            })?;
             if addrs[e.id as usize].replace(addr).is_some() {
                 return Err(invalid(format!("node {} is listed twice", e.id)));
             }
@@ -207,7 +216,14 @@ impl Cluster {
         let addrs = addrs
             .into_iter()
             .enumerate()
-            .map(|(i, a)| a.ok_or_else(|| invalid(format!("node {i} is missing (every server node 0..{} needs an entry)", n - 1))))
+            .map(|(i, a)| {
+                a.ok_or_else(|| {
+                    invalid(format!(
+                        "node {i} is missing (every server node 0..{} needs an entry)",
+                        n - 1
+                    ))
+                })
+            })
             .collect::<Result<Vec<_>, _>>()?;
         for (i, a) in addrs.iter().enumerate() {
             if let Some(j) = addrs[..i].iter().position(|b| b == a) {
@@ -318,12 +334,27 @@ mod tests {
         let g = good();
         let cases: Vec<(String, &str)> = vec![
             ("protocol = ".into(), "cluster file /tmp/c.toml"),
-            (g.replace("topology = \"us3\"", "topology = \"mars\""), "unknown topology `mars`"),
-            (g.replace("addr = \"127.0.0.1:7003\"", "addr = \"nowhere\""), "node 3: bad address `nowhere`"),
-            (g.replace("addr = \"127.0.0.1:7003\"", "addr = \"127.0.0.1:7002\""), "nodes 2 and 3 share"),
+            (
+                g.replace("topology = \"us3\"", "topology = \"mars\""),
+                "unknown topology `mars`",
+            ),
+            (
+                g.replace("addr = \"127.0.0.1:7003\"", "addr = \"nowhere\""),
+                "node 3: bad address `nowhere`",
+            ),
+            (
+                g.replace("addr = \"127.0.0.1:7003\"", "addr = \"127.0.0.1:7002\""),
+                "nodes 2 and 3 share",
+            ),
             (g.replace("id = 8", "id = 9"), "node 9 does not exist"),
-            (g.replace("client_slots = 256", "client_slots = 0"), "client_slots must be"),
-            (g.replace("client_slots = 256", "client_slots = 256\nbogus = 1"), "unknown field `bogus`"),
+            (
+                g.replace("client_slots = 256", "client_slots = 0"),
+                "client_slots must be",
+            ),
+            (
+                g.replace("client_slots = 256", "client_slots = 256\nbogus = 1"),
+                "unknown field `bogus`",
+            ),
             (g.replace("epoch_ns", "epoch"), "unknown field `epoch`"),
         ];
         for (text, want) in cases {
@@ -333,7 +364,9 @@ mod tests {
         // a node in the wrong DC, a missing node
         let mut f: ClusterFile = toml::from_str(&g).unwrap();
         f.nodes[0].dc = "west".into();
-        let e = Cluster::validate(f.clone(), Path::new("c.toml")).unwrap_err().to_string();
+        let e = Cluster::validate(f.clone(), Path::new("c.toml"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("node 0 is in DC"), "{e}");
         f.nodes.remove(0);
         let e = Cluster::validate(f, Path::new("c.toml")).unwrap_err().to_string();

@@ -35,7 +35,9 @@ use crate::cluster::Cluster;
 use crate::journal::{Entry, Journal};
 use crate::wire::{Counters, NodeReport, Status, Wire};
 use crate::{encode, FrameReader};
-use meridian_core::{rng_for, Actor, ClientId, Command, Ctx, DcId, Layout, NodeId, Rng, Time, TimerId, TxnId, TxnRecord};
+use meridian_core::{
+    rng_for, Actor, ClientId, Command, Ctx, DcId, Layout, NodeId, Rng, Time, TimerId, TxnId, TxnRecord,
+};
 use meridian_protocols::{ClientRole, Env, Protocol, Replica, Timeouts};
 use meridian_txn::{Call, Registry};
 use rustc_hash::FxHashMap as HashMap;
@@ -138,8 +140,17 @@ enum Event<M> {
 
 /// Something scheduled for a moment of cluster time.
 enum Due<M> {
-    Deliver { from: NodeId, to: NodeId, hops: u32, msg: M },
-    Timer { node: NodeId, id: TimerId, gen: u64 },
+    Deliver {
+        from: NodeId,
+        to: NodeId,
+        hops: u32,
+        msg: M,
+    },
+    Timer {
+        node: NodeId,
+        id: TimerId,
+        gen: u64,
+    },
 }
 
 enum Role<P: Protocol> {
@@ -375,7 +386,15 @@ impl<P: Protocol> Core<P> {
             }
             match entry.remove() {
                 Due::Deliver { from, to, hops, msg } => {
-                    self.journal_input(to, Entry::Msg { from, hops, now, msg: msg.clone() });
+                    self.journal_input(
+                        to,
+                        Entry::Msg {
+                            from,
+                            hops,
+                            now,
+                            msg: msg.clone(),
+                        },
+                    );
                     self.call(to, hops, now, move |r, cx| match r {
                         Role::Server(s) => s.on_message(from, msg, cx),
                         Role::Client(c) => c.on_message(from, msg, cx),
@@ -400,7 +419,12 @@ impl<P: Protocol> Core<P> {
     }
 
     fn journal_input(&mut self, node: NodeId, e: Entry<P::Msg>) {
-        if self.replaying || !self.locals.get(&node).is_some_and(|l| matches!(l.role, Role::Server(_))) {
+        if self.replaying
+            || !self
+                .locals
+                .get(&node)
+                .is_some_and(|l| matches!(l.role, Role::Server(_)))
+        {
             return;
         }
         if let Some(j) = &mut self.journal {
@@ -415,7 +439,11 @@ impl<P: Protocol> Core<P> {
     /// batch's frames go.
     fn end_batch(&mut self) {
         if let Some(j) = &mut self.journal {
-            let res = if std::mem::take(&mut self.need_sync) { j.sync() } else { j.flush() };
+            let res = if std::mem::take(&mut self.need_sync) {
+                j.sync()
+            } else {
+                j.flush()
+            };
             if let Err(err) = res {
                 panic_free_exit(&format!("journal sync failed: {err}"));
             }
@@ -731,6 +759,7 @@ async fn dial_loop<M: serde::de::DeserializeOwned + Send + 'static>(
 
 /// Takes one accepted connection: reads the `Hello`, registers routes to the client
 /// slots it names, then reads until it closes.
+#[allow(clippy::too_many_arguments)]
 async fn accept_conn<M: serde::Serialize + serde::de::DeserializeOwned + Send + 'static>(
     s: TcpStream,
     peer_addr: SocketAddr,
@@ -768,9 +797,16 @@ async fn accept_conn<M: serde::Serialize + serde::de::DeserializeOwned + Send + 
     let nodes = match hello {
         Ok(Wire::Hello { cluster, nodes }) if cluster == cluster_id => nodes,
         Ok(Wire::Hello { cluster, .. }) => {
-            return refuse::<M>(&mut wr, peer_addr, format!("cluster {cluster} is not this cluster ({cluster_id})")).await;
+            return refuse::<M>(
+                &mut wr,
+                peer_addr,
+                format!("cluster {cluster} is not this cluster ({cluster_id})"),
+            )
+            .await;
         }
-        Ok(other) => return refuse::<M>(&mut wr, peer_addr, format!("expected Hello, got {}", wire_name(&other))).await,
+        Ok(other) => {
+            return refuse::<M>(&mut wr, peer_addr, format!("expected Hello, got {}", wire_name(&other))).await
+        }
         Err(e) => {
             warn!(%peer_addr, "dropping connection: {e}");
             return;
@@ -783,7 +819,12 @@ async fn accept_conn<M: serde::Serialize + serde::de::DeserializeOwned + Send + 
     let clients: Vec<NodeId> = nodes.iter().copied().filter(|n| !layout.is_server(*n)).collect();
     if !clients.is_empty() {
         if let Err(n) = routes.claim(&clients, &Route { conn, tx: tx.clone() }) {
-            return refuse::<M>(&mut wr, peer_addr, format!("client slot {n} is in use by another connection")).await;
+            return refuse::<M>(
+                &mut wr,
+                peer_addr,
+                format!("client slot {n} is in use by another connection"),
+            )
+            .await;
         }
     }
     debug!(%peer_addr, ?nodes, "accepted");
@@ -851,7 +892,11 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
             core.replaying = false;
             core.journal = Some(journal);
             if core.replayed > 0 {
-                info!(node = node.0, inputs = core.replayed, "replayed the journal; recovering");
+                info!(
+                    node = node.0,
+                    inputs = core.replayed,
+                    "replayed the journal; recovering"
+                );
                 core.journal_input(node, Entry::Restart { now });
                 core.call(node, 0, now, |r, _| {
                     if let Role::Server(s) = r {
@@ -893,7 +938,13 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
             continue;
         }
         let (tx, rx) = mpsc::channel(QUEUE);
-        routes.insert(peer, Route { conn: u64::MAX - i as u64, tx });
+        routes.insert(
+            peer,
+            Route {
+                conn: u64::MAX - i as u64,
+                tx,
+            },
+        );
         tokio::spawn(dial_loop::<P::Msg>(
             peer,
             *a,

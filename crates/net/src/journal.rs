@@ -189,7 +189,10 @@ mod tests {
         }
         let (mut j, old) = Journal::open(dir.path()).unwrap();
         assert_eq!(old.len(), 301);
-        assert!(matches!(Journal::decode::<u32>(&old[0]).unwrap(), Entry::Start { now: 1 }));
+        assert!(matches!(
+            Journal::decode::<u32>(&old[0]).unwrap(),
+            Entry::Start { now: 1 }
+        ));
         for (i, b) in old[1..].iter().enumerate() {
             match Journal::decode::<u32>(b).unwrap() {
                 Entry::Msg { hops, msg, .. } => assert_eq!((hops, msg), (i as u32, i as u32 * 7)),

@@ -1343,7 +1343,10 @@ impl Server {
             p.notifies.insert(from);
             self.try_precommit(txn, pos, cx);
         } else if !self.done.contains_key(&txn) {
-            let e = self.early_notifies.entry((txn, pos)).or_insert((cx.now(), BTreeSet::new()));
+            let e = self
+                .early_notifies
+                .entry((txn, pos))
+                .or_insert((cx.now(), BTreeSet::new()));
             e.1.insert(from);
         }
     }
@@ -1546,7 +1549,8 @@ impl Server {
                 cx.send(n, Msg::SyncReq);
             }
         }
-        self.early_notifies.retain(|_, (at, _)| now.saturating_sub(*at) < t.idle);
+        self.early_notifies
+            .retain(|_, (at, _)| now.saturating_sub(*at) < t.idle);
         // Positions.
         let keys: Vec<(TxnId, u32)> = self.parts.keys().copied().collect();
         for (txn, pos) in keys {

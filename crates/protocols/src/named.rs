@@ -170,4 +170,3 @@ pub fn hacommit_for(spec: &meridian_core::spec::Spec<'_>) -> Result<crate::hacom
     }
     Ok(p)
 }
-
