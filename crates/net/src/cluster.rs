@@ -321,11 +321,11 @@ mod tests {
     #[test]
     fn a_local_file_round_trips() {
         let c = parse(&good()).unwrap();
-        assert_eq!(c.num_servers(), 9);
+        assert_eq!(c.num_servers(), 6);
         assert_eq!(c.addrs[4].port(), 7004);
-        assert_eq!(c.slot_node(0), NodeId(9));
+        assert_eq!(c.slot_node(0), NodeId(6));
         let l = c.layout(Placement::Full).unwrap();
-        assert_eq!(l.num_nodes(), 9 + 256);
+        assert_eq!(l.num_nodes(), 6 + 256);
         assert_eq!(l.dc_of(c.slot_node(4)), DcId(1));
     }
 
@@ -346,7 +346,7 @@ mod tests {
                 g.replace("addr = \"127.0.0.1:7003\"", "addr = \"127.0.0.1:7002\""),
                 "nodes 2 and 3 share",
             ),
-            (g.replace("id = 8", "id = 9"), "node 9 does not exist"),
+            (g.replace("id = 5", "id = 6"), "node 6 does not exist"),
             (
                 g.replace("client_slots = 256", "client_slots = 0"),
                 "client_slots must be",
@@ -363,7 +363,7 @@ mod tests {
         }
         // a node in the wrong DC, a missing node
         let mut f: ClusterFile = toml::from_str(&g).unwrap();
-        f.nodes[0].dc = "west".into();
+        f.nodes[0].dc = "CA".into();
         let e = Cluster::validate(f.clone(), Path::new("c.toml"))
             .unwrap_err()
             .to_string();
