@@ -8,7 +8,7 @@ use meridian_sim::SimReport;
 use std::process::ExitCode;
 
 /// Named experiments: (name, what it reproduces).
-pub const EXPERIMENTS: [(&str, &str); 17] = [
+pub const EXPERIMENTS: [(&str, &str); 19] = [
     (
         "2pc-round-trips",
         "crossstitch.md §5.2.2 / Fig. 12, 2PC column: k dependent remote reads + 1 commit = k+1 WAN round trips",
@@ -77,6 +77,14 @@ pub const EXPERIMENTS: [(&str, &str); 17] = [
         "cs-fig14",
         "crossstitch.md Fig. 14: TPC-C stock-level (single item) completion time vs DC latency",
     ),
+    (
+        "cluster-loopback",
+        "real local clusters, no added delay: throughput and p50/p99 per protocol, one DC and three",
+    ),
+    (
+        "cluster-rc5",
+        "real local clusters with rc5's delays emulated: commit latency next to the simulator's",
+    ),
 ];
 
 pub fn run(experiment: Option<&str>, args: &RunArgs) -> Result<ExitCode> {
@@ -92,6 +100,7 @@ pub fn run(experiment: Option<&str>, args: &RunArgs) -> Result<ExitCode> {
         Some(e) if e.starts_with("rc-fig") => crate::rcexp::run(e, args),
         Some(e) if e.starts_with("hacommit-") => crate::haexp::run(e, args),
         Some(e) if e.starts_with("cs-") => crate::csexp::run(e, args),
+        Some(e) if e.starts_with("cluster-") => crate::netexp::run(e, args),
         Some(other) => bail!(
             "unknown experiment `{other}` (known: {})",
             EXPERIMENTS.iter().map(|e| e.0).collect::<Vec<_>>().join(", ")

@@ -7,6 +7,7 @@ mod compare;
 mod csexp;
 mod exp;
 mod haexp;
+mod netexp;
 mod rcexp;
 
 /// mimalloc: the simulator allocates many small messages and keys; paired runs of

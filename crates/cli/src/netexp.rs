@@ -1,0 +1,170 @@
+//! Experiments on real local clusters (one process per node on loopback, started by
+//! `meridian cluster up`, driven by `meridian bench`'s code):
+//!
+//! - `cluster-loopback`: every protocol with no added delay, on one DC (`lan`, 8
+//!   nodes) and on three (`us3`, 6 nodes): throughput and p50/p99 latency.
+//! - `cluster-rc5`: every protocol on `rc5` with the topology's delays emulated, next
+//!   to the simulator on the same topology, workload and clients: commit latency
+//!   measured / simulated.
+
+use crate::bench::{run_bench, BenchArgs};
+use crate::RunArgs;
+use anyhow::{bail, Context, Result};
+use meridian_protocols::PROTOCOLS;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// A base port with `n` free ports after it.
+fn free_base(n: u16) -> u16 {
+    let mut base = 17_000u16;
+    loop {
+        if (0..n).all(|i| std::net::TcpListener::bind(("127.0.0.1", base + i)).is_ok()) {
+            return base;
+        }
+        base += n + 10;
+    }
+}
+
+/// A local cluster for one run, stopped when dropped.
+struct Up {
+    dir: tempfile::TempDir,
+}
+
+impl Up {
+    fn start(protocol: &str, topology: &str, delay: bool) -> Result<Up> {
+        let dir = tempfile::tempdir()?;
+        let exe = std::env::current_exe()?;
+        let mut cmd = std::process::Command::new(exe);
+        cmd.args(["cluster", "up", "--protocol", protocol, "--topology", topology, "--dir"])
+            .arg(dir.path())
+            .args(["--base-port", &free_base(16).to_string()]);
+        if !delay {
+            cmd.arg("--no-delay");
+        }
+        let o = cmd.output().context("running cluster up")?;
+        if !o.status.success() {
+            bail!(
+                "cluster up {protocol} on {topology} failed: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        Ok(Up { dir })
+    }
+    fn file(&self) -> std::path::PathBuf {
+        self.dir.path().join("cluster.toml")
+    }
+}
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        if let Ok(exe) = std::env::current_exe() {
+            let _ = std::process::Command::new(exe)
+                .args(["cluster", "down", "--dir"])
+                .arg(self.dir.path())
+                .output();
+        }
+    }
+}
+
+fn bench_args(file: &Path, workload: &str, clients: u32, secs: u32, seed: u64) -> BenchArgs {
+    BenchArgs {
+        cluster: file.to_path_buf(),
+        workload: workload.to_string(),
+        clients,
+        duration: format!("{secs}s"),
+        client_dc: None,
+        first_slot: 0,
+        seed,
+        settle: "2s".into(),
+        drain: "30s".into(),
+        history: None,
+        json: false,
+    }
+}
+
+/// Runs a cluster experiment.
+pub fn run(name: &str, args: &RunArgs) -> Result<ExitCode> {
+    match name {
+        "cluster-loopback" => loopback(args),
+        "cluster-rc5" => rc5(args),
+        _ => bail!("unknown experiment `{name}`"),
+    }
+}
+
+fn loopback(args: &RunArgs) -> Result<ExitCode> {
+    let secs = 5;
+    println!(
+        "real clusters on loopback, no added delay: {} closed-loop clients, {secs} s each, workload {}",
+        args.clients, args.workload
+    );
+    println!(
+        "{:12} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9}  check",
+        "protocol", "DCs", "nodes", "committed", "aborted", "tput/s", "p50 ms", "p99 ms"
+    );
+    let mut failed = false;
+    for topo in ["lan", "us3"] {
+        for p in PROTOCOLS {
+            let up = Up::start(p, topo, false)?;
+            let out = run_bench(&bench_args(&up.file(), &args.workload, args.clients, secs, args.seed), false)?;
+            let r = &out.report;
+            let t = meridian_core::Topology::preset(topo).expect("preset");
+            println!(
+                "{:12} {:>6} {:>6} {:>9} {:>9} {:>9.1} {:>9.2} {:>9.2}  {}",
+                p,
+                t.num_dcs(),
+                t.num_dcs() as u32 * t.nodes_per_dc,
+                r.committed,
+                r.aborted,
+                r.throughput_tps,
+                r.latency_ms.p50,
+                r.latency_ms.p99,
+                if r.check.ok() { "ok" } else { "FAIL" }
+            );
+            failed |= !r.check.ok();
+        }
+    }
+    Ok(if failed { ExitCode::from(3) } else { ExitCode::SUCCESS })
+}
+
+fn rc5(args: &RunArgs) -> Result<ExitCode> {
+    let secs = 20;
+    println!(
+        "rc5 with WAN delay emulated (one machine) vs the simulator: {} clients, workload {}, {secs} s per cluster run",
+        args.clients, args.workload
+    );
+    println!(
+        "{:12} {:>9} {:>11} {:>11} {:>7} {:>11} {:>11} {:>7}  check",
+        "protocol", "committed", "real p50", "sim p50", "ratio", "real mean", "sim mean", "ratio"
+    );
+    let mut failed = false;
+    for p in PROTOCOLS {
+        let up = Up::start(p, "rc5", true)?;
+        let real = run_bench(&bench_args(&up.file(), &args.workload, args.clients, secs, args.seed), false)?.report;
+        drop(up);
+        let mut cfg = crate::exp::config(
+            args,
+            &meridian_core::Topology::preset("rc5").expect("preset"),
+            &args.workload,
+            real.committed.max(200),
+            args.clients,
+            &[],
+        )?;
+        cfg.seed = args.seed;
+        let sim = crate::exp::run_checked(p, &cfg, &mut failed)?.report;
+        let (a, b) = (&real.commit_latency_ms, &sim.commit_latency_ms);
+        println!(
+            "{:12} {:>9} {:>11.1} {:>11.1} {:>7.3} {:>11.1} {:>11.1} {:>7.3}  {}",
+            p,
+            real.committed,
+            a.p50,
+            b.p50,
+            a.p50 / b.p50.max(1e-9),
+            a.mean,
+            b.mean,
+            a.mean / b.mean.max(1e-9),
+            if real.check.ok() && sim.check.ok() { "ok" } else { "FAIL" }
+        );
+        failed |= !real.check.ok();
+    }
+    Ok(if failed { ExitCode::from(3) } else { ExitCode::SUCCESS })
+}
