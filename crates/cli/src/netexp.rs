@@ -105,7 +105,10 @@ fn loopback(args: &RunArgs) -> Result<ExitCode> {
     for topo in ["lan", "us3"] {
         for p in PROTOCOLS {
             let up = Up::start(p, topo, false)?;
-            let out = run_bench(&bench_args(&up.file(), &args.workload, args.clients, secs, args.seed), false)?;
+            let out = run_bench(
+                &bench_args(&up.file(), &args.workload, args.clients, secs, args.seed),
+                false,
+            )?;
             let r = &out.report;
             let t = meridian_core::Topology::preset(topo).expect("preset");
             println!(
@@ -139,7 +142,11 @@ fn rc5(args: &RunArgs) -> Result<ExitCode> {
     let mut failed = false;
     for p in PROTOCOLS {
         let up = Up::start(p, "rc5", true)?;
-        let real = run_bench(&bench_args(&up.file(), &args.workload, args.clients, secs, args.seed), false)?.report;
+        let real = run_bench(
+            &bench_args(&up.file(), &args.workload, args.clients, secs, args.seed),
+            false,
+        )?
+        .report;
         drop(up);
         let mut cfg = crate::exp::config(
             args,
@@ -162,7 +169,11 @@ fn rc5(args: &RunArgs) -> Result<ExitCode> {
             a.mean,
             b.mean,
             a.mean / b.mean.max(1e-9),
-            if real.check.ok() && sim.check.ok() { "ok" } else { "FAIL" }
+            if real.check.ok() && sim.check.ok() {
+                "ok"
+            } else {
+                "FAIL"
+            }
         );
         failed |= !real.check.ok();
     }
