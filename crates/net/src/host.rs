@@ -707,6 +707,9 @@ async fn dial_loop<M: serde::de::DeserializeOwned + Send + 'static>(
     let mut backoff = BACKOFF_MIN;
     let mut failures = 0u32;
     loop {
+        if rx.is_closed() {
+            return; // the process stopped sending: nothing left to deliver
+        }
         match TcpStream::connect(addr).await {
             Ok(s) => {
                 let _ = s.set_nodelay(true);
@@ -739,10 +742,12 @@ async fn dial_loop<M: serde::de::DeserializeOwned + Send + 'static>(
                 };
                 reader.abort();
                 stats.peers.fetch_sub(1, Ordering::Relaxed);
+                warn!(%peer, %addr, "connection lost: {why}; re-dialling");
                 if let Some(r) = why.strip_prefix("refused by peer: ") {
                     *stats.refused.lock().expect("stats lock") = Some(format!("{peer} refused the connection: {r}"));
+                    // Refused (slot in use, another cluster): do not hammer the server.
+                    tokio::time::sleep(BACKOFF_MAX).await;
                 }
-                warn!(%peer, %addr, "connection lost: {why}; re-dialling");
             }
             Err(e) => {
                 failures += 1;
@@ -841,6 +846,41 @@ async fn accept_conn<M: serde::Serialize + serde::de::DeserializeOwned + Send + 
     }
 }
 
+/// Starts one dialler (and its queue, as the route) per server of `cluster` but `me`.
+fn dial_servers<M: serde::de::DeserializeOwned + Send + 'static>(
+    cluster: &Cluster,
+    me: Option<NodeId>,
+    hello: Vec<u8>,
+    routes: &Routes,
+    hosted: &Arc<Vec<NodeId>>,
+    inbox: &mpsc::Sender<Event<M>>,
+    stats: &Arc<Stats>,
+) {
+    for (i, a) in cluster.addrs.iter().enumerate() {
+        let peer = NodeId(i as u32);
+        if Some(peer) == me {
+            continue;
+        }
+        let (tx, rx) = mpsc::channel(QUEUE);
+        routes.insert(
+            peer,
+            Route {
+                conn: u64::MAX - i as u64,
+                tx,
+            },
+        );
+        tokio::spawn(dial_loop::<M>(
+            peer,
+            *a,
+            hello.clone(),
+            rx,
+            hosted.clone(),
+            inbox.clone(),
+            stats.clone(),
+        ));
+    }
+}
+
 /// Options of a server process.
 #[derive(Clone, Debug, Default)]
 pub struct ServerOptions {
@@ -932,29 +972,7 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
         cluster: cluster.id(),
         nodes: vec![node],
     });
-    for (i, a) in cluster.addrs.iter().enumerate() {
-        let peer = NodeId(i as u32);
-        if peer == node {
-            continue;
-        }
-        let (tx, rx) = mpsc::channel(QUEUE);
-        routes.insert(
-            peer,
-            Route {
-                conn: u64::MAX - i as u64,
-                tx,
-            },
-        );
-        tokio::spawn(dial_loop::<P::Msg>(
-            peer,
-            *a,
-            hello.clone(),
-            rx,
-            hosted.clone(),
-            inbox_tx.clone(),
-            stats.clone(),
-        ));
-    }
+    dial_servers::<P::Msg>(&cluster, Some(node), hello, &routes, &hosted, &inbox_tx, &stats);
     let layout = env.layout.clone();
     let cluster_id = cluster.id();
     let accept_inbox = inbox_tx.clone();
@@ -1081,20 +1099,7 @@ impl ClientHost {
             cluster: cluster.id(),
             nodes: nodes.clone(),
         });
-        for (i, a) in cluster.addrs.iter().enumerate() {
-            let peer = NodeId(i as u32);
-            let (tx, rx) = mpsc::channel(QUEUE);
-            routes.insert(peer, Route { conn: i as u64, tx });
-            tokio::spawn(dial_loop::<P::Msg>(
-                peer,
-                *a,
-                hello.clone(),
-                rx,
-                hosted.clone(),
-                inbox_tx.clone(),
-                stats.clone(),
-            ));
-        }
+        dial_servers::<P::Msg>(&cluster, None, hello, &routes, &hosted, &inbox_tx, &stats);
         drop(inbox_tx);
         tokio::spawn(async move {
             core.end_batch();

@@ -1,0 +1,153 @@
+//! The client library against a cluster of in-process servers on loopback (each a
+//! full TCP server, as `meridian server` runs it): commits, typed errors, retries,
+//! slot conflicts, an unreachable cluster.
+
+use meridian_client::{Client, Error, Options, Retry};
+use meridian_core::{Key, NodeId, Outcome, Topology};
+use meridian_net::cluster::Cluster;
+use meridian_net::host::{self, ServerOptions};
+use meridian_protocols::twopc::{Cc, TwoPc};
+use meridian_txn::{Arg, Call};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn cluster(protocol: &str) -> Arc<Cluster> {
+    let t = Topology::preset("us3").unwrap();
+    // Six free ports (bound and released; nothing else on this machine races for them
+    // in a test run).
+    let ls: Vec<std::net::TcpListener> = (0..6)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let mut f = Cluster::local(protocol, &t, "us3", 1);
+    for (n, l) in f.nodes.iter_mut().zip(&ls) {
+        n.addr = l.local_addr().unwrap().to_string();
+    }
+    f.delay = false;
+    drop(ls);
+    Arc::new(Cluster::validate(f, std::path::Path::new("/tmp/client-test.toml")).unwrap())
+}
+
+async fn serve_all(c: &Arc<Cluster>) {
+    for n in 0..c.num_servers() {
+        let c = c.clone();
+        tokio::spawn(async move {
+            host::serve(TwoPc::new(Cc::Locking), c, NodeId(n), ServerOptions::default())
+                .await
+                .unwrap()
+        });
+    }
+}
+
+fn transfer(from: &str, to: &str, amount: u64) -> Vec<Arg> {
+    vec![
+        Arg::Key(Key::new(from)),
+        Arg::Key(Key::new(to)),
+        Arg::U64(amount),
+        Arg::U64(100),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commits_typed_errors_and_retries() {
+    let c = cluster("2pc-2pl");
+    serve_all(&c).await;
+    let opts = Options {
+        clients: 2,
+        ..Options::default()
+    };
+    let db = Client::connect_to(c.clone(), opts.clone()).await.unwrap();
+    assert_eq!(db.info().name, "2pc-2pl");
+
+    let done = db.run("transfer", transfer("a", "b", 30)).await.unwrap();
+    assert_eq!(done.attempts, 1);
+    assert_eq!(done.record.outcome, Outcome::Committed);
+    assert_eq!(done.record.writes.len(), 2);
+
+    // The program aborts itself: a typed abort with the program's reason.
+    match db.run("transfer", transfer("a", "b", 500)).await {
+        Err(Error::Aborted { reason, attempts, .. }) => {
+            assert!(reason.contains("insufficient funds"), "{reason}");
+            assert_eq!(attempts, 1);
+        }
+        other => panic!("expected an abort, got {other:?}"),
+    }
+    // With retries, an abort that keeps happening is retried, then reported.
+    let retrying = Client::connect_to(
+        c.clone(),
+        Options {
+            first_slot: 10,
+            retry: Some(Retry {
+                attempts: 3,
+                backoff: Duration::from_millis(5),
+            }),
+            ..Options::default()
+        },
+    )
+    .await
+    .unwrap();
+    match retrying.run("transfer", transfer("a", "b", 500)).await {
+        Err(Error::Aborted { attempts, .. }) => assert_eq!(attempts, 3),
+        other => panic!("expected an abort after 3 attempts, got {other:?}"),
+    }
+    // Unknown programs never reach the cluster.
+    match db.run("no-such-program", vec![]).await {
+        Err(Error::Invalid(m)) => assert!(m.contains("unknown program"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    // Interactive transactions are refused with a reason.
+    assert!(matches!(db.begin().await, Err(Error::Unsupported(_))));
+
+    // Concurrent calls share the two slots; the balance is conserved.
+    let db = Arc::new(db);
+    let mut tasks = vec![];
+    for i in 0..8u64 {
+        let db = db.clone();
+        tasks.push(tokio::spawn(async move {
+            let (f, t) = if i % 2 == 0 { ("a", "b") } else { ("b", "a") };
+            db.run_call(Call {
+                program: "transfer".into(),
+                args: transfer(f, t, 1),
+            })
+            .await
+            .unwrap()
+        }));
+    }
+    for t in tasks {
+        let r = t.await.unwrap();
+        assert_ne!(r.outcome, Outcome::Unknown);
+    }
+
+    // A second process claiming slots already in use is refused, by name.
+    match Client::connect_to(c.clone(), opts).await {
+        Err(Error::Unavailable(m)) => assert!(m.contains("client slot"), "{m}"),
+        Err(e) => panic!("expected Unavailable, got {e}"),
+        Ok(_) => panic!("expected Unavailable, got a client"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_cluster_is_unavailable_not_a_hang() {
+    let c = cluster("2pc-2pl"); // nothing serves it
+    let r = Client::connect_to(
+        c,
+        Options {
+            connect_timeout: Duration::from_millis(400),
+            ..Options::default()
+        },
+    )
+    .await;
+    match r {
+        Err(Error::Unavailable(m)) => assert!(m.contains("connected to 0 of 6"), "{m}"),
+        Err(e) => panic!("expected Unavailable, got {e}"),
+        Ok(_) => panic!("expected Unavailable, got a client"),
+    }
+    let bad = Client::connect_to(
+        cluster("2pc-2pl"),
+        Options {
+            dc: Some("mars".into()),
+            ..Options::default()
+        },
+    )
+    .await;
+    assert!(matches!(bad, Err(Error::Invalid(m)) if m.contains("mars")));
+}
