@@ -158,6 +158,7 @@ fn up(a: &UpArgs) -> Result<()> {
     std::fs::write(&path, toml::to_string(&file)?).with_context(|| format!("cannot write {}", path.display()))?;
     let exe = std::env::current_exe().context("cannot find the meridian binary")?;
     let mut pids = vec![];
+    let mut children = vec![];
     for n in 0..cluster.num_servers() {
         let log = std::fs::File::create(dir.join(format!("n{n}.log")))?;
         let child = std::process::Command::new(&exe)
@@ -170,12 +171,26 @@ fn up(a: &UpArgs) -> Result<()> {
             .spawn()
             .with_context(|| format!("cannot start node {n}"))?;
         pids.push(child.id());
+        children.push(child);
     }
     std::fs::write(
         dir.join("pids"),
         pids.iter().map(|p| format!("{p}\n")).collect::<String>(),
     )?;
-    match wait_ready(&cluster, Duration::from_nanos(timeout)) {
+    // A node that exits while starting (its port taken, say) ends the wait at once,
+    // with the end of its log.
+    let mut exited = || {
+        for (n, c) in children.iter_mut().enumerate() {
+            if let Ok(Some(st)) = c.try_wait() {
+                let log = std::fs::read_to_string(dir.join(format!("n{n}.log"))).unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(3).collect();
+                let tail: Vec<&str> = tail.into_iter().rev().collect();
+                return Some(format!("node {n} exited ({st}): {}", tail.join(" | ")));
+            }
+        }
+        None
+    };
+    match wait_ready(&cluster, Duration::from_nanos(timeout), &mut exited) {
         Ok(()) => {
             println!(
                 "cluster up: {} on {} ({} nodes, ports {}..{}, WAN delay {}{})\ncluster file: {}\nlogs: {}/n<ID>.log\nstop: meridian cluster down --dir {}",
@@ -213,7 +228,7 @@ pub fn check_protocol(c: &Cluster) -> Result<()> {
 }
 
 /// Waits until every server answers and is connected to every other server.
-pub fn wait_ready(c: &Cluster, timeout: Duration) -> Result<()> {
+pub fn wait_ready(c: &Cluster, timeout: Duration, exited: &mut dyn FnMut() -> Option<String>) -> Result<()> {
     let rt = runtime()?;
     let start = Instant::now();
     let n = c.num_servers();
@@ -233,6 +248,9 @@ pub fn wait_ready(c: &Cluster, timeout: Duration) -> Result<()> {
             }
             if ready == n {
                 return Ok(());
+            }
+            if let Some(why) = exited() {
+                bail!("{why}");
             }
             if start.elapsed() > timeout {
                 bail!("{ready} of {n} nodes ready after {:?} ({last})", timeout);

@@ -27,7 +27,9 @@ fn free_base(n: u16) -> u16 {
     let pid = std::process::id();
     loop {
         let k = NEXT.fetch_add(1, Ordering::Relaxed);
-        let base = 20_000 + ((pid % 97) * 311 + k * 40) % 40_000;
+        // Below Linux's ephemeral range (32768..), where the clusters' own outgoing
+        // connections take their source ports.
+        let base = 20_000 + ((pid % 97) * 311 + k * 40) % 12_000;
         let free = (0..n as u32).all(|i| std::net::TcpListener::bind(("127.0.0.1", (base + i) as u16)).is_ok());
         if free {
             return base as u16;

@@ -13,17 +13,18 @@ use std::time::Duration;
 
 fn cluster(protocol: &str) -> Arc<Cluster> {
     let t = Topology::preset("us3").unwrap();
-    // Six free ports (bound and released; nothing else on this machine races for them
-    // in a test run).
-    let ls: Vec<std::net::TcpListener> = (0..6)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    let mut f = Cluster::local(protocol, &t, "us3", 1);
-    for (n, l) in f.nodes.iter_mut().zip(&ls) {
-        n.addr = l.local_addr().unwrap().to_string();
-    }
+    // Six free ports below Linux's ephemeral range (32768..), where outgoing
+    // connections take their source ports, different for each test of this run.
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let base = loop {
+        let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let b = 12_000 + ((std::process::id() % 89) * 97 + k * 10) % 8_000;
+        if (0..6).all(|i| std::net::TcpListener::bind(("127.0.0.1", (b + i) as u16)).is_ok()) {
+            break b as u16;
+        }
+    };
+    let mut f = Cluster::local(protocol, &t, "us3", base);
     f.delay = false;
-    drop(ls);
     Arc::new(Cluster::validate(f, std::path::Path::new("/tmp/client-test.toml")).unwrap())
 }
 
