@@ -67,7 +67,7 @@ pub struct RunArgs {
     /// Topology preset (rc5, us3, world3, far3, two50, lan) or TOML file.
     #[arg(long, default_value = "rc5")]
     topology: String,
-    /// Workload, NAME:key=value,... (ycsb, bank, dependent-reads, chain, tpcc).
+    /// Workload, NAME:key=value,... (ycsb, bank, dependent-reads, chain, tpcc, script).
     #[arg(long, default_value = "ycsb")]
     workload: String,
     /// Transactions to run.

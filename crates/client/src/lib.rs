@@ -17,18 +17,37 @@
 //! prescribes. `Options::clients` slots run transactions concurrently; more
 //! concurrent calls wait for a free slot.
 //!
-//! Transactions are registered programs (`meridian_workload::registry()`), run whole:
-//! the protocols' client roles take a program and its arguments, which is what lets
-//! CrossStitch ship it to the servers and Replicated Commit and HACommit run it at
-//! each replica. Interactive transactions (`read`, `write`, `commit` from the caller)
-//! are not offered by any of the seven protocols' client roles; [`Client::begin`]
-//! says so with [`Error::Unsupported`].
+//! Transactions are registered programs (`meridian_workload::registry()`) run whole
+//! with [`Client::run`], or interactive transactions whose operations come from the
+//! caller one at a time:
+//!
+//! ```no_run
+//! # async fn demo(db: &meridian_client::Client) -> Result<(), meridian_client::Error> {
+//! use meridian_core::{Key, Value};
+//! let mut t = db.begin().await?;
+//! let n = t.read(&Key::from("visits")).await?.and_then(|v| v.as_u64()).unwrap_or(0);
+//! t.write(Key::from("visits"), Value::from_u64(n + 1));
+//! t.commit().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! An interactive transaction is the [`meridian_txn::script`] program: each `read`
+//! sends the operations buffered so far to the client actor, which runs them through
+//! the protocol (locks, majority reads, leader reads, as the protocol does) and pauses
+//! until the next ones arrive; `commit` sends the rest and runs the protocol's commit.
+//! Protocols whose client role executes the transaction itself offer this (2PC,
+//! Replicated Commit, the replicated log, HACommit: see [`ProtocolInfo::interactive`]);
+//! CrossStitch ships the whole program to the servers, so [`Client::begin`] answers
+//! [`Error::Unsupported`] there. Aborted interactive transactions are not retried:
+//! what the caller did depended on what it read.
 
 use meridian_core::{DcId, Outcome, TxnId, TxnRecord};
+use meridian_core::{Key, Value};
 use meridian_net::cluster::{Cluster, ClusterError};
-use meridian_net::host::{self, ClientHost, RunError};
+use meridian_net::host::{self, ClientHost, Interactive, Progress, RunError};
 use meridian_protocols::Protocol;
 use meridian_sim::{with_protocol, WithProtocol};
+use meridian_txn::script::{self, Op};
 use meridian_txn::{Arg, Call, Registry};
 use std::path::Path;
 use std::sync::Arc;
@@ -145,6 +164,8 @@ pub struct ProtocolInfo {
     pub read_committed: bool,
     /// The nodes holding each shard.
     pub shard_replicas: Vec<Vec<meridian_core::NodeId>>,
+    /// Whether it runs interactive transactions ([`Client::begin`]).
+    pub interactive: bool,
 }
 
 impl Client {
@@ -166,6 +187,7 @@ impl Client {
                     name: p.name().to_string(),
                     strict: p.strict(),
                     read_committed: p.read_committed(),
+                    interactive: p.interactive(),
                     shard_replicas: env.layout.shard_replicas.clone(),
                 };
                 Ok((ClientHost::start(p, self.0, &self.1)?, info))
@@ -272,13 +294,23 @@ impl Client {
         }
     }
 
-    /// Interactive transactions: not offered by any protocol's client role (see the
-    /// crate docs).
-    pub async fn begin(&self) -> Result<(), Error> {
-        Err(Error::Unsupported(format!(
-            "interactive transactions: protocol `{}` runs registered programs whole (use Client::run)",
-            self.cluster.file.protocol
-        )))
+    /// Begins an interactive transaction (see the crate docs). Nothing is sent until
+    /// the first [`Transaction::read`] or [`Transaction::commit`]; the transaction
+    /// takes a client slot from then until it ends.
+    pub async fn begin(&self) -> Result<Transaction<'_>, Error> {
+        if self.info.interactive {
+            Ok(Transaction {
+                client: self,
+                ops: Vec::new(),
+                run: None,
+                ended: false,
+            })
+        } else {
+            Err(Error::Unsupported(format!(
+                "interactive transactions: protocol `{}` ships whole programs to the servers (use Client::run)",
+                self.info.name
+            )))
+        }
     }
 
     /// The cluster.
@@ -321,4 +353,129 @@ fn slots(c: &Cluster, opts: &Options) -> Result<Vec<u32>, Error> {
         )));
     }
     Ok(v)
+}
+
+/// An interactive transaction (see [`Client::begin`]). Dropping it before it ends
+/// aborts it.
+pub struct Transaction<'a> {
+    client: &'a Client,
+    /// Operations not yet sent (writes wait for the next read or the commit).
+    ops: Vec<Op>,
+    run: Option<Interactive>,
+    ended: bool,
+}
+
+impl Transaction<'_> {
+    /// The transaction's id, once its first read has been answered.
+    pub fn id(&self) -> Option<TxnId> {
+        self.run.as_ref().and_then(|r| r.txn())
+    }
+
+    /// Reads `key` (`None`: absent), through the protocol. A key this transaction
+    /// wrote reads as its write; a key read before reads as it did then.
+    pub async fn read(&mut self, key: &Key) -> Result<Option<Value>, Error> {
+        self.ops.push(Op::Read(key.clone()));
+        match self.send().await? {
+            Progress::Paused(v) => Ok(v),
+            Progress::Ended(r) => Err(self.ended_early(r)),
+        }
+    }
+
+    /// Buffers a write; it goes to the servers with the commit.
+    pub fn write(&mut self, key: Key, value: Value) {
+        self.ops.push(Op::Write(key, value));
+    }
+
+    /// Commits: runs the protocol's commit over what was read and written.
+    pub async fn commit(mut self) -> Result<Committed, Error> {
+        self.ops.push(Op::Commit);
+        match self.send().await? {
+            Progress::Ended(r) if r.outcome == Outcome::Committed => Ok(Committed {
+                txn: r.id,
+                latency: Duration::from_nanos(r.end.unwrap_or(r.start).saturating_sub(r.start)),
+                attempts: 1,
+                record: r,
+            }),
+            Progress::Ended(r) => Err(self.ended_early(r)),
+            Progress::Paused(_) => Err(Error::Invalid("the transaction paused after its commit".into())),
+        }
+    }
+
+    /// Aborts: releases whatever the transaction holds. A transaction that sent
+    /// nothing yet has nothing to release.
+    pub async fn abort(mut self) -> Result<(), Error> {
+        if self.run.is_none() {
+            self.ended = true;
+            return Ok(());
+        }
+        self.ops.push(Op::Abort("aborted by the caller".into()));
+        match self.send().await? {
+            Progress::Ended(_) => Ok(()),
+            Progress::Paused(_) => Err(Error::Invalid("the transaction paused after its abort".into())),
+        }
+    }
+
+    /// Sends the buffered operations and waits for the next pause or the end.
+    async fn send(&mut self) -> Result<Progress, Error> {
+        if self.ended {
+            return Err(Error::Invalid("the transaction has ended".into()));
+        }
+        let args = script::encode(&std::mem::take(&mut self.ops));
+        let c = self.client;
+        let stopped = |_| Error::Unavailable("the client process stopped".into());
+        match &mut self.run {
+            None => {
+                let call = Call {
+                    program: script::NAME.into(),
+                    args,
+                };
+                self.run = Some(c.host.start_interactive(call, None).await.map_err(stopped)?);
+            }
+            Some(run) => run.extend(args).await.map_err(stopped)?,
+        }
+        let run = self.run.as_mut().expect("started");
+        match run.next(c.opts.timeout).await {
+            Ok(p) => {
+                if matches!(p, Progress::Ended(_)) {
+                    self.ended = true;
+                }
+                Ok(p)
+            }
+            Err(RunError::TimedOut) => {
+                // Give up on it so it does not hold its slot and locks: abort it if it
+                // waits; if it is still busy, dropping the handle makes its next pause
+                // find no caller, and the client process aborts it then.
+                self.ended = true;
+                run.try_extend(script::encode(&[Op::Abort("the caller timed out".into())]));
+                self.run = None;
+                Err(Error::TimedOut(c.opts.timeout))
+            }
+            Err(RunError::Stopped) => {
+                self.ended = true;
+                Err(Error::Unavailable("the client process stopped".into()))
+            }
+        }
+    }
+
+    fn ended_early(&mut self, r: TxnRecord) -> Error {
+        self.ended = true;
+        match r.outcome {
+            Outcome::Aborted => Error::Aborted {
+                txn: r.id,
+                reason: r.abort_reason.unwrap_or_else(|| "?".into()),
+                attempts: 1,
+            },
+            _ => Error::TimedOut(self.client.opts.timeout),
+        }
+    }
+}
+
+impl Drop for Transaction<'_> {
+    fn drop(&mut self) {
+        if !self.ended {
+            if let Some(run) = &self.run {
+                run.try_extend(script::encode(&[Op::Abort("dropped by the caller".into())]));
+            }
+        }
+    }
 }

@@ -1,43 +1,15 @@
 //! The client library against a cluster of in-process servers on loopback (each a
 //! full TCP server, as `meridian server` runs it): commits, typed errors, retries,
-//! slot conflicts, an unreachable cluster.
+//! slot conflicts, an unreachable cluster. Interactive transactions: `interactive.rs`.
 
+mod common;
+
+use common::{cluster, serve_all};
 use meridian_client::{Client, Error, Options, Retry};
-use meridian_core::{Key, NodeId, Outcome, Topology};
-use meridian_net::cluster::Cluster;
-use meridian_net::host::{self, ServerOptions};
-use meridian_protocols::twopc::{Cc, TwoPc};
+use meridian_core::{Key, Outcome};
 use meridian_txn::{Arg, Call};
 use std::sync::Arc;
 use std::time::Duration;
-
-fn cluster(protocol: &str) -> Arc<Cluster> {
-    let t = Topology::preset("us3").unwrap();
-    // Six free ports below Linux's ephemeral range (32768..), where outgoing
-    // connections take their source ports, different for each test of this run.
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let base = loop {
-        let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let b = 12_000 + ((std::process::id() % 89) * 97 + k * 10) % 8_000;
-        if (0..6).all(|i| std::net::TcpListener::bind(("127.0.0.1", (b + i) as u16)).is_ok()) {
-            break b as u16;
-        }
-    };
-    let mut f = Cluster::local(protocol, &t, "us3", base);
-    f.delay = false;
-    Arc::new(Cluster::validate(f, std::path::Path::new("/tmp/client-test.toml")).unwrap())
-}
-
-async fn serve_all(c: &Arc<Cluster>) {
-    for n in 0..c.num_servers() {
-        let c = c.clone();
-        tokio::spawn(async move {
-            host::serve(TwoPc::new(Cc::Locking), c, NodeId(n), ServerOptions::default())
-                .await
-                .unwrap()
-        });
-    }
-}
 
 fn transfer(from: &str, to: &str, amount: u64) -> Vec<Arg> {
     vec![
@@ -51,7 +23,7 @@ fn transfer(from: &str, to: &str, amount: u64) -> Vec<Arg> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commits_typed_errors_and_retries() {
     let c = cluster("2pc-2pl");
-    serve_all(&c).await;
+    serve_all(&c);
     let opts = Options {
         clients: 2,
         ..Options::default()
@@ -95,8 +67,6 @@ async fn commits_typed_errors_and_retries() {
         Err(Error::Invalid(m)) => assert!(m.contains("unknown program"), "{m}"),
         other => panic!("{other:?}"),
     }
-    // Interactive transactions are refused with a reason.
-    assert!(matches!(db.begin().await, Err(Error::Unsupported(_))));
 
     // Concurrent calls share the two slots; the balance is conserved.
     let db = Arc::new(db);

@@ -7,7 +7,8 @@
 //! drains the context after each call.
 
 use crate::history::TxnRecord;
-use crate::ids::NodeId;
+use crate::ids::{NodeId, TxnId};
+use crate::key::Value;
 use crate::time::Time;
 use rand::SeedableRng;
 
@@ -53,6 +54,14 @@ pub enum Command<M> {
     CancelTimer {
         /// Timer name.
         id: TimerId,
+    },
+    /// A client's interactive transaction `txn` ran every operation its caller sent and
+    /// waits for more (`output`: the last read's value). Runtimes pass it to the caller.
+    AwaitInput {
+        /// The transaction.
+        txn: TxnId,
+        /// The last read's value (`None`: the key is absent).
+        output: Option<Value>,
     },
 }
 
@@ -140,6 +149,11 @@ impl<'a, M> Ctx<'a, M> {
     /// Disarms a timer.
     pub fn cancel_timer(&mut self, id: TimerId) {
         self.out.push(Command::CancelTimer { id });
+    }
+    /// Tells the caller of interactive transaction `txn` that it waits for the next
+    /// operations (client roles only).
+    pub fn await_input(&mut self, txn: TxnId, output: Option<Value>) {
+        self.out.push(Command::AwaitInput { txn, output });
     }
     /// Records a finished (or abandoned) transaction in the history.
     pub fn record(&mut self, rec: TxnRecord) {

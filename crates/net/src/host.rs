@@ -36,10 +36,10 @@ use crate::journal::{Entry, Journal};
 use crate::wire::{Counters, NodeReport, Status, Wire};
 use crate::{encode, FrameReader};
 use meridian_core::{
-    rng_for, Actor, ClientId, Command, Ctx, DcId, Layout, NodeId, Rng, Time, TimerId, TxnId, TxnRecord,
+    rng_for, Actor, ClientId, Command, Ctx, DcId, Layout, NodeId, Rng, Time, TimerId, TxnId, TxnRecord, Value,
 };
 use meridian_protocols::{ClientRole, Env, Protocol, Replica, Timeouts};
-use meridian_txn::{Call, Registry};
+use meridian_txn::{script, Call, Registry};
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
@@ -167,18 +167,32 @@ struct Local<P: Protocol> {
 /// A request to a client process's event loop.
 pub enum Request {
     /// Run `call` on a free client slot (in `dc` if given); the reply is its record.
-    Submit {
+    Submit(Job),
+    /// Append the caller's next operations to interactive transaction `txn`, which
+    /// waits for them.
+    Extend {
         /// The transaction.
-        call: Call,
-        /// The DC whose clients may run it.
-        dc: Option<DcId>,
-        /// Where the record goes.
-        reply: oneshot::Sender<TxnRecord>,
+        txn: TxnId,
+        /// Its script's next operations ([`meridian_txn::script::encode`]).
+        args: Vec<meridian_txn::Arg>,
     },
     /// The process's counters.
     Counters(oneshot::Sender<Counters>),
     /// Records (outcome unknown) of the transactions still running.
     InFlight(oneshot::Sender<Vec<TxnRecord>>),
+}
+
+/// A transaction to run on a client slot.
+pub struct Job {
+    /// The transaction.
+    pub call: Call,
+    /// The DC whose clients may run it.
+    pub dc: Option<DcId>,
+    /// Where the record goes.
+    pub reply: oneshot::Sender<TxnRecord>,
+    /// For an interactive transaction: where its pauses go (the transaction and the
+    /// last read's value) each time it waits for the caller's next operations.
+    pub pauses: Option<mpsc::UnboundedSender<(TxnId, Option<Value>)>>,
 }
 
 /// Shared counters, readable while the loop runs.
@@ -225,8 +239,10 @@ struct Core<P: Protocol> {
     replayed: u64,
     // client processes
     free: Vec<NodeId>,
-    waiting: VecDeque<(Call, Option<DcId>, oneshot::Sender<TxnRecord>)>,
+    waiting: VecDeque<Job>,
     busy: HashMap<TxnId, (NodeId, oneshot::Sender<TxnRecord>)>,
+    /// Interactive transactions running: where their pauses go.
+    pauses: HashMap<TxnId, mpsc::UnboundedSender<(TxnId, Option<Value>)>>,
     next_seq: HashMap<NodeId, u32>,
     client_ids: HashMap<NodeId, ClientId>,
     drop_warned: u64,
@@ -268,6 +284,7 @@ impl<P: Protocol> Core<P> {
             free: vec![],
             waiting: VecDeque::new(),
             busy: HashMap::default(),
+            pauses: HashMap::default(),
             next_seq: HashMap::default(),
             client_ids: HashMap::default(),
             drop_warned: 0,
@@ -286,6 +303,7 @@ impl<P: Protocol> Core<P> {
         };
         let mut out = std::mem::take(&mut self.out);
         let mut recs = std::mem::take(&mut self.recs);
+        let mut orphans = Vec::new();
         let work = {
             let mut cx = Ctx::new(now, node, &mut local.rng, &mut out, &mut recs).with_hops(hops);
             f(&mut local.role, &mut cx);
@@ -315,6 +333,12 @@ impl<P: Protocol> Core<P> {
                         l.timers.remove(&id);
                     }
                 }
+                Command::AwaitInput { txn, output } => match self.pauses.get(&txn) {
+                    Some(p) if p.send((txn, output)).is_ok() => {}
+                    // A script run whole (or whose caller has gone) that stops for
+                    // input has no one to give it more: it aborts.
+                    _ => orphans.push(txn),
+                },
             }
         }
         for mut r in recs.drain(..) {
@@ -323,6 +347,20 @@ impl<P: Protocol> Core<P> {
         }
         self.out = out;
         self.recs = recs;
+        for txn in orphans {
+            self.pauses.remove(&txn);
+            let args = script::encode(&[script::Op::Abort(
+                "the script stopped for input and no caller is waiting".into(),
+            )]);
+            // Boxed: one instantiation of `call`, however deep this recursion goes.
+            type Input<P> = Box<dyn FnOnce(&mut Role<P>, &mut Ctx<'_, <P as Protocol>::Msg>)>;
+            let f: Input<P> = Box::new(move |r, cx| {
+                if let Role::Client(c) = r {
+                    c.extend(txn, args, cx)
+                }
+            });
+            self.call(node, hops, now, f);
+        }
     }
 
     fn send(&mut self, from: NodeId, to: NodeId, msg: P::Msg, hops: u32, now: Time) {
@@ -370,6 +408,7 @@ impl<P: Protocol> Core<P> {
     }
 
     fn finished(&mut self, r: TxnRecord) {
+        self.pauses.remove(&r.id);
         if let Some((node, reply)) = self.busy.remove(&r.id) {
             let _ = reply.send(r);
             self.free.push(node);
@@ -506,7 +545,17 @@ impl<P: Protocol> Core<P> {
             Request::Counters(reply) => {
                 let _ = reply.send(self.stats.snapshot());
             }
-            Request::Submit { call, dc, reply } => self.submit(call, dc, reply),
+            Request::Submit(job) => self.submit(job),
+            Request::Extend { txn, args } => {
+                if let Some((node, _)) = self.busy.get(&txn) {
+                    let (node, now) = (*node, self.clock.now());
+                    self.call(node, 0, now, move |r, cx| {
+                        if let Role::Client(c) = r {
+                            c.extend(txn, args, cx)
+                        }
+                    });
+                }
+            }
             Request::InFlight(reply) => {
                 let v = self
                     .locals
@@ -521,15 +570,18 @@ impl<P: Protocol> Core<P> {
         }
     }
 
-    fn submit(&mut self, call: Call, dc: Option<DcId>, reply: oneshot::Sender<TxnRecord>) {
+    fn submit(&mut self, job: Job) {
         let pos = self
             .free
             .iter()
-            .position(|n| dc.is_none_or(|d| self.layout.dc_of(*n) == d));
+            .position(|n| job.dc.is_none_or(|d| self.layout.dc_of(*n) == d));
         let Some(pos) = pos else {
-            self.waiting.push_back((call, dc, reply));
+            self.waiting.push_back(job);
             return;
         };
+        let Job {
+            call, reply, pauses, ..
+        } = job;
         let node = self.free.swap_remove(pos);
         let seq = self.next_seq.entry(node).or_insert(0);
         *seq += 1;
@@ -538,6 +590,9 @@ impl<P: Protocol> Core<P> {
             seq: *seq,
         };
         self.busy.insert(txn, (node, reply));
+        if let Some(p) = pauses {
+            self.pauses.insert(txn, p);
+        }
         let now = self.clock.now();
         self.call(node, 0, now, move |r, cx| {
             if let Role::Client(c) = r {
@@ -551,11 +606,11 @@ impl<P: Protocol> Core<P> {
         let mut n = self.waiting.len();
         while n > 0 && !self.free.is_empty() {
             n -= 1;
-            let (call, dc, reply) = self.waiting.pop_front().expect("waiting");
-            if reply.is_closed() {
+            let job = self.waiting.pop_front().expect("waiting");
+            if job.reply.is_closed() {
                 continue;
             }
-            self.submit(call, dc, reply);
+            self.submit(job);
         }
     }
 
@@ -1116,7 +1171,15 @@ impl ClientHost {
     /// its outcome. `None`: the client process has stopped.
     pub async fn run(&self, call: Call, dc: Option<DcId>) -> Option<TxnRecord> {
         let (reply, rx) = oneshot::channel();
-        self.tx.send(Request::Submit { call, dc, reply }).await.ok()?;
+        self.tx
+            .send(Request::Submit(Job {
+                call,
+                dc,
+                reply,
+                pauses: None,
+            }))
+            .await
+            .ok()?;
         rx.await.ok()
     }
 
@@ -1125,7 +1188,12 @@ impl ClientHost {
     pub async fn run_timeout(&self, call: Call, dc: Option<DcId>, timeout: Duration) -> Result<TxnRecord, RunError> {
         let (reply, rx) = oneshot::channel();
         self.tx
-            .send(Request::Submit { call, dc, reply })
+            .send(Request::Submit(Job {
+                call,
+                dc,
+                reply,
+                pauses: None,
+            }))
             .await
             .map_err(|_| RunError::Stopped)?;
         match tokio::time::timeout(timeout, rx).await {
@@ -1133,6 +1201,29 @@ impl ClientHost {
             Ok(Err(_)) => Err(RunError::Stopped),
             Err(_) => Err(RunError::TimedOut),
         }
+    }
+
+    /// Starts interactive transaction `call` (a [`script`] program; its first
+    /// operations in its arguments) on a free slot (in `dc`, if given). The handle
+    /// reports each pause and the end.
+    pub async fn start_interactive(&self, call: Call, dc: Option<DcId>) -> Result<Interactive, RunError> {
+        let (reply, done) = oneshot::channel();
+        let (ptx, pauses) = mpsc::unbounded_channel();
+        self.tx
+            .send(Request::Submit(Job {
+                call,
+                dc,
+                reply,
+                pauses: Some(ptx),
+            }))
+            .await
+            .map_err(|_| RunError::Stopped)?;
+        Ok(Interactive {
+            tx: self.tx.clone(),
+            pauses,
+            done,
+            txn: None,
+        })
     }
 
     /// Records (outcome unknown) of the transactions still running.
@@ -1161,6 +1252,69 @@ impl ClientHost {
             return Counters::default();
         }
         rx.await.unwrap_or_default()
+    }
+}
+
+/// An interactive transaction running on a client process.
+pub struct Interactive {
+    tx: mpsc::Sender<Request>,
+    pauses: mpsc::UnboundedReceiver<(TxnId, Option<Value>)>,
+    done: oneshot::Receiver<TxnRecord>,
+    txn: Option<TxnId>,
+}
+
+/// Where an interactive transaction has got to.
+#[derive(Debug)]
+pub enum Progress {
+    /// It waits for the caller's next operations; the last read's value.
+    Paused(Option<Value>),
+    /// It ended (committed or aborted).
+    Ended(TxnRecord),
+}
+
+impl Interactive {
+    /// The transaction's id, once it has paused at least once.
+    pub fn txn(&self) -> Option<TxnId> {
+        self.txn
+    }
+
+    /// Waits up to `timeout` for the next pause or the end.
+    pub async fn next(&mut self, timeout: Duration) -> Result<Progress, RunError> {
+        let wait = async {
+            tokio::select! {
+                biased;
+                p = self.pauses.recv() => match p {
+                    Some((txn, v)) => {
+                        self.txn = Some(txn);
+                        Ok(Progress::Paused(v))
+                    }
+                    // The process dropped the transaction's pause channel: it ended.
+                    None => (&mut self.done).await.map(Progress::Ended).map_err(|_| RunError::Stopped),
+                },
+                r = &mut self.done => r.map(Progress::Ended).map_err(|_| RunError::Stopped),
+            }
+        };
+        tokio::time::timeout(timeout, wait)
+            .await
+            .unwrap_or(Err(RunError::TimedOut))
+    }
+
+    /// Sends the caller's next operations (after a pause).
+    pub async fn extend(&mut self, args: Vec<meridian_txn::Arg>) -> Result<(), RunError> {
+        let txn = self.txn.ok_or(RunError::Stopped)?;
+        self.tx
+            .send(Request::Extend { txn, args })
+            .await
+            .map_err(|_| RunError::Stopped)
+    }
+
+    /// Like [`Interactive::extend`], without waiting for room in the process's queue
+    /// (for `Drop` impls); `false` if it could not be sent.
+    pub fn try_extend(&self, args: Vec<meridian_txn::Arg>) -> bool {
+        match self.txn {
+            Some(txn) => self.tx.try_send(Request::Extend { txn, args }).is_ok(),
+            None => false,
+        }
     }
 }
 

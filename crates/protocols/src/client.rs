@@ -51,3 +51,11 @@ pub fn close<M>(mut rec: TxnRecord, outcome: Outcome, reason: Option<String>, cx
     rec.end = Some(cx.now());
     cx.record(rec);
 }
+
+/// Why a client aborts an interactive transaction whose caller went silent (after
+/// `Timeouts::idle`).
+pub const IDLE_ABORT: &str = "interactive transaction idle: no operation from its caller";
+
+/// Why a client role without interactive transactions aborts a script that stops for
+/// its caller's input.
+pub const NOT_INTERACTIVE: &str = "this protocol does not run interactive transactions (send the whole script)";

@@ -682,6 +682,7 @@ impl Server {
                 }
                 Step::Done { .. } => break Ok(None),
                 Step::Abort(reason) => break Err(format!("user abort: {reason}")),
+                Step::Wait { .. } => break Err(crate::client::NOT_INTERACTIVE.into()),
             }
         };
         let rec_so_far = Rec { reads, writes };
@@ -2018,6 +2019,10 @@ impl ClientRole for Client {
             },
             Ok((Step::Abort(r), _)) => {
                 crate::client::close(rec, Outcome::Aborted, Some(format!("user abort: {r}")), cx);
+                return;
+            }
+            Ok((Step::Wait { .. }, _)) => {
+                crate::client::close(rec, Outcome::Aborted, Some(crate::client::NOT_INTERACTIVE.into()), cx);
                 return;
             }
             Err(e) => {

@@ -97,7 +97,7 @@ use meridian_core::{
     TimerId, TxnId, TxnRecord, Value, VersionId,
 };
 use meridian_storage::{Acquired, Grant, LockMode, LockTable, MvStore, Policy, Prio};
-use meridian_txn::{Call, Execution, Step};
+use meridian_txn::{Arg, Call, Execution, Step};
 use rand::Rng as _;
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
@@ -2342,9 +2342,12 @@ impl Replica for Server {
 const T_READ: TimerId = TimerId(1);
 const T_VOTE: TimerId = TimerId(2);
 const T_RESEND: TimerId = TimerId(3);
+const T_IDLE: TimerId = TimerId(4);
 
 #[derive(Debug)]
 enum Phase {
+    /// An interactive transaction waits for its caller's next operations.
+    Waiting,
     Reading {
         key: Key,
         shard: ShardId,
@@ -2431,6 +2434,11 @@ impl Client {
                 self.send_read(cx);
             }
             Step::Abort(reason) => self.decide(false, Some(reason), cx),
+            Step::Wait { output } => {
+                cur.phase = Phase::Waiting;
+                cx.set_timer(self.env.timeouts.idle, T_IDLE);
+                cx.await_input(cur.rec.id, output);
+            }
             Step::Done { writes, .. } => {
                 let finals = crate::client::number_writes(&mut cur.rec, writes);
                 let layout = &self.env.layout;
@@ -2535,6 +2543,7 @@ impl Client {
         cx.cancel_timer(T_READ);
         cx.cancel_timer(T_VOTE);
         cx.cancel_timer(T_RESEND);
+        cx.cancel_timer(T_IDLE);
         crate::client::close(cur.rec, outcome, reason, cx);
     }
 
@@ -2664,6 +2673,7 @@ impl Actor for Client {
                 }
                 self.decide(false, Some("vote timed out".into()), cx)
             }
+            (T_IDLE, Phase::Waiting) => self.decide(false, Some(crate::client::IDLE_ABORT.into()), cx),
             (T_RESEND, Phase::Deciding { .. }) => {
                 self.send_p2a(cx);
                 cx.set_timer(self.env.timeouts.status, T_RESEND);
@@ -2697,6 +2707,16 @@ impl ClientRole for Client {
     fn in_flight(&self) -> Option<TxnRecord> {
         self.cur.as_ref().map(|c| c.rec.clone())
     }
+
+    fn extend(&mut self, txn: TxnId, args: Vec<Arg>, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_mut() else { return };
+        if cur.rec.id != txn || !matches!(cur.phase, Phase::Waiting) {
+            return;
+        }
+        cx.cancel_timer(T_IDLE);
+        cur.exec.call.args.extend(args);
+        self.step(cx);
+    }
 }
 
 impl Protocol for HaCommit {
@@ -2716,6 +2736,9 @@ impl Protocol for HaCommit {
     }
     fn read_committed(&self) -> bool {
         self.read_committed
+    }
+    fn interactive(&self) -> bool {
+        true
     }
     fn placement(&self, home: HomeRule) -> Placement {
         Placement::Groups { home, k: self.replicas }

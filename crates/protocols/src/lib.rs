@@ -16,7 +16,7 @@ pub mod twopc;
 use meridian_core::{
     Actor, ClientId, Ctx, HomeRule, Layout, NodeId, Placement, ReplicaSnapshot, Time, TxnId, TxnRecord,
 };
-use meridian_txn::{Call, Registry};
+use meridian_txn::{Arg, Call, Registry};
 use std::fmt::Debug;
 use std::sync::Arc;
 
@@ -92,6 +92,12 @@ pub trait ClientRole: Actor {
     fn submit(&mut self, txn: TxnId, call: Call, cx: &mut Ctx<'_, Self::Msg>);
     /// The transaction in flight, with outcome `Unknown` (used when the client crashes).
     fn in_flight(&self) -> Option<TxnRecord>;
+    /// Interactive transactions ([`meridian_txn::script`]): appends the caller's next
+    /// operations `args` to transaction `txn`, which waits for them (it reported
+    /// [`Ctx::await_input`]), and resumes it. Ignored when `txn` is not waiting: it has
+    /// ended, or the role does not run interactive transactions (see
+    /// [`Protocol::interactive`]), in which case a script that stops for input aborts.
+    fn extend(&mut self, _txn: TxnId, _args: Vec<Arg>, _cx: &mut Ctx<'_, Self::Msg>) {}
 }
 
 /// A server role whose committed state can be inspected at the end of a run.
@@ -180,6 +186,12 @@ pub trait Protocol: Clone + Send + 'static {
     /// Whether the protocol only claims read committed (the checker then looks for
     /// G0/G1 anomalies only).
     fn read_committed(&self) -> bool {
+        false
+    }
+    /// Whether its client role runs interactive transactions: a script program that
+    /// stops for its caller's input waits (see [`ClientRole::extend`]) instead of
+    /// aborting.
+    fn interactive(&self) -> bool {
         false
     }
     /// The placement this protocol runs on, given where shards' homes should be.

@@ -67,7 +67,7 @@ use meridian_core::{
     Time, TimerId, TxnId, TxnRecord, Value, VersionId,
 };
 use meridian_storage::{Acquired, LockMode, LockTable, Log, LogRecord, MvStore, Policy};
-use meridian_txn::{Call, Execution, Step};
+use meridian_txn::{Arg, Call, Execution, Step};
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -1201,6 +1201,7 @@ impl Replica for Server {
 
 const T_READ: TimerId = TimerId(1);
 const T_STATUS: TimerId = TimerId(2);
+const T_IDLE: TimerId = TimerId(3);
 
 #[derive(Debug)]
 enum Phase {
@@ -1211,6 +1212,8 @@ enum Phase {
         denied: BTreeSet<DcId>,
         why: Option<String>,
     },
+    /// An interactive transaction waits for its caller's next operations.
+    Waiting,
     /// Waiting for a majority of DCs' votes.
     Committing {
         value: Arc<TxnValue>,
@@ -1275,6 +1278,11 @@ impl Client {
                 cx.set_timer(self.env.timeouts.read, T_READ);
             }
             Step::Abort(reason) => self.abort(reason, cx),
+            Step::Wait { output } => {
+                cur.phase = Phase::Waiting;
+                cx.set_timer(self.env.timeouts.idle, T_IDLE);
+                cx.await_input(cur.rec.id, output);
+            }
             Step::Done { writes, .. } => {
                 let txn = cur.rec.id;
                 let finals = crate::client::number_writes(&mut cur.rec, writes);
@@ -1334,6 +1342,7 @@ impl Client {
         let Some(cur) = self.cur.take() else { return };
         cx.cancel_timer(T_READ);
         cx.cancel_timer(T_STATUS);
+        cx.cancel_timer(T_IDLE);
         crate::client::close(cur.rec, outcome, reason, cx);
     }
 
@@ -1443,6 +1452,7 @@ impl Actor for Client {
         let Some(cur) = self.cur.as_ref() else { return };
         match (t, &cur.phase) {
             (T_READ, Phase::Reading { .. }) => self.abort("read timed out (no majority answered)".into(), cx),
+            (T_IDLE, Phase::Waiting) => self.abort(crate::client::IDLE_ABORT.into(), cx),
             (T_STATUS, Phase::Committing { value, votes, .. }) => {
                 // Ask again the DCs that have not voted (accepts are idempotent).
                 for n in self.env.layout.replicas(value.coord) {
@@ -1487,6 +1497,16 @@ impl ClientRole for Client {
     fn in_flight(&self) -> Option<TxnRecord> {
         self.cur.as_ref().map(|c| c.rec.clone())
     }
+
+    fn extend(&mut self, txn: TxnId, args: Vec<Arg>, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_mut() else { return };
+        if cur.rec.id != txn || !matches!(cur.phase, Phase::Waiting) {
+            return;
+        }
+        cx.cancel_timer(T_IDLE);
+        cur.exec.call.args.extend(args);
+        self.step(cx);
+    }
 }
 
 /// The `rc` protocol.
@@ -1507,6 +1527,9 @@ impl Protocol for ReplicatedCommit {
         "rc"
     }
     fn strict(&self) -> bool {
+        true
+    }
+    fn interactive(&self) -> bool {
         true
     }
     fn placement(&self, _home: HomeRule) -> Placement {

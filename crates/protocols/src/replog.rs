@@ -56,7 +56,7 @@ use meridian_core::{
     TimerId, TxnId, TxnRecord, Value, VersionId,
 };
 use meridian_storage::{Acquired, Grant, LockMode, LockTable, MvStore, Policy, Prio};
-use meridian_txn::{Call, Execution, Step};
+use meridian_txn::{Arg, Call, Execution, Step};
 use rand::Rng as _;
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
@@ -1596,10 +1596,13 @@ impl Replica for Server {
 
 const T_READ: TimerId = TimerId(1);
 const T_STATUS: TimerId = TimerId(2);
+const T_IDLE: TimerId = TimerId(3);
 
 #[derive(Debug)]
 enum Phase {
     Reading(Key, u32),
+    /// An interactive transaction waits for its caller's next operations.
+    Waiting,
     Committing(ShardId),
 }
 
@@ -1662,6 +1665,11 @@ impl Client {
         match step {
             Step::Read(key) => self.send_read(key, 0, cx),
             Step::Abort(reason) => self.abort(reason, cx),
+            Step::Wait { output } => {
+                cur.phase = Phase::Waiting;
+                cx.set_timer(self.env.timeouts.idle, T_IDLE);
+                cx.await_input(cur.rec.id, output);
+            }
             Step::Done { writes, .. } => {
                 let txn = cur.rec.id;
                 let finals = crate::client::number_writes(&mut cur.rec, writes);
@@ -1716,6 +1724,7 @@ impl Client {
         let Some(cur) = self.cur.take() else { return };
         cx.cancel_timer(T_READ);
         cx.cancel_timer(T_STATUS);
+        cx.cancel_timer(T_IDLE);
         crate::client::close(cur.rec, outcome, reason, cx);
     }
 }
@@ -1772,6 +1781,7 @@ impl Actor for Client {
                 self.leaders[s.0 as usize] = reps[(i + 1) % reps.len()];
                 self.abort("read timed out".into(), cx);
             }
+            (T_IDLE, Phase::Waiting) => self.abort(crate::client::IDLE_ABORT.into(), cx),
             (T_STATUS, Phase::Committing(coord)) => {
                 for r in self.env.layout.replicas(*coord) {
                     cx.send(
@@ -1808,6 +1818,16 @@ impl ClientRole for Client {
 
     fn in_flight(&self) -> Option<TxnRecord> {
         self.cur.as_ref().map(|c| c.rec.clone())
+    }
+
+    fn extend(&mut self, txn: TxnId, args: Vec<Arg>, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_mut() else { return };
+        if cur.rec.id != txn || !matches!(cur.phase, Phase::Waiting) {
+            return;
+        }
+        cx.cancel_timer(T_IDLE);
+        cur.exec.call.args.extend(args);
+        self.step(cx);
     }
 }
 
@@ -1849,6 +1869,9 @@ impl Protocol for ReplicatedLog {
         "replog"
     }
     fn strict(&self) -> bool {
+        true
+    }
+    fn interactive(&self) -> bool {
         true
     }
     fn placement(&self, _home: HomeRule) -> Placement {

@@ -63,7 +63,7 @@ use meridian_core::{
     TxnId, TxnRecord, Value, VersionId,
 };
 use meridian_storage::{Acquired, Grant, LockMode, LockTable, Log, LogRecord, MvStore, Policy, Prio};
-use meridian_txn::{Call, Execution, Step};
+use meridian_txn::{Arg, Call, Execution, Step};
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -1001,11 +1001,14 @@ impl Replica for Server {
 
 const T_READ: TimerId = TimerId(1);
 const T_STATUS: TimerId = TimerId(2);
+const T_IDLE: TimerId = TimerId(3);
 
 #[derive(Debug)]
 enum Phase {
     /// Reads outstanding (one, or a batch sent together).
     Reading(Vec<Key>),
+    /// An interactive transaction waits for its caller's next operations.
+    Waiting,
     Committing,
 }
 
@@ -1071,6 +1074,11 @@ impl Client {
                 cx.set_timer(self.env.timeouts.read, T_READ);
             }
             Step::Abort(reason) => self.abort(reason, cx),
+            Step::Wait { output } => {
+                cur.phase = Phase::Waiting;
+                cx.set_timer(self.env.timeouts.idle, T_IDLE);
+                cx.await_input(cur.rec.id, output);
+            }
             Step::Done { writes, .. } => {
                 let txn = cur.rec.id;
                 let finals = crate::client::number_writes(&mut cur.rec, writes);
@@ -1119,6 +1127,7 @@ impl Client {
         let Some(cur) = self.cur.take() else { return };
         cx.cancel_timer(T_READ);
         cx.cancel_timer(T_STATUS);
+        cx.cancel_timer(T_IDLE);
         crate::client::close(cur.rec, outcome, reason, cx);
     }
 }
@@ -1179,6 +1188,7 @@ impl Actor for Client {
         let Some(cur) = self.cur.as_ref() else { return };
         match (t, &cur.phase) {
             (T_READ, Phase::Reading(_)) => self.abort("read timed out".into(), cx),
+            (T_IDLE, Phase::Waiting) => self.abort(crate::client::IDLE_ABORT.into(), cx),
             (T_STATUS, Phase::Committing) => {
                 cx.send(
                     self.coord,
@@ -1214,6 +1224,16 @@ impl ClientRole for Client {
     fn in_flight(&self) -> Option<TxnRecord> {
         self.cur.as_ref().map(|c| c.rec.clone())
     }
+
+    fn extend(&mut self, txn: TxnId, args: Vec<Arg>, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_mut() else { return };
+        if cur.rec.id != txn || !matches!(cur.phase, Phase::Waiting) {
+            return;
+        }
+        cx.cancel_timer(T_IDLE);
+        cur.exec.call.args.extend(args);
+        self.step(cx);
+    }
 }
 
 impl Protocol for TwoPc {
@@ -1229,6 +1249,9 @@ impl Protocol for TwoPc {
         }
     }
     fn strict(&self) -> bool {
+        true
+    }
+    fn interactive(&self) -> bool {
         true
     }
     fn placement(&self, home: HomeRule) -> Placement {

@@ -743,6 +743,7 @@ impl<P: Protocol> Sim<'_, P> {
         let server = self.is_server(node);
         let mut out = std::mem::take(&mut self.out);
         let mut recs = std::mem::take(&mut self.recs);
+        let mut orphans = Vec::new();
         let work = {
             let rt = &mut self.rt[ni];
             let mut cx = Ctx::new(self.now, node, &mut rt.rng, &mut out, &mut recs).with_hops(hops);
@@ -792,6 +793,10 @@ impl<P: Protocol> Sim<'_, P> {
                 Command::CancelTimer { id } => {
                     self.rt[ni].timers.remove(&id);
                 }
+                // The simulator's workloads submit whole programs: an interactive
+                // script that stops for input has no caller, and aborts (as in a
+                // client process whose caller has gone).
+                Command::AwaitInput { txn, .. } => orphans.push(txn),
             }
         }
         for mut r in recs.drain(..) {
@@ -812,6 +817,19 @@ impl<P: Protocol> Sim<'_, P> {
         }
         self.out = out;
         self.recs = recs;
+        for txn in orphans {
+            let args = meridian_txn::script::encode(&[meridian_txn::script::Op::Abort(
+                "the script stopped for input and no caller is waiting".into(),
+            )]);
+            // Boxed: one instantiation of `dispatch`, however deep this recursion goes.
+            type Resume<'a, P> = Box<dyn FnOnce(Either<'_, P>, &mut Ctx<'_, <P as Protocol>::Msg>) + 'a>;
+            let f: Resume<'_, P> = Box::new(move |a, cx| {
+                if let Either::C(c) = a {
+                    c.extend(txn, args, cx)
+                }
+            });
+            self.dispatch(node, hops, f);
+        }
     }
 
     fn send(&mut self, from: NodeId, to: NodeId, msg: P::Msg, hops: u32, depart: Time) {

@@ -245,3 +245,31 @@ fn test_2pc_checkpoints_under_faults_lose_nothing() {
         }
     }
 }
+
+/// Interactive-transaction scripts run whole commit and check clean under every
+/// protocol; the ones that stop for input (no caller in the simulator) abort at once,
+/// whether the protocol pauses for input (and finds no caller) or does not run
+/// interactive transactions at all (CrossStitch).
+#[test]
+fn test_scripts_run_whole_and_stopped_scripts_abort_under_every_protocol() {
+    for p in meridian_protocols::PROTOCOLS {
+        let mut c = cfg("us3", "script:partial=0.25");
+        c.txns = 400;
+        let r = sim(p, &c).report;
+        assert_clean(&r);
+        let stopped: u64 = r
+            .abort_reasons
+            .iter()
+            .filter(|(why, _)| why.contains("no caller") || why.contains("does not run interactive"))
+            .map(|(_, n)| *n)
+            .sum();
+        assert!(
+            (60..=140).contains(&stopped),
+            "{p}: {stopped} stopped scripts of 400 ({:?})",
+            r.abort_reasons
+        );
+        assert!(r.committed >= 250, "{p}: {} committed", r.committed);
+        // Stopped scripts abort in the same step, holding nothing afterwards.
+        assert_eq!(r.unknown, 0, "{p}");
+    }
+}

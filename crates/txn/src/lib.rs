@@ -27,6 +27,14 @@
 //! - [`Execution::step_ops`] also returns the writes the program made *before* it
 //!   stopped, so a shipped execution can perform each write at its key's server in
 //!   program order (a CrossStitch "put" state) instead of buffering all of them.
+//!
+//! Interactive transactions, whose operations come one by one from a caller, are the
+//! [`script`] program: its arguments are the operations sent so far, and when it runs
+//! out of them it stops with [`Stop::NeedInput`] ([`Step::Wait`]). A client role that
+//! supports them pauses there and resumes when the caller's next operations are
+//! appended to the call; replay makes the earlier reads repeat their first values.
+
+pub mod script;
 
 use meridian_core::{Key, Value};
 use rustc_hash::FxHashMap as HashMap;
@@ -63,6 +71,9 @@ pub enum Stop {
     Abort(String),
     /// The program was called wrongly (bad arguments) or behaved non-deterministically.
     Fault(String),
+    /// The program has run out of its caller's input: an interactive transaction
+    /// ([`script`]) waits for the next operations.
+    NeedInput,
 }
 
 impl fmt::Display for Stop {
@@ -71,6 +82,7 @@ impl fmt::Display for Stop {
             Stop::NeedRead(k) => write!(f, "needs read of {k}"),
             Stop::Abort(r) => write!(f, "user abort: {r}"),
             Stop::Fault(r) => write!(f, "program fault: {r}"),
+            Stop::NeedInput => write!(f, "needs the caller's next operations"),
         }
     }
 }
@@ -203,6 +215,13 @@ pub enum Step {
     },
     /// The program aborted itself (or faulted); nothing may be written.
     Abort(String),
+    /// An interactive transaction ([`script`]) has run every operation its caller sent
+    /// so far and waits for more: the client reports `output` (the value of the last
+    /// read) to its caller and resumes when the call's arguments grow.
+    Wait {
+        /// The program's output so far (for a script: the last read's value).
+        output: Option<Value>,
+    },
 }
 
 /// A program run in progress: the call plus the reads made so far. Plain data, so it
@@ -267,6 +286,7 @@ impl Execution {
             }
             Err(Stop::Abort(r)) => (Step::Abort(r), vec![]),
             Err(Stop::Fault(r)) => (Step::Abort(format!("program fault: {r}")), vec![]),
+            Err(Stop::NeedInput) => (Step::Wait { output: tx.output }, tx.writes),
         })
     }
 

@@ -7,6 +7,7 @@
 //! | `bank` | `accounts=100, initial=1000, max=100` | `transfer`: move up to `max` between two accounts, user-abort on insufficient funds; total balance is invariant |
 //! | `dependent-reads` | `k=3, keys=1000` | `chain`: `k` reads, each key computed from the previous value, then one write |
 //! | `chain` | `ops=10, reads=0.8, keys=100000, value=1024` | `chain-ops`: crossstitch.md §5.2's synthetic chain: `ops` dependent reads/writes on distinct keys, the client's DC first |
+//! | `script` | `ops=4, reads=0.5, keys=1000, partial=0` | `interactive` ([`meridian_txn::script`]): `ops` reads or writes of uniform keys, then `Commit`; a fraction `partial` of scripts stop without it, as an interactive transaction whose caller is gone (they abort) |
 //! | `tpcc` | `txn=order-status\|stock-level\|new-order\|payment` or `mix=standard`; `districts=10, customers=3000, items=100000` | `tpcc-*`: TPC-C-like transactions on rows partitioned across DCs (§5.3) |
 //!
 //! `chain` and `tpcc` place keys in DCs; see [`partitioned`].
@@ -29,7 +30,7 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WorkloadError {
     /// Unknown workload name.
-    #[error("unknown workload `{0}` (known: ycsb, bank, dependent-reads, chain, tpcc)")]
+    #[error("unknown workload `{0}` (known: ycsb, bank, dependent-reads, chain, tpcc, script)")]
     UnknownName(String),
     /// Unknown parameter for this workload.
     #[error("workload `{name}` has no parameter `{key}` (known: {known})")]
@@ -197,6 +198,30 @@ pub fn build(spec: &str) -> Result<Box<dyn Workload>, WorkloadError> {
             Box::new(DependentReads { k, keys })
         }
         "chain" => Box::new(partitioned::ChainWl::build(&mut p)?),
+        "script" => {
+            let ops: u32 = p.get("ops", 4)?;
+            let reads: f64 = p.get("reads", 0.5)?;
+            let keys: u64 = p.get("keys", 1000)?;
+            let partial: f64 = p.get("partial", 0.0)?;
+            if ops == 0 || ops > 10_000 {
+                return Err(p.bad("ops", "must be 1..=10000"));
+            }
+            if !(0.0..=1.0).contains(&reads) {
+                return Err(p.bad("reads", "must be a fraction in [0, 1]"));
+            }
+            if !(0.0..=1.0).contains(&partial) {
+                return Err(p.bad("partial", "must be a fraction in [0, 1]"));
+            }
+            if keys == 0 {
+                return Err(p.bad("keys", "must be at least 1"));
+            }
+            Box::new(Scripts {
+                ops,
+                reads,
+                keys,
+                partial,
+            })
+        }
         "tpcc" => Box::new(partitioned::TpccWl::build(&mut p)?),
         other => return Err(WorkloadError::UnknownName(other.to_string())),
     };
@@ -269,6 +294,43 @@ impl Workload for Ycsb {
         Call {
             program: "ycsb".into(),
             args,
+        }
+    }
+}
+
+/// Interactive-transaction scripts run whole (see [`meridian_txn::script`]).
+struct Scripts {
+    ops: u32,
+    reads: f64,
+    keys: u64,
+    partial: f64,
+}
+
+impl Workload for Scripts {
+    fn spec(&self) -> String {
+        format!(
+            "script:ops={},reads={},keys={},partial={}",
+            self.ops, self.reads, self.keys, self.partial
+        )
+    }
+    fn next_call(&mut self, rng: &mut Rng) -> Call {
+        use meridian_txn::script::{encode, Op};
+        let mut ops: Vec<Op> = (0..self.ops)
+            .map(|_| {
+                let k = ycsb_key(rng.gen_range(0..self.keys));
+                if rng.gen_bool(self.reads) {
+                    Op::Read(k)
+                } else {
+                    Op::Write(k, Value::from_u64(rng.gen()))
+                }
+            })
+            .collect();
+        if !rng.gen_bool(self.partial) {
+            ops.push(Op::Commit);
+        }
+        Call {
+            program: meridian_txn::script::NAME.into(),
+            args: encode(&ops),
         }
     }
 }
@@ -373,7 +435,7 @@ mod tests {
         let e = |s: &str| build(s).err().unwrap().to_string();
         assert_eq!(
             e("tpcx"),
-            "unknown workload `tpcx` (known: ycsb, bank, dependent-reads, chain, tpcc)"
+            "unknown workload `tpcx` (known: ycsb, bank, dependent-reads, chain, tpcc, script)"
         );
         assert!(e("ycsb:opz=3").contains("has no parameter `opz`"));
         assert!(e("ycsb:ops=x").contains("bad value for `ops`"));

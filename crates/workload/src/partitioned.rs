@@ -858,7 +858,7 @@ mod tests {
             match run(w.next_call_at(&mut rng, &TWO), &mut db).1 {
                 Step::Done { .. } => done += 1,
                 Step::Abort(_) => aborted += 1,
-                Step::Read(_) => unreachable!(),
+                Step::Read(_) | Step::Wait { .. } => unreachable!(),
             }
         }
         assert!(aborted > 0 && done > 500, "{done} {aborted}");

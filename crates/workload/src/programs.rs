@@ -15,6 +15,7 @@ pub fn registry() -> Registry {
     r.register(Arc::new(crate::partitioned::StockLevel));
     r.register(Arc::new(crate::partitioned::NewOrder));
     r.register(Arc::new(crate::partitioned::Payment));
+    r.register(Arc::new(meridian_txn::script::Script));
     r
 }
 

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::testing::{call, deliver, fire, Effects};
-use meridian_core::{Layout, Topology};
+use meridian_core::{Command, Layout, Topology};
 use std::sync::Arc;
 
 /// two50 with every shard in B; n0,n1 in A; n2,n3 in B; client node 4 in A.
@@ -585,4 +585,82 @@ fn test_participant_checkpoint_drops_finished_records_and_keeps_prepared_ones() 
     );
     assert_eq!(sent(&e), vec![(coord, Msg::Ack { txn: open })]);
     assert_eq!(s.snapshot().keys[&k2].versions, vec![vid(open)]);
+}
+
+#[test]
+fn test_interactive_client_pauses_resumes_and_aborts_when_its_caller_is_idle() {
+    use meridian_txn::script::{encode, Op, NAME};
+    let env = env();
+    let me = NodeId(4);
+    let mut c = Client::new(env.clone(), me, ClientId(0));
+    let (a, b) = (key_on(&env, NodeId(2)), key_on(&env, NodeId(3)));
+    let t = tid(0, 1);
+    let start = meridian_txn::Call {
+        program: NAME.into(),
+        args: encode(&[Op::Read(a.clone())]),
+    };
+    // The first read goes to a's primary, like any program's.
+    let e = call(&mut c, 0, me, |c, cx| c.submit(t, start, cx));
+    assert!(matches!(&sent(&e)[..], [(NodeId(2), Msg::Read { key, .. })] if *key == a));
+    // Its value is handed to the caller; nothing is sent; the idle timer is armed.
+    let reply = Msg::ReadReply {
+        txn: t,
+        key: a.clone(),
+        result: Ok((None, Some(Value::from_u64(4)))),
+    };
+    let e = deliver(&mut c, 50, me, NodeId(2), reply);
+    assert!(sent(&e).is_empty());
+    assert!(e.commands.iter().any(|c| matches!(c,
+        Command::AwaitInput { txn, output } if *txn == t && *output == Some(Value::from_u64(4)))));
+    assert!(e
+        .commands
+        .iter()
+        .any(|c| matches!(c, Command::SetTimer { id, .. } if *id == T_IDLE)));
+    // An extension for another transaction is ignored.
+    let e = call(&mut c, 60, me, |c, cx| c.extend(tid(0, 9), encode(&[Op::Commit]), cx));
+    assert!(e.commands.is_empty());
+    // The caller writes b and reads it back (own write: no message), then a again
+    // (repeatable: no message).
+    let more = encode(&[
+        Op::Write(b.clone(), Value::from_u64(5)),
+        Op::Read(b.clone()),
+        Op::Read(a.clone()),
+    ]);
+    let e = call(&mut c, 70, me, |c, cx| c.extend(t, more, cx));
+    assert!(sent(&e).is_empty());
+    assert!(e.commands.iter().any(|c| matches!(c,
+        Command::AwaitInput { output, .. } if *output == Some(Value::from_u64(4)))));
+    // Commit: one Commit to the coordinator in the client's DC, carrying a's read and b's write.
+    let e = call(&mut c, 80, me, |c, cx| c.extend(t, encode(&[Op::Commit]), cx));
+    let s = sent(&e);
+    let [(_, Msg::Commit { parts, .. })] = &s[..] else {
+        panic!("{s:?}")
+    };
+    assert_eq!(parts.len(), 2);
+    assert!(e
+        .commands
+        .iter()
+        .any(|c| matches!(c, Command::CancelTimer { id } if *id == T_IDLE)));
+    assert!(c.in_flight().is_some());
+
+    // A second transaction whose caller goes silent aborts at the idle timer and
+    // releases its read lock.
+    let mut c = Client::new(env.clone(), me, ClientId(0));
+    let t = tid(0, 2);
+    let start = meridian_txn::Call {
+        program: NAME.into(),
+        args: encode(&[Op::Read(a.clone())]),
+    };
+    call(&mut c, 0, me, |c, cx| c.submit(t, start, cx));
+    let reply = Msg::ReadReply {
+        txn: t,
+        key: a.clone(),
+        result: Ok((None, None)),
+    };
+    deliver(&mut c, 50, me, NodeId(2), reply);
+    let e = fire(&mut c, 50 + env.timeouts.idle, me, T_IDLE);
+    assert!(matches!(&sent(&e)[..], [(NodeId(2), Msg::Release { txn })] if *txn == t));
+    assert_eq!(e.records.len(), 1);
+    assert_eq!(e.records[0].outcome, Outcome::Aborted);
+    assert_eq!(e.records[0].abort_reason.as_deref(), Some(crate::client::IDLE_ABORT));
 }
