@@ -1167,35 +1167,37 @@ impl ClientHost {
         })
     }
 
+    /// Hands `call` to the event loop; the receiver gets its record.
+    async fn submit(
+        &self,
+        call: Call,
+        dc: Option<DcId>,
+        pauses: Option<mpsc::UnboundedSender<(TxnId, Option<Value>)>>,
+    ) -> Result<oneshot::Receiver<TxnRecord>, RunError> {
+        let (reply, rx) = oneshot::channel();
+        let job = Job {
+            call,
+            dc,
+            reply,
+            pauses,
+        };
+        self.tx
+            .send(Request::Submit(job))
+            .await
+            .map_err(|_| RunError::Stopped)?;
+        Ok(rx)
+    }
+
     /// Runs `call` on a free slot (in `dc`, if given) and returns its record, whatever
     /// its outcome. `None`: the client process has stopped.
     pub async fn run(&self, call: Call, dc: Option<DcId>) -> Option<TxnRecord> {
-        let (reply, rx) = oneshot::channel();
-        self.tx
-            .send(Request::Submit(Job {
-                call,
-                dc,
-                reply,
-                pauses: None,
-            }))
-            .await
-            .ok()?;
-        rx.await.ok()
+        self.submit(call, dc, None).await.ok()?.await.ok()
     }
 
     /// Like [`ClientHost::run`], but gives up waiting after `timeout` (the transaction
     /// goes on; its slot is busy until it ends).
     pub async fn run_timeout(&self, call: Call, dc: Option<DcId>, timeout: Duration) -> Result<TxnRecord, RunError> {
-        let (reply, rx) = oneshot::channel();
-        self.tx
-            .send(Request::Submit(Job {
-                call,
-                dc,
-                reply,
-                pauses: None,
-            }))
-            .await
-            .map_err(|_| RunError::Stopped)?;
+        let rx = self.submit(call, dc, None).await?;
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(_)) => Err(RunError::Stopped),
@@ -1207,17 +1209,8 @@ impl ClientHost {
     /// operations in its arguments) on a free slot (in `dc`, if given). The handle
     /// reports each pause and the end.
     pub async fn start_interactive(&self, call: Call, dc: Option<DcId>) -> Result<Interactive, RunError> {
-        let (reply, done) = oneshot::channel();
         let (ptx, pauses) = mpsc::unbounded_channel();
-        self.tx
-            .send(Request::Submit(Job {
-                call,
-                dc,
-                reply,
-                pauses: Some(ptx),
-            }))
-            .await
-            .map_err(|_| RunError::Stopped)?;
+        let done = self.submit(call, dc, Some(ptx)).await?;
         Ok(Interactive {
             tx: self.tx.clone(),
             pauses,
