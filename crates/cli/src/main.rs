@@ -305,6 +305,12 @@ pub fn print_report(r: &meridian_sim::SimReport, json: bool) -> Result<()> {
                 .map(|i| format!(" invariant: {i}"))
                 .unwrap_or_default()
         );
+        if !r.within_tolerance {
+            println!("  faults beyond the protocol's stated tolerance: a stall is reported, not a failure");
+        }
+        for s in &c.stalls {
+            println!("  stall: {s}");
+        }
     }
     Ok(())
 }

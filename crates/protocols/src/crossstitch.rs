@@ -935,8 +935,15 @@ impl Server {
     }
 
     fn on_prepare(&mut self, from: NodeId, txn: TxnId, ts: u64, ballot: Ballot, cx: &mut Ctx<'_, Msg>) {
-        if !self.may_accept_ballot(ts, ballot) || !self.syncing.is_empty() {
-            return; // silent: may have forgotten a promise
+        // Silent for a transaction that began before our crash: we may have accepted a
+        // decision for it and forgotten it, and a promise saying "nothing accepted"
+        // would count as one of the majority that lets recovery pick ABORT over a
+        // COMMIT already chosen (by the final server, before it crashed, and one
+        // replica). Restarted servers re-sync data, not acceptor state, so a
+        // forgetful acceptor is an absent one in phase 1; it may still accept a
+        // later ballot in phase 2 (see `may_accept_ballot`).
+        if self.forgot(ts) || !self.may_accept_ballot(ts, ballot) || !self.syncing.is_empty() {
+            return;
         }
         let a = self.acceptor(txn, cx.now());
         let ok = ballot > a.promised;
@@ -1724,6 +1731,12 @@ impl Actor for Server {
     type Msg = Msg;
 
     fn on_start(&mut self, cx: &mut Ctx<'_, Msg>) {
+        // The watermark covers this server's first period too: written before it
+        // handles anything, not at the first sweep, or a crash before that sweep (at
+        // start, or soon after a restart) would leave a watermark that claims nothing
+        // was seen since (an older) one.
+        self.alive_until = cx.now() + 2 * self.env.timeouts.sweep;
+        cx.charge_log_sync(8);
         cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
     }
 
@@ -2077,6 +2090,18 @@ impl Protocol for CrossStitch {
     }
     fn placement(&self, home: HomeRule) -> Placement {
         Placement::Home { home, k: self.copies }
+    }
+    /// Servers forget everything but the watermark in a crash and re-sync from the
+    /// shard's other copy; the commit's acceptors (last server and two transaction
+    /// replicas) may be any servers, so one server at a time may be down or re-syncing
+    /// (§4.1 handles "a server fails"; two copies of a shard share a DC, so a DC outage
+    /// is beyond what either the paper or this implementation survives).
+    fn fault_model(&self) -> crate::FaultModel {
+        crate::FaultModel::Forgetful {
+            per_group: 1,
+            global: true,
+            resync: meridian_core::secs(2.0),
+        }
     }
     fn server(&self, env: &Env, node: NodeId) -> Server {
         Server::new(env.clone(), node)

@@ -949,15 +949,10 @@ impl Server {
 
     fn on_replicate(&mut self, from: NodeId, shard: ShardId, view: u64, ctx: TCtx, cx: &mut Ctx<'_, Msg>) {
         cx.charge_ops(ctx.writes.len() as u32);
-        let Some(g) = self.groups.get_mut(&shard) else { return };
-        if view < g.view || g.status == Status::Syncing || self.restarted_at.is_some_and(|r| ctx.ts < r) {
+        if self.restarted_at.is_some_and(|r| ctx.ts < r) || !self.adopt_view(shard, view, from, cx) {
             return;
         }
-        if view > g.view || matches!(g.status, Status::Candidate { .. }) {
-            g.view = view;
-            g.status = Status::Normal;
-        }
-        g.last_hb = cx.now();
+        let g = self.groups.get_mut(&shard).expect("group");
         g.seq = g.seq.max(ctx.seq);
         let txn = ctx.txn;
         if self.done.contains_key(&(shard, txn)) {
@@ -1097,6 +1092,19 @@ impl Server {
             });
         }
         if !self.may_accept_ballot(ts, ballot) || g.status == Status::Syncing {
+            if ballot == 0 && g.status != Status::Syncing && !self.proposals.contains_key(&txn) {
+                // The client's ballot 0 reached a replica that restarted after the
+                // transaction began: it may never gather a majority here, and the
+                // client, still re-sending, keeps everyone else from thinking it
+                // silent. Recover the transaction now with a ballot this replica may
+                // answer; phase 1 finds whatever the client's ballot got accepted.
+                let now = cx.now();
+                let t = self.txns.entry((shard, txn)).or_insert_with(|| Txn::new(txn, ts, now));
+                if t.shards.is_empty() {
+                    t.shards = shards.to_vec();
+                }
+                self.start_recovery(txn, cx);
+            }
             return Some(P2bPart {
                 shard,
                 ok: false,
@@ -1621,21 +1629,30 @@ impl Server {
                     if now.saturating_sub(since) < wait {
                         continue;
                     }
-                    g.view = target;
-                    g.status = Status::Candidate { since: now };
-                    g.states.clear();
-                    let st = self.my_state(shard, now);
-                    let g = self.groups.get_mut(&shard).expect("group");
-                    g.states.insert(me, st);
-                    for p in g.replicas.clone() {
-                        if p != me {
-                            cx.send(p, Msg::ViewChange { shard, view: target });
-                        }
-                    }
-                    self.step_down(shard, cx);
+                    self.stand(shard, target, cx);
                 }
             }
         }
+    }
+
+    /// Becomes the candidate for `view` (one this replica leads): asks the group for
+    /// its state and leads only once a majority's state is merged.
+    fn stand(&mut self, shard: ShardId, view: u64, cx: &mut Ctx<'_, Msg>) {
+        let now = cx.now();
+        let me = self.me;
+        let g = self.groups.get_mut(&shard).expect("group");
+        g.view = view;
+        g.status = Status::Candidate { since: now };
+        g.states.clear();
+        let st = self.my_state(shard, now);
+        let g = self.groups.get_mut(&shard).expect("group");
+        g.states.insert(me, st);
+        for p in g.replicas.clone() {
+            if p != me {
+                cx.send(p, Msg::ViewChange { shard, view });
+            }
+        }
+        self.step_down(shard, cx);
     }
 
     /// This replica no longer leads `shard`: unvoted transactions abort, locks go (a
@@ -1673,26 +1690,41 @@ impl Server {
     }
 
     fn on_heartbeat(&mut self, from: NodeId, shard: ShardId, view: u64, cx: &mut Ctx<'_, Msg>) {
-        let Some(g) = self.groups.get_mut(&shard) else { return };
-        if g.status == Status::Syncing || view < g.view {
-            return;
+        self.adopt_view(shard, view, from, cx);
+    }
+
+    /// A message from `from` speaking as the leader of `view` of `shard`'s group
+    /// (heartbeat, vote replication, new view). Only the view's own leader speaks for
+    /// it, and only after merging a majority's state, so: a message for an older view,
+    /// or from anyone but that view's leader, is refused (`false`); a later view is
+    /// adopted (a candidate gives up, a leader steps down: its unvoted transactions
+    /// abort and its locks go). A candidate becomes leader only through its own merge
+    /// ([`Server::on_view_state`]), never because a message names its view.
+    fn adopt_view(&mut self, shard: ShardId, view: u64, from: NodeId, cx: &mut Ctx<'_, Msg>) -> bool {
+        let me = self.me;
+        let Some(g) = self.groups.get_mut(&shard) else {
+            return false;
+        };
+        let leader_of = g.replicas[(view % g.replicas.len() as u64) as usize];
+        if g.status == Status::Syncing || view < g.view || from != leader_of || from == me {
+            return false;
         }
-        let was_leader = g.status == Status::Normal && g.leader() == self.me;
+        let was_leader = g.status == Status::Normal && g.leader() == me;
         if view > g.view || matches!(g.status, Status::Candidate { .. }) {
             g.view = view;
             g.status = Status::Normal;
         }
-        if g.leader() == from {
-            g.last_hb = cx.now();
-        }
-        if was_leader && g.leader() != self.me {
+        g.last_hb = cx.now();
+        if was_leader && g.leader() != me {
             self.step_down(shard, cx);
         }
+        true
     }
 
     fn on_view_change(&mut self, from: NodeId, shard: ShardId, view: u64, cx: &mut Ctx<'_, Msg>) {
         let Some(g) = self.groups.get_mut(&shard) else { return };
-        if g.status == Status::Syncing || view <= g.view {
+        let candidate_of = g.replicas[(view % g.replicas.len() as u64) as usize];
+        if g.status == Status::Syncing || view <= g.view || from != candidate_of {
             return;
         }
         let was_leader = g.status == Status::Normal && g.leader() == self.me;
@@ -1818,18 +1850,8 @@ impl Server {
         cx: &mut Ctx<'_, Msg>,
     ) {
         let (shard, view, pending, done, seq) = m;
-        let Some(g) = self.groups.get_mut(&shard) else { return };
-        if g.status == Status::Syncing || view < g.view {
+        if !self.adopt_view(shard, view, from, cx) {
             return;
-        }
-        let was_leader = g.status == Status::Normal && g.leader() == self.me;
-        g.view = view;
-        g.status = Status::Normal;
-        if g.leader() == from {
-            g.last_hb = cx.now();
-        }
-        if was_leader && g.leader() != self.me {
-            self.step_down(shard, cx);
         }
         self.install_state(shard, pending, done, seq, cx);
     }
@@ -1946,10 +1968,19 @@ impl Server {
         // Merge while still syncing (learning only), then serve.
         self.install_state(shard, pending, done, seq, cx);
         if back {
+            let me = self.me;
             let g = self.groups.get_mut(&shard).expect("group");
             g.status = Status::Normal;
             g.last_hb = cx.now();
             g.synced_from.clear();
+            if g.leader() == me {
+                // The view we led before the crash: we hold none of its locks and have
+                // not pushed its decisions. Lead again only through a view change,
+                // whose merge re-takes the locks of voted transactions.
+                let n = g.replicas.len() as u64;
+                let view = g.view + n;
+                self.stand(shard, view, cx);
+            }
             // Decisions merged while syncing could not be applied yet: apply them now.
             let mut ready: Vec<(ShardId, TxnId)> = self
                 .txns
@@ -2742,6 +2773,15 @@ impl Protocol for HaCommit {
     }
     fn placement(&self, home: HomeRule) -> Placement {
         Placement::Groups { home, k: self.replicas }
+    }
+    /// Replicas forget everything in a crash and re-sync from a majority (§V): a group
+    /// of 2f+1 survives f of its replicas down or re-syncing at a time.
+    fn fault_model(&self) -> crate::FaultModel {
+        crate::FaultModel::Forgetful {
+            per_group: (self.replicas as usize - 1) / 2,
+            global: false,
+            resync: meridian_core::secs(2.0),
+        }
     }
     fn server(&self, env: &Env, node: NodeId) -> Server {
         Server::new(env.clone(), node, self.read_committed)

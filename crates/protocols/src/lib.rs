@@ -170,6 +170,31 @@ impl HoldStats {
     }
 }
 
+/// The crashes a protocol promises to survive (the simulator uses it to tell a run
+/// whose faults were within the protocol's stated tolerance, where every transaction
+/// must resolve with nothing left locked, from one beyond it, which must still be safe
+/// but may stall). Partitions, message loss, duplication and reordering heal by the end
+/// of every run, and client crashes are survived by every protocol (each has a way to
+/// finish a transaction whose client went silent), so only server crashes matter here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultModel {
+    /// Servers keep a forced log across a crash: any crash or outage is survived once
+    /// the servers restart.
+    Durable,
+    /// Servers forget everything in a crash and re-sync from their group: at most
+    /// `per_group` servers of one replica group (a shard's replicas, or with `global`
+    /// all servers) may be down or re-syncing at a time. A restarted server counts as
+    /// down for `resync` after its restart.
+    Forgetful {
+        /// Simultaneous failures tolerated per group.
+        per_group: usize,
+        /// The group is every server (transaction replicas may be any server).
+        global: bool,
+        /// How long a restarted server still counts as failed.
+        resync: Time,
+    },
+}
+
 /// A protocol: its message type and how to build its actors.
 pub trait Protocol: Clone + Send + 'static {
     /// Message enum.
@@ -193,6 +218,10 @@ pub trait Protocol: Clone + Send + 'static {
     /// aborting.
     fn interactive(&self) -> bool {
         false
+    }
+    /// The crashes this protocol promises to survive.
+    fn fault_model(&self) -> FaultModel {
+        FaultModel::Durable
     }
     /// The placement this protocol runs on, given where shards' homes should be.
     fn placement(&self, home: HomeRule) -> Placement;

@@ -1116,6 +1116,19 @@ impl Server {
                 },
             );
         }
+        // A vote logged without its decision (decisions are not forced): the logged
+        // votes may already decide it (with one DC, our own vote is a majority), and
+        // nothing else would, since peers are asked only for the votes we lack.
+        let mut undecided: Vec<TxnId> = self
+            .ctxns
+            .iter()
+            .filter(|(_, c)| c.decided.is_none() && c.my_vote.is_some())
+            .map(|(t, _)| *t)
+            .collect();
+        undecided.sort();
+        for txn in undecided {
+            self.check_decision(txn, cx);
+        }
     }
 }
 

@@ -332,9 +332,13 @@ enum PState {
     },
 }
 
+/// A transaction's part at one shard: participant state is keyed by transaction *and*
+/// shard, since after a fail-over one node can lead several shards a transaction
+/// touches, and each share prepares, commits and releases its locks on its own.
+type Part = (TxnId, ShardId);
+
 #[derive(Debug)]
 struct PTxn {
-    shard: ShardId,
     prio: Prio,
     state: PState,
     last_seen: Time,
@@ -376,8 +380,10 @@ pub struct Server {
     /// Durable: committed data of every shard held here.
     store: MvStore,
     // --- volatile (leader role) ---
-    locks: LockTable,
-    ptxns: HashMap<TxnId, PTxn>,
+    /// One lock table per shard led here, so a shard's share releases only its locks.
+    locks: BTreeMap<ShardId, LockTable>,
+    policy: Policy,
+    ptxns: HashMap<Part, PTxn>,
     tombstones: HashMap<TxnId, Time>,
     ctxns: HashMap<TxnId, CTxn>,
     done: HashMap<TxnId, bool>,
@@ -390,10 +396,17 @@ impl Server {
         let mut groups = BTreeMap::new();
         for s in env.layout.shards_of(me) {
             let leader = leaders[s.0 as usize];
+            let replicas = env.layout.replicas(s).to_vec();
+            // A group of one holds its lease alone; others until a majority's acks.
+            let lease_until = if replicas.len() == 1 {
+                Time::MAX
+            } else {
+                env.timeouts.lease
+            };
             groups.insert(
                 s,
                 Group {
-                    replicas: env.layout.replicas(s).to_vec(),
+                    replicas,
                     promised: Ballot { round: 1, node: leader },
                     log: BTreeMap::new(),
                     applied: 0,
@@ -407,7 +420,7 @@ impl Server {
                     next_slot: 0,
                     votes: BTreeMap::new(),
                     acks: BTreeMap::new(),
-                    lease_until: env.timeouts.lease,
+                    lease_until,
                     election: None,
                     elect_after: 0,
                 },
@@ -419,7 +432,8 @@ impl Server {
             leaders,
             groups,
             store: MvStore::new(),
-            locks: LockTable::new(policy),
+            locks: BTreeMap::new(),
+            policy,
             ptxns: HashMap::default(),
             tombstones: HashMap::default(),
             ctxns: HashMap::default(),
@@ -430,6 +444,18 @@ impl Server {
 
     fn leads(&self, s: ShardId) -> bool {
         self.groups.get(&s).is_some_and(|g| g.leading)
+    }
+
+    /// Shard `s`'s lock table.
+    fn locks(&mut self, s: ShardId) -> &mut LockTable {
+        let policy = self.policy;
+        self.locks.entry(s).or_insert_with(|| LockTable::new(policy))
+    }
+
+    /// Releases every lock of `txn`'s share at shard `s` and serves the waiters.
+    fn release(&mut self, txn: TxnId, s: ShardId, cx: &mut Ctx<'_, Msg>) {
+        let grants = self.locks(s).release_all(txn);
+        self.on_grants(s, grants, cx);
     }
 
     // ------------------------------------------------------------ Paxos
@@ -790,11 +816,14 @@ impl Server {
         let mut promises = BTreeMap::new();
         promises.insert(me, mine);
         g.election = Some((ballot, promises));
+        cx.charge_log_sync(16);
         for r in g.replicas.clone() {
             if r != me {
                 cx.send(r, Msg::Elect { shard: s, ballot, from });
             }
         }
+        // Our own promise may already be a majority (a group of one replica).
+        self.try_win(s, cx);
     }
 
     fn on_elect(&mut self, from: NodeId, s: ShardId, ballot: Ballot, start: u64, cx: &mut Ctx<'_, Msg>) {
@@ -840,7 +869,13 @@ impl Server {
             return;
         }
         promises.insert(from, entries);
-        if promises.len() < g.majority() {
+        self.try_win(s, cx);
+    }
+
+    /// Candidate: once a majority (itself included) has promised, takes the lead.
+    fn try_win(&mut self, s: ShardId, cx: &mut Ctx<'_, Msg>) {
+        let g = self.groups.get_mut(&s).expect("group");
+        if g.election.as_ref().is_none_or(|(_, p)| p.len() < g.majority()) {
             return;
         }
         // Phase 1 done: for each slot take the value accepted with the highest ballot.
@@ -861,7 +896,8 @@ impl Server {
         g.next_slot = end;
         g.votes.clear();
         g.acks.clear();
-        g.lease_until = 0;
+        // A group of one needs no one's acknowledgement to hold its lease.
+        g.lease_until = if g.majority() == 1 { Time::MAX } else { 0 };
         g.elect_after = 0;
         for slot in start..end {
             let e = merged.remove(&slot).map_or(Entry::Noop, |(_, e)| e);
@@ -879,14 +915,10 @@ impl Server {
 
     /// Leader lost: transactions it was serving abort (their clients time out).
     fn drop_leader_state(&mut self, s: ShardId, cx: &mut Ctx<'_, Msg>) {
-        let mine: Vec<TxnId> = self
-            .ptxns
-            .iter()
-            .filter(|(_, t)| t.shard == s)
-            .map(|(id, _)| *id)
-            .collect();
+        let mut mine: Vec<TxnId> = self.ptxns.keys().filter(|(_, sh)| *sh == s).map(|(t, _)| *t).collect();
+        mine.sort();
         for id in mine {
-            if let Some(t) = self.ptxns.remove(&id) {
+            if let Some(t) = self.ptxns.remove(&(id, s)) {
                 for (client, key, hops) in t.pending_reads {
                     cx.send_on_chain(
                         client,
@@ -899,8 +931,7 @@ impl Server {
                         hops,
                     );
                 }
-                let grants = self.locks.release_all(id);
-                self.on_grants(grants, cx);
+                self.release(id, s, cx);
             }
         }
         let coord: Vec<TxnId> = self
@@ -940,11 +971,12 @@ impl Server {
         let prepared: BTreeSet<TxnId> = g.writes.keys().copied().collect();
         for (txn, p) in open {
             let prio = (p.ts, txn);
+            let locks = self.locks(s);
             for k in &p.reads {
-                self.locks.acquire(txn, prio, k, LockMode::Shared);
+                locks.acquire(txn, prio, k, LockMode::Shared);
             }
             for (k, _, _) in &p.writes {
-                self.locks.acquire(txn, prio, k, LockMode::Exclusive);
+                locks.acquire(txn, prio, k, LockMode::Exclusive);
             }
             let hops = UNKNOWN_HOPS;
             let state = if closing.contains(&txn) {
@@ -955,9 +987,8 @@ impl Server {
                 PState::Proposed { hops }
             };
             self.ptxns.insert(
-                txn,
+                (txn, s),
                 PTxn {
-                    shard: s,
                     prio,
                     state,
                     last_seen: now,
@@ -1009,8 +1040,7 @@ impl Server {
         if self.tombstones.contains_key(&txn) {
             return refuse("already aborted here", None, cx);
         }
-        let t = self.ptxns.entry(txn).or_insert_with(|| PTxn {
-            shard: s,
+        let t = self.ptxns.entry((txn, s)).or_insert_with(|| PTxn {
             prio: (ts, txn),
             state: PState::Active,
             last_seen: now,
@@ -1022,21 +1052,21 @@ impl Server {
             return;
         }
         let prio = t.prio;
-        match self.locks.acquire(txn, prio, &key, LockMode::Shared) {
+        match self.locks(s).acquire(txn, prio, &key, LockMode::Shared) {
             Acquired::Granted => self.reply_read(from, txn, key, cx.hops(), cx),
             Acquired::Waiting { wound } => {
                 let hops = cx.hops();
-                if let Some(t) = self.ptxns.get_mut(&txn) {
+                if let Some(t) = self.ptxns.get_mut(&(txn, s)) {
                     // A duplicated read already waiting is answered by the same grant.
                     if !t.pending_reads.iter().any(|(_, k, _)| *k == key) {
                         t.pending_reads.push((from, key, hops));
                     }
                 }
-                self.wound(wound, cx);
+                self.wound(s, wound, cx);
             }
             _ => {
                 let why = "read lock denied";
-                self.abort_local(txn, why, cx);
+                self.abort_local((txn, s), why, cx);
                 cx.send(
                     from,
                     Msg::ReadReply {
@@ -1065,22 +1095,25 @@ impl Server {
         );
     }
 
-    fn wound(&mut self, victims: Vec<TxnId>, cx: &mut Ctx<'_, Msg>) {
+    /// Wound-wait at shard `s`: the younger holders of a lock an older transaction
+    /// waits for abort their share there, unless it is already being prepared.
+    fn wound(&mut self, s: ShardId, victims: Vec<TxnId>, cx: &mut Ctx<'_, Msg>) {
         for v in victims {
             let can = self
                 .ptxns
-                .get(&v)
+                .get(&(v, s))
                 .is_some_and(|t| matches!(t.state, PState::Active | PState::Locking { .. }));
             if can {
-                self.abort_local(v, "wounded by an older transaction", cx);
+                self.abort_local((v, s), "wounded by an older transaction", cx);
             }
         }
     }
 
-    /// Aborts a transaction that has not replicated its PREPARE here.
-    fn abort_local(&mut self, txn: TxnId, why: &str, cx: &mut Ctx<'_, Msg>) {
+    /// Aborts a transaction's share that has not replicated its PREPARE here (the
+    /// tombstone is per transaction: once one share aborted, the transaction will).
+    fn abort_local(&mut self, (txn, s): Part, why: &str, cx: &mut Ctx<'_, Msg>) {
         self.tombstones.insert(txn, cx.now());
-        let Some(t) = self.ptxns.remove(&txn) else { return };
+        let Some(t) = self.ptxns.remove(&(txn, s)) else { return };
         for (client, key, hops) in t.pending_reads {
             cx.send_on_chain(
                 client,
@@ -1094,10 +1127,9 @@ impl Server {
             );
         }
         if let PState::Locking { entry, hops, .. } = &t.state {
-            self.send_vote(entry.coord, txn, t.shard, false, Some(why.to_string()), *hops, cx);
+            self.send_vote(entry.coord, txn, s, false, Some(why.to_string()), *hops, cx);
         }
-        let grants = self.locks.release_all(txn);
-        self.on_grants(grants, cx);
+        self.release(txn, s, cx);
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1130,16 +1162,18 @@ impl Server {
         }
     }
 
-    fn on_grants(&mut self, grants: Vec<Grant>, cx: &mut Ctx<'_, Msg>) {
+    fn on_grants(&mut self, s: ShardId, grants: Vec<Grant>, cx: &mut Ctx<'_, Msg>) {
         for g in grants {
-            let Some(t) = self.ptxns.get_mut(&g.txn) else { continue };
+            let Some(t) = self.ptxns.get_mut(&(g.txn, s)) else {
+                continue;
+            };
             if let Some(i) = t.pending_reads.iter().position(|(_, k, _)| *k == g.key) {
                 let (client, key, hops) = t.pending_reads.remove(i);
                 self.reply_read(client, g.txn, key, hops, cx);
             } else if let PState::Locking { waiting, .. } = &mut t.state {
                 *waiting -= 1;
                 if *waiting == 0 {
-                    self.locked(g.txn, cx);
+                    self.locked((g.txn, s), cx);
                 }
             }
         }
@@ -1166,8 +1200,7 @@ impl Server {
         if p.coord == s {
             self.ctxn(txn, &p, now);
         }
-        let t = self.ptxns.entry(txn).or_insert_with(|| PTxn {
-            shard: s,
+        let t = self.ptxns.entry((txn, s)).or_insert_with(|| PTxn {
             prio: (p.ts, txn),
             state: PState::Active,
             last_seen: now,
@@ -1179,16 +1212,16 @@ impl Server {
             return; // duplicate
         }
         let prio = t.prio;
-        if p.reads.iter().any(|k| !self.locks.holds(txn, k, LockMode::Shared)) {
+        if p.reads.iter().any(|k| !self.locks(s).holds(txn, k, LockMode::Shared)) {
             let why = "a read lock was lost";
             let hops = cx.hops();
-            self.abort_local(txn, why, cx);
+            self.abort_local((txn, s), why, cx);
             return self.send_vote(p.coord, txn, s, false, Some(why.into()), hops, cx);
         }
         let mut waiting = 0;
         let mut wounded = vec![];
         for (k, _, _) in &p.writes {
-            match self.locks.acquire(txn, prio, k, LockMode::Exclusive) {
+            match self.locks(s).acquire(txn, prio, k, LockMode::Exclusive) {
                 Acquired::Granted => {}
                 Acquired::Waiting { wound } => {
                     waiting += 1;
@@ -1197,13 +1230,13 @@ impl Server {
                 _ => {
                     let why = "write lock denied";
                     let hops = cx.hops();
-                    self.abort_local(txn, why, cx);
+                    self.abort_local((txn, s), why, cx);
                     return self.send_vote(p.coord, txn, s, false, Some(why.into()), hops, cx);
                 }
             }
         }
         let hops = cx.hops();
-        if let Some(t) = self.ptxns.get_mut(&txn) {
+        if let Some(t) = self.ptxns.get_mut(&(txn, s)) {
             t.state = PState::Locking {
                 entry: p.clone(),
                 waiting,
@@ -1212,27 +1245,26 @@ impl Server {
             t.entry = Some(p);
         }
         if waiting == 0 {
-            self.locked(txn, cx);
+            self.locked((txn, s), cx);
         } else {
-            self.wound(wounded, cx);
+            self.wound(s, wounded, cx);
         }
     }
 
-    /// All exclusive locks held: replicate PREPARE.
-    fn locked(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
-        let Some(t) = self.ptxns.get_mut(&txn) else { return };
+    /// All exclusive locks of a share held: replicate its PREPARE.
+    fn locked(&mut self, part: Part, cx: &mut Ctx<'_, Msg>) {
+        let Some(t) = self.ptxns.get_mut(&part) else { return };
         let PState::Locking { entry, hops, .. } = std::mem::replace(&mut t.state, PState::Active) else {
             return;
         };
         t.state = PState::Proposed { hops };
-        let s = t.shard;
-        self.propose(s, Entry::Prepare(entry), cx);
+        self.propose(part.1, Entry::Prepare(entry), cx);
     }
 
     /// Leader: a PREPARE entry was chosen.
     fn prepare_chosen(&mut self, s: ShardId, p: Arc<PrepareEntry>, cx: &mut Ctx<'_, Msg>) {
         let now = cx.now();
-        if let Some(t) = self.ptxns.get_mut(&p.txn) {
+        if let Some(t) = self.ptxns.get_mut(&(p.txn, s)) {
             if let PState::Proposed { hops } = t.state {
                 t.state = PState::Prepared { asked: now, hops };
             }
@@ -1279,7 +1311,7 @@ impl Server {
         if !self.leads(s) {
             return;
         }
-        if let Some(t) = self.ptxns.get_mut(&txn) {
+        if let Some(t) = self.ptxns.get_mut(&(txn, s)) {
             if let PState::Prepared { hops, .. } = t.state {
                 t.state = PState::Finishing { hops };
             }
@@ -1289,21 +1321,15 @@ impl Server {
 
     fn decide_abort(&mut self, txn: TxnId, why: String, cx: &mut Ctx<'_, Msg>) {
         self.done.insert(txn, false);
-        let c = self.ctxns.remove(&txn);
+        let Some(c) = self.ctxns.remove(&txn) else { return };
         // Tell every shard known to take part, and every shard that voted.
-        let (parts, client) = c
-            .map(|c| {
-                let mut ps: BTreeSet<ShardId> = c.parts.into_iter().collect();
-                ps.extend(c.yes);
-                ps.remove(&c.coord);
-                (ps.into_iter().collect::<Vec<_>>(), c.client)
-            })
-            .unwrap_or_default();
-        if let Some(t) = self.ptxns.get(&txn) {
-            // The coordinator's own share: abort it too.
-            let s = t.shard;
-            self.on_decide(txn, s, false, cx);
-        }
+        let mut parts: BTreeSet<ShardId> = c.parts.into_iter().collect();
+        parts.extend(c.yes);
+        parts.remove(&c.coord);
+        let parts: Vec<ShardId> = parts.into_iter().collect();
+        let client = c.client;
+        // The coordinator's own share: abort it too.
+        self.on_decide(txn, c.coord, false, cx);
         if let Some(cl) = client {
             cx.send(
                 cl,
@@ -1334,7 +1360,7 @@ impl Server {
         if !self.leads(s) {
             return;
         }
-        let Some(t) = self.ptxns.get_mut(&txn) else { return };
+        let Some(t) = self.ptxns.get_mut(&(txn, s)) else { return };
         match t.state {
             PState::Prepared { hops, .. } | PState::Proposed { hops } => {
                 t.state = PState::Finishing { hops };
@@ -1342,14 +1368,13 @@ impl Server {
                     self.propose(s, Entry::Commit(txn), cx);
                 } else {
                     self.propose(s, Entry::Abort(txn), cx);
-                    let grants = self.locks.release_all(txn);
-                    self.on_grants(grants, cx);
+                    self.release(txn, s, cx);
                 }
             }
             PState::Finishing { .. } => {}
             PState::Active | PState::Locking { .. } => {
                 if !commit {
-                    self.abort_local(txn, "aborted by coordinator", cx);
+                    self.abort_local((txn, s), "aborted by coordinator", cx);
                 }
             }
         }
@@ -1358,7 +1383,7 @@ impl Server {
     /// Leader: a COMMIT or ABORT entry was chosen.
     fn finished(&mut self, s: ShardId, txn: TxnId, commit: bool, cx: &mut Ctx<'_, Msg>) {
         self.done.insert(txn, commit);
-        if let Some(t) = self.ptxns.remove(&txn) {
+        if let Some(t) = self.ptxns.remove(&(txn, s)) {
             if let PState::Finishing { hops } = t.state {
                 // Cohorts' holdings (the paper's count; the coordinator's ends earlier).
                 let cohort = t.entry.as_ref().is_some_and(|p| !p.writes.is_empty() && p.coord != s);
@@ -1366,10 +1391,9 @@ impl Server {
                     self.holds.add(hops, cx.hops());
                 }
             }
-            let grants = self.locks.release_all(txn);
-            self.on_grants(grants, cx);
+            self.release(txn, s, cx);
         }
-        if !commit {
+        if !commit || self.ctxns.get(&txn).is_none_or(|c| c.coord != s) {
             return;
         }
         // The coordinator's own COMMIT: tell the client and the cohorts.
@@ -1398,7 +1422,7 @@ impl Server {
             cx.send(from, Msg::Outcome { txn, commit, reason });
             return;
         }
-        if self.ctxns.contains_key(&txn) || self.ptxns.contains_key(&txn) {
+        if self.ctxns.contains_key(&txn) || self.ptxns.contains_key(&(txn, s)) {
             return; // in progress
         }
         // Unknown to the coordinator: its Prepare never arrived. Presumed abort.
@@ -1414,13 +1438,19 @@ impl Server {
         );
     }
 
+    /// The client aborted: every share of `txn` here that has not begun preparing
+    /// aborts; a tombstone refuses its late arrivals.
     fn on_release(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
-        match self.ptxns.get(&txn).map(|t| &t.state) {
-            Some(PState::Active) | Some(PState::Locking { .. }) => self.abort_local(txn, "released by client", cx),
-            Some(_) => {}
-            None => {
-                self.tombstones.insert(txn, cx.now());
-            }
+        self.tombstones.insert(txn, cx.now());
+        let mut open: Vec<ShardId> = self
+            .ptxns
+            .iter()
+            .filter(|((t, _), p)| *t == txn && matches!(p.state, PState::Active | PState::Locking { .. }))
+            .map(|((_, s), _)| *s)
+            .collect();
+        open.sort();
+        for s in open {
+            self.abort_local((txn, s), "released by client", cx);
         }
     }
 
@@ -1438,14 +1468,14 @@ impl Server {
         }
         let mut idle = vec![];
         let mut ask = vec![];
-        for (id, t) in self.ptxns.iter_mut() {
+        for (&(id, shard), t) in self.ptxns.iter_mut() {
             let silent = now.saturating_sub(t.last_seen) > to.idle && t.pending_reads.is_empty();
             match &mut t.state {
-                PState::Active | PState::Locking { .. } if silent => idle.push(*id),
+                PState::Active | PState::Locking { .. } if silent => idle.push((id, shard)),
                 PState::Prepared { asked, .. } if now.saturating_sub(*asked) >= to.query => {
                     *asked = now;
                     if let Some(p) = &t.entry {
-                        ask.push((*id, p.coord, t.shard));
+                        ask.push((id, p.coord, shard));
                     }
                 }
                 _ => {}
@@ -1453,8 +1483,8 @@ impl Server {
         }
         idle.sort();
         ask.sort();
-        for id in idle {
-            self.abort_local(id, "client silent", cx);
+        for part in idle {
+            self.abort_local(part, "client silent", cx);
         }
         for (txn, coord, shard) in ask {
             // Re-send the vote: the coordinator answers with the decision if it has one.
@@ -1560,7 +1590,7 @@ impl Actor for Server {
         let groups = std::mem::take(&mut self.groups);
         let store = std::mem::take(&mut self.store);
         let holds = std::mem::take(&mut self.holds);
-        *self = Server::new(self.env.clone(), self.me, self.leaders.clone(), self.locks.policy());
+        *self = Server::new(self.env.clone(), self.me, self.leaders.clone(), self.policy);
         for (s, old) in groups {
             let g = self.groups.get_mut(&s).expect("group");
             g.promised = old.promised;
@@ -1588,7 +1618,7 @@ impl Replica for Server {
         Some(&self.holds)
     }
     fn locked_keys(&self) -> Option<usize> {
-        Some(self.locks.len())
+        Some(self.locks.values().map(LockTable::len).sum())
     }
 }
 

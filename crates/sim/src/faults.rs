@@ -18,8 +18,10 @@
 
 use meridian_core::spec::{parse_spec, Spec, SpecError};
 use meridian_core::time::parse_duration;
-use meridian_core::{DcId, NodeId, Rng, Time, Topology};
+use meridian_core::{DcId, Layout, NodeId, Rng, Time, Topology};
+use meridian_protocols::FaultModel;
 use rand::Rng as _;
+use rustc_hash::FxHashMap as HashMap;
 
 /// One scheduled fault.
 #[derive(Clone, Debug, PartialEq)]
@@ -296,6 +298,67 @@ impl FaultPlan {
         }
         plan.events.sort_by_key(|(t, _)| *t);
         Ok(plan)
+    }
+}
+
+impl FaultPlan {
+    /// Whether this plan stays within what a protocol with fault model `model`
+    /// promises to survive on `layout` (see [`FaultModel`]): then every transaction
+    /// must resolve and nothing stay locked once the faults heal. Beyond it, a run must
+    /// still be safe but may stall.
+    pub fn within(&self, model: FaultModel, layout: &Layout) -> bool {
+        let FaultModel::Forgetful {
+            per_group,
+            global,
+            resync,
+        } = model
+        else {
+            return true;
+        };
+        // Each server's failure intervals [crash, restart + resync).
+        let mut down: Vec<(NodeId, Time, Time)> = vec![];
+        for (at, f) in &self.events {
+            match f {
+                Fault::Crash { node, down: d } => down.push((*node, *at, at + d + resync)),
+                Fault::Outage { dc, down: d } => down.extend(layout.servers_in(*dc).map(|n| (n, *at, at + d + resync))),
+                _ => {}
+            }
+        }
+        let groups: Vec<Vec<NodeId>> = if global {
+            vec![(0..layout.num_servers()).map(NodeId).collect()]
+        } else {
+            layout.shard_replicas.clone()
+        };
+        groups.iter().all(|g| {
+            // Sweep the interval ends of this group's servers: at no instant more than
+            // `per_group` distinct servers down.
+            let mut ev: Vec<(Time, i32, NodeId)> = vec![];
+            for (n, a, b) in down.iter().filter(|(n, _, _)| g.contains(n)) {
+                ev.push((*a, 1, *n));
+                ev.push((*b, -1, *n));
+            }
+            ev.sort_by_key(|(t, d, _)| (*t, *d));
+            let mut count: HashMap<NodeId, i32> = HashMap::default();
+            let mut distinct = 0usize;
+            for (_, d, n) in ev {
+                let c = count.entry(n).or_default();
+                if d > 0 {
+                    if *c == 0 {
+                        distinct += 1;
+                    }
+                    *c += 1;
+                } else {
+                    *c -= 1;
+                    if *c == 0 {
+                        distinct -= 1;
+                    }
+                }
+                if distinct > per_group {
+                    return false;
+                }
+            }
+            true
+        })
     }
 }
 

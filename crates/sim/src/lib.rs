@@ -314,7 +314,18 @@ struct Sim<'a, P: Protocol> {
     events: u64,
     msgs_total: u64,
     msgs_wan: u64,
+    /// Transactions of live clients still unanswered when the run ended.
+    unresolved: u64,
+    /// When the last scheduled fault has struck and healed.
+    faults_over: Time,
+    /// When a transaction last finished.
+    last_done: Time,
 }
+
+/// A safety phase in which nothing finishes for this long after the last fault healed
+/// has stalled (beyond its protocol's tolerance, or a liveness bug): it ends, so that
+/// the liveness phase can tell, instead of running to the time cap.
+const STALL: Time = 60_000_000_000;
 
 /// Runs one simulation of protocol `p`.
 pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64)) -> Result<SimOutput, SimError> {
@@ -411,7 +422,21 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
         events: 0,
         msgs_total: 0,
         msgs_wan: 0,
+        unresolved: 0,
+        faults_over: 0,
+        last_done: 0,
     };
+    sim.faults_over = sim
+        .plan
+        .events
+        .iter()
+        .map(|(at, f)| match f {
+            Fault::Crash { down, .. } | Fault::Outage { down, .. } | Fault::Partition { down, .. } => at + down,
+            Fault::ClientCrash { .. } => *at,
+        })
+        .max()
+        .unwrap_or(0);
+    let within_tolerance = sim.plan.within(p.fault_model(), &layout);
     sim.start();
     let end = sim.main_loop(progress);
     let history = sim.history(&p);
@@ -471,6 +496,8 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
                 }
                 any.then(|| seen.values().filter(|(c, a)| *c && *a).count() as u64)
             },
+            unresolved: sim.unresolved,
+            within_tolerance,
         },
         wall.elapsed().as_secs_f64(),
     );
@@ -519,7 +546,10 @@ impl<P: Protocol> Sim<'_, P> {
             if at > stop_at {
                 break;
             }
-            if at > self.cfg.max_time && !self.healed {
+            let stalled = self.in_flight > 0
+                && at > self.faults_over
+                && at.saturating_sub(self.last_done.max(self.faults_over)) > STALL;
+            if (at > self.cfg.max_time || stalled) && !self.healed {
                 self.heal();
                 stop_at = self.now + self.cfg.settle;
             }
@@ -585,6 +615,7 @@ impl<P: Protocol> Sim<'_, P> {
             if self.client_busy[i] && !self.client_dead[i] {
                 if let Some(r) = c.in_flight() {
                     self.records.push(r);
+                    self.unresolved += 1;
                 }
             }
         }
@@ -801,6 +832,7 @@ impl<P: Protocol> Sim<'_, P> {
         }
         for mut r in recs.drain(..) {
             r.wan_trips = hops;
+            self.last_done = self.now;
             let client = r.id.client as usize;
             self.records.push(r);
             if self.client_busy[client] {

@@ -51,8 +51,21 @@ pub struct CheckSummary {
     pub durable: bool,
     /// The workload's invariant (e.g. bank balance), `null` when it holds.
     pub invariant: Option<String>,
+    /// Liveness: every transaction of a live client resolved and nothing stayed
+    /// locked after the liveness phase. A run whose faults went beyond the protocol's
+    /// stated tolerance may stall without failing: then this is `false` and the
+    /// stall is listed in `stalls`, not in `anomalies`.
+    #[serde(default = "yes")]
+    pub live: bool,
+    /// Stalls of a run beyond the protocol's fault tolerance (not failures).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stalls: Vec<String>,
     /// Anomalies, one line each.
     pub anomalies: Vec<String>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl CheckSummary {
@@ -107,6 +120,14 @@ pub struct SimReport {
     /// that report their outcomes): must be 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub split_decisions: Option<u64>,
+    /// Transactions of live clients that had no outcome when the run ended (after the
+    /// liveness phase): must be 0 when the faults were within the protocol's tolerance.
+    #[serde(default)]
+    pub unresolved: u64,
+    /// Whether the fault plan stayed within the protocol's stated fault tolerance
+    /// ([`meridian_protocols::FaultModel`]).
+    #[serde(default = "yes")]
+    pub within_tolerance: bool,
     /// Message counts.
     pub messages: Messages,
     /// Checker verdict.
@@ -135,6 +156,10 @@ pub struct Counters {
     pub locked_at_end: Option<u64>,
     /// Transactions committed at one participant and aborted at another.
     pub split_decisions: Option<u64>,
+    /// Transactions of live clients unanswered at the end.
+    pub unresolved: u64,
+    /// Whether the faults stayed within the protocol's tolerance.
+    pub within_tolerance: bool,
 }
 
 fn latency(mut v: Vec<Time>) -> Latency {
@@ -183,6 +208,25 @@ pub fn summarize(
     if let Some(i) = &invariant {
         anomalies.push(format!("invariant: {i}"));
     }
+    if let Some(n @ 1..) = c.split_decisions {
+        anomalies.push(format!(
+            "split-decision: {n} transaction(s) committed at one participant and aborted at another"
+        ));
+    }
+    let mut stalls = vec![];
+    if c.unresolved > 0 {
+        stalls.push(format!(
+            "liveness: {} transaction(s) of live clients unresolved after the liveness phase",
+            c.unresolved
+        ));
+    }
+    if let Some(n @ 1..) = c.locked_at_end {
+        stalls.push(format!("liveness: {n} key(s) still locked after the liveness phase"));
+    }
+    let live = stalls.is_empty();
+    if c.within_tolerance {
+        anomalies.append(&mut stalls);
+    }
     SimReport {
         protocol: protocol.to_string(),
         topology: cfg.topology.name.clone(),
@@ -221,6 +265,8 @@ pub fn summarize(
         }),
         locked_at_end: c.locked_at_end,
         split_decisions: c.split_decisions,
+        unresolved: c.unresolved,
+        within_tolerance: c.within_tolerance,
         messages: Messages {
             total: c.msgs_total,
             wan: c.msgs_wan,
@@ -232,6 +278,8 @@ pub fn summarize(
             atomic: check.atomic,
             durable: check.durable,
             invariant,
+            live,
+            stalls,
             anomalies,
         },
         events: c.events,
