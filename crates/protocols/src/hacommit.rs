@@ -1094,10 +1094,13 @@ impl Server {
         if !self.may_accept_ballot(ts, ballot) || g.status == Status::Syncing {
             if ballot == 0 && g.status != Status::Syncing && !self.proposals.contains_key(&txn) {
                 // The client's ballot 0 reached a replica that restarted after the
-                // transaction began: it may never gather a majority here, and the
-                // client, still re-sending, keeps everyone else from thinking it
-                // silent. Recover the transaction now with a ballot this replica may
-                // answer; phase 1 finds whatever the client's ballot got accepted.
+                // transaction began and may have forgotten it. The client may never
+                // gather a majority here (its re-sends skip replicas that already
+                // acknowledged, such as a leader that has since learnt the outcome),
+                // and while it keeps re-sending no one thinks it silent. Recover the
+                // transaction now with a ballot this replica may answer: phase 1
+                // meets whoever knows the outcome or accepted the client's value, and
+                // the client's next re-send here is answered with the decision.
                 let now = cx.now();
                 let t = self.txns.entry((shard, txn)).or_insert_with(|| Txn::new(txn, ts, now));
                 if t.shards.is_empty() {

@@ -63,6 +63,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+#[cfg(test)]
+mod tests;
+
 /// A Paxos ballot: (round, proposer); larger wins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Ballot {
@@ -1320,6 +1323,14 @@ impl Server {
     }
 
     fn decide_abort(&mut self, txn: TxnId, why: String, cx: &mut Ctx<'_, Msg>) {
+        // Only an undecided coordinator transaction that is not committing may abort.
+        // What led here may be stale: a sweep lists the expired votes first and aborts
+        // them one by one, and aborting one frees locks that can let a listed one
+        // prepare and commit in the same sweep; aborting it then would contradict the
+        // COMMIT already chosen and announced.
+        if self.done.contains_key(&txn) || self.ctxns.get(&txn).is_none_or(|c| c.committing) {
+            return;
+        }
         self.done.insert(txn, false);
         let Some(c) = self.ctxns.remove(&txn) else { return };
         // Tell every shard known to take part, and every shard that voted.

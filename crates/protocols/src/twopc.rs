@@ -713,6 +713,9 @@ impl Server {
         let Some(c) = self.ctxns.get_mut(&txn) else {
             return;
         };
+        if c.decided.is_some() {
+            return; // decided once, never again (a caller's view may be stale)
+        }
         c.decided = Some(commit);
         c.since = cx.now();
         self.done.insert(txn, commit);

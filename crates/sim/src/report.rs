@@ -287,3 +287,60 @@ pub fn summarize(
         wall_s,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use meridian_check::Meta;
+    use meridian_core::Topology;
+
+    fn verdict(split: Option<u64>, unresolved: u64, locked: Option<u64>, within: bool) -> CheckSummary {
+        let h = History {
+            meta: Meta {
+                protocol: "x".into(),
+                strict: false,
+                shards: 1,
+                shard_replicas: vec![],
+                read_committed: false,
+            },
+            txns: vec![],
+            replicas: vec![],
+        };
+        let cfg = SimConfig::new(Topology::preset("lan").unwrap(), "ycsb");
+        let check = meridian_check::check(&h);
+        let c = Counters {
+            events: 0,
+            msgs_total: 0,
+            msgs_wan: 0,
+            virtual_end: 0,
+            holds: None,
+            locked_at_end: locked,
+            split_decisions: split,
+            unresolved,
+            within_tolerance: within,
+        };
+        summarize("x", &cfg, "ycsb".into(), &h, &check, None, c, 0.0).check
+    }
+
+    #[test]
+    fn a_split_decision_is_an_anomaly_whatever_the_faults() {
+        assert!(verdict(Some(0), 0, Some(0), true).ok());
+        for within in [true, false] {
+            let v = verdict(Some(1), 0, Some(0), within);
+            assert!(!v.ok() && v.anomalies[0].starts_with("split-decision:"), "{v:?}");
+        }
+    }
+
+    #[test]
+    fn a_stall_fails_within_tolerance_and_is_reported_beyond_it() {
+        for (unresolved, locked) in [(1, Some(0)), (0, Some(3))] {
+            let v = verdict(None, unresolved, locked, true);
+            assert!(
+                !v.ok() && !v.live && v.anomalies.iter().all(|a| a.starts_with("liveness:")),
+                "{v:?}"
+            );
+            let v = verdict(None, unresolved, locked, false);
+            assert!(v.ok() && !v.live && !v.stalls.is_empty(), "{v:?}");
+        }
+    }
+}

@@ -417,3 +417,97 @@ fn a_dirty_reader_commits_after_its_writer_commits() {
     let outs: Vec<(TxnId, Outcome)> = n.records.iter().map(|r| (r.id, r.outcome)).collect();
     assert!(outs.contains(&(t2, Outcome::Committed)), "{outs:?}");
 }
+
+/// Issue 14, C1: a server that crashes before its first sweep must still know it may
+/// have forgotten what it did. The watermark was first written at the first sweep
+/// (250 ms), so a crash before that left "alive until 0" and the restarted server
+/// believed it had forgotten nothing.
+#[test]
+fn a_crash_before_the_first_sweep_still_marks_earlier_transactions_forgotten() {
+    let n = Net::new();
+    let mut s = Server::new(n.servers[0].env.clone(), NodeId(0));
+    call(&mut s, 0, NodeId(0), |s, cx| s.on_start(cx));
+    // A transaction that began at 50 ms, handled here, then a crash at 100 ms.
+    let ts = ms(50.0) * TS_SCALE;
+    s.on_crash();
+    call(&mut s, ms(1_000.0), NodeId(0), |s, cx| s.on_recover(cx));
+    assert!(s.forgot(ts), "a transaction of 50 ms may have been forgotten");
+    assert!(!s.may_accept_ballot(ts, 0), "its ballot 0 must be refused");
+}
+
+/// Issue 14, C2: COMMIT is chosen at ballot 0 by the final server and one transaction
+/// replica; the final server crashes and forgets. A recovery by the other replica must
+/// not count the restarted (empty) final server as an acceptor that accepted nothing:
+/// with its promise and its own, it would have a majority without the COMMIT and
+/// propose ABORT, a split decision (the client was told COMMIT).
+#[test]
+fn recovery_does_not_count_a_forgetful_acceptor_as_one_that_accepted_nothing() {
+    let n = Net::new();
+    let env = n.servers[0].env.clone();
+    let fin = NodeId(6);
+    let [a, b] = txn_replicas(&env.layout, fin);
+    let mut servers: BTreeMap<NodeId, Server> = [fin, a, b]
+        .into_iter()
+        .map(|id| {
+            let mut s = Server::new(env.clone(), id);
+            call(&mut s, 0, id, |s, cx| s.on_start(cx));
+            (id, s)
+        })
+        .collect();
+    let txn = TxnId { client: 0, seq: 1 };
+    let ts = ms(100.0) * TS_SCALE;
+    let commit = Decision {
+        commit: true,
+        rec: None,
+        chain: vec![],
+    };
+    // Ballot 0: the final server and replica `a` accept COMMIT (chosen).
+    let now = ms(150.0);
+    assert!(servers.get_mut(&fin).unwrap().accept(txn, ts, 0, &commit, now));
+    let m = Msg::Accept {
+        txn,
+        ts,
+        ballot: 0,
+        decision: commit.clone(),
+    };
+    let e = deliver(servers.get_mut(&a).unwrap(), now, a, fin, m);
+    assert!(e
+        .sent()
+        .iter()
+        .any(|(_, m)| matches!(m, Msg::Accepted { ok: true, .. })));
+    // The final server crashes, restarts and finishes re-syncing its data.
+    let f = servers.get_mut(&fin).unwrap();
+    f.on_crash();
+    call(f, ms(500.0), fin, |s, cx| s.on_recover(cx));
+    f.syncing.clear();
+    // Replica `b` recovers well after the restart: phase 1 to all three acceptors, the
+    // answers of `b` itself and of the final server arriving first.
+    let now = ms(5_000.0);
+    let e = call(servers.get_mut(&b).unwrap(), now, b, |s, cx| {
+        s.recover(fin, txn, ts, fin, cx)
+    });
+    let prepares: Vec<(NodeId, Msg)> = e.sent().into_iter().map(|(t, m)| (t, m.clone())).collect();
+    let mut promises = vec![];
+    for to in [b, fin, a] {
+        let (_, m) = prepares
+            .iter()
+            .find(|(t, _)| *t == to)
+            .expect("a prepare to each acceptor");
+        let e = deliver(servers.get_mut(&to).unwrap(), now, to, b, m.clone());
+        promises.extend(e.sent().into_iter().map(|(_, m)| (to, m.clone())));
+    }
+    let mut proposed = vec![];
+    for (from, m) in promises {
+        let e = deliver(servers.get_mut(&b).unwrap(), now, b, from, m);
+        for (_, m) in e.sent() {
+            if let Msg::Accept { decision, .. } = m {
+                proposed.push(decision.commit);
+            }
+        }
+    }
+    assert!(!proposed.is_empty(), "recovery reached phase 2");
+    assert!(
+        proposed.iter().all(|c| *c),
+        "recovery must propose the chosen COMMIT: {proposed:?}"
+    );
+}

@@ -297,3 +297,178 @@ fn losing_a_majority_stalls_without_inconsistency() {
     let votes = net.last_op(t(2), a, b);
     assert!(!votes.iter().any(|(s, y)| *s == ShardId(a) && *y), "{votes:?}");
 }
+
+impl Net {
+    /// The live leader of shard `s`.
+    fn leader_of(&self, s: u32) -> Option<NodeId> {
+        self.servers
+            .iter()
+            .find(|x| x.is_leader(ShardId(s)) && !self.down.contains(&x.me))
+            .map(|x| x.me)
+    }
+    /// A one-shard last operation of `txn` writing `key` (of shard `s`) at `s`'s live
+    /// leader; returns the votes the client received.
+    fn last_write(&mut self, txn: TxnId, ts: Time, s: u32, key: &str) -> Vec<(TxnId, bool)> {
+        self.to_client.clear();
+        let w = (Key::from(key), VersionId { txn, seq: 0 }, Value::from_u64(7));
+        let leader = self.leader_of(s).expect("a leader");
+        self.client_sends(
+            leader,
+            Msg::Last {
+                txn,
+                ts,
+                shard: ShardId(s),
+                shards: vec![ShardId(s)],
+                reads: vec![],
+                writes: vec![w],
+            },
+        );
+        self.votes()
+    }
+    fn votes(&self) -> Vec<(TxnId, bool)> {
+        self.to_client
+            .iter()
+            .filter_map(|m| match m {
+                Msg::Vote { txn, yes, .. } => Some((*txn, *yes)),
+                _ => None,
+            })
+            .collect()
+    }
+    /// Delivers one hand-made message and everything it causes.
+    fn inject(&mut self, from: NodeId, to: NodeId, m: Msg) {
+        self.q.push_back((from, to, m));
+        self.pump();
+    }
+}
+
+fn ctx_of(txn: TxnId, s: u32, seq: u64) -> TCtx {
+    TCtx {
+        txn,
+        ts: 0,
+        shards: vec![ShardId(s)],
+        reads: vec![],
+        writes: vec![],
+        seq,
+    }
+}
+
+/// Issue 14, H1: a candidate must not lead because a message names its view. Replica
+/// ra[1] stands for view 1 (which it leads) and has merged nobody's state yet; a
+/// `Replicate` for view 1 from another replica (an old leader that had adopted view 1
+/// without stepping down) made it leader without the merge, so it never re-took the
+/// locks of voted transactions nor learnt recent commits.
+#[test]
+fn a_candidate_leads_only_through_its_own_merge() {
+    let mut net = Net::new(3);
+    let a = 0;
+    let ra = net.replicas(a);
+    let now = net.now;
+    let _ = call(&mut net.servers[ra[1].0 as usize], now, ra[1], |s, cx| {
+        s.stand(ShardId(a), 1, cx)
+    });
+    let m = Msg::Replicate {
+        shard: ShardId(a),
+        view: 1,
+        ctx: ctx_of(t(9), a, 1),
+    };
+    let _ = deliver(&mut net.servers[ra[1].0 as usize], now, ra[1], ra[0], m);
+    assert!(
+        !net.servers[ra[1].0 as usize].is_leader(ShardId(a)),
+        "a candidate became leader without merging a majority's state"
+    );
+}
+
+/// Issue 14, H1: an old leader that hears from the leader of a later view steps down:
+/// its unvoted transactions abort and it keeps no locks. Before, adopting the view
+/// from a `Replicate` kept them, and when the waiting transaction got its lock the old
+/// leader replicated its vote under the new view's number.
+#[test]
+fn an_old_leader_steps_down_on_a_later_views_replication() {
+    let mut net = Net::new(3);
+    let a = 0;
+    let ra = net.replicas(a);
+    assert_eq!(net.leader_of(a), Some(ra[0]));
+    // T1 (older) votes and holds #0/x; T2 (younger) waits for it.
+    assert_eq!(net.last_write(t(1), 1, a, "#0/x"), vec![(t(1), true)]);
+    assert_eq!(net.last_write(t(2), 2, a, "#0/x"), vec![]);
+    // ra[2], leader of view 2, replicates to the old leader.
+    let m = Msg::Replicate {
+        shard: ShardId(a),
+        view: 2,
+        ctx: ctx_of(t(3), a, 5),
+    };
+    net.to_client.clear();
+    net.inject(ra[2], ra[0], m);
+    let old = &net.servers[ra[0].0 as usize];
+    assert!(!old.is_leader(ShardId(a)));
+    assert!(old.locks.is_empty(), "a follower holds no locks");
+    assert_eq!(net.votes(), vec![(t(2), false)], "the waiting transaction aborted");
+}
+
+/// Issue 14, H2: a leader that crashes and restarts before anyone replaced it must not
+/// resume leading its old view: it forgot the locks of voted, undecided transactions.
+/// It re-syncs, then leads only through a view change whose merge re-takes them, so a
+/// younger transaction writing the same key waits instead of voting yes.
+#[test]
+fn a_restarted_leader_retakes_the_locks_of_voted_transactions() {
+    let mut net = Net::new(3);
+    let a = 0;
+    let ra = net.replicas(a);
+    assert_eq!(net.last_write(t(1), 1, a, "#0/x"), vec![(t(1), true)]);
+    net.crash(ra[0].0);
+    net.restart(ra[0].0);
+    let votes = net.last_write(t(2), 2, a, "#0/x");
+    assert!(
+        !votes.contains(&(t(2), true)),
+        "T2 voted yes on #0/x while T1 is voted and undecided: {votes:?}"
+    );
+    let leader = net.leader_of(a).expect("the group has a leader again");
+    assert!(
+        !net.servers[leader.0 as usize].locks.is_empty(),
+        "T1's lock was re-taken"
+    );
+}
+
+/// Issue 14, L1 (a guard, not the failing interleaving: the seed test in
+/// `crates/sim/tests/faults.rs` is the one that failed before the fix): the client's
+/// COMMIT (ballot 0) was accepted by the leader and one follower of group A (chosen)
+/// but only the leader's answer reached the client. Both followers then restart one
+/// after the other, and each refuses ballot 0 for a transaction older than its
+/// restart. The client, alive, keeps re-sending to the two replicas that have not
+/// answered; its re-sends must be answered with the outcome.
+#[test]
+fn a_ballot_zero_refused_by_restarted_replicas_ends_by_recovery() {
+    let mut net = Net::new(3);
+    let (a, b) = (0, 4);
+    let votes = net.last_op(t(1), a, b);
+    assert!(votes.len() == 2 && votes.iter().all(|(_, y)| *y), "{votes:?}");
+    let ra = net.replicas(a);
+    let mut to = ra[..2].to_vec();
+    to.extend(net.replicas(b));
+    net.p2a(t(1), &[a, b], &to, true, 0);
+    assert_eq!(net.outcome(ra[0], a, t(1)), Some(true), "chosen by ra[0] and ra[1]");
+    net.run_for(secs(1.0));
+    net.crash(ra[1].0);
+    net.restart(ra[1].0);
+    net.run_for(secs(2.0));
+    net.crash(ra[2].0);
+    net.restart(ra[2].0);
+    let mut told = None;
+    for _ in 0..30 {
+        net.to_client.clear();
+        net.p2a(t(1), &[a, b], &ra[1..], true, 0);
+        told = net.to_client.iter().find_map(|m| match m {
+            Msg::P2b { parts, .. } => parts.iter().find_map(|p| p.chosen),
+            _ => None,
+        });
+        if told.is_some() {
+            break;
+        }
+        net.run_for(secs(1.0));
+    }
+    assert_eq!(
+        told,
+        Some(true),
+        "the client's re-sends were never answered with the outcome"
+    );
+}

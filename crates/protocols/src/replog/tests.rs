@@ -1,0 +1,114 @@
+//! Hand-staged scenarios on the shared test network ([`crate::testing::Net`]).
+
+use super::*;
+use crate::testing::Net;
+use meridian_core::{ms, secs, Layout, Topology};
+use meridian_txn::Registry;
+
+/// Builds every server of `topo` (placement `Full`) with `leader(s)` leading shard `s`;
+/// returns the network and the first client's node id.
+fn net(topo: &str, leader: impl Fn(&Layout, ShardId) -> NodeId) -> (Net<Server>, NodeId) {
+    let mut layout = Layout::new(Topology::preset(topo).unwrap(), Placement::Full).unwrap();
+    let client = layout.add_client(DcId(0));
+    let layout = Arc::new(layout);
+    let leaders: Arc<Vec<NodeId>> = Arc::new(
+        (0..layout.topology.shards)
+            .map(|s| leader(&layout, ShardId(s)))
+            .collect(),
+    );
+    let env = Env {
+        layout: layout.clone(),
+        registry: Arc::new(Registry::new()),
+        timeouts: Default::default(),
+    };
+    let servers = (0..layout.num_servers())
+        .map(|n| Server::new(env.clone(), NodeId(n), leaders.clone(), Policy::WoundWait))
+        .collect();
+    (Net::new(servers), client)
+}
+
+/// Sends `txn`'s PREPARE for each (shard, key) written, the first shard coordinating.
+fn prepare(net: &mut Net<Server>, client: NodeId, txn: TxnId, shares: &[(u32, &str)]) {
+    let parts: Vec<ShardId> = shares.iter().map(|(s, _)| ShardId(*s)).collect();
+    for (s, k) in shares {
+        let entry = Arc::new(PrepareEntry {
+            txn,
+            ts: net.now,
+            coord: parts[0],
+            parts: parts.clone(),
+            client,
+            reads: vec![],
+            writes: vec![(Key::from(*k), VersionId { txn, seq: *s }, Value::from_u64(7))],
+        });
+        let leader = (0..net.nodes.len())
+            .find(|n| net.nodes[*n].leads(ShardId(*s)) && !net.down.contains(&NodeId(*n as u32)))
+            .expect("a leader");
+        net.send(
+            client,
+            NodeId(leader as u32),
+            Msg::Prepare {
+                shard: ShardId(*s),
+                entry,
+            },
+        );
+    }
+}
+
+fn outcome(net: &Net<Server>, txn: TxnId) -> Option<bool> {
+    net.outside.iter().find_map(|(_, _, m)| match m {
+        Msg::Outcome { txn: t, commit, .. } if *t == txn => Some(*commit),
+        _ => None,
+    })
+}
+
+/// Issue 14, R1: one node leads two shards a transaction writes (as after a fail-over
+/// moved a second shard's lead to it). Participant state was keyed by transaction
+/// alone, so the second shard's share was taken for a duplicate of the first (or,
+/// when rebuilt after a fail-over, overwrote it) and its COMMIT never happened while
+/// the locks of both were released. Each share must prepare, commit and release on
+/// its own.
+#[test]
+fn one_leader_of_two_shards_commits_each_share() {
+    // us3: shards 0 and 2 both live on the first node of each DC; both led by node 0.
+    let (mut net, client) = net("us3", |l, s| l.replicas(s)[0]);
+    let layout = net.nodes[0].env.layout.clone();
+    assert!(net.nodes[0].leads(ShardId(0)) && net.nodes[0].leads(ShardId(2)));
+    let txn = TxnId { client: 0, seq: 1 };
+    prepare(&mut net, client, txn, &[(0, "#0/a"), (2, "#2/b")]);
+    assert_eq!(outcome(&net, txn), Some(true));
+    // Followers learn the chosen prefix from the next heartbeat.
+    net.run_for(ms(500.0), ms(250.0), T_SWEEP);
+    for (s, k) in [(0, "#0/a"), (2, "#2/b")] {
+        for r in layout.replicas(ShardId(s)) {
+            assert!(
+                net.nodes[r.0 as usize]
+                    .store
+                    .contains(&Key::from(k), VersionId { txn, seq: s }),
+                "shard {s}'s write missing at {r:?}"
+            );
+        }
+    }
+    for n in &net.nodes {
+        assert_eq!(n.locked_keys(), Some(0), "n{} holds locks", n.me.0);
+    }
+}
+
+/// Issue 14, R2: a group of one replica (one DC) whose only replica restarts must
+/// elect itself again: its own promise is a majority. The election message went to
+/// nobody and only a reply completed an election, so the shard never had a leader
+/// again and every transaction touching it stalled.
+#[test]
+fn a_group_of_one_elects_its_restarted_replica() {
+    let (mut net, client) = net("lan", |l, s| l.replicas(s)[0]);
+    let n3 = NodeId(3);
+    let s = net.nodes[3].env.layout.shards_of(n3)[0];
+    net.crash(n3);
+    net.run_for(ms(500.0), ms(250.0), T_SWEEP);
+    net.restart(n3);
+    net.run_for(secs(30.0), ms(250.0), T_SWEEP);
+    assert!(net.nodes[3].leads(s), "the restarted replica leads its shard again");
+    let txn = TxnId { client: 0, seq: 1 };
+    let key = format!("#{}/x", s.0);
+    prepare(&mut net, client, txn, &[(s.0, &key)]);
+    assert_eq!(outcome(&net, txn), Some(true));
+}
