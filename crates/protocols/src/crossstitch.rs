@@ -100,6 +100,7 @@ use meridian_core::{
 };
 use meridian_storage::MvStore;
 use meridian_txn::{Call, Execution, Step};
+use rand::Rng as _;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -420,6 +421,10 @@ struct Backup {
 /// Tentative versions copied while re-syncing, whose outcome is being asked.
 #[derive(Debug)]
 struct Orphan {
+    /// The transaction's timestamp (its versions' write timestamp): queries and
+    /// recoveries must carry it, or a restarted acceptor cannot tell whether it may
+    /// have forgotten the transaction and stays silent.
+    ts: u64,
     puts: Vec<(Key, VersionId)>,
     since: Time,
     ask: Vec<NodeId>,
@@ -481,6 +486,10 @@ pub struct Server {
     done: HashMap<TxnId, Done>,
     /// Tentative versions copied while re-syncing, whose outcome is being asked.
     orphans: HashMap<TxnId, Orphan>,
+    /// Recoveries that met a higher ballot: no new one for the transaction before
+    /// this time (a randomized back-off, so two replicas asked to recover the same
+    /// transaction do not pre-empt each other's ballots forever).
+    backoff: HashMap<TxnId, Time>,
     /// Set when restarted after a crash.
     restarted_at: Option<Time>,
     /// A small durable watermark: this server was alive (and may have run
@@ -513,6 +522,7 @@ impl Server {
             proposers: HashMap::default(),
             done: HashMap::default(),
             orphans: HashMap::default(),
+            backoff: HashMap::default(),
             restarted_at: None,
             alive_until: 0,
             forgot_before: 0,
@@ -974,8 +984,11 @@ impl Server {
         if !ok {
             // A recovery holds a higher ballot (or an acceptor restarted): stop
             // proposing; the outcome is asked for (the last server) or retried (a
-            // recovering replica, when asked again).
+            // recovering replica, when asked again, after a back-off).
             self.proposers.remove(&txn);
+            if ballot != 0 {
+                self.back_off(txn, cx);
+            }
             return;
         }
         p.accepted.insert(from);
@@ -1027,11 +1040,24 @@ impl Server {
         }
     }
 
+    /// A recovery of `txn` lost to a higher ballot: wait `query` plus a random part of
+    /// it before starting another. Askers re-ask every sweep, faster than a WAN round
+    /// trip, so without it two transaction replicas asked to recover the same
+    /// transaction pre-empt each other's phase 2 forever.
+    fn back_off(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        let q = self.env.timeouts.query;
+        let until = cx.now() + q + cx.rng().gen_range(0..q.max(1));
+        self.backoff.insert(txn, until);
+    }
+
     /// Starts (or joins) recovery of `txn` as a transaction replica.
     fn recover(&mut self, asker: NodeId, txn: TxnId, ts: u64, final_server: NodeId, cx: &mut Ctx<'_, Msg>) {
         if let Some(p) = self.proposers.get_mut(&txn) {
             p.waiters.insert(asker);
             return;
+        }
+        if self.backoff.get(&txn).is_some_and(|until| cx.now() < *until) {
+            return; // the asker asks again
         }
         let [a, b] = txn_replicas(&self.env.layout, final_server);
         let round = cx.now() / 1_000_000 + 1;
@@ -1071,6 +1097,7 @@ impl Server {
             // Someone holds a higher ballot: retry later with a higher one.
             let waiters = std::mem::take(&mut p.waiters);
             self.proposers.remove(&txn);
+            self.back_off(txn, cx);
             for w in waiters {
                 cx.send(
                     w,
@@ -1532,6 +1559,7 @@ impl Server {
                 self.store.write_tentative(&k, id, val, wts);
                 let (ask, last) = askers.get(&id.txn).cloned().unwrap_or_else(|| (vec![from], None));
                 let e = self.orphans.entry(id.txn).or_insert(Orphan {
+                    ts: wts,
                     puts: vec![],
                     since: cx.now(),
                     ask,
@@ -1688,7 +1716,7 @@ impl Server {
         for (txn, o) in &self.orphans {
             if now.saturating_sub(o.since) >= t.query {
                 let last = o.last.filter(|l| *l == self.me);
-                asks.push((*txn, 0, o.ask.iter().copied().collect(), last));
+                asks.push((*txn, o.ts, o.ask.iter().copied().collect(), last));
             }
         }
         for (txn, ts, mut to, last) in asks {
@@ -1712,6 +1740,7 @@ impl Server {
                 );
             }
         }
+        self.backoff.retain(|_, until| now < *until);
         // Forget old outcomes and acceptor state.
         self.done.retain(|_, d| now.saturating_sub(d.at) < t.tombstone);
         self.acceptors.retain(|_, a| now.saturating_sub(a.since) < t.tombstone);
@@ -1925,7 +1954,13 @@ impl Actor for Client {
             Msg::StatusReply { status, .. } => match status {
                 Status::Committed(Some(rec)) => self.finish(Outcome::Committed, Some(rec), None, cx),
                 Status::Committed(None) => {} // the record will come from the last server
-                Status::Aborted(r) => self.finish(Outcome::Aborted, None, Some(r), cx),
+                Status::Aborted(r) => {
+                    // Learnt by asking (the first server silent, the one after it
+                    // killed the transaction): tell the first position too.
+                    let (txn, first) = (cur.rec.id, cur.first);
+                    self.tell_abort(txn, first, true, &r, cx);
+                    self.finish(Outcome::Aborted, None, Some(r), cx)
+                }
                 Status::Pending => cur.heard = cx.now(),
                 Status::Unknown => {}
             },
@@ -1946,14 +1981,16 @@ impl Actor for Client {
             if now.saturating_sub(cur.since) >= tm.vote {
                 // Not precommitted: the client may abort alone.
                 let first = cur.first;
+                let why = "client timed out waiting for the first server";
                 cx.send(
                     first,
                     Msg::ForwardAbort {
                         txn,
                         pos: 1,
-                        reason: "client timed out waiting for the first server".into(),
+                        reason: why.into(),
                     },
                 );
+                self.tell_abort(txn, first, false, why, cx);
                 self.finish(
                     Outcome::Aborted,
                     None,
@@ -2009,6 +2046,33 @@ impl Actor for Client {
 
     fn on_crash(&mut self) {
         self.cur = None;
+    }
+}
+
+impl Client {
+    /// The client ends a transaction as aborted without the chain's help (its first
+    /// server silent): the replicas of the first server's shards (and, with
+    /// `first_too`, the first server) are told directly. Otherwise tentative puts the
+    /// first server replicated before going silent wait for an outcome no one gives:
+    /// the first server may restart having forgotten them, and the position after it
+    /// may never have received the transaction.
+    fn tell_abort(&self, txn: TxnId, first: NodeId, first_too: bool, why: &str, cx: &mut Ctx<'_, Msg>) {
+        let mut to: BTreeSet<NodeId> = BTreeSet::new();
+        for s in self.env.layout.shards_of(first) {
+            to.extend(self.env.layout.replicas(s).iter().copied());
+        }
+        if !first_too {
+            to.remove(&first);
+        }
+        for n in to {
+            let m = Msg::Decide {
+                txn,
+                commit: false,
+                rec: None,
+                reason: Some(why.to_string()),
+            };
+            cx.send(n, m);
+        }
     }
 }
 
@@ -2092,15 +2156,18 @@ impl Protocol for CrossStitch {
         Placement::Home { home, k: self.copies }
     }
     /// Servers forget everything but the watermark in a crash and re-sync from the
-    /// shard's other copy; the commit's acceptors (last server and two transaction
-    /// replicas) may be any servers, so one server at a time may be down or re-syncing
-    /// (§4.1 handles "a server fails"; two copies of a shard share a DC, so a DC outage
-    /// is beyond what either the paper or this implementation survives).
+    /// shard's other copy. The paper (§4) argues liveness "in the presence of a single,
+    /// silent failure" per transaction, and the commit's acceptors (last server and two
+    /// transaction replicas) may be any servers: so one server at a time may be down,
+    /// and a second failure must wait until the transactions the first one hit have
+    /// resolved (vote and query timeouts, 4 s; counted as 5 s after the restart). Two
+    /// copies of a shard share a DC, so a DC outage is beyond what either the paper or
+    /// this implementation survives.
     fn fault_model(&self) -> crate::FaultModel {
         crate::FaultModel::Forgetful {
             per_group: 1,
             global: true,
-            resync: meridian_core::secs(2.0),
+            resync: meridian_core::secs(5.0),
         }
     }
     fn server(&self, env: &Env, node: NodeId) -> Server {

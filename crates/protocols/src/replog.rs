@@ -833,7 +833,10 @@ impl Server {
         let now = cx.now();
         let lease = self.env.timeouts.lease;
         let Some(g) = self.groups.get_mut(&s) else { return };
-        let lease_may_hold = g.leader.is_some() && now.saturating_sub(g.last_heard) <= lease;
+        // A lease that may still hold blocks other candidates, not the lease holder
+        // itself standing again (after it stepped down, say): refusing it would leave
+        // the group without a leader until the lease ran out.
+        let lease_may_hold = g.leader.is_some_and(|l| l != from) && now.saturating_sub(g.last_heard) <= lease;
         if ballot <= g.promised || lease_may_hold || g.leading {
             let promised = g.promised;
             cx.send(from, Msg::Nack { shard: s, promised });

@@ -169,3 +169,39 @@ fn split_decisions_and_stalls_fail_the_verdict() {
         beyond.check.anomalies
     );
 }
+
+// Found by `scripts/sweep.py` after the fixes above (each failed before its own fix).
+
+#[test]
+fn replog_a_leader_standing_again_is_not_refused_for_its_own_lease() {
+    let r = run("replog", "world3", "bank", 500, 32, 767, "random");
+    assert_clean("replog re-election", &r);
+}
+
+#[test]
+fn crossstitch_recovery_carries_the_transaction_timestamp() {
+    let r = run(
+        "crossstitch",
+        "world3",
+        "bank",
+        1000,
+        32,
+        127,
+        "random:crashes=3,serial=5s",
+    );
+    assert_clean("crossstitch orphan ts", &r);
+}
+
+#[test]
+fn crossstitch_a_client_abort_reaches_the_first_servers_replicas() {
+    let r = run(
+        "crossstitch",
+        "two50",
+        "script",
+        500,
+        32,
+        222,
+        "random:crashes=3,serial=5s",
+    );
+    assert_clean("crossstitch client abort", &r);
+}
