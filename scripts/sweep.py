@@ -19,8 +19,10 @@ that replays it. At the end, one row per protocol:
     b-lost   of those, how many lost committed data: every copy of a memory-only
              shard forgot it at once (e.g. a DC outage under CrossStitch, whose two
              copies share a DC, or a majority of a HACommit group down together);
-             no protocol without a disk can avoid it. Anything else unsafe beyond
-             tolerance counts as `unsafe`.
+             no protocol without a disk can avoid it. Such a run is counted here only
+             if its committed history is still serializable and atomic (the loss shows
+             in the final state alone, and with it any invariant checked on it);
+             anything else unsafe beyond tolerance counts as `unsafe`.
     errors   runs that did not start (bad combination of flags)
 
 Exit status 1 if any run was unsafe, stalled within tolerance, or errored.
@@ -98,7 +100,12 @@ def one(binary, protocol, seed):
     liveness = [a for a in anomalies if a.startswith("liveness:")]
     unsafe = [a for a in anomalies if not a.startswith("liveness:")]
     beyond = not rep.get("within_tolerance", True)
-    if unsafe and beyond and all(a.startswith("not-durable:") for a in unsafe):
+    # Lost data, and nothing else: the committed history is serializable and atomic,
+    # only the final state lacks writes (and so may break a workload invariant, which
+    # is checked on the final state).
+    lost_only = c["serializable"] and c["atomic"] and all(
+        a.startswith(("not-durable:", "invariant:")) for a in unsafe)
+    if unsafe and beyond and lost_only:
         return protocol, "b-lost", cmd, unsafe[:1]
     if unsafe:
         return protocol, "unsafe", cmd, unsafe[:3]

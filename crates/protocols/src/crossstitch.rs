@@ -85,6 +85,23 @@
 //!   "aborted"), and refuses writes below its restart time (the read timestamps it
 //!   lost cannot be trusted). To know when it crashed it keeps one durable word, a
 //!   watermark "alive until", rewritten every sweep.
+//! - **Forgetful acceptors.** Restarted servers re-sync data, not acceptor state, so
+//!   in a recovery's phase 1 a server stays silent about transactions that began before
+//!   its crash: its "nothing accepted" could otherwise complete a majority that misses
+//!   a COMMIT chosen by the final server and one replica before the crash. The
+//!   watermark is written at start, not at the first sweep. Queries and recoveries
+//!   started from re-synced tentative versions carry the transaction's timestamp (the
+//!   versions' write timestamp), without which every restarted acceptor stays silent.
+//! - **Recovery back-off.** Askers re-ask every sweep, faster than a WAN round trip; a
+//!   recovery that meets a higher ballot waits `query` plus a random part of it before
+//!   the next, or two transaction replicas pre-empt each other forever.
+//! - **A client that aborts alone** (its first server silent) tells the replicas of the
+//!   first server's shards as well: they may hold that server's tentative puts, and no
+//!   one else may ever tell them.
+//! - **Fault model.** The paper argues liveness under a single silent failure per
+//!   transaction (§4). The simulator counts a second failure within 5 s of the previous
+//!   restart, or two copies of a shard down together, as beyond it: safety still
+//!   holds, a stall is allowed (and the loss of both copies' memory is a loss).
 //! - **No fail-over of keys.** While a shard's primary is down, transactions reaching it
 //!   abort by time-out (liveness holds, availability of that shard does not); while its
 //!   replica is down, puts to it cannot be notified and abort likewise. The paper

@@ -72,6 +72,18 @@
 //!   ballots carry their issue time): the client's ballot 0, or an older recovery
 //!   ballot, may still meet a promise it forgot. Concurrent failures of a majority of a
 //!   group are beyond what the paper tolerates: that group stalls.
+//! - **Who speaks for a view.** Only a view's leader sends its heartbeats, vote
+//!   replication and new-view state, and only after merging a majority's state: a
+//!   message for a view from anyone else is ignored, a message of a later view makes a
+//!   leader step down (its unvoted transactions abort, its locks go), and a candidate
+//!   leads only through its own merge. A replica that led its view before a crash
+//!   stands for a new view once re-synced instead of resuming the old one (it holds
+//!   none of that view's locks).
+//! - **Ballot 0 refused.** A replica that restarted after a transaction began refuses
+//!   the client's ballot 0 (it may have forgotten a promise). When it refuses, it starts
+//!   recovery of that transaction itself: the client, still re-sending to the replicas
+//!   that have not answered, keeps everyone else from thinking it silent, and may never
+//!   again ask the replica that knows the outcome.
 //! - **Message economy.** The client sends one phase-2 message per replica *node*,
 //!   covering every participant shard that node holds (one per replica of the paper's
 //!   pattern, not one per shard replica). Leaders tell followers which decisions are

@@ -49,6 +49,15 @@
 //!   thousands of transactions.
 //! - The paper counts 7 lock-holding trips for co-located leaders; the message pattern
 //!   it describes gives 6 (2 + 0 + 2 + 0 + 2), which is what this module measures.
+//! - **One node, several shards.** A node may lead several shards a transaction
+//!   touches (by placement, or after a fail-over moves a second shard's lead to it).
+//!   Participant state is therefore keyed by (transaction, shard) and each shard has
+//!   its own lock table: each share prepares, commits and releases on its own.
+//! - **Elections.** A candidate whose own promise is a majority (a group of one
+//!   replica) wins at once; a leader's lease blocks other candidates but not the lease
+//!   holder standing again. A coordinator aborts a transaction only while it is
+//!   undecided and not committing (a sweep's list of expired votes can go stale while
+//!   it is worked through).
 
 use crate::{ClientRole, Env, HoldStats, Protocol, Replica};
 use meridian_core::{
