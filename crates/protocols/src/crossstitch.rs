@@ -1720,23 +1720,31 @@ impl Server {
         // When the primary was the last server and has forgotten the transaction (it
         // restarted), its transaction replicas resolve the outcome by recovery; while
         // it remembers, it decides (recovery would only race its proposal).
-        let mut asks: Vec<(TxnId, u64, BTreeSet<NodeId>, Option<NodeId>)> = vec![];
+        // When the primary has forgotten the transaction and was not the last server,
+        // the transaction can only have committed if the next position precommitted:
+        // once a vote timeout has passed, that position is asked to abort it if it has
+        // not (the paper's query to position i+2 when i+1 is silent, §3.3). Otherwise
+        // nobody may be left to decide: the client may have crashed too, and the next
+        // position may never have received the transaction.
+        let mut asks: Vec<(TxnId, u64, BTreeSet<NodeId>, Option<NodeId>, Option<NodeId>)> = vec![];
         for (txn, b) in &self.backups {
             if now.saturating_sub(b.since) >= t.query {
                 let mut to: BTreeSet<NodeId> = b.chain.iter().copied().collect();
                 to.insert(b.primary);
                 to.insert(b.notify);
                 let last = (b.notify == b.primary && b.primary_forgot).then_some(b.primary);
-                asks.push((*txn, b.ts, to, last));
+                let kill = (b.notify != b.primary && b.primary_forgot && now.saturating_sub(b.since) >= t.vote)
+                    .then_some(b.notify);
+                asks.push((*txn, b.ts, to, last, kill));
             }
         }
         for (txn, o) in &self.orphans {
             if now.saturating_sub(o.since) >= t.query {
                 let last = o.last.filter(|l| *l == self.me);
-                asks.push((*txn, o.ts, o.ask.iter().copied().collect(), last));
+                asks.push((*txn, o.ts, o.ask.iter().copied().collect(), last, None));
             }
         }
-        for (txn, ts, mut to, last) in asks {
+        for (txn, ts, mut to, last, kill) in asks {
             if let Some(last) = last {
                 if now.saturating_sub(self.restarted_at.unwrap_or(0)) >= t.query {
                     for r in txn_replicas(&self.env.layout, last) {
@@ -1752,7 +1760,7 @@ impl Server {
                         txn,
                         ts,
                         pos: 0,
-                        kill: false,
+                        kill: kill == Some(n),
                     },
                 );
             }

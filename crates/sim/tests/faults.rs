@@ -205,3 +205,27 @@ fn crossstitch_a_client_abort_reaches_the_first_servers_replicas() {
     );
     assert_clean("crossstitch client abort", &r);
 }
+
+#[test]
+fn crossstitch_a_replica_of_a_forgetful_primary_asks_the_next_position_to_decide() {
+    let r = run(
+        "crossstitch",
+        "two50",
+        "script",
+        500,
+        16,
+        490,
+        "random:crashes=3,serial=5s",
+    );
+    assert_clean("crossstitch kill query", &r);
+    let r = run(
+        "crossstitch",
+        "rc5",
+        "ycsb:reads=0",
+        1000,
+        8,
+        480,
+        "random:crashes=3,serial=5s",
+    );
+    assert_clean("crossstitch kill query", &r);
+}
