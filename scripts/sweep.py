@@ -22,10 +22,14 @@ that replays it. At the end, one row per protocol:
              no protocol without a disk can avoid it. Such a run is counted here only
              if its committed history is still serializable and atomic (the loss shows
              in the final state alone, and with it any invariant checked on it);
-             anything else unsafe beyond tolerance counts as `unsafe`.
+             anything else unsafe beyond tolerance counts as `b-unsafe`.
+    b-unsafe of those, how many broke safety beyond losing data (a failure: beyond a
+             protocol's tolerance a run may stall or lose what every copy forgot,
+             but must not, say, let a committed transaction read an aborted write)
     errors   runs that did not start (bad combination of flags)
 
-Exit status 1 if any run was unsafe, stalled within tolerance, or errored.
+Exit status 1 if any run was unsafe (within tolerance or beyond it), stalled within
+tolerance, or errored.
 """
 
 import argparse
@@ -109,6 +113,8 @@ def one(binary, protocol, seed):
         a.startswith(("not-durable:", "invariant:")) for a in unsafe)
     if unsafe and beyond and lost_only:
         return protocol, "b-lost", cmd, unsafe[:1]
+    if unsafe and beyond:
+        return protocol, "b-unsafe", cmd, unsafe[:3]
     if unsafe:
         return protocol, "unsafe", cmd, unsafe[:3]
     if liveness:
@@ -128,7 +134,7 @@ def main():
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
     a = ap.parse_args()
     protos = PROTOCOLS if a.protocols == "all" else a.protocols.split(",")
-    keys = ["runs", "unsafe", "stalled", "beyond", "b-stall", "b-lost", "errors"]
+    keys = ["runs", "unsafe", "stalled", "beyond", "b-stall", "b-lost", "b-unsafe", "errors"]
     counts = {p: dict.fromkeys(keys, 0) for p in protos}
     t0 = time.time()
     jobs = [(p, s) for s in range(a.first_seed, a.first_seed + a.seeds) for p in protos]
@@ -138,15 +144,15 @@ def main():
             p, verdict, cmd, why = f.result()
             c = counts[p]
             c["runs"] += 1
-            if verdict in ("beyond", "b-stall", "b-lost"):
+            if verdict in ("beyond", "b-stall", "b-lost", "b-unsafe"):
                 c["beyond"] += 1
-            if verdict in ("b-stall", "b-lost"):
+            if verdict in ("b-stall", "b-lost", "b-unsafe"):
                 c[verdict] += 1
             if verdict == "error":
                 c["errors"] += 1
             if verdict in ("unsafe", "stalled"):
                 c[verdict] += 1
-            if verdict in ("unsafe", "stalled", "error"):
+            if verdict in ("unsafe", "stalled", "b-unsafe", "error"):
                 print(f"{verdict.upper()}: {cmd}\n    {'; '.join(why)}", flush=True)
     wall = time.time() - t0
     if a.json:
@@ -156,7 +162,7 @@ def main():
         for p in protos:
             print(f"{p:22}" + "".join(f"{counts[p][k]:>9}" for k in keys))
         print(f"{sum(c['runs'] for c in counts.values())} runs in {wall:.0f} s")
-    bad = any(c["unsafe"] or c["stalled"] or c["errors"] for c in counts.values())
+    bad = any(c["unsafe"] or c["stalled"] or c["b-unsafe"] or c["errors"] for c in counts.values())
     sys.exit(1 if bad else 0)
 
 

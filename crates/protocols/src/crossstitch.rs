@@ -283,6 +283,8 @@ pub enum Msg {
     StatusReply {
         /// Transaction.
         txn: TxnId,
+        /// The position the question was about (0: any the server holds).
+        pos: u32,
         /// What the answering server knows.
         status: Status,
     },
@@ -1022,6 +1024,7 @@ impl Server {
                     *w,
                     Msg::StatusReply {
                         txn,
+                        pos: 0,
                         status: if d.commit {
                             Status::Committed(d.rec.clone())
                         } else {
@@ -1120,6 +1123,7 @@ impl Server {
                     w,
                     Msg::StatusReply {
                         txn,
+                        pos: 0,
                         status: Status::Pending,
                     },
                 );
@@ -1448,7 +1452,7 @@ impl Server {
                 Status::Aborted(why)
             }
         };
-        cx.send(from, Msg::StatusReply { txn, status });
+        cx.send(from, Msg::StatusReply { txn, pos, status });
     }
 
     fn on_recover_req(&mut self, from: NodeId, txn: TxnId, ts: u64, last: NodeId, cx: &mut Ctx<'_, Msg>) {
@@ -1459,22 +1463,27 @@ impl Server {
                 } else {
                     Status::Aborted(d.reason.clone())
                 };
-                cx.send(from, Msg::StatusReply { txn, status });
+                cx.send(from, Msg::StatusReply { txn, pos: 0, status });
             }
             None => self.recover(from, txn, ts, last, cx),
         }
     }
 
-    fn on_status(&mut self, from: NodeId, txn: TxnId, status: Status, cx: &mut Ctx<'_, Msg>) {
+    fn on_status(&mut self, from: NodeId, txn: TxnId, asked: u32, status: Status, cx: &mut Ctx<'_, Msg>) {
         match status {
             Status::Committed(rec) => self.decided(txn, true, rec, String::new(), true, cx),
             Status::Aborted(r) => self.decided(txn, false, None, r, true, cx),
             Status::Pending => {
                 // The chain after a position is alive if its successor (or the one
-                // after) says so; other answers (e.g. our own, as a replica) do not count.
+                // after) says so about that very position; other answers do not count:
+                // our own as a replica, or a server that also holds an earlier position
+                // of the same chain (still precommitted there) answering a question about
+                // another one.
                 let now = cx.now();
-                for ((t, _), p) in self.parts.iter_mut() {
-                    if *t == txn && (p.next == Some(from) || p.after_next == Some(Some(from))) {
+                for ((t, pos), p) in self.parts.iter_mut() {
+                    let successor = p.next == Some(from) && asked == pos + 1;
+                    let after = p.after_next == Some(Some(from)) && asked == pos + 2;
+                    if *t == txn && (successor || after) {
                         p.heard_next = now;
                     }
                 }
@@ -1826,7 +1835,7 @@ impl Actor for Server {
             } => self.on_decide(txn, commit, rec, reason, cx),
             Msg::Query { txn, ts, pos, kill } => self.on_query(from, txn, ts, pos, kill, cx),
             Msg::Recover { txn, ts, last } => self.on_recover_req(from, txn, ts, last, cx),
-            Msg::StatusReply { txn, status } => self.on_status(from, txn, status, cx),
+            Msg::StatusReply { txn, pos, status } => self.on_status(from, txn, pos, status, cx),
             Msg::Accept {
                 txn,
                 ts,

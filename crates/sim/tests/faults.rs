@@ -229,3 +229,20 @@ fn crossstitch_a_replica_of_a_forgetful_primary_asks_the_next_position_to_decide
     );
     assert_clean("crossstitch kill query", &r);
 }
+
+/// L3's lead: a server holding an earlier position of the same chain (precommitted
+/// there) answered "pending" to a question about a later one, which kept the querier
+/// from ever asking the position after its silent successor.
+#[test]
+fn crossstitch_pending_counts_only_for_the_position_asked_about() {
+    let r = run(
+        "crossstitch",
+        "us3",
+        "ycsb",
+        300,
+        32,
+        1394,
+        "random:crashes=3,serial=5s",
+    );
+    assert_clean("crossstitch pending", &r);
+}
