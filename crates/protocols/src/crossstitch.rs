@@ -1735,7 +1735,10 @@ impl Server {
         // not (the paper's query to position i+2 when i+1 is silent, §3.3). Otherwise
         // nobody may be left to decide: the client may have crashed too, and the next
         // position may never have received the transaction.
-        let mut asks: Vec<(TxnId, u64, BTreeSet<NodeId>, Option<NodeId>, Option<NodeId>)> = vec![];
+        // (transaction, timestamp, whom to ask, last server to recover at, whom to ask
+        // to abort).
+        type Ask = (TxnId, u64, BTreeSet<NodeId>, Option<NodeId>, Option<NodeId>);
+        let mut asks: Vec<Ask> = vec![];
         for (txn, b) in &self.backups {
             if now.saturating_sub(b.since) >= t.query {
                 let mut to: BTreeSet<NodeId> = b.chain.iter().copied().collect();
