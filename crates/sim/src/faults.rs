@@ -301,6 +301,18 @@ impl FaultPlan {
 }
 
 impl FaultPlan {
+    /// When the last scheduled fault has struck and healed (0 without any).
+    pub fn healed_by(&self) -> Time {
+        self.events
+            .iter()
+            .map(|(at, f)| match f {
+                Fault::Crash { down, .. } | Fault::Outage { down, .. } | Fault::Partition { down, .. } => at + down,
+                Fault::ClientCrash { .. } => *at,
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Whether this plan stays within what a protocol with fault model `model`
     /// promises to survive on `layout` (see [`FaultModel`]): then every transaction
     /// must resolve and nothing stay locked once the faults heal. Beyond it, a run must
@@ -383,6 +395,53 @@ mod tests {
         assert!(e("loss:p=0.1,p=0.2").contains("`p` given twice"));
         assert!(e("loss:p").contains("`p` is not key=value"));
         assert!(e("outage:dc=C,at=soon,for=1s").contains("bad duration"));
+    }
+
+    #[test]
+    fn tolerance_follows_the_fault_model() {
+        use meridian_core::{secs, HomeRule, Placement};
+        let topo = Topology::preset("lan").unwrap();
+        let groups = Layout::new(
+            topo.clone(),
+            Placement::Groups {
+                home: HomeRule::Spread,
+                k: 3,
+            },
+        )
+        .unwrap();
+        let plan = |spec: &str| FaultPlan::parse(spec, &topo, 8, 4, &mut rng_for(1, 1)).unwrap();
+        let majority = FaultModel::Forgetful {
+            per_group: 1,
+            global: false,
+            resync: secs(2.0),
+        };
+        let one_at_a_time = FaultModel::Forgetful {
+            per_group: 1,
+            global: true,
+            resync: secs(5.0),
+        };
+        let g = groups.shard_replicas[0].clone();
+        let two = |gap: f64| {
+            format!(
+                "crash:node={},at=1s,for=1s;crash:node={},at={}s,for=1s",
+                g[0].0,
+                g[1].0,
+                2.0 + gap
+            )
+        };
+        // Durable protocols survive anything that heals.
+        assert!(plan("outage:dc=L,at=1s,for=5s").within(FaultModel::Durable, &groups));
+        // Two replicas of one group: overlapping (within the re-sync window) is beyond.
+        assert!(!plan(&two(1.0)).within(majority, &groups));
+        assert!(plan(&two(2.0)).within(majority, &groups));
+        // One server at a time, 5 s apart, whoever they are.
+        assert!(!plan(&two(4.0)).within(one_at_a_time, &groups));
+        assert!(plan(&two(5.0)).within(one_at_a_time, &groups));
+        // The same server crashing again inside its window counts twice.
+        let again = format!("crash:node={0},at=1s,for=1s;crash:node={0},at=3s,for=1s", g[0].0);
+        assert!(!plan(&again).within(majority, &groups));
+        // Loss and client crashes are within every model.
+        assert!(plan("loss:p=0.1;client-crash:client=1,at=1s").within(one_at_a_time, &groups));
     }
 
     #[test]

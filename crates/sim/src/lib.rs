@@ -426,16 +426,7 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
         faults_over: 0,
         last_done: 0,
     };
-    sim.faults_over = sim
-        .plan
-        .events
-        .iter()
-        .map(|(at, f)| match f {
-            Fault::Crash { down, .. } | Fault::Outage { down, .. } | Fault::Partition { down, .. } => at + down,
-            Fault::ClientCrash { .. } => *at,
-        })
-        .max()
-        .unwrap_or(0);
+    sim.faults_over = sim.plan.healed_by();
     let within_tolerance = sim.plan.within(p.fault_model(), &layout);
     sim.start();
     let end = sim.main_loop(progress);
