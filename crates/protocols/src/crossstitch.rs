@@ -366,6 +366,15 @@ impl Msg {
 const T_SWEEP: TimerId = TimerId(1);
 const T_CLIENT: TimerId = TimerId(2);
 
+/// The other servers holding a copy of any shard `n` holds (whom it re-syncs from).
+fn partners_of(layout: &meridian_core::Layout, n: NodeId) -> BTreeSet<NodeId> {
+    let mut out = BTreeSet::new();
+    for s in layout.shards_of(n) {
+        out.extend(layout.replicas(s).iter().filter(|r| **r != n));
+    }
+    out
+}
+
 /// The two transaction replicas of final server `f`: the other servers nearest to it
 /// (lowest RTT, then lowest id).
 pub fn txn_replicas(layout: &meridian_core::Layout, f: NodeId) -> [NodeId; 2] {
@@ -1501,11 +1510,7 @@ impl Server {
     // ----- re-sync after a restart ----------------------------------------------
 
     fn partners(&self) -> BTreeSet<NodeId> {
-        let mut out = BTreeSet::new();
-        for s in self.env.layout.shards_of(self.me) {
-            out.extend(self.env.layout.replicas(s).iter().filter(|n| **n != self.me));
-        }
-        out
+        partners_of(&self.env.layout, self.me)
     }
 
     fn on_sync_req(&mut self, from: NodeId, cx: &mut Ctx<'_, Msg>) {
@@ -2094,12 +2099,9 @@ impl Client {
     /// the first server may restart having forgotten them, and the position after it
     /// may never have received the transaction.
     fn tell_abort(&self, txn: TxnId, first: NodeId, first_too: bool, why: &str, cx: &mut Ctx<'_, Msg>) {
-        let mut to: BTreeSet<NodeId> = BTreeSet::new();
-        for s in self.env.layout.shards_of(first) {
-            to.extend(self.env.layout.replicas(s).iter().copied());
-        }
-        if !first_too {
-            to.remove(&first);
+        let mut to = partners_of(&self.env.layout, first);
+        if first_too {
+            to.insert(first);
         }
         for n in to {
             let m = Msg::Decide {
