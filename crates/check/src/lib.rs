@@ -26,15 +26,22 @@
 //! - **real-time**: with real-time edges added (T1 ended before T2 started), a cycle
 //!   appears; reported only when the protocol claims strict serializability;
 //! - **not durable**: an acknowledged commit's version is missing from a replica that
-//!   should hold the key; **divergent**: replicas of a key disagree.
+//!   should hold the key; **divergent**: replicas of a key order its versions
+//!   differently (a replica that only lacks versions is reported as not durable).
 //!
 //! Each cycle is printed as the cycle itself, e.g. `1:3 -rw(x)-> 2:5 -wr(y)-> 1:3`.
 //!
 //! Transactions whose outcome is unknown (client crashed, run cut off) count as
-//! committed if any of their versions is installed at some replica, else as aborted.
-//! Their write records may be incomplete (a shipped execution's client learns what its
-//! transaction wrote only with the outcome), so their installed versions are taken as
-//! their final writes; their reads, if unrecorded, add no edges.
+//! committed if any of their versions is installed at some replica or was read by a
+//! committed transaction, else as aborted. Their write records may be incomplete (a
+//! shipped execution's client learns what its transaction wrote only with the
+//! outcome), so their installed and read versions are taken as their final writes;
+//! their reads, if unrecorded, add no edges. Once counted committed, all their writes
+//! must be held like an acknowledged commit's.
+//!
+//! A version that was read but is held by no replica (every copy lost it) has no
+//! position in the version order: it adds its `wr` edge but no `ww`/`rw` edge, and no
+//! fractured-read judgement rests on it; its loss is reported as not durable.
 
 mod graph;
 pub mod jsonl;
@@ -203,6 +210,8 @@ struct Checker<'h> {
     sorted_keys: Vec<&'h Key>,
     /// Position of a version in its key's order.
     pos: HashMap<VersionId, usize>,
+    /// Transactions of unknown outcome whose writes a committed transaction read.
+    seen_unknown: HashSet<TxnId>,
     anomalies: Vec<Anomaly>,
 }
 
@@ -255,6 +264,7 @@ impl<'h> Checker<'h> {
             order: HashMap::default(),
             sorted_keys: vec![],
             pos: HashMap::default(),
+            seen_unknown: HashSet::default(),
             anomalies: vec![],
         }
     }
@@ -265,6 +275,7 @@ impl<'h> Checker<'h> {
 
     fn run(&mut self) {
         self.version_order();
+        self.read_evidence();
         self.committed_set();
         self.durability();
         let g = self.build_graph();
@@ -272,34 +283,51 @@ impl<'h> Checker<'h> {
         self.real_time(g, &comps);
     }
 
-    /// Version order per key from the replicas; replicas of a key must agree.
+    /// Version order per key from the replicas; replicas of a key must agree. The
+    /// longest chain is the order; a replica whose chain is a subsequence of it merely
+    /// lacks versions (a lost or not-yet-applied write, which the durability check
+    /// reports for every committed one); one whose chain orders versions differently,
+    /// or holds a version twice, diverges.
     fn version_order(&mut self) {
         let h = self.h;
         let mut first: HashMap<&Key, (NodeId, &[VersionId])> = HashMap::default();
+        for r in &h.replicas {
+            for (k, st) in &r.keys {
+                let longer = first.get(k).is_none_or(|(_, v0)| st.versions.len() > v0.len());
+                if longer {
+                    first.insert(k, (r.node, &st.versions));
+                }
+            }
+        }
         let mut divergent: HashSet<&Key> = HashSet::default();
         for r in &h.replicas {
             for (k, st) in &r.keys {
-                match first.get(k) {
-                    None => {
-                        first.insert(k, (r.node, &st.versions));
-                    }
-                    Some((n0, v0)) => {
-                        if *v0 != st.versions.as_slice() && divergent.insert(k) {
-                            let d = format!(
-                                "key {k}: {n0} has [{}] but {} has [{}]",
-                                fmt_versions(v0),
-                                r.node,
-                                fmt_versions(&st.versions)
-                            );
-                            self.push(Kind::Divergent, vec![], d);
-                        }
-                        // keep the longest chain as the order
-                        if st.versions.len() > v0.len() {
-                            first.insert(k, (r.node, &st.versions));
-                        }
-                    }
+                let (n0, v0) = first[k];
+                let agrees = v0 == st.versions.as_slice() || (is_subsequence(&st.versions, v0) && !has_duplicate(v0));
+                if !agrees && divergent.insert(k) {
+                    let d = format!(
+                        "key {k}: {n0} has [{}] but {} has [{}]",
+                        fmt_versions(v0),
+                        r.node,
+                        fmt_versions(&st.versions)
+                    );
+                    self.push(Kind::Divergent, vec![], d);
                 }
             }
+        }
+        let mut dups: Vec<&Key> = first
+            .iter()
+            .filter(|(k, (_, vs))| has_duplicate(vs) && !divergent.contains(*k))
+            .map(|(k, _)| *k)
+            .collect();
+        dups.sort_unstable();
+        for k in dups {
+            let (n0, v0) = first[k];
+            self.push(
+                Kind::Divergent,
+                vec![],
+                format!("key {k}: {n0} has [{}], a version twice", fmt_versions(v0)),
+            );
         }
         for (k, (_, vs)) in first {
             for (i, v) in vs.iter().enumerate() {
@@ -322,6 +350,35 @@ impl<'h> Checker<'h> {
         self.sorted_keys.sort_unstable();
     }
 
+    /// A committed transaction's read of a version written by a transaction whose
+    /// outcome is unknown is evidence too: the writer counts as committed (the
+    /// protocol let its write be seen), and the version read is its final write to that
+    /// key if its records do not say otherwise (a crashed shipped client's records may
+    /// lack it). If no replica holds such a version, the durability check reports it:
+    /// either the writer committed and the version was lost, or the reader saw an
+    /// aborted write; the history is wrong either way, and "lost" is the explanation
+    /// that needs no other anomaly.
+    fn read_evidence(&mut self) {
+        let h = self.h;
+        for t in h.txns.iter().filter(|t| t.outcome == Outcome::Committed) {
+            for r in &t.reads {
+                let Some(v) = r.version else { continue };
+                if v.txn == t.id {
+                    continue;
+                }
+                match self.by_id.get(&v.txn) {
+                    Some(w) if w.outcome == Outcome::Unknown => {}
+                    _ => continue,
+                }
+                self.seen_unknown.insert(v.txn);
+                let f = self.finals.entry(v.txn).or_default();
+                if !f.iter().any(|(key, _)| *key == &r.key) {
+                    f.push((&r.key, v));
+                }
+            }
+        }
+    }
+
     /// The version `t` installs for `k` (its last write to it), if it wrote `k`.
     fn final_of(&self, t: TxnId, k: &Key) -> Option<VersionId> {
         self.finals.get(&t)?.iter().find(|(key, _)| *key == k).map(|(_, v)| *v)
@@ -337,10 +394,13 @@ impl<'h> Checker<'h> {
             let counts = match t.outcome {
                 Outcome::Committed => true,
                 Outcome::Aborted => false,
-                Outcome::Unknown => self
-                    .finals
-                    .get(&t.id)
-                    .is_some_and(|f| f.iter().any(|(_, v)| self.installed(v))),
+                Outcome::Unknown => {
+                    self.seen_unknown.contains(&t.id)
+                        || self
+                            .finals
+                            .get(&t.id)
+                            .is_some_and(|f| f.iter().any(|(_, v)| self.installed(v)))
+                }
             };
             if counts {
                 self.node_of.insert(t.id, self.txn_of.len());
@@ -395,8 +455,15 @@ impl<'h> Checker<'h> {
             })
             .collect();
         let mut found = vec![];
-        for t in h.txns.iter().filter(|t| t.outcome == Outcome::Committed) {
-            for (k, v) in t.final_writes() {
+        // Acknowledged commits, and unknown outcomes counted as committed (installed
+        // somewhere, or read by a committed transaction): all their writes must be held.
+        for t in &self.txn_of {
+            let inferred = if t.outcome == Outcome::Unknown {
+                " (outcome unknown, counted committed)"
+            } else {
+                ""
+            };
+            for &(k, v) in self.finals.get(&t.id).map(Vec::as_slice).unwrap_or(&[]) {
                 let s = shard_of(k, h.meta.shards);
                 let Some(nodes) = h.meta.shard_replicas.get(s.0 as usize) else {
                     continue;
@@ -406,7 +473,7 @@ impl<'h> Checker<'h> {
                     if !has {
                         found.push((
                             t.id,
-                            format!("committed {} wrote {k}={v} but replica {n} lacks it", t.id),
+                            format!("committed {}{inferred} wrote {k}={v} but replica {n} lacks it", t.id),
                         ));
                     }
                 }
@@ -443,10 +510,19 @@ impl<'h> Checker<'h> {
         let mut found = vec![];
         // wr and rw edges, G1a/G1b, fractured reads
         for (ti, &t) in self.txn_of.iter().enumerate() {
-            let read_pos: HashMap<&Key, Option<usize>> = t
+            // What t saw of each key: the initial state, a version at a known position,
+            // or a version no replica holds (position unknown: no fractured-read
+            // judgement can rest on it).
+            let read_pos: HashMap<&Key, Option<Option<usize>>> = t
                 .reads
                 .iter()
-                .map(|r| (&r.key, r.version.and_then(|v| self.pos.get(&v).copied())))
+                .map(|r| {
+                    let seen = match r.version {
+                        None => Some(None),
+                        Some(v) => self.pos.get(&v).map(|p| Some(*p)),
+                    };
+                    (&r.key, seen)
+                })
                 .collect();
             for r in &t.reads {
                 let ki = kid(&r.key, &mut keys);
@@ -488,10 +564,12 @@ impl<'h> Checker<'h> {
                                 // fractured read: t saw w's write to r.key but an older
                                 // version of another key w wrote
                                 for &(k2, v2) in &self.finals[&w.id] {
-                                    if let (Some(seen), Some(&wpos)) = (read_pos.get(k2), self.pos.get(&v2)) {
-                                        let older = match seen {
-                                            None => true,
-                                            Some(p) => *p < wpos,
+                                    if let Some(Some(seen)) = read_pos.get(k2) {
+                                        // the initial state is older than any write
+                                        let older = match (seen, self.pos.get(&v2)) {
+                                            (None, _) => true,
+                                            (Some(p), Some(wpos)) => p < wpos,
+                                            (Some(_), None) => false,
                                         };
                                         if older {
                                             found.push((
@@ -641,6 +719,17 @@ impl<'h> Checker<'h> {
             );
         }
     }
+}
+
+/// Whether `a`'s versions appear in `b` in the same order.
+fn is_subsequence(a: &[VersionId], b: &[VersionId]) -> bool {
+    let mut it = b.iter();
+    a.iter().all(|x| it.any(|y| y == x))
+}
+
+fn has_duplicate(vs: &[VersionId]) -> bool {
+    let mut seen = HashSet::default();
+    !vs.iter().all(|v| seen.insert(*v))
 }
 
 fn fmt_versions(v: &[VersionId]) -> String {

@@ -255,8 +255,11 @@ fn unknown_outcomes_count_by_what_was_installed() {
     let t2 = txn(2, &[("x", Some(v(1, 0)))], &[]);
     let h = hist(vec![t1.clone(), t2.clone()], &[("x", &[v(1, 0)])]);
     assert!(check(&h).ok());
+    // Read by a committed transaction but held by nobody: T1 counts as committed
+    // and its write as lost (the other explanation, T2 reading an aborted write, is
+    // no better); either way the history is not clean.
     let h = hist(vec![t1, t2], &[]);
-    assert_eq!(kinds(&h), vec![Kind::G1a]);
+    assert_eq!(kinds(&h), vec![Kind::NotDurable]);
 }
 
 #[test]
@@ -355,4 +358,50 @@ fn unknown_outcome_without_a_write_record_counts_by_its_installed_versions() {
     t3.outcome = Outcome::Aborted;
     let h = hist(vec![t1, t3], &[("x", &[v(1, 0)]), ("y", &[v(3, 0)])]);
     assert_eq!(kinds(&h), vec![Kind::G1a]);
+}
+
+#[test]
+fn unknown_outcome_read_by_a_committed_transaction_counts_committed() {
+    // T1's client crashed; its shipped execution wrote x and y (no write records).
+    // Every copy of y lost T1's version, but T2 (committed) read it: T1 committed, its
+    // y is simply lost. Before, the checker rebuilt T1's writes from x alone and called
+    // T2's read of y an intermediate write (G1b).
+    let mut t1 = txn(1, &[], &[]);
+    t1.outcome = Outcome::Unknown;
+    t1.end = None;
+    let t2 = txn(2, &[("y", Some(v(1, 1)))], &[]);
+    let h = hist(vec![t1.clone(), t2.clone()], &[("x", &[v(1, 0)])]);
+    assert_eq!(kinds(&h), vec![Kind::NotDurable]);
+    let r = check(&h);
+    assert!(r.serializable && r.atomic && !r.durable);
+    assert_eq!(r.committed, 2);
+}
+
+#[test]
+fn a_lost_version_is_not_read_as_an_older_one() {
+    // T1 wrote x and y; every copy of x lost T1's version (the replicas' order of x is
+    // empty). T2 read both of T1's writes: not a fractured read, only a lost write.
+    let t1 = txn(1, &[], &["x", "y"]);
+    let t2 = txn(2, &[("x", Some(v(1, 0))), ("y", Some(v(1, 1)))], &[]);
+    let h = hist(vec![t1.clone(), t2.clone()], &[("y", &[v(1, 1)])]);
+    assert_eq!(kinds(&h), vec![Kind::NotDurable]);
+    // Still caught: T3 sees T1's y and the initial x, T1's write to x being lost.
+    let t3 = txn(3, &[("x", None), ("y", Some(v(1, 1)))], &[]);
+    let h = hist(vec![t1, t3], &[("y", &[v(1, 1)])]);
+    assert!(kinds(&h).contains(&Kind::FracturedRead), "{:?}", kinds(&h));
+}
+
+#[test]
+fn a_replica_lacking_a_version_is_not_durable_one_reordering_diverges() {
+    let mut h = hist(vec![txn(1, &[], &["x"]), txn(2, &[("x", Some(v(1, 0)))], &["x"])], &[]);
+    h.meta.shard_replicas = vec![vec![NodeId(0), NodeId(1)]];
+    // n1 lacks T2's version: lost there, not an order of its own.
+    h.replicas = vec![
+        replica(0, &[("x", &[v(1, 0), v(2, 0)])]),
+        replica(1, &[("x", &[v(1, 0)])]),
+    ];
+    assert_eq!(kinds(&h), vec![Kind::NotDurable]);
+    // The same versions in another order: divergent.
+    h.replicas[1] = replica(1, &[("x", &[v(2, 0), v(1, 0)])]);
+    assert!(kinds(&h).contains(&Kind::Divergent), "{:?}", kinds(&h));
 }
