@@ -8,32 +8,29 @@
 //! `#6/d`: positions 1..4 are nodes 0, 2, 4, 6; their replicas 1, 3, 5, 7.
 
 use super::*;
-use crate::testing::{call, deliver, fire};
+use crate::testing::{self, call, deliver};
 use meridian_core::{ms, Layout, Topology};
 use meridian_txn::Arg;
-use std::collections::VecDeque;
 
 const CLIENT: NodeId = NodeId(8);
 
-/// Picks messages in flight (from, to, message).
-type Filter = Box<dyn FnMut(NodeId, NodeId, &Msg) -> bool>;
-/// A node and the messages on which it crashes.
-type CrashOn = Option<(NodeId, Box<dyn Fn(&Msg) -> bool>)>;
-
+/// The shared test network with both clients on node `CLIENT` (a message goes to its
+/// transaction's client).
 struct Net {
-    servers: Vec<Server>,
-    /// Clients by id (all on node `CLIENT`; messages go to the transaction's client).
-    clients: Vec<Client>,
-    now: Time,
-    q: VecDeque<(NodeId, NodeId, Msg)>,
-    down: BTreeSet<NodeId>,
-    /// Drops the first message matching, once.
-    drop_once: Option<Filter>,
-    /// Crashes a node right after it handles a matching message.
-    crash_after: CrashOn,
-    /// Crashes a node when a matching message arrives, before it handles it.
-    crash_before: CrashOn,
-    records: Vec<TxnRecord>,
+    net: testing::Net<CrossStitch>,
+}
+
+impl std::ops::Deref for Net {
+    type Target = testing::Net<CrossStitch>;
+    fn deref(&self) -> &Self::Target {
+        &self.net
+    }
+}
+
+impl std::ops::DerefMut for Net {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.net
+    }
 }
 
 fn call_args() -> Call {
@@ -72,113 +69,34 @@ impl Net {
             registry: Arc::new(meridian_workload_free_registry()),
             timeouts: Default::default(),
         };
-        let mut servers: Vec<Server> = (0..8).map(|n| Server::new(env.clone(), NodeId(n))).collect();
-        for (i, s) in servers.iter_mut().enumerate() {
-            call(s, 0, NodeId(i as u32), |s, cx| s.on_start(cx));
-        }
+        let servers: Vec<Server> = (0..8).map(|n| Server::new(env.clone(), NodeId(n))).collect();
+        let clients = vec![
+            Client::new(env.clone(), CLIENT, ClientId(0)),
+            Client::new(env, CLIENT, ClientId(1)),
+        ];
+        let route = |m: &Msg| m.txn().map_or(0, |t| t.client as usize);
         Net {
-            servers,
-            clients: vec![
-                Client::new(env.clone(), CLIENT, ClientId(0)),
-                Client::new(env, CLIENT, ClientId(1)),
-            ],
-            now: 0,
-            q: VecDeque::new(),
-            down: BTreeSet::new(),
-            drop_once: None,
-            crash_after: None,
-            crash_before: None,
-            records: vec![],
+            net: testing::Net::new(servers).with_clients(CLIENT, clients, route),
         }
     }
 
     fn start(&mut self) {
-        let e = call(&mut self.clients[0], self.now, CLIENT, |c, cx| {
-            c.submit(TxnId { client: 0, seq: 1 }, call_args(), cx)
-        });
-        self.records.extend(e.records.clone());
-        for (t, m) in e.sent() {
-            self.q.push_back((CLIENT, t, m.clone()));
-        }
-        self.pump();
+        self.net.submit(0, TxnId { client: 0, seq: 1 }, call_args());
     }
 
-    fn pump(&mut self) {
-        while let Some((from, to, m)) = self.q.pop_front() {
-            if let Some(f) = self.drop_once.as_mut() {
-                if f(from, to, &m) {
-                    self.drop_once = None;
-                    continue;
-                }
-            }
-            // Messages a node sent before it crashed are still delivered.
-            let _ = from;
-            if self.down.contains(&to) {
-                continue;
-            }
-            if self.crash_before.as_ref().is_some_and(|(n, f)| *n == to && f(&m)) {
-                self.crash_before = None;
-                self.crash(to.0);
-                continue;
-            }
-            let crash = self.crash_after.as_ref().is_some_and(|(n, f)| *n == to && f(&m));
-            let e = if to == CLIENT {
-                let c = m.txn().map_or(0, |t| t.client as usize);
-                deliver(&mut self.clients[c], self.now, to, from, m)
-            } else {
-                deliver(&mut self.servers[to.0 as usize], self.now, to, from, m)
-            };
-            self.records.extend(e.records.clone());
-            for (t, m) in e.sent() {
-                self.q.push_back((to, t, m.clone()));
-            }
-            if crash {
-                self.crash_after = None;
-                self.crash(to.0);
-            }
-        }
-    }
-
-    /// Advances time in sweep-sized steps, firing every live node's timers.
+    /// Advances time in sweep-sized steps, firing every live server's sweep, and the
+    /// clients' timers each second.
     fn run_for(&mut self, d: Time) {
-        let end = self.now + d;
-        while self.now < end {
-            self.now += ms(250.0);
-            for n in 0..8u32 {
-                if self.down.contains(&NodeId(n)) {
-                    continue;
-                }
-                let e = fire(&mut self.servers[n as usize], self.now, NodeId(n), T_SWEEP);
-                for (t, m) in e.sent() {
-                    self.q.push_back((NodeId(n), t, m.clone()));
-                }
-            }
-            if self.now.is_multiple_of(ms(1000.0)) {
-                for c in 0..self.clients.len() {
-                    let e = fire(&mut self.clients[c], self.now, CLIENT, T_CLIENT);
-                    self.records.extend(e.records.clone());
-                    for (t, m) in e.sent() {
-                        self.q.push_back((CLIENT, t, m.clone()));
-                    }
-                }
-            }
-            self.pump();
-        }
+        self.net
+            .run_for_with_clients(d, ms(250.0), T_SWEEP, Some((T_CLIENT, ms(1000.0))));
     }
 
     fn crash(&mut self, n: u32) {
-        self.down.insert(NodeId(n));
-        self.servers[n as usize].on_crash();
+        self.net.crash(NodeId(n));
     }
 
     fn restart(&mut self, n: u32) {
-        self.down.remove(&NodeId(n));
-        let now = self.now;
-        let e = call(&mut self.servers[n as usize], now, NodeId(n), |s, cx| s.on_recover(cx));
-        for (t, m) in e.sent() {
-            self.q.push_back((NodeId(n), t, m.clone()));
-        }
-        self.pump();
+        self.net.restart(NodeId(n));
     }
 
     /// The client's outcome, and every outcome applied by a live server (which must
@@ -368,11 +286,7 @@ fn dirty_reader(n: &mut Net) -> TxnId {
         ],
     };
     let t2 = TxnId { client: 1, seq: 1 };
-    let e = call(&mut n.clients[1], n.now, CLIENT, |c, cx| c.submit(t2, call2, cx));
-    for (t, m) in e.sent() {
-        n.q.push_back((CLIENT, t, m.clone()));
-    }
-    n.pump();
+    n.net.submit(1, t2, call2);
     let p = n.servers[2].parts.get(&(t2, 1)).expect("T2 ran at node 2");
     assert_eq!(p.deps.len(), 1, "T2 read T1's uncommitted put");
     assert_eq!(p.phase, Phase::Executed, "and may not precommit before T1 resolves");

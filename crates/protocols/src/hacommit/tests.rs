@@ -2,20 +2,30 @@
 //! receives what, so the paper's failure cases (§VI, Fig. 5) can be staged exactly.
 
 use super::*;
-use crate::testing::{call, deliver, fire};
+use crate::testing::{self, call, deliver};
 use meridian_core::{secs, Layout, Topology};
 use meridian_txn::Registry;
-use std::collections::VecDeque;
 use std::sync::Arc;
 
+/// The shared test network with the client played by hand: what the servers send it
+/// is in `outside`.
 struct Net {
-    servers: Vec<Server>,
-    now: Time,
-    q: VecDeque<(NodeId, NodeId, Msg)>,
+    net: testing::Net<HaCommit>,
     client: NodeId,
-    to_client: Vec<Msg>,
-    down: BTreeSet<NodeId>,
     layout: Arc<Layout>,
+}
+
+impl std::ops::Deref for Net {
+    type Target = testing::Net<HaCommit>;
+    fn deref(&self) -> &Self::Target {
+        &self.net
+    }
+}
+
+impl std::ops::DerefMut for Net {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.net
+    }
 }
 
 impl Net {
@@ -36,68 +46,30 @@ impl Net {
             registry: Arc::new(Registry::new()),
             timeouts: Default::default(),
         };
-        let mut servers: Vec<Server> = (0..8).map(|n| Server::new(env.clone(), NodeId(n), false)).collect();
-        for (i, s) in servers.iter_mut().enumerate() {
-            call(s, 0, NodeId(i as u32), |s, cx| s.on_start(cx));
-        }
-        Net {
-            servers,
-            now: 0,
-            q: VecDeque::new(),
-            client,
-            to_client: vec![],
-            down: BTreeSet::new(),
-            layout,
-        }
+        let servers: Vec<Server> = (0..8).map(|n| Server::new(env.clone(), NodeId(n), false)).collect();
+        let mut net = testing::Net::new(servers);
+        // A crashed replica's messages in flight are lost with it (the scenarios
+        // below stage crashes at exact points).
+        net.drop_from_down = true;
+        Net { net, client, layout }
     }
     fn client_sends(&mut self, to: NodeId, m: Msg) {
-        self.q.push_back((self.client, to, m));
-        self.pump();
+        let from = self.client;
+        self.net.send(from, to, m);
     }
-    fn pump(&mut self) {
-        while let Some((from, to, m)) = self.q.pop_front() {
-            if to == self.client {
-                self.to_client.push(m);
-                continue;
-            }
-            if self.down.contains(&to) || self.down.contains(&from) {
-                continue;
-            }
-            let e = deliver(&mut self.servers[to.0 as usize], self.now, to, from, m);
-            for (t, m) in e.sent() {
-                self.q.push_back((to, t, m.clone()));
-            }
-        }
+    /// What the servers sent the client.
+    fn to_client(&self) -> impl Iterator<Item = &Msg> {
+        self.net.outside.iter().map(|(_, _, m)| m)
     }
     /// Advances time by `d` in sweep-sized steps, running every live server's sweep.
     fn run_for(&mut self, d: Time) {
-        let end = self.now + d;
-        while self.now < end {
-            self.now += ms_(250);
-            for n in 0..8u32 {
-                if self.down.contains(&NodeId(n)) {
-                    continue;
-                }
-                let e = fire(&mut self.servers[n as usize], self.now, NodeId(n), T_SWEEP);
-                for (t, m) in e.sent() {
-                    self.q.push_back((NodeId(n), t, m.clone()));
-                }
-            }
-            self.pump();
-        }
+        self.net.run_for(d, ms_(250), T_SWEEP);
     }
     fn crash(&mut self, n: u32) {
-        self.down.insert(NodeId(n));
-        self.servers[n as usize].on_crash();
+        self.net.crash(NodeId(n));
     }
     fn restart(&mut self, n: u32) {
-        self.down.remove(&NodeId(n));
-        let now = self.now;
-        let e = call(&mut self.servers[n as usize], now, NodeId(n), |s, cx| s.on_recover(cx));
-        for (t, m) in e.sent() {
-            self.q.push_back((NodeId(n), t, m.clone()));
-        }
-        self.pump();
+        self.net.restart(NodeId(n));
     }
     fn replicas(&self, s: u32) -> Vec<NodeId> {
         self.layout.replicas(ShardId(s)).to_vec()
@@ -105,7 +77,7 @@ impl Net {
     /// Sends the last operation of `txn` (one write to shard `a`, one to shard `b`) to
     /// both leaders; returns the votes received.
     fn last_op(&mut self, txn: TxnId, a: u32, b: u32) -> Vec<(ShardId, bool)> {
-        self.to_client.clear();
+        self.outside.clear();
         let shards = vec![ShardId(a), ShardId(b)];
         for s in [a, b] {
             let key = Key::from(format!("#{s}/k{}", txn.seq).as_str());
@@ -127,8 +99,7 @@ impl Net {
                 },
             );
         }
-        self.to_client
-            .iter()
+        self.to_client()
             .filter_map(|m| match m {
                 Msg::Vote { shard, yes, .. } => Some((*shard, *yes)),
                 _ => None,
@@ -232,8 +203,7 @@ fn leader_failure_is_covered_by_the_replicated_vote() {
     net.p2a(t(1), &[a, b], &all, true, 0);
     // The client got a majority of acknowledgements from both groups: it has ended.
     let acks_a = net
-        .to_client
-        .iter()
+        .to_client()
         .flat_map(|m| match m {
             Msg::P2b { parts, .. } => parts.clone(),
             _ => vec![],
@@ -309,7 +279,7 @@ impl Net {
     /// A one-shard last operation of `txn` writing `key` (of shard `s`) at `s`'s live
     /// leader; returns the votes the client received.
     fn last_write(&mut self, txn: TxnId, ts: Time, s: u32, key: &str) -> Vec<(TxnId, bool)> {
-        self.to_client.clear();
+        self.outside.clear();
         let w = (Key::from(key), VersionId { txn, seq: 0 }, Value::from_u64(7));
         let leader = self.leader_of(s).expect("a leader");
         self.client_sends(
@@ -326,8 +296,7 @@ impl Net {
         self.votes()
     }
     fn votes(&self) -> Vec<(TxnId, bool)> {
-        self.to_client
-            .iter()
+        self.to_client()
             .filter_map(|m| match m {
                 Msg::Vote { txn, yes, .. } => Some((*txn, *yes)),
                 _ => None,
@@ -336,8 +305,7 @@ impl Net {
     }
     /// Delivers one hand-made message and everything it causes.
     fn inject(&mut self, from: NodeId, to: NodeId, m: Msg) {
-        self.q.push_back((from, to, m));
-        self.pump();
+        self.net.send(from, to, m);
     }
 }
 
@@ -397,7 +365,7 @@ fn an_old_leader_steps_down_on_a_later_views_replication() {
         view: 2,
         ctx: ctx_of(t(3), a, 5),
     };
-    net.to_client.clear();
+    net.outside.clear();
     net.inject(ra[2], ra[0], m);
     let old = &net.servers[ra[0].0 as usize];
     assert!(!old.is_leader(ShardId(a)));
@@ -455,9 +423,9 @@ fn a_ballot_zero_refused_by_restarted_replicas_ends_by_recovery() {
     net.restart(ra[2].0);
     let mut told = None;
     for _ in 0..30 {
-        net.to_client.clear();
+        net.outside.clear();
         net.p2a(t(1), &[a, b], &ra[1..], true, 0);
-        told = net.to_client.iter().find_map(|m| match m {
+        told = net.to_client().find_map(|m| match m {
             Msg::P2b { parts, .. } => parts.iter().find_map(|p| p.chosen),
             _ => None,
         });

@@ -7,7 +7,7 @@ use meridian_txn::Registry;
 
 /// Builds every server of `topo` (placement `Full`) with `leader(s)` leading shard `s`;
 /// returns the network and the first client's node id.
-fn net(topo: &str, leader: impl Fn(&Layout, ShardId) -> NodeId) -> (Net<Server>, NodeId) {
+fn net(topo: &str, leader: impl Fn(&Layout, ShardId) -> NodeId) -> (Net<ReplicatedLog>, NodeId) {
     let mut layout = Layout::new(Topology::preset(topo).unwrap(), Placement::Full).unwrap();
     let client = layout.add_client(DcId(0));
     let layout = Arc::new(layout);
@@ -28,7 +28,7 @@ fn net(topo: &str, leader: impl Fn(&Layout, ShardId) -> NodeId) -> (Net<Server>,
 }
 
 /// Sends `txn`'s PREPARE for each (shard, key) written, the first shard coordinating.
-fn prepare(net: &mut Net<Server>, client: NodeId, txn: TxnId, shares: &[(u32, &str)]) {
+fn prepare(net: &mut Net<ReplicatedLog>, client: NodeId, txn: TxnId, shares: &[(u32, &str)]) {
     let parts: Vec<ShardId> = shares.iter().map(|(s, _)| ShardId(*s)).collect();
     for (s, k) in shares {
         let entry = Arc::new(PrepareEntry {
@@ -40,8 +40,8 @@ fn prepare(net: &mut Net<Server>, client: NodeId, txn: TxnId, shares: &[(u32, &s
             reads: vec![],
             writes: vec![(Key::from(*k), VersionId { txn, seq: *s }, Value::from_u64(7))],
         });
-        let leader = (0..net.nodes.len())
-            .find(|n| net.nodes[*n].leads(ShardId(*s)) && !net.down.contains(&NodeId(*n as u32)))
+        let leader = (0..net.servers.len())
+            .find(|n| net.servers[*n].leads(ShardId(*s)) && !net.down.contains(&NodeId(*n as u32)))
             .expect("a leader");
         net.send(
             client,
@@ -54,7 +54,7 @@ fn prepare(net: &mut Net<Server>, client: NodeId, txn: TxnId, shares: &[(u32, &s
     }
 }
 
-fn outcome(net: &Net<Server>, txn: TxnId) -> Option<bool> {
+fn outcome(net: &Net<ReplicatedLog>, txn: TxnId) -> Option<bool> {
     net.outside.iter().find_map(|(_, _, m)| match m {
         Msg::Outcome { txn: t, commit, .. } if *t == txn => Some(*commit),
         _ => None,
@@ -71,8 +71,8 @@ fn outcome(net: &Net<Server>, txn: TxnId) -> Option<bool> {
 fn one_leader_of_two_shards_commits_each_share() {
     // us3: shards 0 and 2 both live on the first node of each DC; both led by node 0.
     let (mut net, client) = net("us3", |l, s| l.replicas(s)[0]);
-    let layout = net.nodes[0].env.layout.clone();
-    assert!(net.nodes[0].leads(ShardId(0)) && net.nodes[0].leads(ShardId(2)));
+    let layout = net.servers[0].env.layout.clone();
+    assert!(net.servers[0].leads(ShardId(0)) && net.servers[0].leads(ShardId(2)));
     let txn = TxnId { client: 0, seq: 1 };
     prepare(&mut net, client, txn, &[(0, "#0/a"), (2, "#2/b")]);
     assert_eq!(outcome(&net, txn), Some(true));
@@ -81,14 +81,14 @@ fn one_leader_of_two_shards_commits_each_share() {
     for (s, k) in [(0, "#0/a"), (2, "#2/b")] {
         for r in layout.replicas(ShardId(s)) {
             assert!(
-                net.nodes[r.0 as usize]
+                net.servers[r.0 as usize]
                     .store
                     .contains(&Key::from(k), VersionId { txn, seq: s }),
                 "shard {s}'s write missing at {r:?}"
             );
         }
     }
-    for n in &net.nodes {
+    for n in &net.servers {
         assert_eq!(n.locked_keys(), Some(0), "n{} holds locks", n.me.0);
     }
 }
@@ -101,12 +101,12 @@ fn one_leader_of_two_shards_commits_each_share() {
 fn a_group_of_one_elects_its_restarted_replica() {
     let (mut net, client) = net("lan", |l, s| l.replicas(s)[0]);
     let n3 = NodeId(3);
-    let s = net.nodes[3].env.layout.shards_of(n3)[0];
+    let s = net.servers[3].env.layout.shards_of(n3)[0];
     net.crash(n3);
     net.run_for(ms(500.0), ms(250.0), T_SWEEP);
     net.restart(n3);
     net.run_for(secs(30.0), ms(250.0), T_SWEEP);
-    assert!(net.nodes[3].leads(s), "the restarted replica leads its shard again");
+    assert!(net.servers[3].leads(s), "the restarted replica leads its shard again");
     let txn = TxnId { client: 0, seq: 1 };
     let key = format!("#{}/x", s.0);
     prepare(&mut net, client, txn, &[(s.0, &key)]);

@@ -1,6 +1,7 @@
 //! 2PC roles driven by hand: the message pattern, the log-before-send rules, wound-wait,
 //! validation, and recovery from the log.
 
+use super::client::T_IDLE;
 use super::*;
 use crate::testing::{call, deliver, fire, Effects};
 use meridian_core::{Command, Layout, Topology};

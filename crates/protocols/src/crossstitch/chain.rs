@@ -1,0 +1,361 @@
+//! Execution along the chain (crossstitch.md §3.2–3.3): a server runs its piece of the
+//! transaction under MVTO, installs tentative versions, forwards the chain to the next
+//! server, and precommits once the chain behind it precommitted and its dependencies
+//! resolved.
+
+use super::*;
+
+impl Server {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn on_exec(
+        &mut self,
+        from: NodeId,
+        txn: TxnId,
+        ts: u64,
+        mut exec: Execution,
+        mut writes_done: u32,
+        mut reads: Vec<ReadRec>,
+        mut writes: Vec<WriteRec>,
+        mut chain: Vec<Hop>,
+        notifies: u32,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
+        let pos = chain.len() as u32;
+        if let Some(p) = self.parts.get(&(txn, pos)) {
+            // A re-sent execution: our ack was lost.
+            let next = if p.last { None } else { p.next };
+            cx.send(from, Msg::Ack { txn, pos, next });
+            return;
+        }
+        if let Some(d) = self.done.get(&txn) {
+            let (commit, rec, reason) = (d.commit, d.rec.clone(), d.reason.clone());
+            cx.send(
+                from,
+                Msg::Decide {
+                    txn,
+                    commit,
+                    rec,
+                    reason: Some(reason),
+                },
+            );
+            return;
+        }
+        if self.forgot(ts) {
+            return; // may have run it before the crash: stay silent, the sender times out
+        }
+        if !self.syncing.is_empty() {
+            self.abort_new(txn, &chain, "server re-syncing after a restart", cx);
+            return;
+        }
+        // Unmarshalling the shipped transaction.
+        let bytes: usize = exec
+            .reads()
+            .iter()
+            .map(|(k, v)| k.len() + v.as_ref().map_or(0, |v| v.0.len()))
+            .sum::<usize>()
+            + exec
+                .call
+                .args
+                .iter()
+                .map(|a| match a {
+                    meridian_txn::Arg::Bytes(b) => b.len(),
+                    _ => 8,
+                })
+                .sum::<usize>();
+        cx.charge_ops(bytes.div_ceil(1024) as u32);
+        chain.push(Hop {
+            node: self.me,
+            replicas: vec![],
+        });
+        let mut part = Part {
+            ts,
+            pos,
+            phase: Phase::Executed,
+            chain,
+            next: None,
+            last: false,
+            after_next: None,
+            acked: false,
+            prev_precommit: false,
+            notifies_needed: notifies,
+            notifies: self.early_notifies.remove(&(txn, pos)).map(|e| e.1).unwrap_or_default(),
+            deps: BTreeSet::new(),
+            puts: vec![],
+            forward: None,
+            replicate: vec![],
+            poked: cx.now(),
+            rec: None,
+            since: cx.now(),
+            heard_next: cx.now(),
+        };
+        // Read timestamps set before the crash are lost: refuse writes below it.
+        let floor = self.forgot_before * TS_SCALE;
+        // Run every state this server can serve.
+        let outcome: Result<Option<NodeId>, String> = loop {
+            let (step, ws) = match exec.step_ops(&self.env.registry) {
+                Ok(s) => s,
+                Err(e) => break Err(e.to_string()),
+            };
+            let mut moved = None;
+            let mut refused = None;
+            while (writes_done as usize) < ws.len() {
+                let (key, value) = ws[writes_done as usize].clone();
+                let owner = self.primary_of(&key);
+                if owner != self.me {
+                    moved = Some(owner);
+                    break;
+                }
+                let id = VersionId { txn, seq: writes_done };
+                if let Err(why) = self.put(ts, floor, &key, id, &value, &mut part) {
+                    refused = Some(why);
+                    break;
+                }
+                cx.charge_ops(1);
+                writes.push(WriteRec { key, version: id });
+                writes_done += 1;
+            }
+            if let Some(owner) = moved {
+                break Ok(Some(owner));
+            }
+            if let Some(why) = refused {
+                break Err(why);
+            }
+            match step {
+                Step::Read(key) => {
+                    let owner = self.primary_of(&key);
+                    if owner != self.me {
+                        break Ok(Some(owner));
+                    }
+                    let r = self.store.mvto_read(&key, ts, true);
+                    cx.charge_ops(1);
+                    if r.tentative {
+                        if let Some(v) = r.version {
+                            part.deps.insert(v.txn);
+                            self.readers.entry(v.txn).or_default().push((txn, pos));
+                        }
+                    }
+                    reads.push(ReadRec {
+                        key: key.clone(),
+                        version: r.version,
+                    });
+                    exec.supply(key, r.value);
+                }
+                Step::Done { .. } => break Ok(None),
+                Step::Abort(reason) => break Err(format!("user abort: {reason}")),
+                Step::Wait { .. } => break Err(crate::client::NOT_INTERACTIVE.into()),
+            }
+        };
+        let rec_so_far = Rec { reads, writes };
+        match outcome {
+            Err(reason) => {
+                // Abort here: nothing was forwarded.
+                let chain = part.chain.clone();
+                for (k, v, _) in std::mem::take(&mut part.puts) {
+                    self.store.abort_tentative(&k, v);
+                }
+                self.unlink_deps(txn, pos, &part.deps);
+                self.tell_abort_backward(txn, &chain, pos - 1, &reason, cx);
+                self.decided(txn, false, None, reason, false, cx);
+            }
+            Ok(next) => {
+                let prev = part.chain[pos as usize - 1].node;
+                // Replicate this position's puts.
+                let target = next.unwrap_or(self.me);
+                let mut by_replica: BTreeMap<NodeId, Vec<(Key, VersionId, Value)>> = BTreeMap::new();
+                for (k, v, val) in &part.puts {
+                    let s = self.env.layout.shard_of(k);
+                    for r in self.env.layout.replicas(s).iter().filter(|r| **r != self.me) {
+                        by_replica.entry(*r).or_default().push((k.clone(), *v, val.clone()));
+                    }
+                }
+                let replicas: Vec<NodeId> = by_replica.keys().copied().collect();
+                part.chain[pos as usize].replicas = replicas.clone();
+                let chain_nodes: Vec<NodeId> = part.chain.iter().map(|h| h.node).collect();
+                for (r, puts) in by_replica {
+                    let m = Msg::Replicate {
+                        txn,
+                        ts,
+                        puts,
+                        notify: target,
+                        pos: if next.is_some() { pos + 1 } else { pos },
+                        chain: chain_nodes.clone(),
+                    };
+                    cx.send(r, m.clone());
+                    part.replicate.push((r, m));
+                }
+                match next {
+                    Some(n) => {
+                        part.next = Some(n);
+                        let fwd = Msg::Exec {
+                            txn,
+                            ts,
+                            exec,
+                            writes_done,
+                            reads: rec_so_far.reads,
+                            writes: rec_so_far.writes,
+                            chain: part.chain.clone(),
+                            notifies: replicas.len() as u32,
+                        };
+                        cx.send(n, fwd.clone());
+                        part.forward = Some(fwd);
+                    }
+                    None => {
+                        part.last = true;
+                        part.acked = true;
+                        part.notifies_needed += replicas.len() as u32;
+                        part.rec = Some(Arc::new(rec_so_far));
+                    }
+                }
+                cx.send(
+                    prev,
+                    Msg::Ack {
+                        txn,
+                        pos,
+                        next: part.next.filter(|_| !part.last),
+                    },
+                );
+                self.parts.insert((txn, pos), part);
+                self.try_precommit(txn, pos, cx);
+            }
+        }
+    }
+
+    /// One MVTO put of this transaction (replacing its own earlier put of the key).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn put(
+        &mut self,
+        ts: u64,
+        floor: u64,
+        key: &Key,
+        id: VersionId,
+        value: &Value,
+        part: &mut Part,
+    ) -> Result<(), String> {
+        if ts < floor {
+            return Err("mvto: write below the restart time of the server".into());
+        }
+        if let Some(i) = part.puts.iter().position(|(k, _, _)| k == key) {
+            let old = part.puts[i].1;
+            let read_since = self.store.versions(key).iter().any(|v| v.id == old && v.rts > ts);
+            if read_since {
+                return Err("mvto: a later transaction read this transaction's earlier write".into());
+            }
+            self.store.abort_tentative(key, old);
+            part.puts.remove(i);
+        }
+        if !self.store.mvto_can_write(key, ts) {
+            return Err("mvto: write arrives after a later read".into());
+        }
+        self.store.write_tentative(key, id, value.clone(), ts);
+        part.puts.push((key.clone(), id, value.clone()));
+        Ok(())
+    }
+
+    /// A transaction this server never ran: refuse it and tell the chain so far.
+    pub(super) fn abort_new(&mut self, txn: TxnId, chain: &[Hop], reason: &str, cx: &mut Ctx<'_, Msg>) {
+        let pos = chain.len() as u32;
+        self.record_done(txn, false, None, reason.to_string(), cx);
+        self.tell_abort_backward(txn, chain, pos, reason, cx);
+    }
+
+    /// Tells positions `0..pos` (and their replicas) that the transaction aborted.
+    pub(super) fn tell_abort_backward(
+        &mut self,
+        txn: TxnId,
+        chain: &[Hop],
+        pos: u32,
+        reason: &str,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
+        let upto = chain.len().min(pos as usize + 1);
+        for n in self.others_of(&chain[..upto]) {
+            cx.send(
+                n,
+                Msg::Decide {
+                    txn,
+                    commit: false,
+                    rec: None,
+                    reason: Some(reason.to_string()),
+                },
+            );
+        }
+    }
+
+    /// Every node of these positions and their replicas, but this server.
+    pub(super) fn others_of(&self, hops: &[Hop]) -> BTreeSet<NodeId> {
+        let mut to: BTreeSet<NodeId> = hops
+            .iter()
+            .flat_map(|h| std::iter::once(h.node).chain(h.replicas.iter().copied()))
+            .collect();
+        to.remove(&self.me);
+        to
+    }
+
+    pub(super) fn unlink_deps(&mut self, txn: TxnId, pos: u32, deps: &BTreeSet<TxnId>) {
+        for w in deps {
+            if let Some(rs) = self.readers.get_mut(w) {
+                rs.retain(|r| *r != (txn, pos));
+                if rs.is_empty() {
+                    self.readers.remove(w);
+                }
+            }
+        }
+    }
+
+    /// Sends the precommit (or, at the last position, starts Paxos commit) when every
+    /// condition holds.
+    pub(super) fn try_precommit(&mut self, txn: TxnId, pos: u32, cx: &mut Ctx<'_, Msg>) {
+        let Some(p) = self.parts.get_mut(&(txn, pos)) else {
+            return;
+        };
+        if p.phase != Phase::Executed
+            || !p.acked
+            || !p.prev_precommit
+            || (p.notifies.len() as u32) < p.notifies_needed
+            || !p.deps.is_empty()
+        {
+            return;
+        }
+        p.phase = Phase::Precommitted;
+        p.heard_next = cx.now();
+        if !p.last {
+            let next = p.next.expect("acked position has a successor");
+            cx.send(next, Msg::Precommit { txn, pos: pos + 1 });
+            return;
+        }
+        // The final coordinator: Paxos commit with two transaction replicas.
+        let decision = Decision {
+            commit: true,
+            rec: p.rec.clone(),
+            chain: p.chain.clone(),
+        };
+        let ts = p.ts;
+        let acceptors = self.acceptor_set();
+        let mut prop = Proposer {
+            ts,
+            ballot: 0,
+            acceptors,
+            promises: BTreeMap::new(),
+            value: Some(decision.clone()),
+            accepted: BTreeSet::new(),
+            waiters: BTreeSet::new(),
+            since: cx.now(),
+        };
+        // Accept locally first (the final server is one of the three acceptors).
+        if self.accept(txn, ts, 0, &decision, cx.now()) {
+            prop.accepted.insert(self.me);
+        }
+        for a in acceptors.iter().filter(|a| **a != self.me) {
+            cx.send(
+                *a,
+                Msg::Accept {
+                    txn,
+                    ts,
+                    ballot: 0,
+                    decision: decision.clone(),
+                },
+            );
+        }
+        self.proposers.insert(txn, prop);
+    }
+}

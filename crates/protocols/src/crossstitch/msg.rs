@@ -1,0 +1,242 @@
+//! CrossStitch's messages: the execution chain (exec, put, ack, precommit), the
+//! per-transaction Paxos commit among the last server and the transaction replicas,
+//! replication to each server's backups, queries and recovery, and sync after restart.
+
+use super::*;
+
+/// MVTO timestamps are the client's clock in nanoseconds times this, plus the client id
+/// modulo this (unique per client).
+pub const TS_SCALE: u64 = 1024;
+
+/// A Paxos ballot for the commit decision: 0 is the final server's; recovery ballots
+/// are `round << 20 | node + 1` with `round` the issue time in milliseconds.
+pub type Ballot = u64;
+
+/// The history record a committed transaction reports to its client.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Rec {
+    /// Reads with the versions seen.
+    pub reads: Vec<ReadRec>,
+    /// Writes in program order.
+    pub writes: Vec<WriteRec>,
+}
+
+/// One position of a chain: the server and the replicas its puts went to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hop {
+    /// The server (or, at position 0, the client).
+    pub node: NodeId,
+    /// Replicas holding this position's puts.
+    pub replicas: Vec<NodeId>,
+}
+
+/// What the final coordinator proposes (and recovery may find accepted).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    /// Commit or abort.
+    pub commit: bool,
+    /// The record for the client (commit only).
+    pub rec: Option<Arc<Rec>>,
+    /// Every position (with replicas), to tell the outcome to.
+    pub chain: Vec<Hop>,
+}
+
+/// What a queried position knows.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Status {
+    /// Committed (with the record, if known here).
+    Committed(Option<Arc<Rec>>),
+    /// Aborted, and why.
+    Aborted(String),
+    /// Precommitted here, outcome not known yet: keep waiting.
+    Pending,
+    /// This server may have forgotten the transaction (it restarted).
+    Unknown,
+}
+
+/// CrossStitch messages.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Msg {
+    /// Position `pos - 1` → position `pos`: run your state(s) of this transaction.
+    Exec {
+        /// Transaction.
+        txn: TxnId,
+        /// MVTO timestamp.
+        ts: u64,
+        /// The program and the values read so far.
+        exec: Execution,
+        /// How many of the program's writes have been performed.
+        writes_done: u32,
+        /// Reads made so far, with versions.
+        reads: Vec<ReadRec>,
+        /// Writes performed so far.
+        writes: Vec<WriteRec>,
+        /// Positions 0..pos (0 is the client).
+        chain: Vec<Hop>,
+        /// Notifies the receiver must collect (its predecessor's replicas).
+        notifies: u32,
+    },
+    /// Position `pos` → `pos - 1`: executed; the position after me is `next` (`None`:
+    /// I am the last).
+    Ack {
+        /// Transaction.
+        txn: TxnId,
+        /// My position.
+        pos: u32,
+        /// Position `pos + 1`, if any.
+        next: Option<NodeId>,
+    },
+    /// Position `pos - 1` → `pos`: I vote commit and delegate the decision to you.
+    Precommit {
+        /// Transaction.
+        txn: TxnId,
+        /// The receiver's position.
+        pos: u32,
+    },
+    /// An earlier position aborted: abort (and pass it on).
+    ForwardAbort {
+        /// Transaction.
+        txn: TxnId,
+        /// The receiver's position.
+        pos: u32,
+        /// Why.
+        reason: String,
+    },
+    /// Primary → replica: hold these puts; notify `notify` (position `pos`).
+    Replicate {
+        /// Transaction.
+        txn: TxnId,
+        /// MVTO timestamp.
+        ts: u64,
+        /// The puts (key, version, value).
+        puts: Vec<(Key, VersionId, Value)>,
+        /// Who to notify.
+        notify: NodeId,
+        /// The notified server's position.
+        pos: u32,
+        /// Nodes of the chain so far (to ask for the outcome if the primary forgets).
+        chain: Vec<NodeId>,
+    },
+    /// Replica → position `pos`: the puts of your predecessor are replicated here.
+    Notify {
+        /// Transaction.
+        txn: TxnId,
+        /// The receiver's position.
+        pos: u32,
+    },
+    /// The outcome, to the client, a participant or a replica.
+    Decide {
+        /// Transaction.
+        txn: TxnId,
+        /// Committed?
+        commit: bool,
+        /// Record (commit, to the client).
+        rec: Option<Arc<Rec>>,
+        /// Why it aborted.
+        reason: Option<String>,
+    },
+    /// What is the state of `txn` at position `pos`? (`pos` = 0: at any position.)
+    Query {
+        /// Transaction.
+        txn: TxnId,
+        /// Its timestamp.
+        ts: u64,
+        /// Position asked about.
+        pos: u32,
+        /// Abort there if that position has not precommitted (the query to position
+        /// i + 2 when i + 1 is silent, §4.1).
+        kill: bool,
+    },
+    /// To a transaction replica: the last server `last` is silent; resolve the outcome
+    /// (Paxos recovery) and tell me.
+    Recover {
+        /// Transaction.
+        txn: TxnId,
+        /// Its timestamp.
+        ts: u64,
+        /// The last server of the chain (the first acceptor).
+        last: NodeId,
+    },
+    /// Answer to a `Query`.
+    StatusReply {
+        /// Transaction.
+        txn: TxnId,
+        /// The position the question was about (0: any the server holds).
+        pos: u32,
+        /// What the answering server knows.
+        status: Status,
+    },
+    /// Paxos commit phase 2: accept `decision` at `ballot`.
+    Accept {
+        /// Transaction.
+        txn: TxnId,
+        /// Its timestamp (restart rule).
+        ts: u64,
+        /// Ballot.
+        ballot: Ballot,
+        /// The value.
+        decision: Decision,
+    },
+    /// Acceptor → proposer: accepted (or refused, with the ballot promised).
+    Accepted {
+        /// Transaction.
+        txn: TxnId,
+        /// Ballot answered.
+        ballot: Ballot,
+        /// Accepted?
+        ok: bool,
+    },
+    /// Paxos recovery phase 1.
+    Prepare {
+        /// Transaction.
+        txn: TxnId,
+        /// Its timestamp.
+        ts: u64,
+        /// Ballot.
+        ballot: Ballot,
+    },
+    /// Acceptor → recovery proposer.
+    Promise {
+        /// Transaction.
+        txn: TxnId,
+        /// Ballot answered.
+        ballot: Ballot,
+        /// Promised?
+        ok: bool,
+        /// The highest accepted (ballot, value).
+        accepted: Option<(Ballot, Decision)>,
+    },
+    /// Restarted server → the other replica of its shards: send me your data.
+    SyncReq,
+    /// The versions of the shards the two servers share (committed and tentative).
+    SyncState {
+        /// (key, version, value, wts, tentative).
+        versions: Vec<(Key, VersionId, Value, u64, bool)>,
+        /// For each transaction with a tentative version: nodes to ask its outcome,
+        /// and its last server if known (whose transaction replicas can recover it).
+        askers: Vec<(TxnId, Vec<NodeId>, Option<NodeId>)>,
+    },
+}
+
+impl Msg {
+    pub(super) fn txn(&self) -> Option<TxnId> {
+        use Msg::*;
+        match self {
+            Exec { txn, .. }
+            | Ack { txn, .. }
+            | Precommit { txn, .. }
+            | ForwardAbort { txn, .. }
+            | Replicate { txn, .. }
+            | Notify { txn, .. }
+            | Decide { txn, .. }
+            | Query { txn, .. }
+            | Recover { txn, .. }
+            | StatusReply { txn, .. }
+            | Accept { txn, .. }
+            | Accepted { txn, .. }
+            | Prepare { txn, .. }
+            | Promise { txn, .. } => Some(*txn),
+            SyncReq | SyncState { .. } => None,
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! Primary → backup replication of each position's writes and of the decision, so a
+//! backup can take over its primary's keys.
+
+use super::*;
+
+impl Server {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn on_replicate(
+        &mut self,
+        from: NodeId,
+        txn: TxnId,
+        ts: u64,
+        puts: Vec<(Key, VersionId, Value)>,
+        notify: NodeId,
+        pos: u32,
+        chain: Vec<NodeId>,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
+        if let Some(d) = self.done.get(&txn) {
+            if d.commit {
+                // Late copy of a committed transaction's puts: install them.
+                for (k, v, val) in puts {
+                    if !self.store.contains(&k, v) {
+                        self.store.install(&k, v, val, ts);
+                    }
+                }
+            }
+            cx.send(notify, Msg::Notify { txn, pos });
+            return;
+        }
+        if self.forgot(ts) || !self.syncing.is_empty() {
+            return;
+        }
+        let b = self.backups.entry(txn).or_insert(Backup {
+            ts,
+            primary: from,
+            notify,
+            chain,
+            puts: vec![],
+            since: cx.now(),
+            primary_forgot: false,
+        });
+        for (k, v, val) in puts {
+            if !b.puts.iter().any(|(k2, v2)| *k2 == k && *v2 == v) {
+                // The primary replaced an earlier put of this key: so does the copy.
+                if let Some(i) = b.puts.iter().position(|(k2, _)| *k2 == k) {
+                    let (k2, v2) = b.puts.remove(i);
+                    self.store.abort_tentative(&k2, v2);
+                }
+                self.store.write_tentative(&k, v, val, ts);
+                b.puts.push((k, v));
+            }
+        }
+        cx.charge_ops(b.puts.len() as u32);
+        cx.send(notify, Msg::Notify { txn, pos });
+    }
+
+    pub(super) fn on_notify(&mut self, from: NodeId, txn: TxnId, pos: u32, cx: &mut Ctx<'_, Msg>) {
+        if let Some(p) = self.parts.get_mut(&(txn, pos)) {
+            p.notifies.insert(from);
+            self.try_precommit(txn, pos, cx);
+        } else if !self.done.contains_key(&txn) {
+            let e = self
+                .early_notifies
+                .entry((txn, pos))
+                .or_insert((cx.now(), BTreeSet::new()));
+            e.1.insert(from);
+        }
+    }
+
+    pub(super) fn on_decide(
+        &mut self,
+        txn: TxnId,
+        commit: bool,
+        rec: Option<Arc<Rec>>,
+        reason: Option<String>,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
+        self.decided(txn, commit, rec, reason.unwrap_or_default(), false, cx);
+    }
+}

@@ -1,0 +1,529 @@
+//! A CrossStitch server: its state (parts of transactions at their chain positions,
+//! backups, acceptors, proposers, tombstones), its sweep (timeouts, queries,
+//! recovery) and its [`Actor`] entry points, which dispatch to the file of each concern.
+
+use super::*;
+
+pub(super) const T_SWEEP: TimerId = TimerId(1);
+pub(super) const T_CLIENT: TimerId = TimerId(2);
+
+/// The other servers holding a copy of any shard `n` holds (whom it re-syncs from).
+pub(super) fn partners_of(layout: &meridian_core::Layout, n: NodeId) -> BTreeSet<NodeId> {
+    let mut out = BTreeSet::new();
+    for s in layout.shards_of(n) {
+        out.extend(layout.replicas(s).iter().filter(|r| **r != n));
+    }
+    out
+}
+
+/// The two transaction replicas of final server `f`: the other servers nearest to it
+/// (lowest RTT, then lowest id).
+pub fn txn_replicas(layout: &meridian_core::Layout, f: NodeId) -> [NodeId; 2] {
+    let dc = layout.dc_of(f);
+    let mut others: Vec<NodeId> = (0..layout.num_servers()).map(NodeId).filter(|n| *n != f).collect();
+    others.sort_by(|a, b| {
+        let ra = layout.topology.rtt(dc, layout.dc_of(*a));
+        let rb = layout.topology.rtt(dc, layout.dc_of(*b));
+        ra.partial_cmp(&rb)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.0.cmp(&b.0))
+    });
+    [others[0], others[1 % others.len()]]
+}
+
+/// Where a position is in PLC (Fig. 3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Phase {
+    /// Executed its state, may still abort alone.
+    Executed,
+    /// Delegated the decision (the last server: proposed COMMIT).
+    Precommitted,
+}
+
+/// One position of a transaction at this server.
+#[derive(Debug)]
+pub(super) struct Part {
+    pub(super) ts: u64,
+    pub(super) pos: u32,
+    pub(super) phase: Phase,
+    /// Positions 0..=pos.
+    pub(super) chain: Vec<Hop>,
+    /// Position pos + 1 (None: not known yet, or this is the last).
+    pub(super) next: Option<NodeId>,
+    pub(super) last: bool,
+    /// From the ack: position pos + 2 (`Some(None)`: pos + 1 is the last).
+    pub(super) after_next: Option<Option<NodeId>>,
+    pub(super) acked: bool,
+    pub(super) prev_precommit: bool,
+    pub(super) notifies_needed: u32,
+    pub(super) notifies: BTreeSet<NodeId>,
+    /// Uncommitted writers whose versions this position read.
+    pub(super) deps: BTreeSet<TxnId>,
+    /// Tentative versions this position installed.
+    pub(super) puts: Vec<(Key, VersionId, Value)>,
+    /// The forwarded execution (re-sent until acked).
+    pub(super) forward: Option<Msg>,
+    /// This position's puts as sent to each replica (re-sent until the outcome).
+    pub(super) replicate: Vec<(NodeId, Msg)>,
+    /// When this position last re-sent or queried (at most once per `query`).
+    pub(super) poked: Time,
+    /// Record so far (the last position: the full record).
+    pub(super) rec: Option<Arc<Rec>>,
+    pub(super) since: Time,
+    /// Last time the successor answered a query.
+    pub(super) heard_next: Time,
+}
+
+/// A replica's copy of another server's puts.
+#[derive(Debug)]
+pub(super) struct Backup {
+    pub(super) ts: u64,
+    pub(super) primary: NodeId,
+    pub(super) notify: NodeId,
+    pub(super) chain: Vec<NodeId>,
+    pub(super) puts: Vec<(Key, VersionId)>,
+    pub(super) since: Time,
+    /// The primary answered that it may have forgotten the transaction (restarted).
+    pub(super) primary_forgot: bool,
+}
+
+/// Tentative versions copied while re-syncing, whose outcome is being asked.
+#[derive(Debug)]
+pub(super) struct Orphan {
+    /// The transaction's timestamp (its versions' write timestamp): queries and
+    /// recoveries must carry it, or a restarted acceptor cannot tell whether it may
+    /// have forgotten the transaction and stays silent.
+    pub(super) ts: u64,
+    pub(super) puts: Vec<(Key, VersionId)>,
+    pub(super) since: Time,
+    pub(super) ask: Vec<NodeId>,
+    pub(super) last: Option<NodeId>,
+}
+
+/// Acceptor state of one transaction (this server as final server or transaction
+/// replica).
+#[derive(Debug, Clone)]
+pub(super) struct Acceptor {
+    pub(super) promised: Ballot,
+    pub(super) accepted: Option<(Ballot, Decision)>,
+    pub(super) since: Time,
+}
+
+/// A Paxos proposer for one transaction's decision (the final server at ballot 0, or a
+/// transaction replica recovering).
+#[derive(Debug)]
+pub(super) struct Proposer {
+    pub(super) ts: u64,
+    pub(super) ballot: Ballot,
+    pub(super) acceptors: [NodeId; 3],
+    /// Phase 1 answers (recovery only).
+    pub(super) promises: BTreeMap<NodeId, Option<(Ballot, Decision)>>,
+    /// Phase 2 value, once chosen to propose.
+    pub(super) value: Option<Decision>,
+    pub(super) accepted: BTreeSet<NodeId>,
+    /// Who asked (to answer when decided).
+    pub(super) waiters: BTreeSet<NodeId>,
+    pub(super) since: Time,
+}
+
+/// An outcome this server knows.
+#[derive(Clone, Debug)]
+pub(super) struct Done {
+    pub(super) commit: bool,
+    pub(super) rec: Option<Arc<Rec>>,
+    pub(super) reason: String,
+    pub(super) at: Time,
+}
+
+/// A CrossStitch data server (primary of some shards, replica of others, final
+/// coordinator and transaction replica of transactions).
+#[derive(Debug)]
+pub struct Server {
+    pub(super) env: Env,
+    pub(super) me: NodeId,
+    pub(super) store: MvStore,
+    pub(super) parts: HashMap<(TxnId, u32), Part>,
+    /// Notifies that arrived before the execution they are about (over a real network
+    /// the replica's notify can overtake the primary's forward): kept until the
+    /// position exists, dropped after `idle`.
+    pub(super) early_notifies: HashMap<(TxnId, u32), (Time, BTreeSet<NodeId>)>,
+    pub(super) backups: HashMap<TxnId, Backup>,
+    /// writer → readers (txn, pos) that read its uncommitted versions here.
+    pub(super) readers: HashMap<TxnId, Vec<(TxnId, u32)>>,
+    pub(super) acceptors: HashMap<TxnId, Acceptor>,
+    pub(super) proposers: HashMap<TxnId, Proposer>,
+    pub(super) done: HashMap<TxnId, Done>,
+    /// Tentative versions copied while re-syncing, whose outcome is being asked.
+    pub(super) orphans: HashMap<TxnId, Orphan>,
+    /// Recoveries that met a higher ballot: no new one for the transaction before
+    /// this time (a randomized back-off, so two replicas asked to recover the same
+    /// transaction do not pre-empt each other's ballots forever).
+    pub(super) backoff: HashMap<TxnId, Time>,
+    /// Set when restarted after a crash.
+    pub(super) restarted_at: Option<Time>,
+    /// A small durable watermark: this server was alive (and may have run
+    /// transactions started) up to this time. Written once per sweep, kept across a
+    /// crash, so a restarted server knows which transactions it cannot have seen.
+    pub(super) alive_until: Time,
+    /// The watermark at the last restart: transactions started before it may have
+    /// been forgotten.
+    pub(super) forgot_before: Time,
+    /// Partners a restarted server still needs the data of.
+    pub(super) syncing: BTreeSet<NodeId>,
+    /// Outcomes applied here (for the split-decision check).
+    pub(super) applied: HashMap<TxnId, bool>,
+    /// Decisions that contradicted one applied here (must stay empty).
+    pub(super) contradicted: Vec<(TxnId, bool)>,
+}
+
+impl Server {
+    /// The server on `me`.
+    pub fn new(env: Env, me: NodeId) -> Self {
+        Server {
+            env,
+            me,
+            store: MvStore::new(),
+            parts: HashMap::default(),
+            early_notifies: HashMap::default(),
+            backups: HashMap::default(),
+            readers: HashMap::default(),
+            acceptors: HashMap::default(),
+            proposers: HashMap::default(),
+            done: HashMap::default(),
+            orphans: HashMap::default(),
+            backoff: HashMap::default(),
+            restarted_at: None,
+            alive_until: 0,
+            forgot_before: 0,
+            syncing: BTreeSet::new(),
+            applied: HashMap::default(),
+            contradicted: vec![],
+        }
+    }
+
+    pub(super) fn primary_of(&self, key: &Key) -> NodeId {
+        self.env.layout.primary(self.env.layout.shard_of(key))
+    }
+
+    /// Whether this server may have forgotten what it did for a transaction of `ts`:
+    /// it started before the server last crashed (by the durable watermark).
+    pub(super) fn forgot(&self, ts: u64) -> bool {
+        ts / TS_SCALE < self.forgot_before
+    }
+
+    /// Whether this server may act as an acceptor of `ballot` for a transaction of
+    /// `ts`: always, unless it may have forgotten a promise for it (it started before
+    /// the crash); then only ballots issued after the restart (with a margin of
+    /// `failover` for clocks) are safe, never the last server's ballot 0.
+    pub(super) fn may_accept_ballot(&self, ts: u64, ballot: Ballot) -> bool {
+        match self.restarted_at {
+            None => true,
+            Some(_) if !self.forgot(ts) => true,
+            Some(r) => ballot != 0 && (ballot >> 20) * 1_000_000 > r + self.env.timeouts.failover,
+        }
+    }
+
+    // ----- execution -----------------------------------------------------------
+}
+
+impl Server {
+    pub(super) fn sweep(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let now = cx.now();
+        let t = self.env.timeouts.clone();
+        // The watermark covers the next period (one small durable write per sweep).
+        self.alive_until = now + 2 * t.sweep;
+        cx.charge_log_append(8);
+        if !self.syncing.is_empty() {
+            for n in self.syncing.clone() {
+                cx.send(n, Msg::SyncReq);
+            }
+        }
+        self.early_notifies
+            .retain(|_, (at, _)| now.saturating_sub(*at) < t.idle);
+        // Positions.
+        let keys: Vec<(TxnId, u32)> = self.parts.keys().copied().collect();
+        for (txn, pos) in keys {
+            let Some(p) = self.parts.get_mut(&(txn, pos)) else {
+                continue;
+            };
+            match p.phase {
+                Phase::Executed => {
+                    if now.saturating_sub(p.since) >= t.vote {
+                        self.abort_here(txn, pos, "pipelined commit timed out before precommit", cx);
+                        continue;
+                    }
+                    if now.saturating_sub(p.poked) < t.query {
+                        continue;
+                    }
+                    p.poked = now;
+                    if let Some(f) = p.forward.clone() {
+                        cx.send(p.next.expect("forwarded"), f);
+                    }
+                    for (r, m) in &p.replicate {
+                        cx.send(*r, m.clone());
+                    }
+                }
+                Phase::Precommitted => {
+                    if now.saturating_sub(p.poked) < t.query {
+                        continue;
+                    }
+                    p.poked = now;
+                    for (r, m) in &p.replicate {
+                        cx.send(*r, m.clone());
+                    }
+                    let ts = p.ts;
+                    if p.last {
+                        if !self.proposers.contains_key(&txn) {
+                            // Our ballot-0 proposal was refused: a recovery decides.
+                            for r in txn_replicas(&self.env.layout, self.me) {
+                                cx.send(r, Msg::Recover { txn, ts, last: self.me });
+                            }
+                        }
+                        continue;
+                    }
+                    let next = p.next.expect("precommitted has a successor");
+                    cx.send(next, Msg::Precommit { txn, pos: pos + 1 });
+                    cx.send(
+                        next,
+                        Msg::Query {
+                            txn,
+                            ts,
+                            pos: pos + 1,
+                            kill: false,
+                        },
+                    );
+                    if now.saturating_sub(p.heard_next) >= 2 * t.query {
+                        // The successor left a query unanswered for a whole period:
+                        // it is silent, ask the position after it (§4.1).
+                        match p.after_next {
+                            Some(Some(n2)) => cx.send(
+                                n2,
+                                Msg::Query {
+                                    txn,
+                                    ts,
+                                    pos: pos + 2,
+                                    kill: true,
+                                },
+                            ),
+                            Some(None) => {
+                                for r in txn_replicas(&self.env.layout, next) {
+                                    cx.send(r, Msg::Recover { txn, ts, last: next });
+                                }
+                            }
+                            None => {}
+                        }
+                    }
+                }
+            }
+        }
+        // Proposers: re-send the current phase.
+        for (txn, p) in self.proposers.iter_mut() {
+            if now.saturating_sub(p.since) < t.query {
+                continue;
+            }
+            p.since = now;
+            match &p.value {
+                Some(v) => {
+                    for a in p.acceptors.iter().filter(|a| !p.accepted.contains(a)) {
+                        cx.send(
+                            *a,
+                            Msg::Accept {
+                                txn: *txn,
+                                ts: p.ts,
+                                ballot: p.ballot,
+                                decision: v.clone(),
+                            },
+                        );
+                    }
+                }
+                None => {
+                    for a in p.acceptors.iter().filter(|a| !p.promises.contains_key(a)) {
+                        cx.send(
+                            *a,
+                            Msg::Prepare {
+                                txn: *txn,
+                                ts: p.ts,
+                                ballot: p.ballot,
+                            },
+                        );
+                    }
+                }
+            }
+        }
+        // Replica copies and orphans whose outcome has not arrived: ask the primary,
+        // the next position and every node of the chain (one of them decided it, or
+        // heard the outcome, unless a failure took more than one of them).
+        // When the primary was the last server and has forgotten the transaction (it
+        // restarted), its transaction replicas resolve the outcome by recovery; while
+        // it remembers, it decides (recovery would only race its proposal).
+        // When the primary has forgotten the transaction and was not the last server,
+        // the transaction can only have committed if the next position precommitted:
+        // once a vote timeout has passed, that position is asked to abort it if it has
+        // not (the paper's query to position i+2 when i+1 is silent, §3.3). Otherwise
+        // nobody may be left to decide: the client may have crashed too, and the next
+        // position may never have received the transaction.
+        // (transaction, timestamp, whom to ask, last server to recover at, whom to ask
+        // to abort).
+        type Ask = (TxnId, u64, BTreeSet<NodeId>, Option<NodeId>, Option<NodeId>);
+        let mut asks: Vec<Ask> = vec![];
+        for (txn, b) in &self.backups {
+            if now.saturating_sub(b.since) >= t.query {
+                let mut to: BTreeSet<NodeId> = b.chain.iter().copied().collect();
+                to.insert(b.primary);
+                to.insert(b.notify);
+                let last = (b.notify == b.primary && b.primary_forgot).then_some(b.primary);
+                let kill = (b.notify != b.primary && b.primary_forgot && now.saturating_sub(b.since) >= t.vote)
+                    .then_some(b.notify);
+                asks.push((*txn, b.ts, to, last, kill));
+            }
+        }
+        for (txn, o) in &self.orphans {
+            if now.saturating_sub(o.since) >= t.query {
+                let last = o.last.filter(|l| *l == self.me);
+                asks.push((*txn, o.ts, o.ask.iter().copied().collect(), last, None));
+            }
+        }
+        for (txn, ts, mut to, last, kill) in asks {
+            if let Some(last) = last {
+                if now.saturating_sub(self.restarted_at.unwrap_or(0)) >= t.query {
+                    for r in txn_replicas(&self.env.layout, last) {
+                        cx.send(r, Msg::Recover { txn, ts, last });
+                    }
+                }
+            }
+            to.remove(&self.me);
+            for n in to.into_iter().filter(|n| self.env.layout.is_server(*n)) {
+                cx.send(
+                    n,
+                    Msg::Query {
+                        txn,
+                        ts,
+                        pos: 0,
+                        kill: kill == Some(n),
+                    },
+                );
+            }
+        }
+        self.backoff.retain(|_, until| now < *until);
+        // Forget old outcomes and acceptor state.
+        self.done.retain(|_, d| now.saturating_sub(d.at) < t.tombstone);
+        self.acceptors.retain(|_, a| now.saturating_sub(a.since) < t.tombstone);
+        cx.set_timer(t.sweep, T_SWEEP);
+    }
+
+    /// Keys with an uncommitted version here.
+    pub(super) fn pending_tentatives(&self) -> usize {
+        self.store
+            .iter()
+            .filter(|(_, vs)| vs.iter().any(|v| v.tentative))
+            .count()
+    }
+}
+
+impl Actor for Server {
+    type Msg = Msg;
+
+    fn on_start(&mut self, cx: &mut Ctx<'_, Msg>) {
+        // The watermark covers this server's first period too: written before it
+        // handles anything, not at the first sweep, or a crash before that sweep (at
+        // start, or soon after a restart) would leave a watermark that claims nothing
+        // was seen since (an older) one.
+        self.alive_until = cx.now() + 2 * self.env.timeouts.sweep;
+        cx.charge_log_sync(8);
+        cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
+    }
+
+    fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+        match msg {
+            Msg::Exec {
+                txn,
+                ts,
+                exec,
+                writes_done,
+                reads,
+                writes,
+                chain,
+                notifies,
+            } => self.on_exec(from, txn, ts, exec, writes_done, reads, writes, chain, notifies, cx),
+            Msg::Ack { txn, pos, next } => self.on_ack(from, txn, pos, next, cx),
+            Msg::Precommit { txn, pos } => self.on_precommit(txn, pos, cx),
+            Msg::ForwardAbort { txn, pos, reason } => self.on_forward_abort(txn, pos, reason, cx),
+            Msg::Replicate {
+                txn,
+                ts,
+                puts,
+                notify,
+                pos,
+                chain,
+            } => self.on_replicate(from, txn, ts, puts, notify, pos, chain, cx),
+            Msg::Notify { txn, pos } => self.on_notify(from, txn, pos, cx),
+            Msg::Decide {
+                txn,
+                commit,
+                rec,
+                reason,
+            } => self.on_decide(txn, commit, rec, reason, cx),
+            Msg::Query { txn, ts, pos, kill } => self.on_query(from, txn, ts, pos, kill, cx),
+            Msg::Recover { txn, ts, last } => self.on_recover_req(from, txn, ts, last, cx),
+            Msg::StatusReply { txn, pos, status } => self.on_status(from, txn, pos, status, cx),
+            Msg::Accept {
+                txn,
+                ts,
+                ballot,
+                decision,
+            } => self.on_accept(from, txn, ts, ballot, decision, cx),
+            Msg::Accepted { txn, ballot, ok } => self.on_accepted(from, txn, ballot, ok, cx),
+            Msg::Prepare { txn, ts, ballot } => self.on_prepare(from, txn, ts, ballot, cx),
+            Msg::Promise {
+                txn,
+                ballot,
+                ok,
+                accepted,
+            } => self.on_promise(from, txn, ballot, ok, accepted, cx),
+            Msg::SyncReq => self.on_sync_req(from, cx),
+            Msg::SyncState { versions, askers } => self.on_sync_state(from, versions, askers, cx),
+        }
+    }
+
+    fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
+        if t == T_SWEEP {
+            self.sweep(cx);
+        }
+    }
+
+    fn on_crash(&mut self) {
+        // Nothing survives but the watermark: the data lives on in the shards' other
+        // replicas.
+        let alive_until = self.alive_until;
+        *self = Server::new(self.env.clone(), self.me);
+        self.alive_until = alive_until;
+    }
+
+    fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {
+        self.restarted_at = Some(cx.now());
+        self.forgot_before = self.alive_until.min(cx.now());
+        self.syncing = self.partners();
+        for n in self.syncing.clone() {
+            cx.send(n, Msg::SyncReq);
+        }
+        self.on_start(cx);
+    }
+}
+
+impl Replica for Server {
+    fn snapshot(&self) -> ReplicaSnapshot {
+        ReplicaSnapshot {
+            node: self.me,
+            keys: self.store.snapshot(),
+        }
+    }
+    /// Keys holding an uncommitted version (a transaction not yet resolved here).
+    fn locked_keys(&self) -> Option<usize> {
+        Some(self.pending_tentatives())
+    }
+    fn outcomes(&self) -> Option<Vec<(TxnId, bool)>> {
+        let mut v: Vec<(TxnId, bool)> = self.applied.iter().map(|(t, c)| (*t, *c)).collect();
+        v.extend(self.contradicted.iter().copied());
+        Some(v)
+    }
+}

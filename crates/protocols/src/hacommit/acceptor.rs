@@ -1,0 +1,318 @@
+//! The commit phase at a replica (hacommit.md §IV-B): every replica is an acceptor of
+//! the transaction's Paxos instance; it accepts the client's ballot-0 proposal or a
+//! recovery proposer's higher ballot, and applies a chosen decision.
+
+use super::*;
+
+impl Server {
+    pub(super) fn on_p1a(
+        &mut self,
+        from: NodeId,
+        m: (TxnId, Time, ShardId, Ballot, Vec<ShardId>),
+        cx: &mut Ctx<'_, Msg>,
+    ) {
+        let (txn, ts, shard, ballot, shards) = m;
+        if !self.groups.contains_key(&shard) {
+            return;
+        }
+        self.max_ballot = self.max_ballot.max(ballot);
+        if let Some(d) = self.done.get(&(shard, txn)) {
+            let reply = Msg::P1b {
+                txn,
+                shard,
+                ballot,
+                ok: false,
+                promised: 0,
+                accepted: None,
+                chosen: Some(d.commit),
+                ctx: d.ctx.clone(),
+            };
+            return cx.send(from, reply);
+        }
+        let acceptor = self.may_accept_ballot(ts, ballot) && self.groups[&shard].status != Status::Syncing;
+        let now = cx.now();
+        if ballot == 0 || !acceptor {
+            let t = self.txns.get(&(shard, txn));
+            let reply = Msg::P1b {
+                txn,
+                shard,
+                ballot,
+                ok: false,
+                promised: t.map_or(0, |t| t.promised),
+                accepted: if acceptor { t.and_then(|t| t.accepted) } else { None },
+                chosen: t.and_then(|t| t.chosen),
+                ctx: t.and_then(|t| t.ctx.clone()),
+            };
+            return cx.send(from, reply);
+        }
+        let t = self.txns.entry((shard, txn)).or_insert_with(|| Txn::new(txn, ts, now));
+        if t.shards.is_empty() {
+            t.shards = shards;
+        }
+        t.last_seen = now;
+        let ok = ballot >= t.promised;
+        if ok {
+            t.promised = ballot;
+            if matches!(t.stage, Stage::Active | Stage::Locking { .. }) {
+                // A leader that has not voted yet never will now: the transaction is
+                // being recovered, and recovery proposes ABORT unless some acceptor took
+                // a COMMIT, which would have needed this leader's yes vote.
+                let shards = t.shards.clone();
+                self.abort_unvoted((shard, txn), "recovery started", cx);
+                let t = self.txns.entry((shard, txn)).or_insert_with(|| Txn::new(txn, ts, now));
+                t.promised = ballot;
+                t.shards = shards;
+            }
+        }
+        let t = &self.txns[&(shard, txn)];
+        let reply = Msg::P1b {
+            txn,
+            shard,
+            ballot,
+            ok,
+            promised: t.promised,
+            accepted: t.accepted,
+            chosen: t.chosen,
+            ctx: t.ctx.clone(),
+        };
+        cx.send(from, reply);
+    }
+
+    pub(super) fn on_p2a(&mut self, from: NodeId, m: P2a, cx: &mut Ctx<'_, Msg>) {
+        let parts: Vec<P2bPart> = m
+            .targets
+            .iter()
+            .filter_map(|s| self.p2a_one(m.txn, m.ts, *s, m.ballot, m.commit, &m.shards, cx))
+            .collect();
+        if !parts.is_empty() {
+            let reply = Msg::P2b {
+                txn: m.txn,
+                ballot: m.ballot,
+                parts,
+            };
+            cx.send(from, reply);
+        }
+    }
+
+    /// Phase 2 at this replica of `shard`: the answer to the proposer, if this node
+    /// holds the shard.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn p2a_one(
+        &mut self,
+        txn: TxnId,
+        ts: Time,
+        shard: ShardId,
+        ballot: Ballot,
+        commit: bool,
+        shards: &[ShardId],
+        cx: &mut Ctx<'_, Msg>,
+    ) -> Option<P2bPart> {
+        let g = self.groups.get(&shard)?;
+        self.max_ballot = self.max_ballot.max(ballot);
+        if let Some(d) = self.done.get(&(shard, txn)) {
+            return Some(P2bPart {
+                shard,
+                ok: false,
+                promised: 0,
+                chosen: Some(d.commit),
+            });
+        }
+        if !self.may_accept_ballot(ts, ballot) || g.status == Status::Syncing {
+            if ballot == 0 && g.status != Status::Syncing && !self.proposals.contains_key(&txn) {
+                // The client's ballot 0 reached a replica that restarted after the
+                // transaction began and may have forgotten it. The client may never
+                // gather a majority here (its re-sends skip replicas that already
+                // acknowledged, such as a leader that has since learnt the outcome),
+                // and while it keeps re-sending no one thinks it silent. Recover the
+                // transaction now with a ballot this replica may answer: phase 1
+                // meets whoever knows the outcome or accepted the client's value, and
+                // the client's next re-send here is answered with the decision.
+                let now = cx.now();
+                let t = self.txns.entry((shard, txn)).or_insert_with(|| Txn::new(txn, ts, now));
+                if t.shards.is_empty() {
+                    t.shards = shards.to_vec();
+                }
+                self.start_recovery(txn, cx);
+            }
+            return Some(P2bPart {
+                shard,
+                ok: false,
+                promised: Ballot::MAX,
+                chosen: None,
+            });
+        }
+        let leader = g.leader();
+        let i_lead = self.is_leader(shard);
+        let now = cx.now();
+        let t = self.txns.entry((shard, txn)).or_insert_with(|| Txn::new(txn, ts, now));
+        if t.shards.is_empty() {
+            t.shards = shards.to_vec();
+        }
+        t.last_seen = now;
+        let ok = ballot >= t.promised;
+        if ok {
+            t.promised = ballot;
+            t.accepted = Some((ballot, commit));
+        }
+        let part = P2bPart {
+            shard,
+            ok,
+            promised: t.promised,
+            chosen: None,
+        };
+        if !ok {
+            return Some(part);
+        }
+        if ballot == 0 && !commit {
+            // The client's ABORT: COMMIT can never be chosen (only the client proposes
+            // it, at ballot 0), so it is final now.
+            self.learn(shard, txn, false, cx);
+            return Some(part);
+        }
+        if i_lead {
+            self.count_accept(shard, txn, self.me, ballot, commit, cx);
+        } else {
+            if let Some(t) = self.txns.get_mut(&(shard, txn)) {
+                t.reported = now;
+            }
+            cx.send(
+                leader,
+                Msg::Accepted {
+                    txn,
+                    shard,
+                    ballot,
+                    commit,
+                    shards: shards.to_vec(),
+                },
+            );
+        }
+        Some(part)
+    }
+
+    /// Leader: a group member accepted (ballot, decision); a majority makes it chosen.
+    pub(super) fn count_accept(
+        &mut self,
+        shard: ShardId,
+        txn: TxnId,
+        from: NodeId,
+        ballot: Ballot,
+        commit: bool,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
+        let Some(g) = self.groups.get(&shard) else { return };
+        let need = g.majority();
+        let Some(t) = self.txns.get_mut(&(shard, txn)) else {
+            return;
+        };
+        let mine = t.accepted == Some((ballot, commit));
+        let e = t.acc.entry(ballot).or_insert_with(|| (commit, BTreeSet::new()));
+        e.1.insert(from);
+        if mine {
+            // Our own acceptance counts too, even one made before we led the group.
+            e.1.insert(self.me);
+        }
+        if e.1.len() >= need {
+            let v = e.0;
+            self.learn(shard, txn, v, cx);
+        }
+    }
+
+    pub(super) fn on_accepted(
+        &mut self,
+        from: NodeId,
+        m: (TxnId, ShardId, Ballot, bool, Vec<ShardId>),
+        cx: &mut Ctx<'_, Msg>,
+    ) {
+        let (txn, shard, ballot, commit, shards) = m;
+        if !self.is_leader(shard) {
+            return;
+        }
+        if let Some(d) = self.done.get(&(shard, txn)) {
+            // Decided already: the follower missed it.
+            let done = DoneInfo {
+                txn,
+                commit: d.commit,
+                ctx: d.ctx.clone(),
+            };
+            return cx.send(
+                from,
+                Msg::Decided {
+                    shard,
+                    done: vec![done],
+                },
+            );
+        }
+        let now = cx.now();
+        let t = self.txns.entry((shard, txn)).or_insert_with(|| Txn::new(txn, 0, now));
+        if t.shards.is_empty() {
+            t.shards = shards;
+        }
+        self.count_accept(shard, txn, from, ballot, commit, cx);
+    }
+
+    // ------------------------------------------------------------ learning
+
+    /// The decision of `txn` is chosen: apply it here (once the context is known).
+    pub(super) fn learn(&mut self, shard: ShardId, txn: TxnId, commit: bool, cx: &mut Ctx<'_, Msg>) {
+        if self.done.contains_key(&(shard, txn)) {
+            return;
+        }
+        let now = cx.now();
+        let t = self.txns.entry((shard, txn)).or_insert_with(|| Txn::new(txn, 0, now));
+        t.chosen = Some(commit);
+        self.try_apply_chosen((shard, txn), cx);
+    }
+
+    pub(super) fn try_apply_chosen(&mut self, key: (ShardId, TxnId), cx: &mut Ctx<'_, Msg>) {
+        let (shard, txn) = key;
+        let Some(t) = self.txns.get(&key) else { return };
+        let Some(commit) = t.chosen else { return };
+        if commit && t.ctx.is_none() {
+            // Chosen COMMIT, but this replica never got the writes: ask the group.
+            let ts = t.prio.0;
+            let shards = t.shards.clone();
+            let peers: Vec<NodeId> = self.groups[&shard].replicas.clone();
+            for p in peers.into_iter().filter(|p| *p != self.me) {
+                let m = Msg::P1a {
+                    txn,
+                    ts,
+                    shard,
+                    ballot: 0,
+                    shards: shards.clone(),
+                };
+                cx.send(p, m);
+            }
+            return;
+        }
+        let t = self.txns.remove(&key).expect("present");
+        let ctx = if commit { t.ctx } else { None };
+        if let Some(c) = &ctx {
+            cx.charge_ops(c.writes.len() as u32);
+            for (k, v, val) in &c.writes {
+                self.store.install(k, *v, val.clone(), c.seq);
+            }
+        }
+        for (client, k, hops) in t.pending_reads {
+            let result = Err("aborted".to_string());
+            cx.send_on_chain(client, Msg::ReadReply { txn, key: k, result }, hops);
+        }
+        if let Some(h) = t.locked_at {
+            self.holds.add(h, cx.hops());
+        }
+        self.release(shard, txn, cx);
+        self.done.insert(
+            key,
+            Done {
+                commit,
+                ctx,
+                at: cx.now(),
+            },
+        );
+        if self.is_leader(shard) {
+            // Followers hear of it with the next sweep's batch.
+            let g = self.groups.get_mut(&shard).expect("group");
+            let followers: BTreeSet<NodeId> = g.replicas.iter().copied().filter(|n| *n != self.me).collect();
+            g.pushing.insert(txn, (followers, 0));
+        }
+    }
+}

@@ -1,0 +1,392 @@
+//! The HACommit client: executes the transaction, sends the last operation, collects
+//! votes, and proposes the decision to every participant's replicas as ballot-0
+//! Paxos proposer (it is the coordinator).
+
+use super::*;
+
+pub(super) const T_READ: TimerId = TimerId(1);
+pub(super) const T_VOTE: TimerId = TimerId(2);
+pub(super) const T_RESEND: TimerId = TimerId(3);
+pub(super) const T_IDLE: TimerId = TimerId(4);
+
+#[derive(Debug)]
+pub(super) enum Phase {
+    /// An interactive transaction waits for its caller's next operations.
+    Waiting,
+    Reading {
+        key: Key,
+        shard: ShardId,
+        redirects: u32,
+    },
+    Voting {
+        lasts: BTreeMap<ShardId, LastShare>,
+        yes: BTreeSet<ShardId>,
+        redirects: u32,
+    },
+    Deciding {
+        commit: bool,
+        reason: Option<String>,
+        acks: BTreeMap<ShardId, BTreeSet<NodeId>>,
+    },
+}
+
+#[derive(Debug)]
+pub(super) struct Current {
+    pub(super) ts: Time,
+    pub(super) exec: Execution,
+    pub(super) rec: TxnRecord,
+    /// The configuration: every shard touched so far.
+    pub(super) shards: BTreeSet<ShardId>,
+    pub(super) phase: Phase,
+}
+
+/// A HACommit client: runs one transaction at a time and is the initial Paxos proposer
+/// of its commit.
+#[derive(Debug)]
+pub struct Client {
+    pub(super) env: Env,
+    pub(super) id: ClientId,
+    pub(super) dc: DcId,
+    /// Believed leader of each shard.
+    pub(super) leaders: HashMap<ShardId, NodeId>,
+    pub(super) cur: Option<Current>,
+}
+
+impl Client {
+    /// A client on `node`.
+    pub fn new(env: Env, node: NodeId, id: ClientId) -> Self {
+        let dc = env.layout.dc_of(node);
+        Client {
+            env,
+            id,
+            dc,
+            leaders: HashMap::default(),
+            cur: None,
+        }
+    }
+
+    pub(super) fn leader(&self, s: ShardId) -> NodeId {
+        self.leaders
+            .get(&s)
+            .copied()
+            .unwrap_or_else(|| self.env.layout.primary(s))
+    }
+
+    /// The believed leader of `s` did not answer: try the next replica of the group next
+    /// time (a live replica answers with a `NotLeader` hint if it is not the leader).
+    pub(super) fn suspect(&mut self, s: ShardId) {
+        let reps = self.env.layout.replicas(s);
+        let cur = self.leader(s);
+        let i = reps.iter().position(|r| *r == cur).unwrap_or(0);
+        self.leaders.insert(s, reps[(i + 1) % reps.len()]);
+    }
+
+    pub(super) fn step(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_mut() else { return };
+        let step = match cur.exec.step(&self.env.registry) {
+            Ok(s) => s,
+            Err(e) => Step::Abort(e.to_string()),
+        };
+        match step {
+            Step::Read(key) => {
+                let shard = self.env.layout.shard_of(&key);
+                cur.shards.insert(shard);
+                cur.phase = Phase::Reading {
+                    key,
+                    shard,
+                    redirects: 0,
+                };
+                self.send_read(cx);
+            }
+            Step::Abort(reason) => self.decide(false, Some(reason), cx),
+            Step::Wait { output } => {
+                cur.phase = Phase::Waiting;
+                cx.set_timer(self.env.timeouts.idle, T_IDLE);
+                cx.await_input(cur.rec.id, output);
+            }
+            Step::Done { writes, .. } => {
+                let finals = crate::client::number_writes(&mut cur.rec, writes);
+                let layout = &self.env.layout;
+                let mut lasts: BTreeMap<ShardId, LastShare> = BTreeMap::new();
+                for r in &cur.rec.reads {
+                    lasts.entry(layout.shard_of(&r.key)).or_default().0.push(r.key.clone());
+                }
+                for (k, (v, val)) in finals {
+                    lasts.entry(layout.shard_of(&k)).or_default().1.push((k, v, val));
+                }
+                cur.shards.extend(lasts.keys().copied());
+                if lasts.is_empty() {
+                    cur.rec.commit_start = Some(cx.now());
+                    return self.finish(Outcome::Committed, None, cx);
+                }
+                cur.phase = Phase::Voting {
+                    lasts,
+                    yes: BTreeSet::new(),
+                    redirects: 0,
+                };
+                cx.cancel_timer(T_READ);
+                let shards: Vec<ShardId> = self.cur.as_ref().expect("cur").shards.iter().copied().collect();
+                for s in shards {
+                    self.send_last(s, cx);
+                }
+                cx.set_timer(self.env.timeouts.vote, T_VOTE);
+            }
+        }
+    }
+
+    pub(super) fn send_read(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_ref() else { return };
+        let Phase::Reading { key, shard, .. } = &cur.phase else {
+            return;
+        };
+        let m = Msg::Read {
+            txn: cur.rec.id,
+            ts: cur.ts,
+            shard: *shard,
+            key: key.clone(),
+            shards: cur.shards.iter().copied().collect(),
+        };
+        let to = self.leader(*shard);
+        cx.send(to, m);
+        cx.set_timer(self.env.timeouts.read, T_READ);
+    }
+
+    pub(super) fn send_last(&mut self, s: ShardId, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_ref() else { return };
+        let Phase::Voting { lasts, .. } = &cur.phase else {
+            return;
+        };
+        let (reads, writes) = lasts.get(&s).cloned().unwrap_or_default();
+        let m = Msg::Last {
+            txn: cur.rec.id,
+            ts: cur.ts,
+            shard: s,
+            shards: cur.shards.iter().copied().collect(),
+            reads,
+            writes,
+        };
+        let to = self.leader(s);
+        cx.send(to, m);
+    }
+
+    /// The client's decision: phase 2 of Paxos with ballot 0 to every replica of every
+    /// participant.
+    pub(super) fn decide(&mut self, commit: bool, reason: Option<String>, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_mut() else { return };
+        cx.cancel_timer(T_READ);
+        cx.cancel_timer(T_VOTE);
+        cur.rec.commit_start = Some(cx.now());
+        if cur.shards.is_empty() {
+            let outcome = if commit { Outcome::Committed } else { Outcome::Aborted };
+            return self.finish(outcome, reason, cx);
+        }
+        cur.phase = Phase::Deciding {
+            commit,
+            reason,
+            acks: BTreeMap::new(),
+        };
+        self.send_p2a(cx);
+        cx.set_timer(self.env.timeouts.status, T_RESEND);
+    }
+
+    pub(super) fn send_p2a(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_ref() else { return };
+        let Phase::Deciding { commit, acks, .. } = &cur.phase else {
+            return;
+        };
+        let shards: Vec<ShardId> = cur.shards.iter().copied().collect();
+        let msgs = p2a_by_node(&self.env.layout, cur.rec.id, cur.ts, 0, *commit, &shards, |s, r| {
+            acks.get(&s).is_some_and(|a| a.contains(&r))
+        });
+        for (n, m) in msgs {
+            cx.send(n, m);
+        }
+    }
+
+    pub(super) fn finish(&mut self, outcome: Outcome, reason: Option<String>, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.take() else { return };
+        cx.cancel_timer(T_READ);
+        cx.cancel_timer(T_VOTE);
+        cx.cancel_timer(T_RESEND);
+        cx.cancel_timer(T_IDLE);
+        crate::client::close(cur.rec, outcome, reason, cx);
+    }
+
+    pub(super) fn on_vote(&mut self, shard: ShardId, yes: bool, reason: Option<String>, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_mut() else { return };
+        let Phase::Voting { yes: ys, .. } = &mut cur.phase else {
+            return;
+        };
+        if !yes {
+            return self.decide(false, Some(reason.unwrap_or_else(|| "participant voted no".into())), cx);
+        }
+        ys.insert(shard);
+        if ys.len() == cur.shards.len() {
+            self.decide(true, None, cx);
+        }
+    }
+
+    pub(super) fn on_p2b(
+        &mut self,
+        from: NodeId,
+        shard: ShardId,
+        ok: bool,
+        chosen: Option<bool>,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
+        let Some(cur) = self.cur.as_mut() else { return };
+        let Phase::Deciding { commit, reason, acks } = &mut cur.phase else {
+            return;
+        };
+        if let Some(v) = chosen {
+            // Decided already (by us, or by a recovery proposer that overtook us).
+            let why = if v {
+                None
+            } else {
+                Some(reason.take().unwrap_or_else(|| "aborted by a recovery proposer".into()))
+            };
+            let outcome = if v { Outcome::Committed } else { Outcome::Aborted };
+            return self.finish(outcome, why, cx);
+        }
+        if !ok {
+            return; // a higher ballot is running: wait for the chosen decision
+        }
+        acks.entry(shard).or_default().insert(from);
+        let layout = &self.env.layout;
+        let all = cur
+            .shards
+            .iter()
+            .all(|s| acks.get(s).map_or(0, |a| a.len()) >= majority_of(layout.replicas(*s).len()));
+        if all {
+            let outcome = if *commit { Outcome::Committed } else { Outcome::Aborted };
+            let why = reason.take();
+            self.finish(outcome, why, cx);
+        }
+    }
+}
+
+impl Actor for Client {
+    type Msg = Msg;
+
+    fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_mut() else { return };
+        match msg {
+            Msg::ReadReply { txn, key, result } if txn == cur.rec.id => {
+                if !matches!(&cur.phase, Phase::Reading { key: k, .. } if *k == key) {
+                    return;
+                }
+                cx.cancel_timer(T_READ);
+                match result {
+                    Ok((version, value)) => {
+                        cur.rec.reads.push(ReadRec {
+                            key: key.clone(),
+                            version,
+                        });
+                        cur.exec.supply(key, value);
+                        self.step(cx);
+                    }
+                    Err(why) => self.decide(false, Some(why), cx),
+                }
+            }
+            Msg::NotLeader { txn, shard, leader } if txn == cur.rec.id => {
+                let limit = 2 * self.env.layout.replicas(shard).len() as u32;
+                match &mut cur.phase {
+                    Phase::Reading {
+                        shard: s, redirects, ..
+                    } if *s == shard => {
+                        *redirects += 1;
+                        if *redirects > limit {
+                            return self.decide(false, Some("no leader for a shard".into()), cx);
+                        }
+                        self.leaders.insert(shard, leader);
+                        self.send_read(cx);
+                    }
+                    Phase::Voting { redirects, .. } => {
+                        *redirects += 1;
+                        if *redirects > limit * cur.shards.len() as u32 {
+                            return self.decide(false, Some("no leader for a shard".into()), cx);
+                        }
+                        self.leaders.insert(shard, leader);
+                        self.send_last(shard, cx);
+                    }
+                    _ => {}
+                }
+            }
+            Msg::Vote {
+                txn,
+                shard,
+                yes,
+                reason,
+            } if txn == cur.rec.id => self.on_vote(shard, yes, reason, cx),
+            Msg::P2b { txn, ballot: 0, parts } if txn == cur.rec.id => {
+                for p in parts {
+                    if self.cur.is_none() {
+                        break;
+                    }
+                    self.on_p2b(from, p.shard, p.ok, p.chosen, cx);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_ref() else { return };
+        match (t, &cur.phase) {
+            (T_READ, Phase::Reading { shard, .. }) => {
+                let s = *shard;
+                self.suspect(s);
+                self.decide(false, Some("read timed out".into()), cx)
+            }
+            (T_VOTE, Phase::Voting { yes, .. }) => {
+                let silent: Vec<ShardId> = cur.shards.iter().filter(|s| !yes.contains(s)).copied().collect();
+                for s in silent {
+                    self.suspect(s);
+                }
+                self.decide(false, Some("vote timed out".into()), cx)
+            }
+            (T_IDLE, Phase::Waiting) => self.decide(false, Some(crate::client::IDLE_ABORT.into()), cx),
+            (T_RESEND, Phase::Deciding { .. }) => {
+                self.send_p2a(cx);
+                cx.set_timer(self.env.timeouts.status, T_RESEND);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_crash(&mut self) {
+        self.cur = None;
+    }
+}
+
+impl ClientRole for Client {
+    fn submit(&mut self, txn: TxnId, call: Call, cx: &mut Ctx<'_, Msg>) {
+        let rec = crate::client::new_record(txn, self.id, self.dc, &call, cx);
+        self.cur = Some(Current {
+            ts: cx.now(),
+            exec: Execution::new(call),
+            rec,
+            shards: BTreeSet::new(),
+            phase: Phase::Deciding {
+                commit: false,
+                reason: None,
+                acks: BTreeMap::new(),
+            },
+        });
+        self.step(cx);
+    }
+
+    fn in_flight(&self) -> Option<TxnRecord> {
+        self.cur.as_ref().map(|c| c.rec.clone())
+    }
+
+    fn extend(&mut self, txn: TxnId, args: Vec<Arg>, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_mut() else { return };
+        if cur.rec.id != txn || !matches!(cur.phase, Phase::Waiting) {
+            return;
+        }
+        cx.cancel_timer(T_IDLE);
+        cur.exec.call.args.extend(args);
+        self.step(cx);
+    }
+}

@@ -1,0 +1,308 @@
+//! Execution at a group leader: reads under locks (wound-wait), the last operation with
+//! its writes, the vote, and replication of the transaction context before voting.
+
+use super::*;
+
+impl Server {
+    pub(super) fn on_read(
+        &mut self,
+        from: NodeId,
+        m: (TxnId, Time, ShardId, Key, Vec<ShardId>),
+        cx: &mut Ctx<'_, Msg>,
+    ) {
+        let (txn, ts, shard, key, shards) = m;
+        cx.charge_ops(1);
+        if !self.is_leader(shard) {
+            return self.not_leader(from, txn, shard, cx);
+        }
+        if self.tombstones.contains_key(&(shard, txn)) || self.done.contains_key(&(shard, txn)) {
+            let result = Err("already aborted here (wounded or timed out)".into());
+            return cx.send(from, Msg::ReadReply { txn, key, result });
+        }
+        let now = cx.now();
+        let known = self.txns.contains_key(&(shard, txn));
+        let t = self.txns.entry((shard, txn)).or_insert_with(|| Txn::new(txn, ts, now));
+        if !known {
+            t.stage = Stage::Active;
+        }
+        if !matches!(t.stage, Stage::Active) {
+            // A duplicate after the last operation, or recovery has taken over.
+            let result = Err("transaction no longer executing here".into());
+            return cx.send(from, Msg::ReadReply { txn, key, result });
+        }
+        t.client = Some(from);
+        t.shards = shards;
+        t.last_seen = now;
+        if self.rc {
+            return self.reply_read(from, txn, key, cx.hops(), cx);
+        }
+        let prio = t.prio;
+        match self.locks.acquire(txn, prio, &key, LockMode::Shared) {
+            Acquired::Granted => self.reply_read(from, txn, key, cx.hops(), cx),
+            Acquired::Waiting { wound } => {
+                let hops = cx.hops();
+                if let Some(t) = self.txns.get_mut(&(shard, txn)) {
+                    // A duplicated read already waiting is answered by the same grant.
+                    if !t.pending_reads.iter().any(|(_, k, _)| *k == key) {
+                        t.pending_reads.push((from, key, hops));
+                    }
+                }
+                self.wound(wound, cx);
+            }
+            Acquired::Denied | Acquired::TookOver { .. } => unreachable!("wound-wait never denies"),
+        }
+    }
+
+    pub(super) fn reply_read(&mut self, to: NodeId, txn: TxnId, key: Key, hops: u32, cx: &mut Ctx<'_, Msg>) {
+        let (v, val) = self.store.latest(&key);
+        let result = Ok((v, val.cloned()));
+        cx.send_on_chain(to, Msg::ReadReply { txn, key, result }, hops);
+    }
+
+    /// Aborts wounded transactions that have not voted (their shards are those this
+    /// node leads; a lock is per key, so the shard is the key's).
+    pub(super) fn wound(&mut self, victims: Vec<TxnId>, cx: &mut Ctx<'_, Msg>) {
+        for v in victims {
+            let keys: Vec<(ShardId, TxnId)> = self
+                .txns
+                .iter()
+                .filter(|((_, t), x)| *t == v && matches!(x.stage, Stage::Active | Stage::Locking { .. }))
+                .map(|(k, _)| *k)
+                .collect();
+            for k in keys {
+                self.abort_unvoted(k, "wounded by an older transaction", cx);
+            }
+        }
+    }
+
+    /// A leader aborts a transaction it has not voted yes for: releases its locks,
+    /// answers its waiting reads, votes no if the last operation was waiting.
+    pub(super) fn abort_unvoted(&mut self, key: (ShardId, TxnId), why: &str, cx: &mut Ctx<'_, Msg>) {
+        let (shard, txn) = key;
+        let Some(t) = self.txns.get(&key) else { return };
+        if !matches!(t.stage, Stage::Active | Stage::Locking { .. }) {
+            return;
+        }
+        let t = self.txns.remove(&key).expect("present");
+        self.tombstones.insert(key, cx.now());
+        for (client, k, hops) in t.pending_reads {
+            let result = Err(why.to_string());
+            cx.send_on_chain(client, Msg::ReadReply { txn, key: k, result }, hops);
+        }
+        if let (Stage::Locking { hops, .. }, Some(client)) = (t.stage, t.client) {
+            let reason = Some(why.to_string());
+            cx.send_on_chain(
+                client,
+                Msg::Vote {
+                    txn,
+                    shard,
+                    yes: false,
+                    reason,
+                },
+                hops,
+            );
+        }
+        self.release(shard, txn, cx);
+    }
+
+    /// Releases every lock (and queued request) of `txn` on keys of `shard`, and serves
+    /// whoever was waiting. (A node may hold other shards of the same transaction.)
+    pub(super) fn release(&mut self, shard: ShardId, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        let layout = self.env.layout.clone();
+        let mut keys = self.locks.keys_of(txn);
+        keys.retain(|k| layout.shard_of(k) == shard);
+        keys.sort();
+        for k in keys {
+            let g = self.locks.release(txn, &k);
+            self.on_grants(g, cx);
+        }
+    }
+
+    pub(super) fn on_grants(&mut self, grants: Vec<Grant>, cx: &mut Ctx<'_, Msg>) {
+        for g in grants {
+            let shard = self.env.layout.shard_of(&g.key);
+            let Some(t) = self.txns.get_mut(&(shard, g.txn)) else {
+                continue;
+            };
+            if let Some(i) = t.pending_reads.iter().position(|(_, k, _)| *k == g.key) {
+                let (client, key, hops) = t.pending_reads.remove(i);
+                self.reply_read(client, g.txn, key, hops, cx);
+            } else if let Stage::Locking { waiting, .. } = &mut t.stage {
+                *waiting -= 1;
+                if *waiting == 0 {
+                    self.locked((shard, g.txn), cx);
+                }
+            }
+        }
+    }
+
+    pub(super) fn on_last(&mut self, from: NodeId, m: LastOp, cx: &mut Ctx<'_, Msg>) {
+        let LastOp {
+            txn,
+            ts,
+            shard,
+            shards,
+            reads,
+            writes,
+        } = m;
+        cx.charge_ops((reads.len() + writes.len()) as u32);
+        if !self.is_leader(shard) {
+            return self.not_leader(from, txn, shard, cx);
+        }
+        let no = |reason: &str, cx: &mut Ctx<'_, Msg>| {
+            let reason = Some(reason.to_string());
+            cx.send(
+                from,
+                Msg::Vote {
+                    txn,
+                    shard,
+                    yes: false,
+                    reason,
+                },
+            );
+        };
+        if self.tombstones.contains_key(&(shard, txn)) {
+            return no("already aborted here (wounded or timed out)", cx);
+        }
+        if let Some(d) = self.done.get(&(shard, txn)) {
+            if !d.commit {
+                return no("already aborted", cx);
+            }
+            return;
+        }
+        if !self.may_accept(ts) {
+            return no("participant restarted since the transaction began", cx);
+        }
+        let now = cx.now();
+        let known = self.txns.contains_key(&(shard, txn));
+        let t = self.txns.entry((shard, txn)).or_insert_with(|| Txn::new(txn, ts, now));
+        if !known {
+            t.stage = Stage::Active;
+        }
+        t.last_seen = now;
+        match &t.stage {
+            Stage::Active => {}
+            Stage::Replicating { .. } | Stage::Locking { .. } => return, // duplicate
+            Stage::Voted if t.ctx.is_some() => {
+                // Duplicate of a vote already replicated: answer again.
+                return cx.send(
+                    from,
+                    Msg::Vote {
+                        txn,
+                        shard,
+                        yes: true,
+                        reason: None,
+                    },
+                );
+            }
+            _ => return no("no vote possible (state taken over by recovery)", cx),
+        }
+        t.client = Some(from);
+        t.shards = shards;
+        // Every read must still be protected by our shared lock (lost on wound or a
+        // leader change).
+        if !self.rc && reads.iter().any(|k| !self.locks.holds(txn, k, LockMode::Shared)) {
+            let why = "a read lock was lost (wounded, or the leader changed)";
+            self.abort_unvoted((shard, txn), why, cx);
+            return no(why, cx);
+        }
+        let prio = (ts, txn);
+        let mut waiting = 0;
+        let mut wounded = vec![];
+        for (k, _, _) in &writes {
+            match self.locks.acquire(txn, prio, k, LockMode::Exclusive) {
+                Acquired::Granted => {}
+                Acquired::Waiting { wound } => {
+                    waiting += 1;
+                    wounded.extend(wound);
+                }
+                Acquired::Denied | Acquired::TookOver { .. } => unreachable!("wound-wait never denies"),
+            }
+        }
+        let hops = cx.hops();
+        if let Some(t) = self.txns.get_mut(&(shard, txn)) {
+            t.stage = Stage::Locking {
+                waiting,
+                hops,
+                reads,
+                writes,
+            };
+        }
+        if waiting == 0 {
+            self.locked((shard, txn), cx);
+        } else {
+            self.wound(wounded, cx);
+        }
+    }
+
+    /// Every lock of the last operation is held: vote yes and replicate the vote.
+    pub(super) fn locked(&mut self, key: (ShardId, TxnId), cx: &mut Ctx<'_, Msg>) {
+        let (shard, txn) = key;
+        let Some(g) = self.groups.get_mut(&shard) else { return };
+        let Some(t) = self.txns.get_mut(&key) else { return };
+        let Stage::Locking {
+            hops, reads, writes, ..
+        } = std::mem::replace(&mut t.stage, Stage::Voted)
+        else {
+            return;
+        };
+        g.seq += 1;
+        let ctx = TCtx {
+            txn,
+            ts: t.prio.0,
+            shards: t.shards.clone(),
+            reads,
+            writes,
+            seq: g.seq,
+        };
+        t.locked_at = Some(hops);
+        t.ctx = Some(ctx.clone());
+        t.stage = Stage::Replicating {
+            hops,
+            acks: BTreeSet::from([self.me]),
+        };
+        let view = g.view;
+        let followers: Vec<NodeId> = g.replicas.iter().copied().filter(|n| *n != self.me).collect();
+        for f in followers {
+            cx.send_on_chain(
+                f,
+                Msg::Replicate {
+                    shard,
+                    view,
+                    ctx: ctx.clone(),
+                },
+                hops,
+            );
+        }
+        self.check_replicated(key, None, cx);
+    }
+
+    /// Answers the client once a majority holds the vote. `chain`: the WAN-hop count of
+    /// the input that completed the majority (the replication round trip is on the
+    /// transaction's critical path); without followers, the last operation's own chain.
+    pub(super) fn check_replicated(&mut self, key: (ShardId, TxnId), chain: Option<u32>, cx: &mut Ctx<'_, Msg>) {
+        let Some(g) = self.groups.get(&key.0) else { return };
+        let need = g.majority();
+        let Some(t) = self.txns.get_mut(&key) else { return };
+        let Stage::Replicating { hops, acks } = &t.stage else {
+            return;
+        };
+        if acks.len() < need {
+            return;
+        }
+        let hops = chain.unwrap_or(*hops);
+        t.stage = Stage::Voted;
+        if let Some(client) = t.client {
+            cx.send_on_chain(
+                client,
+                Msg::Vote {
+                    txn: key.1,
+                    shard: key.0,
+                    yes: true,
+                    reason: None,
+                },
+                hops,
+            );
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! HACommit: logless one-phase commit (hacommit.md §III–VI), as `hacommit` (two-phase
+//! locking, serializable) and `hacommit-rc` (read committed, §VII-D: no read locks).
+//!
+//! # The protocol
+//!
+//! Every shard lives on a replica group of `k` servers (3 by default, `replicas=5` in
+//! the fault experiments), spread over DCs by [`Placement::Groups`]. One replica leads
+//! the group (the *participant*); the others follow.
+//!
+//! - **Execution.** The client runs the program interactively: every read goes to the
+//!   leader of the key's shard and takes a shared lock there (wound-wait, start time as
+//!   priority; `hacommit-rc` takes none). Writes are buffered at the client. Every
+//!   operation carries the transaction's configuration so far: the ids of the shards it
+//!   touched (§V-E).
+//! - **The last operation (§IV).** When the program finishes, its buffered writes are
+//!   the last operation. The client sends `Last` to the leader of every shard in the
+//!   final configuration: the writes that shard holds (an empty last operation for a
+//!   shard it only read), the keys read there, and the full shard list. The leader
+//!   checks locally (its shared locks are still held; it takes the exclusive locks),
+//!   then replicates its vote and the transaction context (id, shard ids, relevant
+//!   writes, read keys, a version sequence number) to its followers, and only after a
+//!   majority of the group holds them answers the client with its vote. A NO vote is
+//!   answered at once and not replicated: ABORT is the default outcome of recovery
+//!   anyway.
+//! - **Commit (§V).** The client is the only initial proposer of a one-instance Paxos
+//!   whose acceptors are the replicas of every participant. It sends phase 2 with
+//!   ballot 0 and its decision (COMMIT only if every vote was yes; it may always abort)
+//!   to every replica of every participant. Each replica records the ballot and
+//!   decision and acknowledges; the client ends the transaction once a majority of
+//!   every participant's group has acknowledged: one round trip from its decision, and
+//!   no log write anywhere.
+//! - **Client failure (§VI-A).** A replica holding a transaction's context whose
+//!   proposer has been silent for `idle` becomes a recovery proposer, after a random
+//!   back-off that grows with its rank in the group: it runs full Paxos from phase 1
+//!   with a ballot above any it has seen, to every replica of every shard in the
+//!   context's configuration, and proposes the highest-ballot accepted decision, or
+//!   ABORT if no response carries one. Competing proposers are resolved by ballots
+//!   and the back-off.
+//! - **Replica failure (§VI-B).** The leader sends heartbeats every `sweep`; a follower
+//!   that misses them for `failover` (plus a rank stagger) starts a view change: the
+//!   candidate collects the pending contexts, accepted decisions and recently decided
+//!   transactions from a majority of the group, merges them, re-takes the locks of
+//!   every voted transaction and starts serving. Without a majority the group stalls
+//!   and stays consistent.
+//!
+//! # Where the paper is vague, and what this module does
+//!
+//! - **When a decision becomes visible.** The paper lets a participant apply the
+//!   decision as soon as it receives phase 2. In Paxos a value accepted by one acceptor
+//!   is not chosen: if the client crashes after its phase 2 reached only the leader of
+//!   a group, a recovery proposer whose phase-1 quorum misses that leader proposes
+//!   ABORT, while the leader has already exposed the writes. So here a decision is
+//!   *chosen* once a majority of one participant's group has accepted it (each replica
+//!   reports its acceptance to its leader as well as to the proposer); phase 1 of
+//!   recovery needs a majority of *every* group, which intersects any such majority. The
+//!   leader applies the writes and releases the locks when it learns the decision is
+//!   chosen, which is the moment the client ends too (the followers' acknowledgements
+//!   reach the client and the leader in the same trip when the client is near the
+//!   leader). Followers apply when the leader tells them (`Decided`, re-sent until they
+//!   confirm). A ballot-0 ABORT is final at once (the client never proposes COMMIT
+//!   too), so aborts release their locks without waiting.
+//! - **Version order.** The leader gives each yes vote a sequence number, replicated
+//!   with the context; every replica installs versions ordered by it, so replicas that
+//!   learn decisions in different orders still agree. A new leader continues above the
+//!   largest sequence number a majority has seen.
+//! - **No memory survives a crash** (that is what *logless* means). A restarted replica
+//!   copies its shards' data, pending contexts and acceptor state (promises and
+//!   acceptances) from a majority of its group other than itself before it serves: any
+//!   decision chosen, or promise given, before the crash involved a majority, which
+//!   meets them. It never votes for a transaction that began before its restart, and
+//!   for such a transaction it answers only ballots issued after its restart (recovery
+//!   ballots carry their issue time): the client's ballot 0, or an older recovery
+//!   ballot, may still meet a promise it forgot. Concurrent failures of a majority of a
+//!   group are beyond what the paper tolerates: that group stalls.
+//! - **Who speaks for a view.** Only a view's leader sends its heartbeats, vote
+//!   replication and new-view state, and only after merging a majority's state: a
+//!   message for a view from anyone else is ignored, a message of a later view makes a
+//!   leader step down (its unvoted transactions abort, its locks go), and a candidate
+//!   leads only through its own merge. A replica that led its view before a crash
+//!   stands for a new view once re-synced instead of resuming the old one (it holds
+//!   none of that view's locks).
+//! - **Ballot 0 refused.** A replica that restarted after a transaction began refuses
+//!   the client's ballot 0 (it may have forgotten a promise). When it refuses, it starts
+//!   recovery of that transaction itself: the client, still re-sending to the replicas
+//!   that have not answered, keeps everyone else from thinking it silent, and may never
+//!   again ask the replica that knows the outcome.
+//! - **Message economy.** The client sends one phase-2 message per replica *node*,
+//!   covering every participant shard that node holds (one per replica of the paper's
+//!   pattern, not one per shard replica). Leaders tell followers which decisions are
+//!   chosen in one batch per sweep, re-sent until confirmed; followers serve no reads,
+//!   so this only delays their catching up, not anyone's critical path.
+//! - **Retransmission.** Leaders re-send unacknowledged vote replication, followers
+//!   re-report their acceptance to the leader until they learn the outcome, recovery
+//!   proposers re-send their current phase, and clients re-send phase 2 to replicas
+//!   that have not answered. A client whose request to a shard's leader times out tries
+//!   the next replica of the group next time.
+//! - **Configuration messages.** The paper has the client send the growing configuration
+//!   to every participant contacted so far on each operation. Here each operation
+//!   carries it to the participant it goes to, and the last operation carries the final
+//!   one to every participant. A participant that has not voted aborts unilaterally
+//!   when its client goes silent (it promised nothing), so a stale configuration is
+//!   never used to decide; recovery always uses a voted context's final configuration.
+//! - **Read-only transactions** still send the (empty) last operation and the phase-2
+//!   message, so their reads are validated under locks at one point in time.
+
+mod acceptor;
+mod client;
+mod execution;
+mod msg;
+mod recovery;
+mod replication;
+mod server;
+mod sync;
+mod view;
+
+pub use client::Client;
+pub use msg::*;
+pub use server::Server;
+use server::*;
+
+use crate::{ClientRole, Env, HoldStats, Protocol, Replica};
+use meridian_core::{
+    Actor, ClientId, Ctx, DcId, HomeRule, Key, NodeId, Outcome, Placement, ReadRec, ReplicaSnapshot, ShardId, Time,
+    TimerId, TxnId, TxnRecord, Value, VersionId,
+};
+use meridian_storage::{Acquired, Grant, LockMode, LockTable, MvStore, Policy, Prio};
+use meridian_txn::{Arg, Call, Execution, Step};
+use rand::Rng as _;
+use rustc_hash::FxHashMap as HashMap;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The `hacommit` / `hacommit-rc` protocol.
+#[derive(Clone, Copy, Debug)]
+pub struct HaCommit {
+    /// Replicas per shard group.
+    pub replicas: u32,
+    /// Read committed (`hacommit-rc`): reads take no locks and are not validated.
+    pub read_committed: bool,
+}
+
+impl Default for HaCommit {
+    fn default() -> Self {
+        HaCommit {
+            replicas: 3,
+            read_committed: false,
+        }
+    }
+}
+
+impl Protocol for HaCommit {
+    type Msg = Msg;
+    type Server = Server;
+    type Client = Client;
+
+    fn name(&self) -> &'static str {
+        if self.read_committed {
+            "hacommit-rc"
+        } else {
+            "hacommit"
+        }
+    }
+    fn strict(&self) -> bool {
+        !self.read_committed
+    }
+    fn read_committed(&self) -> bool {
+        self.read_committed
+    }
+    fn interactive(&self) -> bool {
+        true
+    }
+    fn placement(&self, home: HomeRule) -> Placement {
+        Placement::Groups { home, k: self.replicas }
+    }
+    /// Replicas forget everything in a crash and re-sync from a majority (§V): a group
+    /// of 2f+1 survives f of its replicas down or re-syncing at a time.
+    fn fault_model(&self) -> crate::FaultModel {
+        crate::FaultModel::Forgetful {
+            per_group: (self.replicas as usize - 1) / 2,
+            global: false,
+            resync: meridian_core::secs(2.0),
+        }
+    }
+    fn server(&self, env: &Env, node: NodeId) -> Server {
+        Server::new(env.clone(), node, self.read_committed)
+    }
+    fn client(&self, env: &Env, node: NodeId, id: ClientId) -> Client {
+        Client::new(env.clone(), node, id)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,350 @@
+//! HACommit's messages: client ↔ replica (reads, the last operation, votes, the
+//! client's phase-2 proposal) and replica ↔ replica (replication of transaction
+//! contexts, recovery's phase 1 and 2, view change, sync after restart).
+
+use super::*;
+
+/// A Paxos ballot: 0 is the client's; recovery ballots are `round << 20 | node + 1`, with
+/// `round` at least the issue time in milliseconds (so a restarted replica can tell
+/// ballots issued after its restart from ones that may have been in flight before it).
+pub type Ballot = u64;
+
+/// The replicated transaction context of one participant (§IV, §V-E).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TCtx {
+    /// Transaction.
+    pub txn: TxnId,
+    /// Start time (lock priority; acceptor restart rule).
+    pub ts: Time,
+    /// Every shard the transaction operates on: the Paxos configuration.
+    pub shards: Vec<ShardId>,
+    /// Keys read at this participant (re-locked by a new leader).
+    pub reads: Vec<Key>,
+    /// Relevant writes: this participant's share.
+    pub writes: Vec<(Key, VersionId, Value)>,
+    /// Position of the writes in the group's version order.
+    pub seq: u64,
+}
+
+/// What one replica knows about an undecided transaction (view changes, state transfer).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PendingInfo {
+    /// Transaction.
+    pub txn: TxnId,
+    /// Start time.
+    pub ts: Time,
+    /// Configuration, if known.
+    pub shards: Vec<ShardId>,
+    /// Replicated context (a yes vote), if held.
+    pub ctx: Option<TCtx>,
+    /// Highest ballot promised.
+    pub promised: Ballot,
+    /// Accepted ballot and decision.
+    pub accepted: Option<(Ballot, bool)>,
+}
+
+/// A decided transaction a replica still remembers with its writes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DoneInfo {
+    /// Transaction.
+    pub txn: TxnId,
+    /// Committed?
+    pub commit: bool,
+    /// Its context (for commits).
+    pub ctx: Option<TCtx>,
+}
+
+/// One shard's answer to phase 2.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct P2bPart {
+    /// Shard.
+    pub shard: ShardId,
+    /// Accepted?
+    pub ok: bool,
+    /// Highest ballot promised (`u64::MAX`: this replica may not act as an acceptor).
+    pub promised: Ballot,
+    /// The decision, if known to be chosen.
+    pub chosen: Option<bool>,
+}
+
+/// The fields of a `P2a` message.
+pub(super) struct P2a {
+    pub(super) txn: TxnId,
+    pub(super) ts: Time,
+    pub(super) targets: Vec<ShardId>,
+    pub(super) ballot: Ballot,
+    pub(super) commit: bool,
+    pub(super) shards: Vec<ShardId>,
+}
+
+/// HACommit messages.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Msg {
+    /// Client → leader: read `key` of `shard` (a shared lock under `hacommit`).
+    Read {
+        /// Transaction.
+        txn: TxnId,
+        /// Start time (priority).
+        ts: Time,
+        /// Shard.
+        shard: ShardId,
+        /// Key.
+        key: Key,
+        /// Configuration so far.
+        shards: Vec<ShardId>,
+    },
+    /// Leader → client: the read's result.
+    ReadReply {
+        /// Transaction.
+        txn: TxnId,
+        /// Key.
+        key: Key,
+        /// Version and value, or why the transaction must abort.
+        result: Result<(Option<VersionId>, Option<Value>), String>,
+    },
+    /// Non-leader → client: ask `leader` instead.
+    NotLeader {
+        /// Transaction.
+        txn: TxnId,
+        /// Shard.
+        shard: ShardId,
+        /// Best guess of the leader.
+        leader: NodeId,
+    },
+    /// Client → leader: the last operation.
+    Last {
+        /// Transaction.
+        txn: TxnId,
+        /// Start time.
+        ts: Time,
+        /// Shard.
+        shard: ShardId,
+        /// Final configuration.
+        shards: Vec<ShardId>,
+        /// Keys read at this shard.
+        reads: Vec<Key>,
+        /// Writes to this shard (empty: an empty last operation).
+        writes: Vec<(Key, VersionId, Value)>,
+    },
+    /// Leader → client: the vote (after replicating a yes vote to a majority).
+    Vote {
+        /// Transaction.
+        txn: TxnId,
+        /// Shard.
+        shard: ShardId,
+        /// Yes?
+        yes: bool,
+        /// Why not.
+        reason: Option<String>,
+    },
+    /// Leader → follower: replicate a yes vote and its context.
+    Replicate {
+        /// Shard.
+        shard: ShardId,
+        /// Leader's view.
+        view: u64,
+        /// The context.
+        ctx: TCtx,
+    },
+    /// Follower → leader: context stored.
+    Replicated {
+        /// Shard.
+        shard: ShardId,
+        /// View.
+        view: u64,
+        /// Transaction.
+        txn: TxnId,
+    },
+    /// Proposer → replica: Paxos phase 1 (ballot 0: a query that promises nothing).
+    P1a {
+        /// Transaction.
+        txn: TxnId,
+        /// Start time.
+        ts: Time,
+        /// Shard of the addressed replica.
+        shard: ShardId,
+        /// Ballot.
+        ballot: Ballot,
+        /// Configuration.
+        shards: Vec<ShardId>,
+    },
+    /// Replica → proposer: promise (or refusal), with what it accepted.
+    P1b {
+        /// Transaction.
+        txn: TxnId,
+        /// Shard.
+        shard: ShardId,
+        /// Ballot answered.
+        ballot: Ballot,
+        /// Promised?
+        ok: bool,
+        /// Highest ballot promised.
+        promised: Ballot,
+        /// Accepted ballot and decision.
+        accepted: Option<(Ballot, bool)>,
+        /// The decision, if known to be chosen.
+        chosen: Option<bool>,
+        /// The context, if held.
+        ctx: Option<TCtx>,
+    },
+    /// Proposer → replica node: Paxos phase 2 for every participant shard it holds.
+    P2a {
+        /// Transaction.
+        txn: TxnId,
+        /// Start time.
+        ts: Time,
+        /// Shards of the addressed node this phase 2 is for.
+        targets: Vec<ShardId>,
+        /// Ballot.
+        ballot: Ballot,
+        /// Decision proposed.
+        commit: bool,
+        /// Configuration.
+        shards: Vec<ShardId>,
+    },
+    /// Replica node → proposer: accepted (or refused), per shard.
+    P2b {
+        /// Transaction.
+        txn: TxnId,
+        /// Ballot answered.
+        ballot: Ballot,
+        /// One answer per shard.
+        parts: Vec<P2bPart>,
+    },
+    /// Replica → its leader: I accepted (ballot, decision).
+    Accepted {
+        /// Transaction.
+        txn: TxnId,
+        /// Shard.
+        shard: ShardId,
+        /// Ballot.
+        ballot: Ballot,
+        /// Decision.
+        commit: bool,
+        /// Configuration.
+        shards: Vec<ShardId>,
+    },
+    /// Leader → follower: these decisions are chosen; apply them (batched per sweep).
+    Decided {
+        /// Shard.
+        shard: ShardId,
+        /// The decisions and contexts.
+        done: Vec<DoneInfo>,
+    },
+    /// Follower → leader: decisions applied.
+    Applied {
+        /// Shard.
+        shard: ShardId,
+        /// Transactions.
+        txns: Vec<TxnId>,
+    },
+    /// Leader → followers: I lead `view`.
+    Heartbeat {
+        /// Shard.
+        shard: ShardId,
+        /// View.
+        view: u64,
+    },
+    /// Candidate → group: join view `view` (whose leader is the sender).
+    ViewChange {
+        /// Shard.
+        shard: ShardId,
+        /// Proposed view.
+        view: u64,
+    },
+    /// Replica → candidate: my state, for the merge.
+    ViewState {
+        /// Shard.
+        shard: ShardId,
+        /// View joined.
+        view: u64,
+        /// Undecided transactions.
+        pending: Vec<PendingInfo>,
+        /// Recently decided transactions.
+        done: Vec<DoneInfo>,
+        /// Largest version sequence number seen.
+        seq: u64,
+    },
+    /// New leader → group: the merged state of `view`.
+    NewView {
+        /// Shard.
+        shard: ShardId,
+        /// View.
+        view: u64,
+        /// Undecided transactions.
+        pending: Vec<PendingInfo>,
+        /// Recently decided transactions.
+        done: Vec<DoneInfo>,
+        /// Largest sequence number.
+        seq: u64,
+    },
+    /// Restarted replica → group: send me your state.
+    SyncReq {
+        /// Shard.
+        shard: ShardId,
+    },
+    /// Peer → restarted replica: the shard's data and pending state.
+    SyncState {
+        /// Shard.
+        shard: ShardId,
+        /// Sender's view.
+        view: u64,
+        /// Every committed version of the shard's keys, with its sequence number.
+        versions: Vec<(Key, VersionId, Value, u64)>,
+        /// Undecided transactions.
+        pending: Vec<PendingInfo>,
+        /// Recently decided transactions.
+        done: Vec<DoneInfo>,
+        /// Largest sequence number.
+        seq: u64,
+    },
+}
+
+/// Phase-2 messages of one proposal, one per replica node: each carries every shard of
+/// the configuration that node holds, except those `skip` says already answered.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn p2a_by_node(
+    layout: &meridian_core::Layout,
+    txn: TxnId,
+    ts: Time,
+    ballot: Ballot,
+    commit: bool,
+    shards: &[ShardId],
+    skip: impl Fn(ShardId, NodeId) -> bool,
+) -> Vec<(NodeId, Msg)> {
+    let mut by_node: BTreeMap<NodeId, Vec<ShardId>> = BTreeMap::new();
+    for s in shards {
+        for r in layout.replicas(*s) {
+            if !skip(*s, *r) {
+                by_node.entry(*r).or_default().push(*s);
+            }
+        }
+    }
+    by_node
+        .into_iter()
+        .map(|(n, targets)| {
+            let m = Msg::P2a {
+                txn,
+                ts,
+                targets,
+                ballot,
+                commit,
+                shards: shards.to_vec(),
+            };
+            (n, m)
+        })
+        .collect()
+}
+
+/// One participant's share of the last operation: keys read there, writes to it.
+pub(super) type LastShare = (Vec<Key>, Vec<(Key, VersionId, Value)>);
+
+/// The fields of a `Last` message.
+pub(super) struct LastOp {
+    pub(super) txn: TxnId,
+    pub(super) ts: Time,
+    pub(super) shard: ShardId,
+    pub(super) shards: Vec<ShardId>,
+    pub(super) reads: Vec<Key>,
+    pub(super) writes: Vec<(Key, VersionId, Value)>,
+}

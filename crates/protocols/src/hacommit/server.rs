@@ -1,0 +1,539 @@
+//! A HACommit replica: its per-transaction and per-group state, its housekeeping sweep
+//! (heartbeats, fail-over, recovery of silent transactions, tombstones) and its
+//! [`Actor`] entry points, which dispatch each message to the file of its concern.
+
+use super::*;
+
+pub(super) const T_SWEEP: TimerId = TimerId(1);
+
+/// Where a transaction is at this replica of one shard.
+#[derive(Debug)]
+pub(super) enum Stage {
+    /// Leader: reading (2PL: holding shared locks).
+    Active,
+    /// Leader: waiting for exclusive locks for the last operation (`hops`: its chain).
+    Locking {
+        waiting: usize,
+        hops: u32,
+        reads: Vec<Key>,
+        writes: Vec<(Key, VersionId, Value)>,
+    },
+    /// Leader: yes vote sent to followers, waiting for a majority.
+    Replicating { hops: u32, acks: BTreeSet<NodeId> },
+    /// Voted yes (leader) or holding a replicated context / acceptor state (follower).
+    Voted,
+}
+
+#[derive(Debug)]
+pub(super) struct Txn {
+    pub(super) prio: Prio,
+    pub(super) client: Option<NodeId>,
+    pub(super) shards: Vec<ShardId>,
+    pub(super) stage: Stage,
+    pub(super) ctx: Option<TCtx>,
+    pub(super) promised: Ballot,
+    pub(super) accepted: Option<(Ballot, bool)>,
+    /// Leader: acceptances reported by the group, per ballot.
+    pub(super) acc: BTreeMap<Ballot, (bool, BTreeSet<NodeId>)>,
+    /// Known chosen but not applicable yet (commit without the context).
+    pub(super) chosen: Option<bool>,
+    pub(super) last_seen: Time,
+    pub(super) pending_reads: Vec<(NodeId, Key, u32)>,
+    /// WAN-hop chain when the exclusive locks were taken.
+    pub(super) locked_at: Option<u32>,
+    /// When this replica will start recovering the transaction.
+    pub(super) recover_at: Option<Time>,
+    /// Follower: when it last reported its acceptance to the leader.
+    pub(super) reported: Time,
+}
+
+impl Txn {
+    pub(super) fn new(txn: TxnId, ts: Time, now: Time) -> Self {
+        Txn {
+            prio: (ts, txn),
+            client: None,
+            shards: vec![],
+            stage: Stage::Voted,
+            ctx: None,
+            promised: 0,
+            accepted: None,
+            acc: BTreeMap::new(),
+            chosen: None,
+            last_seen: now,
+            pending_reads: vec![],
+            locked_at: None,
+            recover_at: None,
+            reported: 0,
+        }
+    }
+    pub(super) fn info(&self, txn: TxnId) -> PendingInfo {
+        PendingInfo {
+            txn,
+            ts: self.prio.0,
+            shards: self.shards.clone(),
+            ctx: self.ctx.clone(),
+            promised: self.promised,
+            accepted: self.accepted,
+        }
+    }
+    /// Whether this replica may have to finish the transaction by recovery: it holds a
+    /// voted context or Paxos state (an unvoted leader transaction aborts unilaterally).
+    pub(super) fn needs_recovery(&self) -> bool {
+        matches!(self.stage, Stage::Voted | Stage::Replicating { .. })
+            && (self.ctx.is_some() || self.accepted.is_some() || self.promised > 0)
+    }
+}
+
+#[derive(Debug)]
+pub(super) struct Done {
+    pub(super) commit: bool,
+    pub(super) ctx: Option<TCtx>,
+    pub(super) at: Time,
+}
+
+#[derive(Debug, PartialEq)]
+pub(super) enum Status {
+    /// Serving in `view` (as leader or follower).
+    Normal,
+    /// Candidate for `view`: states collected so far.
+    Candidate { since: Time },
+    /// Restarted: waiting for the leader's state.
+    Syncing,
+}
+
+#[derive(Debug)]
+pub(super) struct Group {
+    pub(super) replicas: Vec<NodeId>,
+    pub(super) view: u64,
+    pub(super) status: Status,
+    pub(super) states: BTreeMap<NodeId, (Vec<PendingInfo>, Vec<DoneInfo>, u64)>,
+    pub(super) last_hb: Time,
+    pub(super) seq: u64,
+    /// Leader: decided transactions not yet applied by these followers.
+    pub(super) pushing: BTreeMap<TxnId, (BTreeSet<NodeId>, Time)>,
+    /// Restarted: peers whose state has been merged so far.
+    pub(super) synced_from: BTreeSet<NodeId>,
+}
+
+impl Group {
+    pub(super) fn leader(&self) -> NodeId {
+        self.replicas[(self.view % self.replicas.len() as u64) as usize]
+    }
+    pub(super) fn majority(&self) -> usize {
+        self.replicas.len() / 2 + 1
+    }
+}
+
+/// A recovery proposer's round for one transaction (§VI-A).
+#[derive(Debug)]
+pub(super) struct Proposal {
+    pub(super) ts: Time,
+    pub(super) ballot: Ballot,
+    pub(super) shards: Vec<ShardId>,
+    /// Phase 2 value once chosen to propose.
+    pub(super) value: Option<bool>,
+    pub(super) promises: BTreeMap<ShardId, BTreeSet<NodeId>>,
+    pub(super) best: Option<(Ballot, bool)>,
+    pub(super) accepts: BTreeMap<ShardId, BTreeSet<NodeId>>,
+    pub(super) since: Time,
+}
+
+/// A HACommit server: a replica of every shard group it belongs to, leader of some.
+#[derive(Debug)]
+pub struct Server {
+    pub(super) env: Env,
+    pub(super) me: NodeId,
+    pub(super) rc: bool,
+    pub(super) store: MvStore,
+    pub(super) locks: LockTable,
+    pub(super) groups: BTreeMap<ShardId, Group>,
+    pub(super) txns: HashMap<(ShardId, TxnId), Txn>,
+    pub(super) done: HashMap<(ShardId, TxnId), Done>,
+    pub(super) tombstones: HashMap<(ShardId, TxnId), Time>,
+    pub(super) proposals: HashMap<TxnId, Proposal>,
+    pub(super) max_ballot: Ballot,
+    /// Restart time: transactions that started before it get no acceptor answers.
+    pub(super) restarted_at: Option<Time>,
+    pub(super) holds: HoldStats,
+}
+
+pub(super) fn majority_of(n: usize) -> usize {
+    n / 2 + 1
+}
+
+impl Server {
+    /// A fresh replica.
+    pub fn new(env: Env, me: NodeId, rc: bool) -> Self {
+        let groups = env
+            .layout
+            .shards_of(me)
+            .into_iter()
+            .map(|s| {
+                (
+                    s,
+                    Group {
+                        replicas: env.layout.replicas(s).to_vec(),
+                        view: 0,
+                        status: Status::Normal,
+                        states: BTreeMap::new(),
+                        last_hb: 0,
+                        seq: 0,
+                        pushing: BTreeMap::new(),
+                        synced_from: BTreeSet::new(),
+                    },
+                )
+            })
+            .collect();
+        Server {
+            env,
+            me,
+            rc,
+            store: MvStore::new(),
+            locks: LockTable::new(Policy::WoundWait),
+            groups,
+            txns: HashMap::default(),
+            done: HashMap::default(),
+            tombstones: HashMap::default(),
+            proposals: HashMap::default(),
+            max_ballot: 0,
+            restarted_at: None,
+            holds: HoldStats::default(),
+        }
+    }
+
+    pub(super) fn is_leader(&self, shard: ShardId) -> bool {
+        self.groups
+            .get(&shard)
+            .is_some_and(|g| g.status == Status::Normal && g.leader() == self.me)
+    }
+
+    /// Whether this replica may vote or hold a replicated vote for a transaction
+    /// started at `ts` (a restarted replica may have forgotten a vote it gave).
+    pub(super) fn may_accept(&self, ts: Time) -> bool {
+        self.restarted_at.is_none_or(|r| ts >= r)
+    }
+
+    /// Whether this replica may act as an acceptor of `ballot` for a transaction started
+    /// at `ts`. A restarted replica may have forgotten a promise or an acceptance it made
+    /// before the crash; what a majority knew it has merged back while re-syncing, but a
+    /// ballot that was in flight then (the client's ballot 0, or a recovery ballot issued
+    /// before the restart) may still meet a forgotten promise, so it refuses those for
+    /// transactions older than the restart. Ballots issued after the restart (with a
+    /// margin of `failover` for clock differences) are safe to answer.
+    pub(super) fn may_accept_ballot(&self, ts: Time, ballot: Ballot) -> bool {
+        match self.restarted_at {
+            None => true,
+            Some(r) if ts >= r => true,
+            Some(r) => ballot != 0 && (ballot >> 20) * 1_000_000 > r + self.env.timeouts.failover,
+        }
+    }
+
+    pub(super) fn not_leader(&self, to: NodeId, txn: TxnId, shard: ShardId, cx: &mut Ctx<'_, Msg>) {
+        let leader = self.groups.get(&shard).map_or(to, |g| g.leader());
+        cx.send(to, Msg::NotLeader { txn, shard, leader });
+    }
+
+    // ------------------------------------------------------------ execution
+}
+
+impl Server {
+    pub(super) fn sweep(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let now = cx.now();
+        let to = self.env.timeouts.clone();
+        self.heartbeat_and_failover(cx);
+        // Leaders: unvoted transactions whose client went silent abort unilaterally.
+        let mut idle: Vec<(ShardId, TxnId)> = self
+            .txns
+            .iter()
+            .filter(|(_, t)| {
+                matches!(t.stage, Stage::Active)
+                    && t.pending_reads.is_empty()
+                    && now.saturating_sub(t.last_seen) > to.idle
+            })
+            .map(|(k, _)| *k)
+            .collect();
+        idle.sort();
+        for k in idle {
+            self.abort_unvoted(k, "client silent", cx);
+        }
+        // Voted transactions whose proposer went silent: become a recovery proposer
+        // after a back-off that grows with this replica's rank in the group.
+        let mut start = vec![];
+        let mut arm = vec![];
+        for ((shard, id), t) in self.txns.iter() {
+            if !t.needs_recovery() || self.proposals.contains_key(id) {
+                continue;
+            }
+            if let Some(at) = t.recover_at {
+                if now >= at {
+                    start.push(*id);
+                }
+            } else if now.saturating_sub(t.last_seen) > to.idle {
+                let g = &self.groups[shard];
+                let rank = g.replicas.iter().position(|r| *r == self.me).unwrap_or(0) as u64;
+                arm.push(((*shard, *id), rank));
+            }
+        }
+        arm.sort();
+        for (k, rank) in arm {
+            let jitter = cx.rng().gen_range(0..to.sweep.max(1) * 4);
+            if let Some(t) = self.txns.get_mut(&k) {
+                t.recover_at = Some(now + rank * to.query + jitter);
+            }
+        }
+        start.sort();
+        start.dedup();
+        for id in start {
+            for t in self.txns.iter_mut().filter(|((_, x), _)| *x == id) {
+                t.1.recover_at = None;
+                t.1.last_seen = now;
+            }
+            self.start_recovery(id, cx);
+        }
+        // Leaders re-send votes whose replication has not reached a majority yet.
+        let mut again: Vec<(ShardId, TxnId)> = self
+            .txns
+            .iter()
+            .filter(|(_, t)| {
+                matches!(t.stage, Stage::Replicating { .. }) && now.saturating_sub(t.last_seen) >= to.query
+            })
+            .map(|(k, _)| *k)
+            .collect();
+        again.sort();
+        for (shard, txn) in again {
+            let Some(g) = self.groups.get(&shard) else { continue };
+            if g.status != Status::Normal || g.leader() != self.me {
+                continue;
+            }
+            let view = g.view;
+            let reps = g.replicas.clone();
+            let Some(t) = self.txns.get_mut(&(shard, txn)) else {
+                continue;
+            };
+            let (Stage::Replicating { acks, .. }, Some(ctx)) = (&t.stage, &t.ctx) else {
+                continue;
+            };
+            for r in reps.iter().filter(|r| !acks.contains(r)) {
+                cx.send(
+                    *r,
+                    Msg::Replicate {
+                        shard,
+                        view,
+                        ctx: ctx.clone(),
+                    },
+                );
+            }
+        }
+        // Followers keep reporting an accepted decision to their leader until they learn
+        // the outcome: the leader learns that a decision is chosen only from these
+        // reports, and a lost one must not leave it undecided until recovery.
+        let mut report = vec![];
+        for ((shard, id), t) in self.txns.iter_mut() {
+            let Some((ballot, commit)) = t.accepted else { continue };
+            if t.chosen.is_some() || now.saturating_sub(t.reported) < to.query {
+                continue;
+            }
+            let g = &self.groups[shard];
+            if g.status != Status::Normal || g.leader() == self.me {
+                continue;
+            }
+            t.reported = now;
+            report.push((
+                g.leader(),
+                Msg::Accepted {
+                    txn: *id,
+                    shard: *shard,
+                    ballot,
+                    commit,
+                    shards: t.shards.clone(),
+                },
+            ));
+        }
+        report.sort_by_key(|(n, m)| match m {
+            Msg::Accepted { txn, shard, .. } => (*n, *shard, *txn),
+            _ => unreachable!(),
+        });
+        for (n, m) in report {
+            cx.send(n, m);
+        }
+        // Proposals that stall are dropped (the idle rule tries again later); the others
+        // re-send their current phase to the replicas that have not answered.
+        let mut stale: Vec<TxnId> = vec![];
+        let mut resend: Vec<TxnId> = vec![];
+        for (t, p) in &self.proposals {
+            if now.saturating_sub(p.since) > to.vote {
+                stale.push(*t);
+            } else if now.saturating_sub(p.since) >= to.query {
+                resend.push(*t);
+            }
+        }
+        stale.sort();
+        resend.sort();
+        for t in stale {
+            self.proposals.remove(&t);
+        }
+        for t in resend {
+            self.resend_proposal(t, cx);
+        }
+        self.tombstones.retain(|_, t| now.saturating_sub(*t) < to.tombstone);
+        // Decided transactions keep their writes only while a new leader might need them.
+        for d in self.done.values_mut() {
+            if d.ctx.is_some() && now.saturating_sub(d.at) >= to.tombstone {
+                d.ctx = None;
+            }
+        }
+        cx.set_timer(to.sweep, T_SWEEP);
+    }
+}
+
+impl Actor for Server {
+    type Msg = Msg;
+
+    fn on_start(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let now = cx.now();
+        for g in self.groups.values_mut() {
+            g.last_hb = now;
+        }
+        cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
+    }
+
+    fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+        match msg {
+            Msg::Read {
+                txn,
+                ts,
+                shard,
+                key,
+                shards,
+            } => self.on_read(from, (txn, ts, shard, key, shards), cx),
+            Msg::Last {
+                txn,
+                ts,
+                shard,
+                shards,
+                reads,
+                writes,
+            } => self.on_last(
+                from,
+                LastOp {
+                    txn,
+                    ts,
+                    shard,
+                    shards,
+                    reads,
+                    writes,
+                },
+                cx,
+            ),
+            Msg::Replicate { shard, view, ctx } => self.on_replicate(from, shard, view, ctx, cx),
+            Msg::Replicated { shard, view, txn } => self.on_replicated(from, shard, view, txn, cx),
+            Msg::P1a {
+                txn,
+                ts,
+                shard,
+                ballot,
+                shards,
+            } => self.on_p1a(from, (txn, ts, shard, ballot, shards), cx),
+            Msg::P1b {
+                txn,
+                shard,
+                ballot,
+                ok,
+                promised,
+                accepted,
+                chosen,
+                ctx,
+            } => self.on_p1b(from, txn, shard, ballot, ok, promised, accepted, chosen, ctx, cx),
+            Msg::P2a {
+                txn,
+                ts,
+                targets,
+                ballot,
+                commit,
+                shards,
+            } => self.on_p2a(
+                from,
+                P2a {
+                    txn,
+                    ts,
+                    targets,
+                    ballot,
+                    commit,
+                    shards,
+                },
+                cx,
+            ),
+            Msg::P2b { txn, ballot, parts } => self.on_p2b(from, txn, ballot, parts, cx),
+            Msg::Accepted {
+                txn,
+                shard,
+                ballot,
+                commit,
+                shards,
+            } => self.on_accepted(from, (txn, shard, ballot, commit, shards), cx),
+            Msg::Decided { shard, done } => self.on_decided(from, shard, done, cx),
+            Msg::Applied { shard, txns } => self.on_applied(from, shard, txns),
+            Msg::Heartbeat { shard, view } => self.on_heartbeat(from, shard, view, cx),
+            Msg::ViewChange { shard, view } => self.on_view_change(from, shard, view, cx),
+            Msg::ViewState {
+                shard,
+                view,
+                pending,
+                done,
+                seq,
+            } => self.on_view_state(from, shard, view, pending, done, seq, cx),
+            Msg::NewView {
+                shard,
+                view,
+                pending,
+                done,
+                seq,
+            } => self.on_new_view(from, (shard, view, pending, done, seq), cx),
+            Msg::SyncReq { shard } => self.on_sync_req(from, shard, cx),
+            Msg::SyncState {
+                shard,
+                view,
+                versions,
+                pending,
+                done,
+                seq,
+            } => self.on_sync_state(from, shard, view, versions, pending, done, seq, cx),
+            Msg::ReadReply { .. } | Msg::NotLeader { .. } | Msg::Vote { .. } => {} // client messages
+        }
+    }
+
+    fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
+        if t == T_SWEEP {
+            self.sweep(cx);
+        }
+    }
+
+    fn on_crash(&mut self) {
+        // Logless: nothing survives.
+        *self = Server::new(self.env.clone(), self.me, self.rc);
+    }
+
+    fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {
+        self.restarted_at = Some(cx.now());
+        for g in self.groups.values_mut() {
+            g.status = Status::Syncing;
+        }
+        self.on_start(cx);
+        self.heartbeat_and_failover(cx);
+    }
+}
+
+impl Replica for Server {
+    fn snapshot(&self) -> ReplicaSnapshot {
+        ReplicaSnapshot {
+            node: self.me,
+            keys: self.store.snapshot(),
+        }
+    }
+    fn lock_holds(&self) -> Option<&HoldStats> {
+        Some(&self.holds)
+    }
+    fn locked_keys(&self) -> Option<usize> {
+        Some(self.locks.len())
+    }
+}

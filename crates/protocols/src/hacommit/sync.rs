@@ -1,0 +1,101 @@
+//! Sync after restart: a replica restarts empty (replicas keep no log) and re-fetches
+//! its groups' state from a majority before it serves or votes again.
+
+use super::*;
+
+impl Server {
+    pub(super) fn on_sync_req(&mut self, from: NodeId, shard: ShardId, cx: &mut Ctx<'_, Msg>) {
+        let Some(g) = self.groups.get_mut(&shard) else { return };
+        if g.status == Status::Syncing || from == self.me {
+            return;
+        }
+        if g.status == Status::Normal && g.leader() == from {
+            // Our leader restarted and forgot everything: elect another one now.
+            g.last_hb = 0;
+        }
+        let view = g.view;
+        let layout = self.env.layout.clone();
+        let mut versions: Vec<(Key, VersionId, Value, u64)> = vec![];
+        for (k, vs) in self.store.iter() {
+            if layout.shard_of(k) != shard {
+                continue;
+            }
+            for v in vs.iter().filter(|v| !v.tentative) {
+                versions.push((k.clone(), v.id, v.value.clone(), v.wts));
+            }
+        }
+        versions.sort_by(|a, b| (&a.0, a.3).cmp(&(&b.0, b.3)));
+        cx.charge_ops(versions.len() as u32);
+        let (pending, done, seq) = self.my_state(shard, cx.now());
+        cx.send(
+            from,
+            Msg::SyncState {
+                shard,
+                view,
+                versions,
+                pending,
+                done,
+                seq,
+            },
+        );
+    }
+
+    /// A restarted replica merges a peer's state. It is back once it has the states of a
+    /// majority of the group not counting itself: every decision chosen, and every
+    /// promise given, before the crash involved a majority, which meets them.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn on_sync_state(
+        &mut self,
+        from: NodeId,
+        shard: ShardId,
+        view: u64,
+        versions: Vec<(Key, VersionId, Value, u64)>,
+        pending: Vec<PendingInfo>,
+        done: Vec<DoneInfo>,
+        seq: u64,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
+        let Some(g) = self.groups.get_mut(&shard) else { return };
+        if g.status != Status::Syncing || !g.synced_from.insert(from) {
+            return;
+        }
+        g.view = g.view.max(view);
+        // Back once a majority of the group other than itself has answered: the leader's
+        // state alone could miss an acceptance only another replica holds.
+        let back = g.synced_from.len() >= g.majority();
+        cx.charge_ops(versions.len() as u32);
+        for (k, v, val, wts) in versions {
+            self.store.install(&k, v, val, wts);
+        }
+        // Merge while still syncing (learning only), then serve.
+        self.install_state(shard, pending, done, seq, cx);
+        if back {
+            let me = self.me;
+            let g = self.groups.get_mut(&shard).expect("group");
+            g.status = Status::Normal;
+            g.last_hb = cx.now();
+            g.synced_from.clear();
+            if g.leader() == me {
+                // The view we led before the crash: we hold none of its locks and have
+                // not pushed its decisions. Lead again only through a view change,
+                // whose merge re-takes the locks of voted transactions.
+                let n = g.replicas.len() as u64;
+                let view = g.view + n;
+                self.stand(shard, view, cx);
+            }
+            // Decisions merged while syncing could not be applied yet: apply them now.
+            let mut ready: Vec<(ShardId, TxnId)> = self
+                .txns
+                .iter()
+                .filter(|((s, _), t)| *s == shard && t.chosen.is_some())
+                .map(|(k, _)| *k)
+                .collect();
+            ready.sort();
+            for k in ready {
+                self.try_apply_chosen(k, cx);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ housekeeping
+}

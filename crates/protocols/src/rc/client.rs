@@ -1,0 +1,328 @@
+//! The Replicated Commit client: reads from a majority of DCs, buffers writes, sends
+//! the accept request to every DC and counts votes.
+
+use super::*;
+
+pub(super) const T_READ: TimerId = TimerId(1);
+pub(super) const T_STATUS: TimerId = TimerId(2);
+pub(super) const T_IDLE: TimerId = TimerId(3);
+
+#[derive(Debug)]
+pub(super) enum Phase {
+    /// Waiting for a majority of DCs to answer a read.
+    Reading {
+        key: Key,
+        granted: BTreeMap<DcId, (Option<VersionId>, u64, Option<Value>)>,
+        denied: BTreeSet<DcId>,
+        why: Option<String>,
+    },
+    /// An interactive transaction waits for its caller's next operations.
+    Waiting,
+    /// Waiting for a majority of DCs' votes.
+    Committing {
+        value: Arc<TxnValue>,
+        votes: BTreeMap<DcId, bool>,
+        why: Option<String>,
+    },
+}
+
+#[derive(Debug)]
+pub(super) struct Current {
+    pub(super) exec: Execution,
+    pub(super) rec: TxnRecord,
+    /// Keys read with the timestamp of the version used.
+    pub(super) reads: Vec<(Key, u64)>,
+    pub(super) phase: Phase,
+}
+
+/// A Replicated Commit client: reads from majorities, proposes the commit.
+#[derive(Debug)]
+pub struct Client {
+    pub(super) env: Env,
+    pub(super) id: ClientId,
+    pub(super) dc: DcId,
+    pub(super) cur: Option<Current>,
+}
+
+impl Client {
+    /// A client on `node`.
+    pub fn new(env: Env, node: NodeId, id: ClientId) -> Self {
+        let dc = env.layout.dc_of(node);
+        Client { env, id, dc, cur: None }
+    }
+
+    pub(super) fn majority(&self) -> usize {
+        self.env.layout.topology.num_dcs() / 2 + 1
+    }
+
+    pub(super) fn step(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_mut() else { return };
+        let step = match cur.exec.step(&self.env.registry) {
+            Ok(s) => s,
+            Err(e) => Step::Abort(e.to_string()),
+        };
+        match step {
+            Step::Read(key) => {
+                let shard = self.env.layout.shard_of(&key);
+                for n in self.env.layout.replicas(shard) {
+                    cx.send(
+                        *n,
+                        Msg::Read {
+                            txn: cur.rec.id,
+                            key: key.clone(),
+                        },
+                    );
+                }
+                cur.phase = Phase::Reading {
+                    key,
+                    granted: BTreeMap::new(),
+                    denied: BTreeSet::new(),
+                    why: None,
+                };
+                cx.set_timer(self.env.timeouts.read, T_READ);
+            }
+            Step::Abort(reason) => self.abort(reason, cx),
+            Step::Wait { output } => {
+                cur.phase = Phase::Waiting;
+                cx.set_timer(self.env.timeouts.idle, T_IDLE);
+                cx.await_input(cur.rec.id, output);
+            }
+            Step::Done { writes, .. } => {
+                let txn = cur.rec.id;
+                let finals = crate::client::number_writes(&mut cur.rec, writes);
+                cx.cancel_timer(T_READ);
+                cur.rec.commit_start = Some(cx.now());
+                let first = finals.keys().next().or_else(|| cur.reads.first().map(|(k, _)| k));
+                let Some(first) = first else {
+                    self.finish(Outcome::Committed, None, cx);
+                    return;
+                };
+                let coord = self.env.layout.shard_of(first);
+                let max_read = cur.reads.iter().map(|(_, t)| *t).max().unwrap_or(0);
+                let value = Arc::new(TxnValue {
+                    client: cx.me(),
+                    ts: commit_ts(cx.now(), max_read, self.id),
+                    coord,
+                    reads: cur.reads.clone(),
+                    writes: finals.into_iter().map(|(k, (v, val))| (k, v, val)).collect(),
+                });
+                for n in self.env.layout.replicas(coord) {
+                    cx.send(
+                        *n,
+                        Msg::Accept {
+                            txn,
+                            value: value.clone(),
+                        },
+                    );
+                }
+                cur.phase = Phase::Committing {
+                    value,
+                    votes: BTreeMap::new(),
+                    why: None,
+                };
+                cx.set_timer(self.env.timeouts.status, T_STATUS);
+            }
+        }
+    }
+
+    pub(super) fn abort(&mut self, reason: String, cx: &mut Ctx<'_, Msg>) {
+        if let Some(cur) = &self.cur {
+            let mut keys: Vec<&Key> = cur.reads.iter().map(|(k, _)| k).collect();
+            if let Phase::Reading { key, .. } = &cur.phase {
+                keys.push(key);
+            }
+            let mut nodes = BTreeSet::new();
+            for k in keys {
+                nodes.extend(self.env.layout.replicas(self.env.layout.shard_of(k)).iter().copied());
+            }
+            for n in nodes {
+                cx.send(n, Msg::Release { txn: cur.rec.id });
+            }
+        }
+        self.finish(Outcome::Aborted, Some(reason), cx);
+    }
+
+    pub(super) fn finish(&mut self, outcome: Outcome, reason: Option<String>, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.take() else { return };
+        cx.cancel_timer(T_READ);
+        cx.cancel_timer(T_STATUS);
+        cx.cancel_timer(T_IDLE);
+        crate::client::close(cur.rec, outcome, reason, cx);
+    }
+
+    pub(super) fn on_read_reply(
+        &mut self,
+        from: NodeId,
+        txn: TxnId,
+        key: Key,
+        result: ReadResult,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
+        let (n, maj) = (self.env.layout.topology.num_dcs(), self.majority());
+        let dc = self.env.layout.dc_of(from);
+        let Some(cur) = self.cur.as_mut() else { return };
+        if cur.rec.id != txn {
+            return;
+        }
+        let Phase::Reading {
+            key: want,
+            granted,
+            denied,
+            why,
+        } = &mut cur.phase
+        else {
+            return;
+        };
+        if *want != key {
+            return;
+        }
+        match result {
+            Ok(r) => {
+                granted.insert(dc, r);
+            }
+            Err(e) => {
+                denied.insert(dc);
+                why.get_or_insert(e);
+            }
+        }
+        if granted.len() >= maj {
+            let (version, ts, value) = granted
+                .values()
+                .max_by_key(|(_, ts, _)| *ts)
+                .cloned()
+                .expect("a majority answered");
+            cx.cancel_timer(T_READ);
+            cur.rec.reads.push(ReadRec {
+                key: key.clone(),
+                version,
+            });
+            cur.reads.push((key.clone(), ts));
+            cur.exec.supply(key, value);
+            self.step(cx);
+        } else if denied.len() > n - maj {
+            let why = why.clone().unwrap_or_else(|| "read denied".into());
+            self.abort(why, cx);
+        }
+    }
+
+    pub(super) fn on_vote(
+        &mut self,
+        from: NodeId,
+        txn: TxnId,
+        accept: bool,
+        reason: Option<String>,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
+        let (n, maj) = (self.env.layout.topology.num_dcs(), self.majority());
+        let dc = self.env.layout.dc_of(from);
+        let Some(cur) = self.cur.as_mut() else { return };
+        if cur.rec.id != txn {
+            return;
+        }
+        let Phase::Committing { votes, why, .. } = &mut cur.phase else {
+            return;
+        };
+        votes.insert(dc, accept);
+        if !accept {
+            if let Some(r) = reason {
+                why.get_or_insert(r);
+            }
+        }
+        let yes = votes.values().filter(|v| **v).count();
+        let no = votes.len() - yes;
+        if yes >= maj {
+            self.finish(Outcome::Committed, None, cx);
+        } else if no > n - maj {
+            let why = why.clone().unwrap_or_else(|| "a majority of DCs rejected".into());
+            self.finish(Outcome::Aborted, Some(why), cx);
+        }
+    }
+}
+
+impl Actor for Client {
+    type Msg = Msg;
+
+    fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+        match msg {
+            Msg::ReadReply { txn, key, result } => self.on_read_reply(from, txn, key, result, cx),
+            Msg::Vote {
+                txn, accept, reason, ..
+            } => self.on_vote(from, txn, accept, reason, cx),
+            Msg::Decided { txn, commit, .. } => {
+                let ok = self
+                    .cur
+                    .as_ref()
+                    .is_some_and(|c| c.rec.id == txn && matches!(c.phase, Phase::Committing { .. }));
+                if ok {
+                    let (o, why) = if commit {
+                        (Outcome::Committed, None)
+                    } else {
+                        (Outcome::Aborted, Some("a majority of DCs rejected".to_string()))
+                    };
+                    self.finish(o, why, cx);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_ref() else { return };
+        match (t, &cur.phase) {
+            (T_READ, Phase::Reading { .. }) => self.abort("read timed out (no majority answered)".into(), cx),
+            (T_IDLE, Phase::Waiting) => self.abort(crate::client::IDLE_ABORT.into(), cx),
+            (T_STATUS, Phase::Committing { value, votes, .. }) => {
+                // Ask again the DCs that have not voted (accepts are idempotent).
+                for n in self.env.layout.replicas(value.coord) {
+                    if !votes.contains_key(&self.env.layout.dc_of(*n)) {
+                        cx.send(
+                            *n,
+                            Msg::Accept {
+                                txn: cur.rec.id,
+                                value: value.clone(),
+                            },
+                        );
+                    }
+                }
+                cx.set_timer(self.env.timeouts.status, T_STATUS);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_crash(&mut self) {
+        self.cur = None;
+    }
+}
+
+impl ClientRole for Client {
+    fn submit(&mut self, txn: TxnId, call: Call, cx: &mut Ctx<'_, Msg>) {
+        let rec = crate::client::new_record(txn, self.id, self.dc, &call, cx);
+        self.cur = Some(Current {
+            exec: Execution::new(call),
+            rec,
+            reads: vec![],
+            phase: Phase::Reading {
+                key: Key::new(b""),
+                granted: BTreeMap::new(),
+                denied: BTreeSet::new(),
+                why: None,
+            },
+        });
+        self.step(cx);
+    }
+
+    fn in_flight(&self) -> Option<TxnRecord> {
+        self.cur.as_ref().map(|c| c.rec.clone())
+    }
+
+    fn extend(&mut self, txn: TxnId, args: Vec<Arg>, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_mut() else { return };
+        if cur.rec.id != txn || !matches!(cur.phase, Phase::Waiting) {
+            return;
+        }
+        cx.cancel_timer(T_IDLE);
+        cur.exec.call.args.extend(args);
+        self.step(cx);
+    }
+}

@@ -1,0 +1,292 @@
+//! A Replicated Commit server: its state, its sweep (timeouts, queries, resends) and
+//! its [`Actor`] entry points.
+
+use super::*;
+
+pub(super) const T_SWEEP: TimerId = TimerId(1);
+pub(super) const COMPACT_AT: usize = 1024;
+
+/// A cohort's prepared transaction.
+#[derive(Debug)]
+pub(super) struct Prep {
+    pub(super) coord: NodeId,
+    pub(super) coord_shard: ShardId,
+    pub(super) writes: Vec<(Key, VersionId, Value)>,
+    pub(super) asked: Time,
+    /// WAN-hop chain of the Prepare that took the exclusive locks.
+    pub(super) hops: u32,
+}
+
+/// A coordinator's view of one transaction.
+#[derive(Debug)]
+pub(super) struct CTxn {
+    pub(super) value: Option<Arc<TxnValue>>,
+    pub(super) coord: ShardId,
+    /// Cohorts of this DC and whether each prepared (only while preparing).
+    pub(super) cohorts: BTreeMap<NodeId, bool>,
+    pub(super) preparing: bool,
+    pub(super) my_vote: Option<bool>,
+    pub(super) votes: BTreeMap<DcId, bool>,
+    pub(super) reason: Option<String>,
+    pub(super) decided: Option<bool>,
+    pub(super) acks: BTreeSet<NodeId>,
+    /// DCs known to have applied the commit.
+    pub(super) applied: BTreeSet<DcId>,
+    pub(super) since: Time,
+}
+
+impl CTxn {
+    pub(super) fn new(coord: ShardId, value: Option<Arc<TxnValue>>, now: Time) -> Self {
+        CTxn {
+            value,
+            coord,
+            cohorts: BTreeMap::new(),
+            preparing: false,
+            my_vote: None,
+            votes: BTreeMap::new(),
+            reason: None,
+            decided: None,
+            acks: BTreeSet::new(),
+            applied: BTreeSet::new(),
+            since: now,
+        }
+    }
+}
+
+/// A Replicated Commit server: replica (cohort) of its shards in its DC, and coordinator
+/// for transactions that appoint one of its shards.
+#[derive(Debug)]
+pub struct Server {
+    pub(super) env: Env,
+    pub(super) me: NodeId,
+    pub(super) dc: DcId,
+    // --- durable ---
+    pub(super) log: Log<Rec>,
+    /// Checkpointed data: committed versions ordered by commit timestamp.
+    pub(super) store: MvStore,
+    /// Checkpointed: largest timestamp of a transaction that prepared reading each key.
+    pub(super) rts: HashMap<Key, u64>,
+    // --- volatile ---
+    pub(super) locks: LockTable,
+    /// Transactions holding shared locks from reads, not prepared: last seen.
+    pub(super) readers: HashMap<TxnId, Time>,
+    pub(super) prepared: HashMap<TxnId, Prep>,
+    /// Outcomes this cohort applied (kept for `tombstone`): answers duplicates.
+    pub(super) applied: HashMap<TxnId, (bool, Time)>,
+    pub(super) ctxns: HashMap<TxnId, CTxn>,
+    /// Coordinator decisions.
+    pub(super) done: HashMap<TxnId, bool>,
+    pub(super) holds: HoldStats,
+    pub(super) compact_at: usize,
+    pub(super) unchecked: bool,
+}
+
+impl Server {
+    /// A fresh server.
+    pub fn new(env: Env, me: NodeId) -> Self {
+        let dc = env.layout.dc_of(me);
+        Server {
+            env,
+            me,
+            dc,
+            log: Log::new(),
+            store: MvStore::new(),
+            rts: HashMap::default(),
+            locks: LockTable::new(Policy::Takeover),
+            readers: HashMap::default(),
+            prepared: HashMap::default(),
+            applied: HashMap::default(),
+            ctxns: HashMap::default(),
+            done: HashMap::default(),
+            holds: HoldStats::default(),
+            compact_at: COMPACT_AT,
+            unchecked: false,
+        }
+    }
+
+    pub(super) fn ndcs(&self) -> usize {
+        self.env.layout.topology.num_dcs()
+    }
+
+    pub(super) fn majority(&self) -> usize {
+        self.ndcs() / 2 + 1
+    }
+
+    pub(super) fn latest_ts(&self, k: &Key) -> u64 {
+        self.store.versions(k).last().map_or(0, |v| v.wts)
+    }
+
+    // ------------------------------------------------------------ cohort
+}
+
+impl Server {
+    pub(super) fn sweep(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let now = cx.now();
+        let to = self.env.timeouts.clone();
+        let mut idle: Vec<TxnId> = self
+            .readers
+            .iter()
+            .filter(|(_, t)| now.saturating_sub(**t) > to.idle)
+            .map(|(id, _)| *id)
+            .collect();
+        idle.sort();
+        for id in idle {
+            self.on_release(id);
+        }
+        let mut ask = vec![];
+        for (id, p) in self.prepared.iter_mut() {
+            if now.saturating_sub(p.asked) >= to.query {
+                p.asked = now;
+                ask.push((p.coord, *id, p.coord_shard));
+            }
+        }
+        ask.sort();
+        for (coord, txn, cs) in ask {
+            cx.send(coord, Msg::Query { txn, coord: cs });
+        }
+        self.applied.retain(|_, (_, t)| now.saturating_sub(*t) < to.tombstone);
+        let mut expire = vec![];
+        let mut nudge = vec![];
+        let mut resend = vec![];
+        for (id, c) in self.ctxns.iter_mut() {
+            match (c.decided, c.my_vote) {
+                (None, None) if now.saturating_sub(c.since) > to.vote => expire.push(*id),
+                (None, Some(_)) if now.saturating_sub(c.since) >= to.query => {
+                    c.since = now;
+                    nudge.push(*id);
+                }
+                (Some(true), _) if now.saturating_sub(c.since) >= to.query => {
+                    c.since = now;
+                    resend.push(*id);
+                }
+                _ => {}
+            }
+        }
+        expire.sort();
+        nudge.sort();
+        resend.sort();
+        for id in expire {
+            self.cast_vote(id, false, Some("prepare timed out".into()), cx);
+        }
+        for id in nudge {
+            self.ask_peers(id, cx);
+        }
+        for id in resend {
+            let Some(c) = self.ctxns.get(&id) else { continue };
+            let Some(v) = c.value.clone() else { continue };
+            // DCs that have not applied the commit (down, cut off, or never told) are
+            // told again until they confirm.
+            for p in self.peers(c.coord) {
+                if !c.applied.contains(&self.env.layout.dc_of(p)) {
+                    cx.send(
+                        p,
+                        Msg::Decided {
+                            txn: id,
+                            commit: true,
+                            value: Some(v.clone()),
+                        },
+                    );
+                }
+            }
+            if c.applied.contains(&self.dc) {
+                continue;
+            }
+            for (node, share) in v.cohorts(&self.env.layout, self.dc) {
+                if !c.acks.contains(&node) {
+                    cx.send(
+                        node,
+                        Msg::Commit {
+                            txn: id,
+                            commit: true,
+                            ts: v.ts,
+                            writes: share.writes,
+                        },
+                    );
+                }
+            }
+        }
+        if self.log.len() >= self.compact_at {
+            self.compact();
+            self.compact_at = (2 * self.log.len()).max(COMPACT_AT);
+        }
+        cx.set_timer(to.sweep, T_SWEEP);
+    }
+}
+
+impl Actor for Server {
+    type Msg = Msg;
+
+    fn on_start(&mut self, cx: &mut Ctx<'_, Msg>) {
+        cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
+    }
+
+    fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+        match msg {
+            Msg::Read { txn, key } => self.on_read(from, txn, key, cx),
+            Msg::Release { txn } => self.on_release(txn),
+            Msg::Accept { txn, value } => self.on_accept(from, txn, value, cx),
+            Msg::Prepare { txn, ts, coord, share } => self.on_prepare(from, txn, ts, coord, share, cx),
+            Msg::Prepared { txn, yes, reason } => self.on_prepared(from, txn, yes, reason, cx),
+            Msg::Vote {
+                txn,
+                dc,
+                accept,
+                value,
+                reply,
+                ..
+            } => self.on_vote(from, txn, dc, accept, value, reply, cx),
+            Msg::Decided { txn, commit, value } => self.on_decided(from, txn, commit, value, cx),
+            Msg::Applied { txn } => self.on_applied(from, txn, cx),
+            Msg::Commit {
+                txn,
+                commit,
+                ts,
+                writes,
+            } => self.on_commit(from, txn, commit, ts, writes, cx),
+            Msg::Ack { txn } => self.on_ack(from, txn, cx),
+            Msg::Query { txn, coord } => self.on_query(from, txn, coord, cx),
+            Msg::ReadReply { .. } => {}
+        }
+    }
+
+    fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
+        if t == T_SWEEP {
+            self.sweep(cx);
+        }
+    }
+
+    fn on_crash(&mut self) {
+        let mut log = std::mem::take(&mut self.log);
+        log.crash();
+        let store = std::mem::take(&mut self.store);
+        let rts = std::mem::take(&mut self.rts);
+        let holds = std::mem::take(&mut self.holds);
+        let unchecked = self.unchecked;
+        *self = Server::new(self.env.clone(), self.me);
+        self.unchecked = unchecked;
+        self.log = log;
+        self.store = store;
+        self.rts = rts;
+        self.holds = holds;
+    }
+
+    fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {
+        self.replay(cx);
+        self.on_start(cx);
+    }
+}
+
+impl Replica for Server {
+    fn snapshot(&self) -> ReplicaSnapshot {
+        ReplicaSnapshot {
+            node: self.me,
+            keys: self.store.snapshot(),
+        }
+    }
+    fn lock_holds(&self) -> Option<&HoldStats> {
+        Some(&self.holds)
+    }
+    fn locked_keys(&self) -> Option<usize> {
+        Some(self.locks.len())
+    }
+}

@@ -1,0 +1,241 @@
+//! The replicated-log client: reads from leaders, buffers writes, and sends the commit
+//! request to the coordinator leader.
+
+use super::*;
+
+pub(super) const T_READ: TimerId = TimerId(1);
+pub(super) const T_STATUS: TimerId = TimerId(2);
+pub(super) const T_IDLE: TimerId = TimerId(3);
+
+#[derive(Debug)]
+pub(super) enum Phase {
+    Reading(Key, u32),
+    /// An interactive transaction waits for its caller's next operations.
+    Waiting,
+    Committing(ShardId),
+}
+
+#[derive(Debug)]
+pub(super) struct Current {
+    pub(super) ts: Time,
+    pub(super) exec: Execution,
+    pub(super) rec: TxnRecord,
+    pub(super) touched: BTreeSet<NodeId>,
+    pub(super) phase: Phase,
+}
+
+/// A replicated-log client: reads at leaders, 2PC among leaders.
+#[derive(Debug)]
+pub struct Client {
+    pub(super) env: Env,
+    pub(super) id: ClientId,
+    pub(super) dc: DcId,
+    /// Believed leader of each shard.
+    pub(super) leaders: Vec<NodeId>,
+    pub(super) cur: Option<Current>,
+}
+
+impl Client {
+    /// A client on `node`.
+    pub fn new(env: Env, node: NodeId, id: ClientId, leaders: &[NodeId]) -> Self {
+        let dc = env.layout.dc_of(node);
+        Client {
+            env,
+            id,
+            dc,
+            leaders: leaders.to_vec(),
+            cur: None,
+        }
+    }
+
+    pub(super) fn send_read(&mut self, key: Key, tries: u32, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_mut() else { return };
+        let s = self.env.layout.shard_of(&key);
+        let node = self.leaders[s.0 as usize];
+        cur.touched.insert(node);
+        cur.phase = Phase::Reading(key.clone(), tries);
+        cx.send(
+            node,
+            Msg::Read {
+                txn: cur.rec.id,
+                ts: cur.ts,
+                key,
+            },
+        );
+        cx.set_timer(self.env.timeouts.read, T_READ);
+    }
+
+    pub(super) fn step(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_mut() else { return };
+        let step = match cur.exec.step(&self.env.registry) {
+            Ok(s) => s,
+            Err(e) => Step::Abort(e.to_string()),
+        };
+        match step {
+            Step::Read(key) => self.send_read(key, 0, cx),
+            Step::Abort(reason) => self.abort(reason, cx),
+            Step::Wait { output } => {
+                cur.phase = Phase::Waiting;
+                cx.set_timer(self.env.timeouts.idle, T_IDLE);
+                cx.await_input(cur.rec.id, output);
+            }
+            Step::Done { writes, .. } => {
+                let txn = cur.rec.id;
+                let finals = crate::client::number_writes(&mut cur.rec, writes);
+                cx.cancel_timer(T_READ);
+                cur.rec.commit_start = Some(cx.now());
+                let layout = &self.env.layout;
+                let mut shares: BTreeMap<ShardId, Share> = BTreeMap::new();
+                for r in &cur.rec.reads {
+                    shares.entry(layout.shard_of(&r.key)).or_default().0.push(r.key.clone());
+                }
+                let coord = finals
+                    .keys()
+                    .next()
+                    .map(|k| layout.shard_of(k))
+                    .or_else(|| shares.keys().next().copied());
+                for (k, (v, val)) in finals {
+                    shares.entry(layout.shard_of(&k)).or_default().1.push((k, v, val));
+                }
+                let Some(coord) = coord else {
+                    self.finish(Outcome::Committed, None, cx);
+                    return;
+                };
+                let parts: Vec<ShardId> = shares.keys().copied().collect();
+                for (s, (reads, writes)) in shares {
+                    let entry = Arc::new(PrepareEntry {
+                        txn,
+                        ts: cur.ts,
+                        coord,
+                        parts: parts.clone(),
+                        client: cx.me(),
+                        reads,
+                        writes,
+                    });
+                    cx.send(self.leaders[s.0 as usize], Msg::Prepare { shard: s, entry });
+                }
+                cur.phase = Phase::Committing(coord);
+                cx.set_timer(self.env.timeouts.status, T_STATUS);
+            }
+        }
+    }
+
+    pub(super) fn abort(&mut self, reason: String, cx: &mut Ctx<'_, Msg>) {
+        if let Some(cur) = &self.cur {
+            for n in &cur.touched {
+                cx.send(*n, Msg::Release { txn: cur.rec.id });
+            }
+        }
+        self.finish(Outcome::Aborted, Some(reason), cx);
+    }
+
+    pub(super) fn finish(&mut self, outcome: Outcome, reason: Option<String>, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.take() else { return };
+        cx.cancel_timer(T_READ);
+        cx.cancel_timer(T_STATUS);
+        cx.cancel_timer(T_IDLE);
+        crate::client::close(cur.rec, outcome, reason, cx);
+    }
+}
+
+impl Actor for Client {
+    type Msg = Msg;
+
+    fn on_message(&mut self, _from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_mut() else { return };
+        match msg {
+            Msg::ReadReply { txn, key, result, hint } if txn == cur.rec.id => {
+                let tries = match &cur.phase {
+                    Phase::Reading(k, t) if *k == key => *t,
+                    _ => return,
+                };
+                cx.cancel_timer(T_READ);
+                match result {
+                    Ok((version, value)) => {
+                        cur.rec.reads.push(ReadRec {
+                            key: key.clone(),
+                            version,
+                        });
+                        cur.exec.supply(key, value);
+                        self.step(cx);
+                    }
+                    Err(why) => {
+                        let s = self.env.layout.shard_of(&key).0 as usize;
+                        match hint {
+                            Some(h) if h != self.leaders[s] && tries < 3 => {
+                                self.leaders[s] = h;
+                                self.send_read(key, tries + 1, cx);
+                            }
+                            _ => self.abort(why, cx),
+                        }
+                    }
+                }
+            }
+            Msg::Outcome { txn, commit, reason } if txn == cur.rec.id && matches!(cur.phase, Phase::Committing(_)) => {
+                let o = if commit { Outcome::Committed } else { Outcome::Aborted };
+                self.finish(o, reason, cx);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_ref() else { return };
+        match (t, &cur.phase) {
+            (T_READ, Phase::Reading(key, _)) => {
+                // The leader may be gone: guess the next replica next time.
+                let s = self.env.layout.shard_of(key);
+                let reps = self.env.layout.replicas(s);
+                let i = reps.iter().position(|n| *n == self.leaders[s.0 as usize]).unwrap_or(0);
+                self.leaders[s.0 as usize] = reps[(i + 1) % reps.len()];
+                self.abort("read timed out".into(), cx);
+            }
+            (T_IDLE, Phase::Waiting) => self.abort(crate::client::IDLE_ABORT.into(), cx),
+            (T_STATUS, Phase::Committing(coord)) => {
+                for r in self.env.layout.replicas(*coord) {
+                    cx.send(
+                        *r,
+                        Msg::Status {
+                            txn: cur.rec.id,
+                            shard: *coord,
+                        },
+                    );
+                }
+                cx.set_timer(self.env.timeouts.status, T_STATUS);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_crash(&mut self) {
+        self.cur = None;
+    }
+}
+
+impl ClientRole for Client {
+    fn submit(&mut self, txn: TxnId, call: Call, cx: &mut Ctx<'_, Msg>) {
+        let rec = crate::client::new_record(txn, self.id, self.dc, &call, cx);
+        self.cur = Some(Current {
+            ts: cx.now(),
+            exec: Execution::new(call),
+            rec,
+            touched: BTreeSet::new(),
+            phase: Phase::Committing(ShardId(0)),
+        });
+        self.step(cx);
+    }
+
+    fn in_flight(&self) -> Option<TxnRecord> {
+        self.cur.as_ref().map(|c| c.rec.clone())
+    }
+
+    fn extend(&mut self, txn: TxnId, args: Vec<Arg>, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_mut() else { return };
+        if cur.rec.id != txn || !matches!(cur.phase, Phase::Waiting) {
+            return;
+        }
+        cx.cancel_timer(T_IDLE);
+        cur.exec.call.args.extend(args);
+        self.step(cx);
+    }
+}

@@ -1,0 +1,197 @@
+//! Two-phase commit between the leaders of the shards a transaction touched: the
+//! coordinator collects votes, logs the decision, and tells every cohort, which logs
+//! it too and releases its locks.
+
+use super::*;
+
+impl Server {
+    /// Coordinator leader: a vote arrived.
+    pub(super) fn on_prepared(
+        &mut self,
+        txn: TxnId,
+        coord: ShardId,
+        shard: ShardId,
+        yes: bool,
+        reason: Option<String>,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
+        let now = cx.now();
+        if let Some(&commit) = self.done.get(&txn) {
+            // Decided already: tell the asking shard again.
+            self.send_decide(txn, &[shard], commit, cx);
+            return;
+        }
+        let c = self.ctxns.entry(txn).or_insert_with(|| CTxn::new(coord, now));
+        if c.committing {
+            return;
+        }
+        if !yes {
+            let why = reason.unwrap_or_else(|| "a participant did not prepare".into());
+            self.decide_abort(txn, why, cx);
+            return;
+        }
+        c.yes.insert(shard);
+        self.maybe_commit(txn, cx);
+    }
+
+    pub(super) fn maybe_commit(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        let Some(c) = self.ctxns.get_mut(&txn) else { return };
+        if c.committing || c.parts.is_empty() || !c.parts.iter().all(|p| c.yes.contains(p)) {
+            return;
+        }
+        c.committing = true;
+        let s = c.coord;
+        if !self.leads(s) {
+            return;
+        }
+        if let Some(t) = self.ptxns.get_mut(&(txn, s)) {
+            if let PState::Prepared { hops, .. } = t.state {
+                t.state = PState::Finishing { hops };
+            }
+        }
+        self.propose(s, Entry::Commit(txn), cx);
+    }
+
+    pub(super) fn decide_abort(&mut self, txn: TxnId, why: String, cx: &mut Ctx<'_, Msg>) {
+        // Only an undecided coordinator transaction that is not committing may abort.
+        // What led here may be stale: a sweep lists the expired votes first and aborts
+        // them one by one, and aborting one frees locks that can let a listed one
+        // prepare and commit in the same sweep; aborting it then would contradict the
+        // COMMIT already chosen and announced.
+        if self.done.contains_key(&txn) || self.ctxns.get(&txn).is_none_or(|c| c.committing) {
+            return;
+        }
+        self.done.insert(txn, false);
+        let Some(c) = self.ctxns.remove(&txn) else { return };
+        // Tell every shard known to take part, and every shard that voted.
+        let mut parts: BTreeSet<ShardId> = c.parts.into_iter().collect();
+        parts.extend(c.yes);
+        parts.remove(&c.coord);
+        let parts: Vec<ShardId> = parts.into_iter().collect();
+        let client = c.client;
+        // The coordinator's own share: abort it too.
+        self.on_decide(txn, c.coord, false, cx);
+        if let Some(cl) = client {
+            cx.send(
+                cl,
+                Msg::Outcome {
+                    txn,
+                    commit: false,
+                    reason: Some(why),
+                },
+            );
+        }
+        self.send_decide(txn, &parts, false, cx);
+    }
+
+    pub(super) fn send_decide(&mut self, txn: TxnId, parts: &[ShardId], commit: bool, cx: &mut Ctx<'_, Msg>) {
+        for &p in parts {
+            if self.leads(p) {
+                self.on_decide(txn, p, commit, cx);
+                continue;
+            }
+            for r in self.env.layout.replicas(p).to_vec() {
+                cx.send(r, Msg::Decide { txn, shard: p, commit });
+            }
+        }
+    }
+
+    /// Cohort leader: the decision arrived.
+    pub(super) fn on_decide(&mut self, txn: TxnId, s: ShardId, commit: bool, cx: &mut Ctx<'_, Msg>) {
+        if !self.leads(s) {
+            return;
+        }
+        let Some(t) = self.ptxns.get_mut(&(txn, s)) else { return };
+        match t.state {
+            PState::Prepared { hops, .. } | PState::Proposed { hops } => {
+                t.state = PState::Finishing { hops };
+                if commit {
+                    self.propose(s, Entry::Commit(txn), cx);
+                } else {
+                    self.propose(s, Entry::Abort(txn), cx);
+                    self.release(txn, s, cx);
+                }
+            }
+            PState::Finishing { .. } => {}
+            PState::Active | PState::Locking { .. } => {
+                if !commit {
+                    self.abort_local((txn, s), "aborted by coordinator", cx);
+                }
+            }
+        }
+    }
+
+    /// Leader: a COMMIT or ABORT entry was chosen.
+    pub(super) fn finished(&mut self, s: ShardId, txn: TxnId, commit: bool, cx: &mut Ctx<'_, Msg>) {
+        self.done.insert(txn, commit);
+        if let Some(t) = self.ptxns.remove(&(txn, s)) {
+            if let PState::Finishing { hops } = t.state {
+                // Cohorts' holdings (the paper's count; the coordinator's ends earlier).
+                let cohort = t.entry.as_ref().is_some_and(|p| !p.writes.is_empty() && p.coord != s);
+                if cohort && hops != UNKNOWN_HOPS {
+                    self.holds.add(hops, cx.hops());
+                }
+            }
+            self.release(txn, s, cx);
+        }
+        if !commit || self.ctxns.get(&txn).is_none_or(|c| c.coord != s) {
+            return;
+        }
+        // The coordinator's own COMMIT: tell the client and the cohorts.
+        if let Some(c) = self.ctxns.remove(&txn) {
+            if let Some(cl) = c.client {
+                cx.send(
+                    cl,
+                    Msg::Outcome {
+                        txn,
+                        commit: true,
+                        reason: None,
+                    },
+                );
+            }
+            let others: Vec<ShardId> = c.parts.iter().copied().filter(|p| *p != s).collect();
+            self.send_decide(txn, &others, true, cx);
+        }
+    }
+
+    pub(super) fn on_status(&mut self, from: NodeId, txn: TxnId, s: ShardId, cx: &mut Ctx<'_, Msg>) {
+        if !self.leads(s) {
+            return;
+        }
+        if let Some(&commit) = self.done.get(&txn) {
+            let reason = (!commit).then(|| "aborted".to_string());
+            cx.send(from, Msg::Outcome { txn, commit, reason });
+            return;
+        }
+        if self.ctxns.contains_key(&txn) || self.ptxns.contains_key(&(txn, s)) {
+            return; // in progress
+        }
+        // Unknown to the coordinator: its Prepare never arrived. Presumed abort.
+        self.done.insert(txn, false);
+        self.tombstones.insert(txn, cx.now());
+        cx.send(
+            from,
+            Msg::Outcome {
+                txn,
+                commit: false,
+                reason: Some("coordinator never received the prepare".into()),
+            },
+        );
+    }
+
+    /// The client aborted: every share of `txn` here that has not begun preparing
+    /// aborts; a tombstone refuses its late arrivals.
+    pub(super) fn on_release(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        self.tombstones.insert(txn, cx.now());
+        let mut open: Vec<ShardId> = self
+            .ptxns
+            .iter()
+            .filter(|((t, _), p)| *t == txn && matches!(p.state, PState::Active | PState::Locking { .. }))
+            .map(|((_, s), _)| *s)
+            .collect();
+        open.sort();
+        for s in open {
+            self.abort_local((txn, s), "released by client", cx);
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! Leader election with leases: a candidate runs phase 1 over its group once the
+//! leader's lease ran out, merges the accepted entries it learns, and rebuilds the
+//! leader's per-transaction state from the log before it leads.
+
+use super::*;
+
+impl Server {
+    pub(super) fn maybe_elect(&mut self, s: ShardId, cx: &mut Ctx<'_, Msg>) {
+        let now = cx.now();
+        let lease = self.env.timeouts.lease;
+        let me = self.me;
+        let g = self.groups.get_mut(&s).expect("group");
+        if g.leading || now.saturating_sub(g.last_heard) <= lease {
+            return;
+        }
+        // Candidates stagger by their rank after the silent leader in replica order (the
+        // next DC goes first), plus a little randomness, so they rarely duel.
+        let n = g.replicas.len();
+        let old = g
+            .leader
+            .or(Some(g.promised.node))
+            .and_then(|l| g.replicas.iter().position(|r| *r == l));
+        let mine = g.replicas.iter().position(|r| *r == me).unwrap_or(0);
+        let rank = old.map_or(mine, |o| (mine + n - o - 1) % n) as u64;
+        if g.elect_after == 0 {
+            g.elect_after = now + rank * 500_000_000 + cx.rng().gen_range(0..100_000_000u64);
+            return;
+        }
+        if now < g.elect_after {
+            return;
+        }
+        g.elect_after = now + 3_000_000_000 + rank * 500_000_000 + cx.rng().gen_range(0..100_000_000u64);
+        let ballot = Ballot {
+            round: g.promised.round + 1,
+            node: me,
+        };
+        g.promised = ballot;
+        g.leader = None;
+        let from = g.applied;
+        let mine: Vec<(u64, Ballot, Entry)> = g.log.range(from..).map(|(i, (b, e))| (*i, *b, e.clone())).collect();
+        let mut promises = BTreeMap::new();
+        promises.insert(me, mine);
+        g.election = Some((ballot, promises));
+        cx.charge_log_sync(16);
+        for r in g.replicas.clone() {
+            if r != me {
+                cx.send(r, Msg::Elect { shard: s, ballot, from });
+            }
+        }
+        // Our own promise may already be a majority (a group of one replica).
+        self.try_win(s, cx);
+    }
+
+    pub(super) fn on_elect(&mut self, from: NodeId, s: ShardId, ballot: Ballot, start: u64, cx: &mut Ctx<'_, Msg>) {
+        let now = cx.now();
+        let lease = self.env.timeouts.lease;
+        let Some(g) = self.groups.get_mut(&s) else { return };
+        // A lease that may still hold blocks other candidates, not the lease holder
+        // itself standing again (after it stepped down, say): refusing it would leave
+        // the group without a leader until the lease ran out.
+        let lease_may_hold = g.leader.is_some_and(|l| l != from) && now.saturating_sub(g.last_heard) <= lease;
+        if ballot <= g.promised || lease_may_hold || g.leading {
+            let promised = g.promised;
+            cx.send(from, Msg::Nack { shard: s, promised });
+            return;
+        }
+        g.promised = ballot;
+        g.leader = None;
+        g.election = None;
+        // Give this candidate time to finish before standing ourselves.
+        g.elect_after = now + 3_000_000_000;
+        cx.charge_log_sync(16);
+        let entries = g.log.range(start..).map(|(i, (b, e))| (*i, *b, e.clone())).collect();
+        cx.send(
+            from,
+            Msg::Promise {
+                shard: s,
+                ballot,
+                entries,
+            },
+        );
+    }
+
+    pub(super) fn on_promise(
+        &mut self,
+        from: NodeId,
+        s: ShardId,
+        ballot: Ballot,
+        entries: Vec<(u64, Ballot, Entry)>,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
+        let Some(g) = self.groups.get_mut(&s) else { return };
+        let Some((b, promises)) = g.election.as_mut() else {
+            return;
+        };
+        if *b != ballot {
+            return;
+        }
+        promises.insert(from, entries);
+        self.try_win(s, cx);
+    }
+
+    /// Candidate: once a majority (itself included) has promised, takes the lead.
+    pub(super) fn try_win(&mut self, s: ShardId, cx: &mut Ctx<'_, Msg>) {
+        let g = self.groups.get_mut(&s).expect("group");
+        if g.election.as_ref().is_none_or(|(_, p)| p.len() < g.majority()) {
+            return;
+        }
+        // Phase 1 done: for each slot take the value accepted with the highest ballot.
+        let (_, promises) = g.election.take().expect("election");
+        let mut merged: BTreeMap<u64, (Ballot, Entry)> = BTreeMap::new();
+        for es in promises.into_values() {
+            for (i, b, e) in es {
+                if merged.get(&i).is_none_or(|(mb, _)| b > *mb) {
+                    merged.insert(i, (b, e));
+                }
+            }
+        }
+        let start = g.applied;
+        let end = merged.keys().next_back().map_or(start, |m| m + 1).max(start);
+        g.leading = true;
+        g.leader = Some(self.me);
+        g.chosen = start;
+        g.next_slot = end;
+        g.votes.clear();
+        g.acks.clear();
+        // A group of one needs no one's acknowledgement to hold its lease.
+        g.lease_until = if g.majority() == 1 { Time::MAX } else { 0 };
+        g.elect_after = 0;
+        for slot in start..end {
+            let e = merged.remove(&slot).map_or(Entry::Noop, |(_, e)| e);
+            self.send_accept(s, slot, e, cx);
+            let me = self.me;
+            let g = self.groups.get_mut(&s).expect("group");
+            g.votes.entry(slot).or_default().insert(me);
+        }
+        self.rebuild_leader_state(s, cx);
+        self.heartbeat(s, cx);
+        self.check_chosen(s, start, cx);
+    }
+
+    // ------------------------------------------------------------ 2PC at leaders
+
+    /// Leader lost: transactions it was serving abort (their clients time out).
+    pub(super) fn drop_leader_state(&mut self, s: ShardId, cx: &mut Ctx<'_, Msg>) {
+        let mut mine: Vec<TxnId> = self.ptxns.keys().filter(|(_, sh)| *sh == s).map(|(t, _)| *t).collect();
+        mine.sort();
+        for id in mine {
+            if let Some(t) = self.ptxns.remove(&(id, s)) {
+                for (client, key, hops) in t.pending_reads {
+                    cx.send_on_chain(
+                        client,
+                        Msg::ReadReply {
+                            txn: id,
+                            key,
+                            result: Err("leader changed".into()),
+                            hint: None,
+                        },
+                        hops,
+                    );
+                }
+                self.release(id, s, cx);
+            }
+        }
+        let coord: Vec<TxnId> = self
+            .ctxns
+            .iter()
+            .filter(|(_, c)| c.coord == s)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in coord {
+            self.ctxns.remove(&id);
+        }
+    }
+
+    /// New leader: prepared transactions (PREPARE in the log, no outcome applied) keep
+    /// their exclusive locks and resume 2PC.
+    pub(super) fn rebuild_leader_state(&mut self, s: ShardId, cx: &mut Ctx<'_, Msg>) {
+        let now = cx.now();
+        let g = &self.groups[&s];
+        let mut open: BTreeMap<TxnId, Arc<PrepareEntry>> = BTreeMap::new();
+        let mut closing: BTreeSet<TxnId> = BTreeSet::new();
+        for (slot, (_, e)) in &g.log {
+            let applied = *slot < g.applied;
+            match e {
+                Entry::Prepare(p) => {
+                    open.insert(p.txn, p.clone());
+                }
+                Entry::Commit(t) | Entry::Abort(t) if applied => {
+                    open.remove(t);
+                    self.done.insert(*t, matches!(e, Entry::Commit(_)));
+                }
+                Entry::Commit(t) | Entry::Abort(t) => {
+                    closing.insert(*t);
+                }
+                Entry::Noop => {}
+            }
+        }
+        let prepared: BTreeSet<TxnId> = g.writes.keys().copied().collect();
+        for (txn, p) in open {
+            let prio = (p.ts, txn);
+            let locks = self.locks(s);
+            for k in &p.reads {
+                locks.acquire(txn, prio, k, LockMode::Shared);
+            }
+            for (k, _, _) in &p.writes {
+                locks.acquire(txn, prio, k, LockMode::Exclusive);
+            }
+            let hops = UNKNOWN_HOPS;
+            let state = if closing.contains(&txn) {
+                PState::Finishing { hops }
+            } else if prepared.contains(&txn) {
+                PState::Prepared { asked: 0, hops }
+            } else {
+                PState::Proposed { hops }
+            };
+            self.ptxns.insert(
+                (txn, s),
+                PTxn {
+                    prio,
+                    state,
+                    last_seen: now,
+                    pending_reads: vec![],
+                    entry: Some(p.clone()),
+                },
+            );
+            if p.coord == s {
+                let c = self.ctxn(txn, &p, now);
+                c.committing = closing.contains(&txn);
+                if prepared.contains(&txn) {
+                    c.yes.insert(s);
+                }
+            }
+        }
+    }
+}

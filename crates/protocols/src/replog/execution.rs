@@ -1,0 +1,272 @@
+//! Execution at a shard leader: reads under two-phase locks (wound-wait), the prepare
+//! entry with its writes, logged through Paxos before the shard votes.
+
+use super::*;
+
+impl Server {
+    pub(super) fn ctxn(&mut self, txn: TxnId, p: &PrepareEntry, now: Time) -> &mut CTxn {
+        let c = self.ctxns.entry(txn).or_insert_with(|| CTxn::new(p.coord, now));
+        c.parts = p.parts.clone();
+        c.client = Some(p.client);
+        c
+    }
+
+    pub(super) fn on_read(&mut self, from: NodeId, txn: TxnId, ts: Time, key: Key, cx: &mut Ctx<'_, Msg>) {
+        cx.charge_ops(1);
+        let s = self.env.layout.shard_of(&key);
+        let now = cx.now();
+        let refuse = |why: &str, hint: Option<NodeId>, cx: &mut Ctx<'_, Msg>| {
+            cx.send(
+                from,
+                Msg::ReadReply {
+                    txn,
+                    key: key.clone(),
+                    result: Err(why.to_string()),
+                    hint,
+                },
+            );
+        };
+        let Some(g) = self.groups.get(&s) else {
+            return refuse("shard not held here", None, cx);
+        };
+        if !g.leading {
+            return refuse("not the leader", g.leader, cx);
+        }
+        if now >= g.lease_until {
+            return refuse("leader lease not held", None, cx);
+        }
+        if self.tombstones.contains_key(&txn) {
+            return refuse("already aborted here", None, cx);
+        }
+        let t = self.ptxns.entry((txn, s)).or_insert_with(|| PTxn {
+            prio: (ts, txn),
+            state: PState::Active,
+            last_seen: now,
+            pending_reads: vec![],
+            entry: None,
+        });
+        t.last_seen = now;
+        if !matches!(t.state, PState::Active) {
+            return;
+        }
+        let prio = t.prio;
+        match self.locks(s).acquire(txn, prio, &key, LockMode::Shared) {
+            Acquired::Granted => self.reply_read(from, txn, key, cx.hops(), cx),
+            Acquired::Waiting { wound } => {
+                let hops = cx.hops();
+                if let Some(t) = self.ptxns.get_mut(&(txn, s)) {
+                    // A duplicated read already waiting is answered by the same grant.
+                    if !t.pending_reads.iter().any(|(_, k, _)| *k == key) {
+                        t.pending_reads.push((from, key, hops));
+                    }
+                }
+                self.wound(s, wound, cx);
+            }
+            _ => {
+                let why = "read lock denied";
+                self.abort_local((txn, s), why, cx);
+                cx.send(
+                    from,
+                    Msg::ReadReply {
+                        txn,
+                        key,
+                        result: Err(why.into()),
+                        hint: None,
+                    },
+                );
+            }
+        }
+    }
+
+    pub(super) fn reply_read(&mut self, to: NodeId, txn: TxnId, key: Key, hops: u32, cx: &mut Ctx<'_, Msg>) {
+        let (v, val) = self.store.latest(&key);
+        let result = Ok((v, val.cloned()));
+        cx.send_on_chain(
+            to,
+            Msg::ReadReply {
+                txn,
+                key,
+                result,
+                hint: None,
+            },
+            hops,
+        );
+    }
+
+    /// Wound-wait at shard `s`: the younger holders of a lock an older transaction
+    /// waits for abort their share there, unless it is already being prepared.
+    pub(super) fn wound(&mut self, s: ShardId, victims: Vec<TxnId>, cx: &mut Ctx<'_, Msg>) {
+        for v in victims {
+            let can = self
+                .ptxns
+                .get(&(v, s))
+                .is_some_and(|t| matches!(t.state, PState::Active | PState::Locking { .. }));
+            if can {
+                self.abort_local((v, s), "wounded by an older transaction", cx);
+            }
+        }
+    }
+
+    /// Aborts a transaction's share that has not replicated its PREPARE here (the
+    /// tombstone is per transaction: once one share aborted, the transaction will).
+    pub(super) fn abort_local(&mut self, (txn, s): Part, why: &str, cx: &mut Ctx<'_, Msg>) {
+        self.tombstones.insert(txn, cx.now());
+        let Some(t) = self.ptxns.remove(&(txn, s)) else { return };
+        for (client, key, hops) in t.pending_reads {
+            cx.send_on_chain(
+                client,
+                Msg::ReadReply {
+                    txn,
+                    key,
+                    result: Err(why.to_string()),
+                    hint: None,
+                },
+                hops,
+            );
+        }
+        if let PState::Locking { entry, hops, .. } = &t.state {
+            self.send_vote(entry.coord, txn, s, false, Some(why.to_string()), *hops, cx);
+        }
+        self.release(txn, s, cx);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn send_vote(
+        &mut self,
+        coord: ShardId,
+        txn: TxnId,
+        shard: ShardId,
+        yes: bool,
+        reason: Option<String>,
+        hops: u32,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
+        if coord == shard && self.leads(shard) {
+            self.on_prepared(txn, coord, shard, yes, reason, cx);
+            return;
+        }
+        for r in self.env.layout.replicas(coord).to_vec() {
+            cx.send_on_chain(
+                r,
+                Msg::Prepared {
+                    txn,
+                    coord,
+                    shard,
+                    yes,
+                    reason: reason.clone(),
+                },
+                hops,
+            );
+        }
+    }
+
+    pub(super) fn on_grants(&mut self, s: ShardId, grants: Vec<Grant>, cx: &mut Ctx<'_, Msg>) {
+        for g in grants {
+            let Some(t) = self.ptxns.get_mut(&(g.txn, s)) else {
+                continue;
+            };
+            if let Some(i) = t.pending_reads.iter().position(|(_, k, _)| *k == g.key) {
+                let (client, key, hops) = t.pending_reads.remove(i);
+                self.reply_read(client, g.txn, key, hops, cx);
+            } else if let PState::Locking { waiting, .. } = &mut t.state {
+                *waiting -= 1;
+                if *waiting == 0 {
+                    self.locked((g.txn, s), cx);
+                }
+            }
+        }
+    }
+
+    pub(super) fn on_prepare(&mut self, s: ShardId, p: Arc<PrepareEntry>, cx: &mut Ctx<'_, Msg>) {
+        cx.charge_ops((p.reads.len() + p.writes.len()) as u32);
+        if !self.leads(s) {
+            return; // a stale guess of the client's; the coordinator's vote timeout aborts
+        }
+        let txn = p.txn;
+        let now = cx.now();
+        if self.tombstones.contains_key(&txn) || self.done.get(&txn) == Some(&false) {
+            return self.send_vote(
+                p.coord,
+                txn,
+                s,
+                false,
+                Some("already aborted here".into()),
+                cx.hops(),
+                cx,
+            );
+        }
+        if p.coord == s {
+            self.ctxn(txn, &p, now);
+        }
+        let t = self.ptxns.entry((txn, s)).or_insert_with(|| PTxn {
+            prio: (p.ts, txn),
+            state: PState::Active,
+            last_seen: now,
+            pending_reads: vec![],
+            entry: None,
+        });
+        t.last_seen = now;
+        if !matches!(t.state, PState::Active) {
+            return; // duplicate
+        }
+        let prio = t.prio;
+        if p.reads.iter().any(|k| !self.locks(s).holds(txn, k, LockMode::Shared)) {
+            let why = "a read lock was lost";
+            let hops = cx.hops();
+            self.abort_local((txn, s), why, cx);
+            return self.send_vote(p.coord, txn, s, false, Some(why.into()), hops, cx);
+        }
+        let mut waiting = 0;
+        let mut wounded = vec![];
+        for (k, _, _) in &p.writes {
+            match self.locks(s).acquire(txn, prio, k, LockMode::Exclusive) {
+                Acquired::Granted => {}
+                Acquired::Waiting { wound } => {
+                    waiting += 1;
+                    wounded.extend(wound);
+                }
+                _ => {
+                    let why = "write lock denied";
+                    let hops = cx.hops();
+                    self.abort_local((txn, s), why, cx);
+                    return self.send_vote(p.coord, txn, s, false, Some(why.into()), hops, cx);
+                }
+            }
+        }
+        let hops = cx.hops();
+        if let Some(t) = self.ptxns.get_mut(&(txn, s)) {
+            t.state = PState::Locking {
+                entry: p.clone(),
+                waiting,
+                hops,
+            };
+            t.entry = Some(p);
+        }
+        if waiting == 0 {
+            self.locked((txn, s), cx);
+        } else {
+            self.wound(s, wounded, cx);
+        }
+    }
+
+    /// All exclusive locks of a share held: replicate its PREPARE.
+    pub(super) fn locked(&mut self, part: Part, cx: &mut Ctx<'_, Msg>) {
+        let Some(t) = self.ptxns.get_mut(&part) else { return };
+        let PState::Locking { entry, hops, .. } = std::mem::replace(&mut t.state, PState::Active) else {
+            return;
+        };
+        t.state = PState::Proposed { hops };
+        self.propose(part.1, Entry::Prepare(entry), cx);
+    }
+
+    /// Leader: a PREPARE entry was chosen.
+    pub(super) fn prepare_chosen(&mut self, s: ShardId, p: Arc<PrepareEntry>, cx: &mut Ctx<'_, Msg>) {
+        let now = cx.now();
+        if let Some(t) = self.ptxns.get_mut(&(p.txn, s)) {
+            if let PState::Proposed { hops } = t.state {
+                t.state = PState::Prepared { asked: now, hops };
+            }
+        }
+        self.send_vote(p.coord, p.txn, s, true, None, cx.hops(), cx);
+    }
+}

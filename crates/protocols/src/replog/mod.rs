@@ -1,0 +1,152 @@
+//! Two-phase commit over Paxos-replicated logs (`replog`), the Spanner-style baseline of
+//! replicated-commit.md §2 and §5.
+//!
+//! # The protocol
+//!
+//! Every DC holds every shard (placement `Full`). Each shard is a multi-Paxos group of
+//! its replicas with a long-lived leader; the leader holds the shard's lock table
+//! (two-phase locking) and its log. Leaders are placed per shard (`leaders=C/V/O`, the
+//! paper's `R/R/R` notation; default: shard `s` in DC `s mod #DCs`).
+//!
+//! - **Reads** go to the shard leader, which takes a shared lock and answers with the
+//!   latest committed version. Writes are buffered at the client.
+//! - **Commit** (Fig. 1): the client sends `Prepare` to the leader of every shard it
+//!   touched, naming the shard of its first write as coordinator. Each leader takes
+//!   exclusive locks, checks its shared locks are still held and replicates a PREPARE
+//!   entry through its group (one WAN round trip to a majority); once it is chosen a
+//!   cohort tells the coordinator (`Prepared`). With its own PREPARE chosen and every
+//!   cohort prepared, the coordinator replicates COMMIT, then answers the client and
+//!   sends `Decide` to the cohorts, which replicate COMMIT and only then install their
+//!   writes and release their locks. An abort is not replicated by the coordinator
+//!   (presumed abort); cohorts log it and release at once.
+//! - One-way WAN trips from the client's `Prepare` to its decision: 7 with leaders in
+//!   different DCs, 6 with leaders in one DC (and the client elsewhere). Cohort
+//!   exclusive locks are held 8 trips (leaders apart) or 6 (together).
+//! - **Groups**: multi-Paxos with a stable leader. The leader force-logs and sends
+//!   `Accept` for each entry; an entry is chosen on a majority (leader included) and
+//!   applied in slot order by every replica, so every replica installs a key's versions
+//!   in the same order. Followers learn the chosen prefix from later accepts and
+//!   heartbeats, and fetch entries they missed (`CatchUp`).
+//! - **Leases and failover**: the leader heartbeats every sweep; a follower that has not
+//!   heard from a leader for the lease (10 s by default, as in Spanner) — plus a random
+//!   back-off — runs Paxos phase 1 with a higher ballot; acceptors refuse to promise
+//!   while their current leader's lease may still hold. The new leader re-proposes every
+//!   unchosen slot with its ballot (filling holes with no-ops), rebuilds the locks of
+//!   prepared transactions from the log and resumes their 2PC: cohorts re-send their
+//!   `Prepared` votes; coordinators answer with the decision. A leader serves reads only
+//!   while a majority has acknowledged a heartbeat within the lease.
+//!
+//! # Departures and choices
+//!
+//! - Deadlocks are prevented by wound-wait (as in `2pc-2pl`) rather than detected; the
+//!   paper says only that deadlocked transactions abort at once. `locks=no-wait`
+//!   aborts on every lock conflict instead (closer to the abort rates of the paper's
+//!   Fig. 7; see docs/EVALUATION.md).
+//! - Votes and decisions between leaders are sent to every replica of the target shard
+//!   (only the leader acts on them), so a cohort does not need to know who leads the
+//!   coordinator's group after a failover.
+//! - A group's log is never truncated (no snapshots); fine for runs of tens of
+//!   thousands of transactions.
+//! - The paper counts 7 lock-holding trips for co-located leaders; the message pattern
+//!   it describes gives 6 (2 + 0 + 2 + 0 + 2), which is what this module measures.
+//! - **One node, several shards.** A node may lead several shards a transaction
+//!   touches (by placement, or after a fail-over moves a second shard's lead to it).
+//!   Participant state is therefore keyed by (transaction, shard) and each shard has
+//!   its own lock table: each share prepares, commits and releases on its own.
+//! - **Elections.** A candidate whose own promise is a majority (a group of one
+//!   replica) wins at once; a leader's lease blocks other candidates but not the lease
+//!   holder standing again. A coordinator aborts a transaction only while it is
+//!   undecided and not committing (a sweep's list of expired votes can go stale while
+//!   it is worked through).
+
+mod client;
+mod commit;
+mod election;
+mod execution;
+mod log;
+mod msg;
+mod server;
+
+pub use client::Client;
+pub use msg::*;
+pub use server::Server;
+use server::*;
+
+use crate::{ClientRole, Env, HoldStats, Protocol, Replica};
+use meridian_core::{
+    Actor, ClientId, Ctx, DcId, HomeRule, Key, NodeId, Outcome, Placement, ReadRec, ReplicaSnapshot, ShardId, Time,
+    TimerId, TxnId, TxnRecord, Value, VersionId,
+};
+use meridian_storage::{Acquired, Grant, LockMode, LockTable, MvStore, Policy, Prio};
+use meridian_txn::{Arg, Call, Execution, Step};
+use rand::Rng as _;
+use rustc_hash::FxHashMap as HashMap;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+#[cfg(test)]
+mod tests;
+
+/// The `replog` protocol: leader placement per shard (DC of each shard's leader;
+/// empty: shard `s` in DC `s mod #DCs`).
+#[derive(Clone, Debug, Default)]
+pub struct ReplicatedLog {
+    /// Leader DC per shard.
+    pub leader_dcs: Vec<DcId>,
+    /// Abort on any lock conflict (`locks=no-wait`) instead of wound-wait.
+    pub no_wait: bool,
+}
+
+impl ReplicatedLog {
+    fn leaders(&self, env: &Env) -> Arc<Vec<NodeId>> {
+        let l = &env.layout;
+        let n = l.topology.num_dcs();
+        Arc::new(
+            (0..l.topology.shards)
+                .map(|s| {
+                    let dc = self
+                        .leader_dcs
+                        .get(s as usize)
+                        .copied()
+                        .unwrap_or(DcId((s as usize % n) as u16));
+                    l.replicas(ShardId(s))[dc.0 as usize]
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Protocol for ReplicatedLog {
+    type Msg = Msg;
+    type Server = Server;
+    type Client = Client;
+
+    fn name(&self) -> &'static str {
+        "replog"
+    }
+    fn strict(&self) -> bool {
+        true
+    }
+    fn interactive(&self) -> bool {
+        true
+    }
+    fn placement(&self, _home: HomeRule) -> Placement {
+        Placement::Full
+    }
+    fn server(&self, env: &Env, node: NodeId) -> Server {
+        Server::new(
+            env.clone(),
+            node,
+            self.leaders(env),
+            if self.no_wait {
+                Policy::NoWait
+            } else {
+                Policy::WoundWait
+            },
+        )
+    }
+    fn client(&self, env: &Env, node: NodeId, id: ClientId) -> Client {
+        Client::new(env.clone(), node, id, &self.leaders(env))
+    }
+}

@@ -1,0 +1,206 @@
+//! The replicated log's messages: client reads and commit requests, Multi-Paxos within
+//! a shard's group (accept, chosen, catch-up, heartbeats, election), and two-phase
+//! commit between group leaders; and the log entries themselves.
+
+use super::*;
+
+/// A Paxos ballot: (round, proposer); larger wins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Ballot {
+    /// Round.
+    pub round: u64,
+    /// Proposer.
+    pub node: NodeId,
+}
+
+/// A transaction's share at one shard, as its PREPARE entry records it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PrepareEntry {
+    /// Transaction.
+    pub txn: TxnId,
+    /// Priority timestamp (start time).
+    pub ts: Time,
+    /// Coordinator shard.
+    pub coord: ShardId,
+    /// Every shard taking part.
+    pub parts: Vec<ShardId>,
+    /// The client.
+    pub client: NodeId,
+    /// Keys read here.
+    pub reads: Vec<Key>,
+    /// Writes here.
+    pub writes: Vec<(Key, VersionId, Value)>,
+}
+
+/// A log entry of a shard's group.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Entry {
+    /// 2PC prepare of a transaction at this shard.
+    Prepare(Arc<PrepareEntry>),
+    /// The transaction committed: install its writes.
+    Commit(TxnId),
+    /// The transaction aborted.
+    Abort(TxnId),
+    /// Fills a hole after a leader change.
+    Noop,
+}
+
+/// Replicated-log messages.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Msg {
+    /// Client → shard leader: read under a shared lock.
+    Read {
+        /// Transaction.
+        txn: TxnId,
+        /// Priority.
+        ts: Time,
+        /// Key.
+        key: Key,
+    },
+    /// Leader → client.
+    ReadReply {
+        /// Transaction.
+        txn: TxnId,
+        /// Key.
+        key: Key,
+        /// Version and value, or why not.
+        result: Result<(Option<VersionId>, Option<Value>), String>,
+        /// Who leads the shard, as far as the replier knows.
+        hint: Option<NodeId>,
+    },
+    /// Client → leaders: aborted before commit.
+    Release {
+        /// Transaction.
+        txn: TxnId,
+    },
+    /// Client → each participant leader: 2PC prepare.
+    Prepare {
+        /// Shard.
+        shard: ShardId,
+        /// The share.
+        entry: Arc<PrepareEntry>,
+    },
+    /// Participant leader → every replica of the coordinator shard: vote.
+    Prepared {
+        /// Transaction.
+        txn: TxnId,
+        /// Coordinator shard.
+        coord: ShardId,
+        /// Voting shard.
+        shard: ShardId,
+        /// Prepared?
+        yes: bool,
+        /// Why not.
+        reason: Option<String>,
+    },
+    /// Coordinator leader → every replica of a cohort shard: decision.
+    Decide {
+        /// Transaction.
+        txn: TxnId,
+        /// Target shard.
+        shard: ShardId,
+        /// Commit?
+        commit: bool,
+    },
+    /// Coordinator leader → client.
+    Outcome {
+        /// Transaction.
+        txn: TxnId,
+        /// Committed?
+        commit: bool,
+        /// Why not.
+        reason: Option<String>,
+    },
+    /// Client → replicas of the coordinator shard: outcome?
+    Status {
+        /// Transaction.
+        txn: TxnId,
+        /// Coordinator shard.
+        shard: ShardId,
+    },
+    /// Leader → follower: accept an entry (phase 2a), with the chosen prefix.
+    Accept {
+        /// Shard.
+        shard: ShardId,
+        /// Ballot.
+        ballot: Ballot,
+        /// Slot.
+        slot: u64,
+        /// Entry.
+        entry: Entry,
+        /// Slots below this are chosen.
+        chosen: u64,
+    },
+    /// Follower → leader (phase 2b).
+    Accepted {
+        /// Shard.
+        shard: ShardId,
+        /// Ballot.
+        ballot: Ballot,
+        /// Slot.
+        slot: u64,
+    },
+    /// Acceptor → proposer: refused, a higher ballot was promised.
+    Nack {
+        /// Shard.
+        shard: ShardId,
+        /// The promised ballot.
+        promised: Ballot,
+    },
+    /// Leader → followers: lease renewal and chosen prefix.
+    Heartbeat {
+        /// Shard.
+        shard: ShardId,
+        /// Ballot.
+        ballot: Ballot,
+        /// Chosen prefix.
+        chosen: u64,
+        /// When the leader sent it.
+        sent: Time,
+    },
+    /// Follower → leader.
+    HeartbeatAck {
+        /// Shard.
+        shard: ShardId,
+        /// Ballot.
+        ballot: Ballot,
+        /// Echo of `sent`.
+        sent: Time,
+    },
+    /// Candidate → replicas: phase 1a.
+    Elect {
+        /// Shard.
+        shard: ShardId,
+        /// Ballot.
+        ballot: Ballot,
+        /// Send accepted entries from this slot on.
+        from: u64,
+    },
+    /// Acceptor → candidate: phase 1b.
+    Promise {
+        /// Shard.
+        shard: ShardId,
+        /// Ballot promised.
+        ballot: Ballot,
+        /// Accepted entries from the requested slot.
+        entries: Vec<(u64, Ballot, Entry)>,
+    },
+    /// Follower → leader: send me the chosen entries from `from`.
+    CatchUp {
+        /// Shard.
+        shard: ShardId,
+        /// First missing slot.
+        from: u64,
+    },
+    /// Leader → follower: chosen entries.
+    Chosen {
+        /// Shard.
+        shard: ShardId,
+        /// Leader's ballot.
+        ballot: Ballot,
+        /// First slot.
+        from: u64,
+        /// Entries.
+        entries: Vec<Entry>,
+    },
+}

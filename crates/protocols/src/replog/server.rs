@@ -1,0 +1,357 @@
+//! A replica of the replicated log: its state per group and per transaction, its
+//! sweep (heartbeats, elections, vote timeouts) and its [`Actor`] entry points.
+
+use super::*;
+
+pub(super) const T_SWEEP: TimerId = TimerId(1);
+pub(super) const CATCHUP_BATCH: u64 = 512;
+/// Lock-acquisition chain of transactions rebuilt after a failover (not measured).
+pub(super) const UNKNOWN_HOPS: u32 = u32::MAX;
+
+/// A shard's part of a transaction at commit: keys read, writes.
+pub(super) type Share = (Vec<Key>, Vec<(Key, VersionId, Value)>);
+
+/// Accepted entries an acceptor reports in phase 1b: (slot, ballot, entry).
+pub(super) type Accepted = Vec<(u64, Ballot, Entry)>;
+
+/// One shard's Paxos group as seen from one replica.
+#[derive(Debug)]
+pub(super) struct Group {
+    pub(super) replicas: Vec<NodeId>,
+    // --- durable (acceptor state and applied data) ---
+    pub(super) promised: Ballot,
+    pub(super) log: BTreeMap<u64, (Ballot, Entry)>,
+    pub(super) applied: u64,
+    /// Writes of applied PREPARE entries not yet committed or aborted.
+    pub(super) writes: HashMap<TxnId, Arc<PrepareEntry>>,
+    // --- volatile ---
+    pub(super) leader: Option<NodeId>,
+    pub(super) last_heard: Time,
+    /// Chosen prefix known (for followers: as announced under `known_ballot`).
+    pub(super) chosen: u64,
+    pub(super) known_ballot: Ballot,
+    pub(super) asked_catchup: Time,
+    pub(super) leading: bool,
+    pub(super) next_slot: u64,
+    pub(super) votes: BTreeMap<u64, BTreeSet<NodeId>>,
+    pub(super) acks: BTreeMap<NodeId, Time>,
+    pub(super) lease_until: Time,
+    pub(super) election: Option<(Ballot, BTreeMap<NodeId, Accepted>)>,
+    pub(super) elect_after: Time,
+}
+
+impl Group {
+    pub(super) fn majority(&self) -> usize {
+        self.replicas.len() / 2 + 1
+    }
+}
+
+/// Participant-side state at a leader.
+#[derive(Debug)]
+pub(super) enum PState {
+    Active,
+    /// Waiting for exclusive locks.
+    Locking {
+        entry: Arc<PrepareEntry>,
+        waiting: usize,
+        hops: u32,
+    },
+    /// PREPARE entry being replicated.
+    Proposed {
+        hops: u32,
+    },
+    /// PREPARE chosen; waiting for the decision.
+    Prepared {
+        asked: Time,
+        hops: u32,
+    },
+    /// COMMIT or ABORT being replicated.
+    Finishing {
+        hops: u32,
+    },
+}
+
+/// A transaction's part at one shard: participant state is keyed by transaction *and*
+/// shard, since after a fail-over one node can lead several shards a transaction
+/// touches, and each share prepares, commits and releases its locks on its own.
+pub(super) type Part = (TxnId, ShardId);
+
+#[derive(Debug)]
+pub(super) struct PTxn {
+    pub(super) prio: Prio,
+    pub(super) state: PState,
+    pub(super) last_seen: Time,
+    pub(super) pending_reads: Vec<(NodeId, Key, u32)>,
+    pub(super) entry: Option<Arc<PrepareEntry>>,
+}
+
+#[derive(Debug)]
+pub(super) struct CTxn {
+    pub(super) coord: ShardId,
+    pub(super) parts: Vec<ShardId>,
+    pub(super) client: Option<NodeId>,
+    pub(super) yes: BTreeSet<ShardId>,
+    pub(super) committing: bool,
+    pub(super) since: Time,
+}
+
+impl CTxn {
+    pub(super) fn new(coord: ShardId, now: Time) -> Self {
+        CTxn {
+            coord,
+            parts: vec![],
+            client: None,
+            yes: BTreeSet::new(),
+            committing: false,
+            since: now,
+        }
+    }
+}
+
+/// A replicated-log server: a replica of each shard it holds, leader of some.
+#[derive(Debug)]
+pub struct Server {
+    pub(super) env: Env,
+    pub(super) me: NodeId,
+    /// Initial leader of each shard.
+    pub(super) leaders: Arc<Vec<NodeId>>,
+    pub(super) groups: BTreeMap<ShardId, Group>,
+    /// Durable: committed data of every shard held here.
+    pub(super) store: MvStore,
+    // --- volatile (leader role) ---
+    /// One lock table per shard led here, so a shard's share releases only its locks.
+    pub(super) locks: BTreeMap<ShardId, LockTable>,
+    pub(super) policy: Policy,
+    pub(super) ptxns: HashMap<Part, PTxn>,
+    pub(super) tombstones: HashMap<TxnId, Time>,
+    pub(super) ctxns: HashMap<TxnId, CTxn>,
+    pub(super) done: HashMap<TxnId, bool>,
+    pub(super) holds: HoldStats,
+}
+
+impl Server {
+    /// A fresh server; `leaders[s]` is shard `s`'s initial leader.
+    pub fn new(env: Env, me: NodeId, leaders: Arc<Vec<NodeId>>, policy: Policy) -> Self {
+        let mut groups = BTreeMap::new();
+        for s in env.layout.shards_of(me) {
+            let leader = leaders[s.0 as usize];
+            let replicas = env.layout.replicas(s).to_vec();
+            // A group of one holds its lease alone; others until a majority's acks.
+            let lease_until = if replicas.len() == 1 {
+                Time::MAX
+            } else {
+                env.timeouts.lease
+            };
+            groups.insert(
+                s,
+                Group {
+                    replicas,
+                    promised: Ballot { round: 1, node: leader },
+                    log: BTreeMap::new(),
+                    applied: 0,
+                    writes: HashMap::default(),
+                    leader: Some(leader),
+                    last_heard: 0,
+                    chosen: 0,
+                    known_ballot: Ballot { round: 1, node: leader },
+                    asked_catchup: 0,
+                    leading: leader == me,
+                    next_slot: 0,
+                    votes: BTreeMap::new(),
+                    acks: BTreeMap::new(),
+                    lease_until,
+                    election: None,
+                    elect_after: 0,
+                },
+            );
+        }
+        Server {
+            env,
+            me,
+            leaders,
+            groups,
+            store: MvStore::new(),
+            locks: BTreeMap::new(),
+            policy,
+            ptxns: HashMap::default(),
+            tombstones: HashMap::default(),
+            ctxns: HashMap::default(),
+            done: HashMap::default(),
+            holds: HoldStats::default(),
+        }
+    }
+
+    pub(super) fn leads(&self, s: ShardId) -> bool {
+        self.groups.get(&s).is_some_and(|g| g.leading)
+    }
+
+    /// Shard `s`'s lock table.
+    pub(super) fn locks(&mut self, s: ShardId) -> &mut LockTable {
+        let policy = self.policy;
+        self.locks.entry(s).or_insert_with(|| LockTable::new(policy))
+    }
+
+    /// Releases every lock of `txn`'s share at shard `s` and serves the waiters.
+    pub(super) fn release(&mut self, txn: TxnId, s: ShardId, cx: &mut Ctx<'_, Msg>) {
+        let grants = self.locks(s).release_all(txn);
+        self.on_grants(s, grants, cx);
+    }
+
+    // ------------------------------------------------------------ Paxos
+}
+
+impl Server {
+    pub(super) fn sweep(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let now = cx.now();
+        let to = self.env.timeouts.clone();
+        let shards: Vec<ShardId> = self.groups.keys().copied().collect();
+        for s in shards {
+            if self.leads(s) {
+                self.heartbeat(s, cx);
+                self.resend_unchosen(s, cx);
+            } else {
+                self.maybe_elect(s, cx);
+            }
+        }
+        let mut idle = vec![];
+        let mut ask = vec![];
+        for (&(id, shard), t) in self.ptxns.iter_mut() {
+            let silent = now.saturating_sub(t.last_seen) > to.idle && t.pending_reads.is_empty();
+            match &mut t.state {
+                PState::Active | PState::Locking { .. } if silent => idle.push((id, shard)),
+                PState::Prepared { asked, .. } if now.saturating_sub(*asked) >= to.query => {
+                    *asked = now;
+                    if let Some(p) = &t.entry {
+                        ask.push((id, p.coord, shard));
+                    }
+                }
+                _ => {}
+            }
+        }
+        idle.sort();
+        ask.sort();
+        for part in idle {
+            self.abort_local(part, "client silent", cx);
+        }
+        for (txn, coord, shard) in ask {
+            // Re-send the vote: the coordinator answers with the decision if it has one.
+            if coord != shard {
+                self.send_vote(coord, txn, shard, true, None, 0, cx);
+            }
+        }
+        let mut expired: Vec<TxnId> = self
+            .ctxns
+            .iter()
+            .filter(|(_, c)| !c.committing && now.saturating_sub(c.since) > to.vote)
+            .map(|(id, _)| *id)
+            .collect();
+        expired.sort();
+        for id in expired {
+            self.decide_abort(id, "vote timeout".into(), cx);
+        }
+        self.tombstones.retain(|_, t| now.saturating_sub(*t) < to.tombstone);
+        cx.set_timer(to.sweep, T_SWEEP);
+    }
+}
+
+impl Actor for Server {
+    type Msg = Msg;
+
+    fn on_start(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let now = cx.now();
+        for g in self.groups.values_mut() {
+            g.last_heard = now;
+        }
+        cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
+    }
+
+    fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+        match msg {
+            Msg::Read { txn, ts, key } => self.on_read(from, txn, ts, key, cx),
+            Msg::Release { txn } => self.on_release(txn, cx),
+            Msg::Prepare { shard, entry } => self.on_prepare(shard, entry, cx),
+            Msg::Prepared {
+                txn,
+                coord,
+                shard,
+                yes,
+                reason,
+            } => {
+                if self.leads(coord) {
+                    self.on_prepared(txn, coord, shard, yes, reason, cx);
+                }
+            }
+            Msg::Decide { txn, shard, commit } => self.on_decide(txn, shard, commit, cx),
+            Msg::Status { txn, shard } => self.on_status(from, txn, shard, cx),
+            Msg::Accept {
+                shard,
+                ballot,
+                slot,
+                entry,
+                chosen,
+            } => self.on_accept(from, shard, ballot, slot, entry, chosen, cx),
+            Msg::Accepted { shard, ballot, slot } => self.on_accepted(from, shard, ballot, slot, cx),
+            Msg::Nack { shard, promised } => self.on_nack(shard, promised, cx),
+            Msg::Heartbeat {
+                shard,
+                ballot,
+                chosen,
+                sent,
+            } => self.on_heartbeat(from, shard, ballot, chosen, sent, cx),
+            Msg::HeartbeatAck { shard, ballot, sent } => self.on_heartbeat_ack(from, shard, ballot, sent),
+            Msg::Elect { shard, ballot, from: f } => self.on_elect(from, shard, ballot, f, cx),
+            Msg::Promise { shard, ballot, entries } => self.on_promise(from, shard, ballot, entries, cx),
+            Msg::CatchUp { shard, from: f } => self.on_catchup(from, shard, f, cx),
+            Msg::Chosen {
+                shard,
+                ballot,
+                from: f,
+                entries,
+            } => self.on_chosen(shard, ballot, f, entries, cx),
+            Msg::ReadReply { .. } | Msg::Outcome { .. } => {}
+        }
+    }
+
+    fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
+        if t == T_SWEEP {
+            self.sweep(cx);
+        }
+    }
+
+    fn on_crash(&mut self) {
+        // Durable: each group's acceptor state, log, applied prefix and pending PREPARE
+        // writes (all derived from forced log writes), and the store built from them.
+        let groups = std::mem::take(&mut self.groups);
+        let store = std::mem::take(&mut self.store);
+        let holds = std::mem::take(&mut self.holds);
+        *self = Server::new(self.env.clone(), self.me, self.leaders.clone(), self.policy);
+        for (s, old) in groups {
+            let g = self.groups.get_mut(&s).expect("group");
+            g.promised = old.promised;
+            g.log = old.log;
+            g.applied = old.applied;
+            g.writes = old.writes;
+            g.chosen = old.applied;
+            g.known_ballot = old.promised;
+            g.leader = None;
+            g.leading = false;
+        }
+        self.store = store;
+        self.holds = holds;
+    }
+}
+
+impl Replica for Server {
+    fn snapshot(&self) -> ReplicaSnapshot {
+        ReplicaSnapshot {
+            node: self.me,
+            keys: self.store.snapshot(),
+        }
+    }
+    fn lock_holds(&self) -> Option<&HoldStats> {
+        Some(&self.holds)
+    }
+    fn locked_keys(&self) -> Option<usize> {
+        Some(self.locks.values().map(LockTable::len).sum())
+    }
+}

@@ -1,0 +1,150 @@
+//! Each server's write-ahead log: what it records (prepares, votes, decisions), how it
+//! compacts, and the replay that rebuilds locks and decisions after a restart.
+
+use super::*;
+
+/// Records in a server's log.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Rec {
+    /// Participant prepared (forced before voting yes).
+    Prepared {
+        txn: TxnId,
+        ts: Time,
+        coord: NodeId,
+        reads: Vec<Key>,
+        writes: Vec<(Key, VersionId, Value)>,
+    },
+    /// Participant applied a commit (forced before acking).
+    Committed { txn: TxnId },
+    /// Participant aborted a prepared transaction (not forced).
+    Aborted { txn: TxnId },
+    /// Coordinator decided commit (forced before anyone is told).
+    Decided {
+        txn: TxnId,
+        client: NodeId,
+        parts: Vec<NodeId>,
+    },
+    /// Coordinator collected every ack (not forced).
+    Ended { txn: TxnId },
+}
+
+impl LogRecord for Rec {
+    fn size(&self) -> u64 {
+        match self {
+            Rec::Prepared { reads, writes, .. } => {
+                48 + reads.iter().map(|k| k.len() as u64).sum::<u64>()
+                    + writes
+                        .iter()
+                        .map(|(k, _, v)| 16 + (k.len() + v.0.len()) as u64)
+                        .sum::<u64>()
+            }
+            Rec::Decided { parts, .. } => 32 + 8 * parts.len() as u64,
+            _ => 24,
+        }
+    }
+}
+
+impl Server {
+    /// Checkpoint: a finished participant transaction's records (PREPARED with its writes,
+    /// COMMITTED or ABORTED) are no longer needed, because its writes are in the store.
+    /// Coordinator records are small and kept, so a restarted coordinator still knows
+    /// every COMMIT it decided.
+    pub(super) fn compact(&mut self) {
+        let finished: rustc_hash::FxHashSet<TxnId> = self
+            .log
+            .records()
+            .iter()
+            .filter_map(|r| match r {
+                Rec::Committed { txn } | Rec::Aborted { txn } => Some(*txn),
+                _ => None,
+            })
+            .collect();
+        self.log.retain(|r| match r {
+            Rec::Prepared { txn, .. } | Rec::Committed { txn } | Rec::Aborted { txn } => !finished.contains(txn),
+            Rec::Decided { .. } | Rec::Ended { .. } => true,
+        });
+    }
+
+    /// Rebuilds volatile state from the log.
+    pub(super) fn replay(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let recs = self.log.records().to_vec();
+        let mut prepared: BTreeMap<TxnId, Rec> = BTreeMap::new();
+        let mut decided: BTreeMap<TxnId, Rec> = BTreeMap::new();
+        for r in recs {
+            match r {
+                Rec::Prepared { txn, .. } => {
+                    prepared.insert(txn, r);
+                }
+                Rec::Committed { txn } => {
+                    if let Some(Rec::Prepared { writes, .. }) = prepared.remove(&txn) {
+                        for (k, v, val) in writes {
+                            if !self.store.contains(&k, v) {
+                                self.store.install_latest(&k, v, val);
+                            }
+                        }
+                    }
+                }
+                Rec::Aborted { txn } => {
+                    prepared.remove(&txn);
+                }
+                Rec::Decided { txn, .. } => {
+                    self.done.insert(txn, true);
+                    decided.insert(txn, r);
+                }
+                Rec::Ended { txn } => {
+                    decided.remove(&txn);
+                }
+            }
+        }
+        let now = cx.now();
+        for (txn, r) in prepared {
+            let Rec::Prepared {
+                ts,
+                coord,
+                reads,
+                writes,
+                ..
+            } = r
+            else {
+                continue;
+            };
+            let prio = (ts, txn);
+            for k in &reads {
+                self.locks.acquire(txn, prio, k, LockMode::Shared);
+            }
+            for (k, _, _) in &writes {
+                self.locks.acquire(txn, prio, k, LockMode::Exclusive);
+            }
+            let part = Part {
+                node: cx.me(),
+                reads: reads.into_iter().map(|k| (k, None)).collect(),
+                writes,
+            };
+            self.ptxns.insert(
+                txn,
+                PTxn {
+                    prio,
+                    state: PState::Prepared { coord, part, asked: 0 },
+                    last_seen: now,
+                    pending_reads: vec![],
+                },
+            );
+        }
+        for (txn, r) in decided {
+            let Rec::Decided { client, parts, .. } = r else {
+                continue;
+            };
+            self.ctxns.insert(
+                txn,
+                CTxn {
+                    client,
+                    parts,
+                    yes: BTreeSet::new(),
+                    decided: Some(true),
+                    acks: BTreeSet::new(),
+                    since: 0,
+                },
+            );
+        }
+    }
+}

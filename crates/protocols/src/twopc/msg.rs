@@ -1,0 +1,103 @@
+//! Two-phase commit's messages: client reads and commit request, prepare, votes,
+//! decisions, acknowledgements, queries.
+
+use super::*;
+
+/// One participant node's share of a transaction (every shard it serves for it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Part {
+    /// The participant (primary of the shards involved).
+    pub node: NodeId,
+    /// Reads on this node with the versions seen.
+    pub reads: Vec<(Key, Option<VersionId>)>,
+    /// Final writes on this node.
+    pub writes: Vec<(Key, VersionId, Value)>,
+}
+
+/// 2PC messages.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Msg {
+    /// Client → participant: read `key` (2PL: under a shared lock).
+    Read {
+        /// Transaction.
+        txn: TxnId,
+        /// Priority timestamp (start time) for wound-wait.
+        ts: Time,
+        /// Key.
+        key: Key,
+    },
+    /// Participant → client: the read's result.
+    ReadReply {
+        /// Transaction.
+        txn: TxnId,
+        /// Key.
+        key: Key,
+        /// Version and value, or why the transaction was aborted.
+        result: Result<(Option<VersionId>, Option<Value>), String>,
+    },
+    /// Client → participant: the transaction aborted before commit; drop its state.
+    Release {
+        /// Transaction.
+        txn: TxnId,
+    },
+    /// Client → coordinator: commit this transaction.
+    Commit {
+        /// Transaction.
+        txn: TxnId,
+        /// Priority timestamp.
+        ts: Time,
+        /// Shards involved.
+        parts: Vec<Part>,
+    },
+    /// Client → coordinator: what happened to `txn`?
+    Status {
+        /// Transaction.
+        txn: TxnId,
+        /// Priority timestamp.
+        ts: Time,
+    },
+    /// Coordinator → client: the decision.
+    Outcome {
+        /// Transaction.
+        txn: TxnId,
+        /// Committed?
+        commit: bool,
+        /// Why not, if not.
+        reason: Option<String>,
+    },
+    /// Coordinator → participant: prepare.
+    Prepare {
+        /// Transaction.
+        txn: TxnId,
+        /// Priority timestamp.
+        ts: Time,
+        /// This participant's share.
+        part: Part,
+    },
+    /// Participant → coordinator: vote.
+    Vote {
+        /// Transaction.
+        txn: TxnId,
+        /// Yes?
+        yes: bool,
+        /// Why not, if not.
+        reason: Option<String>,
+    },
+    /// Coordinator → participant: the decision.
+    Decide {
+        /// Transaction.
+        txn: TxnId,
+        /// Commit?
+        commit: bool,
+    },
+    /// Participant → coordinator: decision applied.
+    Ack {
+        /// Transaction.
+        txn: TxnId,
+    },
+    /// Participant → coordinator: what was decided for `txn`?
+    Query {
+        /// Transaction.
+        txn: TxnId,
+    },
+}

@@ -1,0 +1,327 @@
+//! The participant role: reads under 2PL (wound-wait) or OCC, prepare (lock or
+//! validate, log, vote), and applying the coordinator's decision.
+
+use super::*;
+
+impl Server {
+    pub(super) fn on_read(&mut self, from: NodeId, txn: TxnId, ts: Time, key: Key, cx: &mut Ctx<'_, Msg>) {
+        cx.charge_ops(1);
+        if self.tombstones.contains_key(&txn) {
+            cx.send(
+                from,
+                Msg::ReadReply {
+                    txn,
+                    key,
+                    result: Err("already aborted here (wounded or timed out)".into()),
+                },
+            );
+            return;
+        }
+        if self.cc != Cc::Locking {
+            let (v, val) = self.store.latest(&key);
+            let result = Ok((v, val.cloned()));
+            cx.send(from, Msg::ReadReply { txn, key, result });
+            return;
+        }
+        let now = cx.now();
+        let t = self.ptxns.entry(txn).or_insert_with(|| PTxn {
+            prio: (ts, txn),
+            state: PState::Active,
+            last_seen: now,
+            pending_reads: vec![],
+        });
+        t.last_seen = now;
+        if !matches!(t.state, PState::Active) {
+            return; // a read after prepare is a stale duplicate
+        }
+        let prio = t.prio;
+        match self.locks.acquire(txn, prio, &key, LockMode::Shared) {
+            Acquired::Granted => self.reply_read(from, txn, key, cx.hops(), cx),
+            Acquired::Waiting { wound } => {
+                let hops = cx.hops();
+                if let Some(t) = self.ptxns.get_mut(&txn) {
+                    // A duplicated read already waiting is answered by the same grant.
+                    if !t.pending_reads.iter().any(|(_, k, _)| *k == key) {
+                        t.pending_reads.push((from, key, hops));
+                    }
+                }
+                self.wound(wound, cx);
+            }
+            Acquired::Denied | Acquired::TookOver { .. } => unreachable!("wound-wait never denies"),
+        }
+    }
+
+    /// Answers a read on the requester's causal chain `hops`.
+    pub(super) fn reply_read(&mut self, to: NodeId, txn: TxnId, key: Key, hops: u32, cx: &mut Ctx<'_, Msg>) {
+        let (v, val) = self.store.latest(&key);
+        let result = Ok((v, val.cloned()));
+        cx.send_on_chain(to, Msg::ReadReply { txn, key, result }, hops);
+    }
+
+    /// Aborts wounded transactions that can still abort (not prepared).
+    pub(super) fn wound(&mut self, victims: Vec<TxnId>, cx: &mut Ctx<'_, Msg>) {
+        for v in victims {
+            let can = self
+                .ptxns
+                .get(&v)
+                .is_some_and(|t| !matches!(t.state, PState::Prepared { .. }));
+            if can {
+                self.abort_local(v, "wounded by an older transaction", cx);
+            }
+        }
+    }
+
+    /// Aborts an unprepared (or prepared, on an ABORT decision) transaction here:
+    /// releases its locks, answers its waiting reads and, if it was preparing, votes no.
+    pub(super) fn abort_local(&mut self, txn: TxnId, why: &str, cx: &mut Ctx<'_, Msg>) {
+        self.tombstones.insert(txn, cx.now());
+        let Some(t) = self.ptxns.remove(&txn) else {
+            return;
+        };
+        for (client, key, hops) in t.pending_reads {
+            cx.send_on_chain(
+                client,
+                Msg::ReadReply {
+                    txn,
+                    key,
+                    result: Err(why.to_string()),
+                },
+                hops,
+            );
+        }
+        match t.state {
+            PState::Preparing { coord, hops, .. } => {
+                cx.send_on_chain(
+                    coord,
+                    Msg::Vote {
+                        txn,
+                        yes: false,
+                        reason: Some(why.to_string()),
+                    },
+                    hops,
+                );
+            }
+            PState::Prepared { .. } => self.log.append(Rec::Aborted { txn }, cx),
+            PState::Active => {}
+        }
+        let grants = self.locks.release_all(txn);
+        self.on_grants(grants, cx);
+    }
+
+    pub(super) fn on_grants(&mut self, grants: Vec<Grant>, cx: &mut Ctx<'_, Msg>) {
+        for g in grants {
+            let Some(t) = self.ptxns.get_mut(&g.txn) else {
+                continue;
+            };
+            if let Some(i) = t.pending_reads.iter().position(|(_, k, _)| *k == g.key) {
+                let (client, key, hops) = t.pending_reads.remove(i);
+                self.reply_read(client, g.txn, key, hops, cx);
+            } else if let PState::Preparing { waiting, .. } = &mut t.state {
+                *waiting -= 1;
+                if *waiting == 0 {
+                    self.finish_prepare(g.txn, cx);
+                }
+            }
+        }
+    }
+
+    pub(super) fn on_prepare(&mut self, from: NodeId, txn: TxnId, ts: Time, part: Part, cx: &mut Ctx<'_, Msg>) {
+        cx.charge_ops((part.reads.len() + part.writes.len()) as u32);
+        let no = |reason: String, cx: &mut Ctx<'_, Msg>| {
+            cx.send(
+                from,
+                Msg::Vote {
+                    txn,
+                    yes: false,
+                    reason: Some(reason),
+                },
+            );
+        };
+        if self.tombstones.contains_key(&txn) {
+            return no("already aborted here (wounded or timed out)".into(), cx);
+        }
+        let now = cx.now();
+        let t = self.ptxns.entry(txn).or_insert_with(|| PTxn {
+            prio: (ts, txn),
+            state: PState::Active,
+            last_seen: now,
+            pending_reads: vec![],
+        });
+        t.last_seen = now;
+        match t.state {
+            PState::Prepared { .. } => {
+                cx.send(
+                    from,
+                    Msg::Vote {
+                        txn,
+                        yes: true,
+                        reason: None,
+                    },
+                );
+                return;
+            }
+            PState::Preparing { .. } => return,
+            PState::Active => {}
+        }
+        let prio = t.prio;
+        match self.cc {
+            Cc::Locking => {
+                // Every read must still be protected by our shared lock.
+                if part
+                    .reads
+                    .iter()
+                    .any(|(k, _)| !self.locks.holds(txn, k, LockMode::Shared))
+                {
+                    let why = "a read lock was lost".to_string();
+                    self.abort_local(txn, &why, cx);
+                    return no(why, cx);
+                }
+                let mut waiting = 0;
+                let mut wounded = vec![];
+                for (k, _, _) in &part.writes {
+                    match self.locks.acquire(txn, prio, k, LockMode::Exclusive) {
+                        Acquired::Granted => {}
+                        Acquired::Waiting { wound } => {
+                            waiting += 1;
+                            wounded.extend(wound);
+                        }
+                        Acquired::Denied | Acquired::TookOver { .. } => unreachable!("wound-wait never denies"),
+                    }
+                }
+                let hops = cx.hops();
+                if let Some(t) = self.ptxns.get_mut(&txn) {
+                    t.state = PState::Preparing {
+                        coord: from,
+                        part,
+                        waiting,
+                        hops,
+                    };
+                }
+                if waiting == 0 {
+                    self.finish_prepare(txn, cx);
+                } else {
+                    self.wound(wounded, cx);
+                }
+            }
+            Cc::Unsafe => self.prepare_now(txn, from, part, cx),
+            Cc::Optimistic => {
+                let mut ok = part.reads.iter().all(|(k, v)| self.store.latest(k).0 == *v);
+                let mut why = (!ok).then(|| "validation failed: a read version changed".to_string());
+                if ok {
+                    let wanted = part
+                        .reads
+                        .iter()
+                        .map(|(k, _)| (k, LockMode::Shared))
+                        .chain(part.writes.iter().map(|(k, _, _)| (k, LockMode::Exclusive)));
+                    for (k, m) in wanted {
+                        if self.locks.acquire(txn, prio, k, m) != Acquired::Granted {
+                            ok = false;
+                            why = Some("validation failed: a key is locked by a preparing transaction".into());
+                            break;
+                        }
+                    }
+                }
+                if ok {
+                    self.prepare_now(txn, from, part, cx);
+                } else {
+                    let why = why.unwrap_or_default();
+                    self.ptxns.remove(&txn);
+                    self.locks.release_all(txn);
+                    self.tombstones.insert(txn, now);
+                    no(why, cx);
+                }
+            }
+        }
+    }
+
+    /// Prepares a transaction that waits for nothing: force-log and vote yes now.
+    pub(super) fn prepare_now(&mut self, txn: TxnId, coord: NodeId, part: Part, cx: &mut Ctx<'_, Msg>) {
+        if let Some(t) = self.ptxns.get_mut(&txn) {
+            t.state = PState::Preparing {
+                coord,
+                part,
+                waiting: 0,
+                hops: cx.hops(),
+            };
+        }
+        self.finish_prepare(txn, cx);
+    }
+
+    pub(super) fn finish_prepare(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        let Some(t) = self.ptxns.get_mut(&txn) else {
+            return;
+        };
+        let PState::Preparing { coord, part, hops, .. } = std::mem::replace(&mut t.state, PState::Active) else {
+            return;
+        };
+        self.log.append_sync(
+            Rec::Prepared {
+                txn,
+                ts: t.prio.0,
+                coord,
+                reads: part.reads.iter().map(|(k, _)| k.clone()).collect(),
+                writes: part.writes.clone(),
+            },
+            cx,
+        );
+        t.state = PState::Prepared {
+            coord,
+            part,
+            asked: cx.now(),
+        };
+        cx.send_on_chain(
+            coord,
+            Msg::Vote {
+                txn,
+                yes: true,
+                reason: None,
+            },
+            hops,
+        );
+    }
+
+    pub(super) fn on_decide(&mut self, from: NodeId, txn: TxnId, commit: bool, cx: &mut Ctx<'_, Msg>) {
+        match self.ptxns.get(&txn).map(|t| &t.state) {
+            Some(PState::Prepared { .. }) => {
+                if commit {
+                    let t = self.ptxns.remove(&txn).expect("present");
+                    let PState::Prepared { part, .. } = t.state else {
+                        unreachable!()
+                    };
+                    cx.charge_ops(part.writes.len() as u32);
+                    for (k, v, val) in &part.writes {
+                        self.store.install_latest(k, *v, val.clone());
+                    }
+                    self.log.append_sync(Rec::Committed { txn }, cx);
+                    let grants = self.locks.release_all(txn);
+                    self.on_grants(grants, cx);
+                } else {
+                    self.abort_local(txn, "aborted by coordinator", cx);
+                }
+                cx.send(from, Msg::Ack { txn });
+            }
+            Some(_) if !commit => self.abort_local(txn, "aborted by coordinator", cx),
+            Some(_) => {} // commit before our yes vote: impossible; ignore
+            None => {
+                if !commit {
+                    self.tombstones.insert(txn, cx.now());
+                }
+                // Already applied (duplicate) or never prepared here: acknowledge so the
+                // coordinator can finish.
+                cx.send(from, Msg::Ack { txn });
+            }
+        }
+    }
+
+    pub(super) fn on_release(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        match self.ptxns.get(&txn).map(|t| &t.state) {
+            Some(PState::Prepared { .. }) => {} // only the coordinator decides now
+            Some(_) => self.abort_local(txn, "released by client", cx),
+            None => {
+                self.tombstones.insert(txn, cx.now());
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ coordinator
+}

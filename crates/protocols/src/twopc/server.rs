@@ -1,0 +1,217 @@
+//! A 2PC server (participant and, for the transactions it coordinates, coordinator):
+//! its state, its sweep (timeouts, queries, resends) and its [`Actor`] entry points.
+
+use super::*;
+
+pub(super) const T_SWEEP: TimerId = TimerId(1);
+
+/// Log length at which housekeeping checkpoints (drops finished transactions' records).
+pub(super) const COMPACT_AT: usize = 1024;
+
+/// Participant-side state of one transaction.
+#[derive(Debug)]
+pub(super) enum PState {
+    /// Reading (2PL: holding shared locks).
+    Active,
+    /// Waiting for exclusive locks before voting (`hops`: the Prepare's chain).
+    Preparing {
+        coord: NodeId,
+        part: Part,
+        waiting: usize,
+        hops: u32,
+    },
+    /// Voted yes; waiting for the decision.
+    Prepared { coord: NodeId, part: Part, asked: Time },
+}
+
+#[derive(Debug)]
+pub(super) struct PTxn {
+    pub(super) prio: Prio,
+    pub(super) state: PState,
+    pub(super) last_seen: Time,
+    /// Reads waiting for a lock: (client, key, the request's WAN-hop chain).
+    pub(super) pending_reads: Vec<(NodeId, Key, u32)>,
+}
+
+/// Coordinator-side state of one transaction.
+#[derive(Debug)]
+pub(super) struct CTxn {
+    pub(super) client: NodeId,
+    pub(super) parts: Vec<NodeId>,
+    pub(super) yes: BTreeSet<NodeId>,
+    pub(super) decided: Option<bool>,
+    pub(super) acks: BTreeSet<NodeId>,
+    pub(super) since: Time,
+}
+
+/// A 2PC server: participant for the shards it holds, coordinator for clients of its DC.
+#[derive(Debug)]
+pub struct Server {
+    pub(super) env: Env,
+    pub(super) cc: Cc,
+    pub(super) me: NodeId,
+    // --- durable ---
+    pub(super) log: Log<Rec>,
+    // --- volatile ---
+    pub(super) store: MvStore,
+    pub(super) locks: LockTable,
+    pub(super) ptxns: HashMap<TxnId, PTxn>,
+    pub(super) tombstones: HashMap<TxnId, Time>,
+    pub(super) ctxns: HashMap<TxnId, CTxn>,
+    /// Decided outcomes, so duplicates and late questions get the same answer.
+    pub(super) done: HashMap<TxnId, bool>,
+    /// When this incarnation started: transactions begun earlier that it has no COMMIT
+    /// record of are aborted (presumed abort).
+    pub(super) started_at: Time,
+    /// Log length that triggers the next checkpoint.
+    pub(super) compact_at: usize,
+}
+
+impl Server {
+    /// A fresh server.
+    pub fn new(env: Env, cc: Cc, me: NodeId) -> Self {
+        let policy = match cc {
+            Cc::Locking => Policy::WoundWait,
+            Cc::Optimistic | Cc::Unsafe => Policy::NoWait,
+        };
+        Server {
+            env,
+            cc,
+            me,
+            log: Log::new(),
+            store: MvStore::new(),
+            locks: LockTable::new(policy),
+            ptxns: HashMap::default(),
+            tombstones: HashMap::default(),
+            ctxns: HashMap::default(),
+            done: HashMap::default(),
+            started_at: 0,
+            compact_at: COMPACT_AT,
+        }
+    }
+
+    // ------------------------------------------------------------ participant
+}
+
+impl Server {
+    pub(super) fn sweep(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let now = cx.now();
+        let to = self.env.timeouts.clone();
+        // Participant: idle active transactions abort; prepared ones ask.
+        let mut idle = vec![];
+        let mut ask = vec![];
+        for (id, t) in self.ptxns.iter_mut() {
+            match &mut t.state {
+                PState::Active | PState::Preparing { .. } => {
+                    if now.saturating_sub(t.last_seen) > to.idle && t.pending_reads.is_empty() {
+                        idle.push(*id);
+                    }
+                }
+                PState::Prepared { coord, asked, .. } => {
+                    if now.saturating_sub(*asked) >= to.query {
+                        *asked = now;
+                        ask.push((*coord, *id));
+                    }
+                }
+            }
+        }
+        idle.sort();
+        ask.sort();
+        for id in idle {
+            self.abort_local(id, "client silent", cx);
+        }
+        for (coord, txn) in ask {
+            cx.send(coord, Msg::Query { txn });
+        }
+        self.tombstones.retain(|_, t| now.saturating_sub(*t) < to.tombstone);
+        if self.log.len() >= self.compact_at {
+            self.compact();
+            // Amortized: the kept coordinator records make the log grow, so checkpoint
+            // again only once it has doubled (otherwise every sweep rescans it).
+            self.compact_at = (2 * self.log.len()).max(COMPACT_AT);
+        }
+        // Coordinator: vote timeouts and undelivered decisions.
+        let mut expired = vec![];
+        let mut resend = vec![];
+        for (id, c) in self.ctxns.iter_mut() {
+            match c.decided {
+                None if now.saturating_sub(c.since) > to.vote => expired.push(*id),
+                Some(true) if now.saturating_sub(c.since) >= to.query => {
+                    c.since = now;
+                    for n in &c.parts {
+                        if !c.acks.contains(n) {
+                            resend.push((*n, *id));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        expired.sort();
+        resend.sort();
+        for id in expired {
+            self.decide(id, false, Some("vote timeout".into()), cx);
+        }
+        for (n, txn) in resend {
+            cx.send(n, Msg::Decide { txn, commit: true });
+        }
+        cx.set_timer(to.sweep, T_SWEEP);
+    }
+}
+
+impl Actor for Server {
+    type Msg = Msg;
+
+    fn on_start(&mut self, cx: &mut Ctx<'_, Msg>) {
+        self.started_at = cx.now();
+        cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
+    }
+
+    fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+        match msg {
+            Msg::Read { txn, ts, key } => self.on_read(from, txn, ts, key, cx),
+            Msg::Release { txn } => self.on_release(txn, cx),
+            Msg::Prepare { txn, ts, part } => self.on_prepare(from, txn, ts, part, cx),
+            Msg::Decide { txn, commit } => self.on_decide(from, txn, commit, cx),
+            Msg::Commit { txn, ts, parts } => self.on_commit(from, txn, ts, parts, cx),
+            Msg::Vote { txn, yes, reason } => self.on_vote(from, txn, yes, reason, cx),
+            Msg::Ack { txn } => self.on_ack(from, txn, cx),
+            Msg::Query { txn } => self.on_query(from, txn, cx),
+            Msg::Status { txn, .. } => self.on_status(from, txn, cx),
+            Msg::ReadReply { .. } | Msg::Outcome { .. } => {} // client messages
+        }
+    }
+
+    fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
+        if t == T_SWEEP {
+            self.sweep(cx);
+        }
+    }
+
+    fn on_crash(&mut self) {
+        let mut log = std::mem::take(&mut self.log);
+        log.crash();
+        let store = std::mem::take(&mut self.store);
+        *self = Server::new(self.env.clone(), self.cc, self.me);
+        self.log = log;
+        // The committed store is the checkpointed on-disk data (see the module docs).
+        self.store = store;
+    }
+
+    fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {
+        self.replay(cx);
+        self.on_start(cx);
+    }
+}
+
+impl Replica for Server {
+    fn snapshot(&self) -> ReplicaSnapshot {
+        ReplicaSnapshot {
+            node: self.me,
+            keys: self.store.snapshot(),
+        }
+    }
+    fn locked_keys(&self) -> Option<usize> {
+        Some(self.locks.len())
+    }
+}
