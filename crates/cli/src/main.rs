@@ -4,11 +4,7 @@
 mod bench;
 mod cluster;
 mod compare;
-mod csexp;
-mod exp;
-mod haexp;
-mod netexp;
-mod rcexp;
+mod experiments;
 
 /// mimalloc: the simulator allocates many small messages and keys; paired runs of
 /// simbench were faster with it than with the system allocator on every try.

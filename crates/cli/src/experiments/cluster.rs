@@ -7,6 +7,7 @@
 //!   to the simulator on the same topology, workload and clients: commit latency
 //!   measured / simulated.
 
+use super::Experiment;
 use crate::bench::{run_bench, BenchArgs};
 use crate::RunArgs;
 use anyhow::{bail, Context, Result};
@@ -83,13 +84,19 @@ fn bench_args(file: &Path, workload: &str, clients: u32, secs: u32, seed: u64) -
 }
 
 /// Runs a cluster experiment.
-pub fn run(name: &str, args: &RunArgs) -> Result<ExitCode> {
-    match name {
-        "cluster-loopback" => loopback(args),
-        "cluster-rc5" => rc5(args),
-        _ => bail!("unknown experiment `{name}`"),
-    }
-}
+/// This paper's experiments, as `--experiment list` shows them.
+pub const EXPERIMENTS: &[Experiment] = &[
+    Experiment {
+        name: "cluster-loopback",
+        about: "real local clusters, no added delay: throughput and p50/p99 per protocol, one DC and three",
+        run: loopback,
+    },
+    Experiment {
+        name: "cluster-rc5",
+        about: "real local clusters with rc5's delays emulated: commit latency next to the simulator's",
+        run: rc5,
+    },
+];
 
 fn loopback(args: &RunArgs) -> Result<ExitCode> {
     let secs = 5;
@@ -148,7 +155,7 @@ fn rc5(args: &RunArgs) -> Result<ExitCode> {
         )?
         .report;
         drop(up);
-        let mut cfg = crate::exp::config(
+        let mut cfg = super::config(
             args,
             &meridian_core::Topology::preset("rc5").expect("preset"),
             &args.workload,
@@ -157,7 +164,7 @@ fn rc5(args: &RunArgs) -> Result<ExitCode> {
             &[],
         )?;
         cfg.seed = args.seed;
-        let sim = crate::exp::run_checked(p, &cfg, &mut failed)?.report;
+        let sim = super::run_checked(p, &cfg, &mut failed)?.report;
         let (a, b) = (&real.commit_latency_ms, &sim.commit_latency_ms);
         println!(
             "{:12} {:>9} {:>11.1} {:>11.1} {:>7.3} {:>11.1} {:>11.1} {:>7.3}  {}",

@@ -12,31 +12,50 @@
 //! commit: 2PC logs, CrossStitch does not), and no jitter where a figure is about
 //! round trips. "Completion time" is the client's transaction latency.
 
-use crate::exp::ok;
-use crate::RunArgs;
-use anyhow::{bail, Result};
+use super::ok;
+use super::Experiment;
+use anyhow::Result;
 use meridian_core::{HomeRule, Topology, DEFAULT_INTRA_RTT_MS};
 use meridian_sim::{SimConfig, SimOutput};
-use std::process::ExitCode;
 
 /// The 2PC baseline of §5.1.
 const TWO_PC: &str = "2pc-2pl:copies=2";
 
-use crate::exp::Ctx;
+use super::Ctx;
 
-pub fn run(name: &str, args: &RunArgs) -> Result<ExitCode> {
-    let mut cx = Ctx::new(args);
-    match name {
-        "cs-fig12" => fig12(&mut cx)?,
-        "cs-fig4" => fig4(&mut cx)?,
-        "cs-fig8" => fig8(&mut cx)?,
-        "cs-fig11" => fig11(&mut cx)?,
-        "cs-fig13" => tpcc_latency(&mut cx, "order-status", 13, 4.0)?,
-        "cs-fig14" => tpcc_latency(&mut cx, "stock-level", 14, 5.0)?,
-        other => bail!("unknown experiment `{other}`"),
-    }
-    Ok(cx.exit_code())
-}
+/// This paper's experiments, as `--experiment list` shows them.
+pub const EXPERIMENTS: &[Experiment] = &[
+    Experiment {
+        name: "cs-fig12",
+        about: "crossstitch.md Fig. 12: worst-case round trips of order-status and stock-level, 2PC vs crossstitch",
+        run: |a| super::with_ctx(a, fig12),
+    },
+    Experiment {
+        name: "cs-fig4",
+        about: "crossstitch.md Fig. 4: one-DC completion time vs chain length, crossstitch vs 2PC",
+        run: |a| super::with_ctx(a, fig4),
+    },
+    Experiment {
+        name: "cs-fig8",
+        about: "crossstitch.md Fig. 8: completion time vs DC round-trip latency 50..150 ms on two DCs",
+        run: |a| super::with_ctx(a, fig8),
+    },
+    Experiment {
+        name: "cs-fig11",
+        about: "crossstitch.md Fig. 11: committed throughput on us3, world3, far3",
+        run: |a| super::with_ctx(a, fig11),
+    },
+    Experiment {
+        name: "cs-fig13",
+        about: "crossstitch.md Fig. 13: TPC-C order-status completion time vs DC latency",
+        run: |a| super::with_ctx(a, |cx| tpcc_latency(cx, "order-status", 13, 4.0)),
+    },
+    Experiment {
+        name: "cs-fig14",
+        about: "crossstitch.md Fig. 14: TPC-C stock-level (single item) completion time vs DC latency",
+        run: |a| super::with_ctx(a, |cx| tpcc_latency(cx, "stock-level", 14, 5.0)),
+    },
+];
 
 /// Two DCs `rtt_ms` apart, four servers each, eight shards.
 fn two(rtt_ms: f64) -> Topology {

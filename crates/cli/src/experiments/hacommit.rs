@@ -17,14 +17,13 @@
 //! PREPARED at each participant and COMMIT at the coordinator; Replicated Commit forces
 //! PREPARED and the vote in every DC.
 
-use crate::exp::ok;
-use crate::RunArgs;
-use anyhow::{bail, Result};
+use super::ok;
+use super::Experiment;
+use anyhow::Result;
 use meridian_core::{secs, Outcome, Time, Topology};
 use meridian_sim::{SimConfig, SimOutput};
-use std::process::ExitCode;
 
-use crate::exp::Ctx;
+use super::Ctx;
 
 /// Three LAN "DCs" of three nodes, 0.1 ms apart: where Replicated Commit (one replica
 /// per DC) runs in the LAN experiments.
@@ -38,17 +37,30 @@ fn lan5() -> Topology {
     Topology::uniform("lan5", &["R1", "R2", "R3", "R4", "R5"], 0.1, 0.1, 1, 5)
 }
 
-pub fn run(name: &str, args: &RunArgs) -> Result<ExitCode> {
-    let mut cx = Ctx::new(args);
-    match name {
-        "hacommit-fig2" => fig2(&mut cx)?,
-        "hacommit-fig6" => fig6(&mut cx)?,
-        "hacommit-faults" => faults(&mut cx)?,
-        "hacommit-fig5" => fig5(&mut cx)?,
-        other => bail!("unknown experiment `{other}`"),
-    }
-    Ok(cx.exit_code())
-}
+/// This paper's experiments, as `--experiment list` shows them.
+pub const EXPERIMENTS: &[Experiment] = &[
+    Experiment {
+        name: "hacommit-fig2",
+        about: "hacommit.md Fig. 2: commit latency vs operations per transaction, hacommit vs 2pc-2pl vs rc (LAN)",
+        run: |a| super::with_ctx(a, fig2),
+    },
+    Experiment {
+        name: "hacommit-fig6",
+        about: "hacommit.md Figs. 6/7: throughput and latency vs operations per transaction, hacommit vs rc (LAN)",
+        run: |a| super::with_ctx(a, fig6),
+    },
+    Experiment {
+        name: "hacommit-faults",
+        about: "hacommit.md §VII-C, Figs. 3/4: five replicas lose one, two, then three; commits per second",
+        run: |a| super::with_ctx(a, faults),
+    },
+    Experiment {
+        name: "hacommit-fig5",
+        about:
+            "hacommit.md §VII-C, Fig. 5: clients crash mid-transaction; recovery proposers finish their transactions",
+        run: |a| super::with_ctx(a, fig5),
+    },
+];
 
 fn costs(c: &SimConfig) -> String {
     format!(

@@ -1,10 +1,51 @@
-//! What every paper experiment shares: a checked run and its verdict column.
+//! Paper experiments (`meridian compare --experiment NAME`), one file per paper (or
+//! baseline), each declaring its [`EXPERIMENTS`](rc::EXPERIMENTS); [`all`] is the
+//! registry `--experiment list` reads. Adding a paper's figures is adding one file
+//! here and one line to [`all`]. This module also holds what every experiment shares:
+//! a checked run and its verdict column.
+
+pub mod cluster;
+pub mod crossstitch;
+pub mod hacommit;
+pub mod rc;
+pub mod twopc;
 
 use crate::{progress, RunArgs};
 use anyhow::Result;
 use meridian_core::Topology;
 use meridian_sim::{SimConfig, SimOutput};
 use std::process::ExitCode;
+
+/// A named experiment: what `--experiment NAME` runs.
+pub struct Experiment {
+    /// Its `--experiment` name.
+    pub name: &'static str,
+    /// What it reproduces (paper, figure, what is compared).
+    pub about: &'static str,
+    /// Runs it with the command's flags; exit 3 if any run's check failed.
+    pub run: fn(&RunArgs) -> Result<ExitCode>,
+}
+
+/// Every experiment, in `--experiment list` order.
+pub fn all() -> Vec<&'static Experiment> {
+    [
+        twopc::EXPERIMENTS,
+        rc::EXPERIMENTS,
+        hacommit::EXPERIMENTS,
+        crossstitch::EXPERIMENTS,
+        cluster::EXPERIMENTS,
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// Runs `f` as an experiment: its checked runs set the exit code.
+pub fn with_ctx(args: &RunArgs, f: fn(&mut Ctx) -> Result<()>) -> Result<ExitCode> {
+    let mut cx = Ctx::new(args);
+    f(&mut cx)?;
+    Ok(cx.exit_code())
+}
 
 /// An experiment in progress: the run flags and whether any check failed.
 pub struct Ctx<'a> {

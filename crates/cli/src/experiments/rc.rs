@@ -8,17 +8,16 @@
 //! Replicated Log clients live only in DCs that hold a leader (§5); `replog` uses the
 //! leader placement the paper names for each figure (`V/O/I` by default).
 
-use crate::exp::ok;
-use crate::RunArgs;
-use anyhow::{bail, Result};
+use super::ok;
+use super::Experiment;
+use anyhow::Result;
 use meridian_core::{secs, Outcome, Time, Topology};
 use meridian_protocols::rc::crossover_reads;
 use meridian_sim::{SimConfig, SimOutput};
-use std::process::ExitCode;
 
 const PAPER_WORKLOAD: &str = "ycsb:ops=5,reads=0.5,keys=3000";
 
-use crate::exp::Ctx;
+use super::Ctx;
 
 /// The paper's load: 5 generators and 10 transactions/s per client DC.
 fn paper_load(cfg: &mut SimConfig, dcs: usize) {
@@ -36,19 +35,39 @@ fn distinct(leaders: &str) -> Vec<&str> {
     v
 }
 
-pub fn run(name: &str, args: &RunArgs) -> Result<ExitCode> {
-    let mut cx = Ctx::new(args);
-    match name {
-        "rc-fig3" => fig3(&mut cx)?,
-        "rc-fig4" => fig4(&mut cx)?,
-        "rc-fig5" => fig5(&mut cx)?,
-        "rc-fig6" => fig6(&mut cx)?,
-        "rc-fig7" => fig7(&mut cx)?,
-        "rc-fig10" => fig10(&mut cx)?,
-        other => bail!("unknown experiment `{other}`"),
-    }
-    Ok(cx.exit_code())
-}
+/// This paper's experiments, as `--experiment list` shows them.
+pub const EXPERIMENTS: &[Experiment] = &[
+    Experiment {
+        name: "rc-fig3",
+        about: "replicated-commit.md Fig. 3: commit latency for DC sets C .. CVOIS, rc vs replog",
+        run: |a| super::with_ctx(a, fig3),
+    },
+    Experiment {
+        name: "rc-fig4",
+        about: "replicated-commit.md Fig. 4: replog leader placements C/C/C, C/V/O, V/O/I, S/S/S vs rc",
+        run: |a| super::with_ctx(a, fig4),
+    },
+    Experiment {
+        name: "rc-fig5",
+        about: "replicated-commit.md Fig. 5 and §4.3: transaction latency vs operations per transaction, crossover",
+        run: |a| super::with_ctx(a, fig5),
+    },
+    Experiment {
+        name: "rc-fig6",
+        about: "replicated-commit.md Fig. 6: throughput (committed ops/s) vs number of clients",
+        run: |a| super::with_ctx(a, fig6),
+    },
+    Experiment {
+        name: "rc-fig7",
+        about: "replicated-commit.md Fig. 7: contention, commits out of 2500 for 150..6000 items",
+        run: |a| super::with_ctx(a, fig7),
+    },
+    Experiment {
+        name: "rc-fig10",
+        about: "replicated-commit.md Fig. 10: DC C goes down for a minute; commit latency of C's clients",
+        run: |a| super::with_ctx(a, fig10),
+    },
+];
 
 fn fig3(cx: &mut Ctx) -> Result<()> {
     let rc5 = Topology::preset("rc5").expect("preset");
