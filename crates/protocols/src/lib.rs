@@ -4,9 +4,9 @@
 //! [`Protocol`], which tells a runtime how to build its server and client actors.
 //! Runtimes (the simulator, the TCP runtime) only deliver messages and fire timers.
 
-pub mod client;
 pub mod crossstitch;
 pub mod hacommit;
+pub mod kit;
 pub mod named;
 pub mod rc;
 pub mod replog;

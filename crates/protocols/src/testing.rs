@@ -277,3 +277,50 @@ impl<M> Effects<M> {
         })
     }
 }
+
+/// A registry with one program, `ycsb` (without depending on the workload crate):
+/// arguments `n`, then `n` pairs of a key and bytes, empty bytes reading the key and
+/// other bytes writing them.
+pub fn ycsb_registry() -> meridian_txn::Registry {
+    use meridian_core::Value;
+    use meridian_txn::Arg;
+    struct Ycsb;
+    impl meridian_txn::Program for Ycsb {
+        fn name(&self) -> &'static str {
+            "ycsb"
+        }
+        fn run(&self, args: &[Arg], tx: &mut meridian_txn::Tx<'_>) -> Result<(), meridian_txn::Stop> {
+            let n = meridian_txn::arg_u64(args, 0, "n")? as usize;
+            for i in 0..n {
+                let key = meridian_txn::arg_key(args, 1 + 2 * i, "key")?.clone();
+                match &args[2 + 2 * i] {
+                    Arg::Bytes(b) if b.is_empty() => {
+                        tx.read(&key)?;
+                    }
+                    Arg::Bytes(b) => tx.write(key, Value(b.clone())),
+                    _ => unreachable!("ycsb takes bytes"),
+                }
+            }
+            Ok(())
+        }
+    }
+    let mut r = meridian_txn::Registry::new();
+    r.register(std::sync::Arc::new(Ycsb));
+    r
+}
+
+/// A `ycsb` call of [`ycsb_registry`]: each (key, bytes) reads the key if `bytes` is
+/// empty and writes them otherwise.
+pub fn ycsb_call(ops: &[(&str, &[u8])]) -> Call {
+    use meridian_core::Key;
+    use meridian_txn::Arg;
+    let mut args = vec![Arg::U64(ops.len() as u64)];
+    for (k, b) in ops {
+        args.push(Arg::Key(Key::from(*k)));
+        args.push(Arg::Bytes(b.to_vec()));
+    }
+    Call {
+        program: "ycsb".into(),
+        args,
+    }
+}

@@ -142,7 +142,7 @@ impl Server {
                 }
                 Step::Done { .. } => break Ok(None),
                 Step::Abort(reason) => break Err(format!("user abort: {reason}")),
-                Step::Wait { .. } => break Err(crate::client::NOT_INTERACTIVE.into()),
+                Step::Wait { .. } => break Err(crate::kit::client::NOT_INTERACTIVE.into()),
             }
         };
         let rec_so_far = Rec { reads, writes };

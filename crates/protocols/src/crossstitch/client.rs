@@ -63,7 +63,7 @@ impl Client {
             cur.rec.reads = r.reads.clone();
             cur.rec.writes = r.writes.clone();
         }
-        crate::client::close(cur.rec, outcome, reason, cx);
+        crate::kit::client::close(cur.rec, outcome, reason, cx);
     }
 }
 
@@ -218,7 +218,7 @@ impl Client {
 
 impl ClientRole for Client {
     fn submit(&mut self, txn: TxnId, call: Call, cx: &mut Ctx<'_, Msg>) {
-        let rec = crate::client::new_record(txn, self.id, self.dc, &call, cx);
+        let rec = crate::kit::client::new_record(txn, self.id, self.dc, &call, cx);
         let ts = cx.now() * TS_SCALE + (self.id.0 as u64 % TS_SCALE);
         // The start state: compute the first key operation.
         let mut exec = Execution::new(call.clone());
@@ -230,20 +230,25 @@ impl ClientRole for Client {
                     // No key operation at all: nothing to commit.
                     let mut rec = rec;
                     rec.commit_start = Some(cx.now());
-                    crate::client::close(rec, Outcome::Committed, None, cx);
+                    crate::kit::client::close(rec, Outcome::Committed, None, cx);
                     return;
                 }
             },
             Ok((Step::Abort(r), _)) => {
-                crate::client::close(rec, Outcome::Aborted, Some(format!("user abort: {r}")), cx);
+                crate::kit::client::close(rec, Outcome::Aborted, Some(format!("user abort: {r}")), cx);
                 return;
             }
             Ok((Step::Wait { .. }, _)) => {
-                crate::client::close(rec, Outcome::Aborted, Some(crate::client::NOT_INTERACTIVE.into()), cx);
+                crate::kit::client::close(
+                    rec,
+                    Outcome::Aborted,
+                    Some(crate::kit::client::NOT_INTERACTIVE.into()),
+                    cx,
+                );
                 return;
             }
             Err(e) => {
-                crate::client::close(rec, Outcome::Aborted, Some(e.to_string()), cx);
+                crate::kit::client::close(rec, Outcome::Aborted, Some(e.to_string()), cx);
                 return;
             }
         };

@@ -5,7 +5,7 @@
 //! # Execution (§3.1, §3.5.1)
 //!
 //! A transaction is a program ([`meridian_txn::Execution`], replayed against the reads
-//! made so far, which is how DESIGN.md lets a program "travel"). Each key operation is
+//! made so far, which is how docs/DESIGN.md lets a program "travel"). Each key operation is
 //! a state executed at the primary of the key's shard. A server that receives the
 //! transaction (`Exec`) runs every operation it can serve itself: reads, and the
 //! program's writes in program order ([`meridian_txn::Execution::step_ops`]), each one

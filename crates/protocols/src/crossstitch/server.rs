@@ -512,10 +512,7 @@ impl Actor for Server {
 
 impl Replica for Server {
     fn snapshot(&self) -> ReplicaSnapshot {
-        ReplicaSnapshot {
-            node: self.me,
-            keys: self.store.snapshot(),
-        }
+        crate::kit::snapshot(self.me, &self.store)
     }
     /// Keys holding an uncommitted version (a transaction not yet resolved here).
     fn locked_keys(&self) -> Option<usize> {

@@ -66,7 +66,7 @@ impl Net {
         assert_eq!(layout.add_client(DcId(0)), CLIENT);
         let env = Env {
             layout: Arc::new(layout),
-            registry: Arc::new(meridian_workload_free_registry()),
+            registry: Arc::new(testing::ycsb_registry()),
             timeouts: Default::default(),
         };
         let servers: Vec<Server> = (0..8).map(|n| Server::new(env.clone(), NodeId(n))).collect();
@@ -123,33 +123,6 @@ impl Net {
     fn has(&self, n: u32, key: &str) -> bool {
         self.servers[n as usize].snapshot().keys.contains_key(&Key::from(key))
     }
-}
-
-/// The workload programs without depending on the workload crate: `ycsb` only.
-fn meridian_workload_free_registry() -> meridian_txn::Registry {
-    struct Ycsb;
-    impl meridian_txn::Program for Ycsb {
-        fn name(&self) -> &'static str {
-            "ycsb"
-        }
-        fn run(&self, args: &[Arg], tx: &mut meridian_txn::Tx<'_>) -> Result<(), meridian_txn::Stop> {
-            let n = meridian_txn::arg_u64(args, 0, "n")? as usize;
-            for i in 0..n {
-                let key = meridian_txn::arg_key(args, 1 + 2 * i, "key")?.clone();
-                match &args[2 + 2 * i] {
-                    Arg::Bytes(b) if b.is_empty() => {
-                        tx.read(&key)?;
-                    }
-                    Arg::Bytes(b) => tx.write(key, Value(b.clone())),
-                    _ => unreachable!(),
-                }
-            }
-            Ok(())
-        }
-    }
-    let mut r = meridian_txn::Registry::new();
-    r.register(Arc::new(Ycsb));
-    r
 }
 
 fn is_exec_to(pos: u32) -> impl Fn(&Msg) -> bool {

@@ -292,7 +292,7 @@ impl Server {
                 self.store.install(k, *v, val.clone(), c.seq);
             }
         }
-        for (client, k, hops) in t.pending_reads {
+        for crate::kit::reads::WaitingRead { client, key: k, hops } in t.pending_reads {
             let result = Err("aborted".to_string());
             cx.send_on_chain(client, Msg::ReadReply { txn, key: k, result }, hops);
         }

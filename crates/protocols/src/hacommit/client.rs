@@ -83,10 +83,7 @@ impl Client {
 
     pub(super) fn step(&mut self, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_mut() else { return };
-        let step = match cur.exec.step(&self.env.registry) {
-            Ok(s) => s,
-            Err(e) => Step::Abort(e.to_string()),
-        };
+        let step = crate::kit::client::next_step(&mut cur.exec, &self.env.registry);
         match step {
             Step::Read(key) => {
                 let shard = self.env.layout.shard_of(&key);
@@ -101,11 +98,10 @@ impl Client {
             Step::Abort(reason) => self.decide(false, Some(reason), cx),
             Step::Wait { output } => {
                 cur.phase = Phase::Waiting;
-                cx.set_timer(self.env.timeouts.idle, T_IDLE);
-                cx.await_input(cur.rec.id, output);
+                crate::kit::client::wait_for_caller(cur.rec.id, output, self.env.timeouts.idle, T_IDLE, cx);
             }
             Step::Done { writes, .. } => {
-                let finals = crate::client::number_writes(&mut cur.rec, writes);
+                let finals = crate::kit::client::number_writes(&mut cur.rec, writes);
                 let layout = &self.env.layout;
                 let mut lasts: BTreeMap<ShardId, LastShare> = BTreeMap::new();
                 for r in &cur.rec.reads {
@@ -205,11 +201,7 @@ impl Client {
 
     pub(super) fn finish(&mut self, outcome: Outcome, reason: Option<String>, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.take() else { return };
-        cx.cancel_timer(T_READ);
-        cx.cancel_timer(T_VOTE);
-        cx.cancel_timer(T_RESEND);
-        cx.cancel_timer(T_IDLE);
-        crate::client::close(cur.rec, outcome, reason, cx);
+        crate::kit::client::finish(cur.rec, &[T_READ, T_VOTE, T_RESEND, T_IDLE], outcome, reason, cx);
     }
 
     pub(super) fn on_vote(&mut self, shard: ShardId, yes: bool, reason: Option<String>, cx: &mut Ctx<'_, Msg>) {
@@ -278,11 +270,7 @@ impl Actor for Client {
                 cx.cancel_timer(T_READ);
                 match result {
                     Ok((version, value)) => {
-                        cur.rec.reads.push(ReadRec {
-                            key: key.clone(),
-                            version,
-                        });
-                        cur.exec.supply(key, value);
+                        crate::kit::client::supply_read(&mut cur.rec, &mut cur.exec, key, version, value);
                         self.step(cx);
                     }
                     Err(why) => self.decide(false, Some(why), cx),
@@ -345,7 +333,7 @@ impl Actor for Client {
                 }
                 self.decide(false, Some("vote timed out".into()), cx)
             }
-            (T_IDLE, Phase::Waiting) => self.decide(false, Some(crate::client::IDLE_ABORT.into()), cx),
+            (T_IDLE, Phase::Waiting) => self.decide(false, Some(crate::kit::client::IDLE_ABORT.into()), cx),
             (T_RESEND, Phase::Deciding { .. }) => {
                 self.send_p2a(cx);
                 cx.set_timer(self.env.timeouts.status, T_RESEND);
@@ -361,7 +349,7 @@ impl Actor for Client {
 
 impl ClientRole for Client {
     fn submit(&mut self, txn: TxnId, call: Call, cx: &mut Ctx<'_, Msg>) {
-        let rec = crate::client::new_record(txn, self.id, self.dc, &call, cx);
+        let rec = crate::kit::client::new_record(txn, self.id, self.dc, &call, cx);
         self.cur = Some(Current {
             ts: cx.now(),
             exec: Execution::new(call),
@@ -381,12 +369,20 @@ impl ClientRole for Client {
     }
 
     fn extend(&mut self, txn: TxnId, args: Vec<Arg>, cx: &mut Ctx<'_, Msg>) {
-        let Some(cur) = self.cur.as_mut() else { return };
-        if cur.rec.id != txn || !matches!(cur.phase, Phase::Waiting) {
-            return;
+        if crate::kit::client::extend(self.cur.as_mut(), txn, args, T_IDLE, cx) {
+            self.step(cx);
         }
-        cx.cancel_timer(T_IDLE);
-        cur.exec.call.args.extend(args);
-        self.step(cx);
+    }
+}
+
+impl crate::kit::client::Interactive for Current {
+    fn txn(&self) -> TxnId {
+        self.rec.id
+    }
+    fn waiting(&self) -> bool {
+        matches!(self.phase, Phase::Waiting)
+    }
+    fn exec_mut(&mut self) -> &mut Execution {
+        &mut self.exec
     }
 }

@@ -42,10 +42,7 @@ impl Server {
             Acquired::Waiting { wound } => {
                 let hops = cx.hops();
                 if let Some(t) = self.txns.get_mut(&(shard, txn)) {
-                    // A duplicated read already waiting is answered by the same grant.
-                    if !t.pending_reads.iter().any(|(_, k, _)| *k == key) {
-                        t.pending_reads.push((from, key, hops));
-                    }
+                    t.pending_reads.wait(from, key, hops);
                 }
                 self.wound(wound, cx);
             }
@@ -85,7 +82,7 @@ impl Server {
         }
         let t = self.txns.remove(&key).expect("present");
         self.tombstones.insert(key, cx.now());
-        for (client, k, hops) in t.pending_reads {
+        for crate::kit::reads::WaitingRead { client, key: k, hops } in t.pending_reads {
             let result = Err(why.to_string());
             cx.send_on_chain(client, Msg::ReadReply { txn, key: k, result }, hops);
         }
@@ -124,9 +121,8 @@ impl Server {
             let Some(t) = self.txns.get_mut(&(shard, g.txn)) else {
                 continue;
             };
-            if let Some(i) = t.pending_reads.iter().position(|(_, k, _)| *k == g.key) {
-                let (client, key, hops) = t.pending_reads.remove(i);
-                self.reply_read(client, g.txn, key, hops, cx);
+            if let Some(r) = t.pending_reads.granted(&g.key) {
+                self.reply_read(r.client, g.txn, r.key, r.hops, cx);
             } else if let Stage::Locking { waiting, .. } = &mut t.stage {
                 *waiting -= 1;
                 if *waiting == 0 {

@@ -38,7 +38,7 @@ pub(super) struct Txn {
     /// Known chosen but not applicable yet (commit without the context).
     pub(super) chosen: Option<bool>,
     pub(super) last_seen: Time,
-    pub(super) pending_reads: Vec<(NodeId, Key, u32)>,
+    pub(super) pending_reads: crate::kit::reads::PendingReads,
     /// WAN-hop chain when the exclusive locks were taken.
     pub(super) locked_at: Option<u32>,
     /// When this replica will start recovering the transaction.
@@ -60,7 +60,7 @@ impl Txn {
             acc: BTreeMap::new(),
             chosen: None,
             last_seen: now,
-            pending_reads: vec![],
+            pending_reads: Default::default(),
             locked_at: None,
             recover_at: None,
             reported: 0,
@@ -525,10 +525,7 @@ impl Actor for Server {
 
 impl Replica for Server {
     fn snapshot(&self) -> ReplicaSnapshot {
-        ReplicaSnapshot {
-            node: self.me,
-            keys: self.store.snapshot(),
-        }
+        crate::kit::snapshot(self.me, &self.store)
     }
     fn lock_holds(&self) -> Option<&HoldStats> {
         Some(&self.holds)

@@ -57,10 +57,7 @@ impl Client {
 
     pub(super) fn step(&mut self, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_mut() else { return };
-        let step = match cur.exec.step(&self.env.registry) {
-            Ok(s) => s,
-            Err(e) => Step::Abort(e.to_string()),
-        };
+        let step = crate::kit::client::next_step(&mut cur.exec, &self.env.registry);
         match step {
             Step::Read(key) => {
                 let shard = self.env.layout.shard_of(&key);
@@ -84,12 +81,11 @@ impl Client {
             Step::Abort(reason) => self.abort(reason, cx),
             Step::Wait { output } => {
                 cur.phase = Phase::Waiting;
-                cx.set_timer(self.env.timeouts.idle, T_IDLE);
-                cx.await_input(cur.rec.id, output);
+                crate::kit::client::wait_for_caller(cur.rec.id, output, self.env.timeouts.idle, T_IDLE, cx);
             }
             Step::Done { writes, .. } => {
                 let txn = cur.rec.id;
-                let finals = crate::client::number_writes(&mut cur.rec, writes);
+                let finals = crate::kit::client::number_writes(&mut cur.rec, writes);
                 cx.cancel_timer(T_READ);
                 cur.rec.commit_start = Some(cx.now());
                 let first = finals.keys().next().or_else(|| cur.reads.first().map(|(k, _)| k));
@@ -144,10 +140,7 @@ impl Client {
 
     pub(super) fn finish(&mut self, outcome: Outcome, reason: Option<String>, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.take() else { return };
-        cx.cancel_timer(T_READ);
-        cx.cancel_timer(T_STATUS);
-        cx.cancel_timer(T_IDLE);
-        crate::client::close(cur.rec, outcome, reason, cx);
+        crate::kit::client::finish(cur.rec, &[T_READ, T_STATUS, T_IDLE], outcome, reason, cx);
     }
 
     pub(super) fn on_read_reply(
@@ -270,7 +263,7 @@ impl Actor for Client {
         let Some(cur) = self.cur.as_ref() else { return };
         match (t, &cur.phase) {
             (T_READ, Phase::Reading { .. }) => self.abort("read timed out (no majority answered)".into(), cx),
-            (T_IDLE, Phase::Waiting) => self.abort(crate::client::IDLE_ABORT.into(), cx),
+            (T_IDLE, Phase::Waiting) => self.abort(crate::kit::client::IDLE_ABORT.into(), cx),
             (T_STATUS, Phase::Committing { value, votes, .. }) => {
                 // Ask again the DCs that have not voted (accepts are idempotent).
                 for n in self.env.layout.replicas(value.coord) {
@@ -297,7 +290,7 @@ impl Actor for Client {
 
 impl ClientRole for Client {
     fn submit(&mut self, txn: TxnId, call: Call, cx: &mut Ctx<'_, Msg>) {
-        let rec = crate::client::new_record(txn, self.id, self.dc, &call, cx);
+        let rec = crate::kit::client::new_record(txn, self.id, self.dc, &call, cx);
         self.cur = Some(Current {
             exec: Execution::new(call),
             rec,
@@ -317,12 +310,20 @@ impl ClientRole for Client {
     }
 
     fn extend(&mut self, txn: TxnId, args: Vec<Arg>, cx: &mut Ctx<'_, Msg>) {
-        let Some(cur) = self.cur.as_mut() else { return };
-        if cur.rec.id != txn || !matches!(cur.phase, Phase::Waiting) {
-            return;
+        if crate::kit::client::extend(self.cur.as_mut(), txn, args, T_IDLE, cx) {
+            self.step(cx);
         }
-        cx.cancel_timer(T_IDLE);
-        cur.exec.call.args.extend(args);
-        self.step(cx);
+    }
+}
+
+impl crate::kit::client::Interactive for Current {
+    fn txn(&self) -> TxnId {
+        self.rec.id
+    }
+    fn waiting(&self) -> bool {
+        matches!(self.phase, Phase::Waiting)
+    }
+    fn exec_mut(&mut self) -> &mut Execution {
+        &mut self.exec
     }
 }

@@ -139,3 +139,6 @@ impl Protocol for ReplicatedCommit {
         Client::new(env.clone(), node, id)
     }
 }
+
+#[cfg(test)]
+mod tests;

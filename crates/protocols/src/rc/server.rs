@@ -278,10 +278,7 @@ impl Actor for Server {
 
 impl Replica for Server {
     fn snapshot(&self) -> ReplicaSnapshot {
-        ReplicaSnapshot {
-            node: self.me,
-            keys: self.store.snapshot(),
-        }
+        crate::kit::snapshot(self.me, &self.store)
     }
     fn lock_holds(&self) -> Option<&HoldStats> {
         Some(&self.holds)

@@ -67,21 +67,17 @@ impl Client {
 
     pub(super) fn step(&mut self, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_mut() else { return };
-        let step = match cur.exec.step(&self.env.registry) {
-            Ok(s) => s,
-            Err(e) => Step::Abort(e.to_string()),
-        };
+        let step = crate::kit::client::next_step(&mut cur.exec, &self.env.registry);
         match step {
             Step::Read(key) => self.send_read(key, 0, cx),
             Step::Abort(reason) => self.abort(reason, cx),
             Step::Wait { output } => {
                 cur.phase = Phase::Waiting;
-                cx.set_timer(self.env.timeouts.idle, T_IDLE);
-                cx.await_input(cur.rec.id, output);
+                crate::kit::client::wait_for_caller(cur.rec.id, output, self.env.timeouts.idle, T_IDLE, cx);
             }
             Step::Done { writes, .. } => {
                 let txn = cur.rec.id;
-                let finals = crate::client::number_writes(&mut cur.rec, writes);
+                let finals = crate::kit::client::number_writes(&mut cur.rec, writes);
                 cx.cancel_timer(T_READ);
                 cur.rec.commit_start = Some(cx.now());
                 let layout = &self.env.layout;
@@ -131,10 +127,7 @@ impl Client {
 
     pub(super) fn finish(&mut self, outcome: Outcome, reason: Option<String>, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.take() else { return };
-        cx.cancel_timer(T_READ);
-        cx.cancel_timer(T_STATUS);
-        cx.cancel_timer(T_IDLE);
-        crate::client::close(cur.rec, outcome, reason, cx);
+        crate::kit::client::finish(cur.rec, &[T_READ, T_STATUS, T_IDLE], outcome, reason, cx);
     }
 }
 
@@ -152,11 +145,7 @@ impl Actor for Client {
                 cx.cancel_timer(T_READ);
                 match result {
                     Ok((version, value)) => {
-                        cur.rec.reads.push(ReadRec {
-                            key: key.clone(),
-                            version,
-                        });
-                        cur.exec.supply(key, value);
+                        crate::kit::client::supply_read(&mut cur.rec, &mut cur.exec, key, version, value);
                         self.step(cx);
                     }
                     Err(why) => {
@@ -190,7 +179,7 @@ impl Actor for Client {
                 self.leaders[s.0 as usize] = reps[(i + 1) % reps.len()];
                 self.abort("read timed out".into(), cx);
             }
-            (T_IDLE, Phase::Waiting) => self.abort(crate::client::IDLE_ABORT.into(), cx),
+            (T_IDLE, Phase::Waiting) => self.abort(crate::kit::client::IDLE_ABORT.into(), cx),
             (T_STATUS, Phase::Committing(coord)) => {
                 for r in self.env.layout.replicas(*coord) {
                     cx.send(
@@ -214,7 +203,7 @@ impl Actor for Client {
 
 impl ClientRole for Client {
     fn submit(&mut self, txn: TxnId, call: Call, cx: &mut Ctx<'_, Msg>) {
-        let rec = crate::client::new_record(txn, self.id, self.dc, &call, cx);
+        let rec = crate::kit::client::new_record(txn, self.id, self.dc, &call, cx);
         self.cur = Some(Current {
             ts: cx.now(),
             exec: Execution::new(call),
@@ -230,12 +219,20 @@ impl ClientRole for Client {
     }
 
     fn extend(&mut self, txn: TxnId, args: Vec<Arg>, cx: &mut Ctx<'_, Msg>) {
-        let Some(cur) = self.cur.as_mut() else { return };
-        if cur.rec.id != txn || !matches!(cur.phase, Phase::Waiting) {
-            return;
+        if crate::kit::client::extend(self.cur.as_mut(), txn, args, T_IDLE, cx) {
+            self.step(cx);
         }
-        cx.cancel_timer(T_IDLE);
-        cur.exec.call.args.extend(args);
-        self.step(cx);
+    }
+}
+
+impl crate::kit::client::Interactive for Current {
+    fn txn(&self) -> TxnId {
+        self.rec.id
+    }
+    fn waiting(&self) -> bool {
+        matches!(self.phase, Phase::Waiting)
+    }
+    fn exec_mut(&mut self) -> &mut Execution {
+        &mut self.exec
     }
 }

@@ -147,7 +147,7 @@ impl Server {
         mine.sort();
         for id in mine {
             if let Some(t) = self.ptxns.remove(&(id, s)) {
-                for (client, key, hops) in t.pending_reads {
+                for crate::kit::reads::WaitingRead { client, key, hops } in t.pending_reads {
                     cx.send_on_chain(
                         client,
                         Msg::ReadReply {
@@ -220,7 +220,7 @@ impl Server {
                     prio,
                     state,
                     last_seen: now,
-                    pending_reads: vec![],
+                    pending_reads: Default::default(),
                     entry: Some(p.clone()),
                 },
             );

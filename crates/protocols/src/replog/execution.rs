@@ -42,7 +42,7 @@ impl Server {
             prio: (ts, txn),
             state: PState::Active,
             last_seen: now,
-            pending_reads: vec![],
+            pending_reads: Default::default(),
             entry: None,
         });
         t.last_seen = now;
@@ -55,10 +55,7 @@ impl Server {
             Acquired::Waiting { wound } => {
                 let hops = cx.hops();
                 if let Some(t) = self.ptxns.get_mut(&(txn, s)) {
-                    // A duplicated read already waiting is answered by the same grant.
-                    if !t.pending_reads.iter().any(|(_, k, _)| *k == key) {
-                        t.pending_reads.push((from, key, hops));
-                    }
+                    t.pending_reads.wait(from, key, hops);
                 }
                 self.wound(s, wound, cx);
             }
@@ -112,7 +109,7 @@ impl Server {
     pub(super) fn abort_local(&mut self, (txn, s): Part, why: &str, cx: &mut Ctx<'_, Msg>) {
         self.tombstones.insert(txn, cx.now());
         let Some(t) = self.ptxns.remove(&(txn, s)) else { return };
-        for (client, key, hops) in t.pending_reads {
+        for crate::kit::reads::WaitingRead { client, key, hops } in t.pending_reads {
             cx.send_on_chain(
                 client,
                 Msg::ReadReply {
@@ -165,9 +162,8 @@ impl Server {
             let Some(t) = self.ptxns.get_mut(&(g.txn, s)) else {
                 continue;
             };
-            if let Some(i) = t.pending_reads.iter().position(|(_, k, _)| *k == g.key) {
-                let (client, key, hops) = t.pending_reads.remove(i);
-                self.reply_read(client, g.txn, key, hops, cx);
+            if let Some(r) = t.pending_reads.granted(&g.key) {
+                self.reply_read(r.client, g.txn, r.key, r.hops, cx);
             } else if let PState::Locking { waiting, .. } = &mut t.state {
                 *waiting -= 1;
                 if *waiting == 0 {
@@ -202,7 +198,7 @@ impl Server {
             prio: (p.ts, txn),
             state: PState::Active,
             last_seen: now,
-            pending_reads: vec![],
+            pending_reads: Default::default(),
             entry: None,
         });
         t.last_seen = now;

@@ -81,7 +81,7 @@ pub(super) struct PTxn {
     pub(super) prio: Prio,
     pub(super) state: PState,
     pub(super) last_seen: Time,
-    pub(super) pending_reads: Vec<(NodeId, Key, u32)>,
+    pub(super) pending_reads: crate::kit::reads::PendingReads,
     pub(super) entry: Option<Arc<PrepareEntry>>,
 }
 
@@ -343,10 +343,7 @@ impl Actor for Server {
 
 impl Replica for Server {
     fn snapshot(&self) -> ReplicaSnapshot {
-        ReplicaSnapshot {
-            node: self.me,
-            keys: self.store.snapshot(),
-        }
+        crate::kit::snapshot(self.me, &self.store)
     }
     fn lock_holds(&self) -> Option<&HoldStats> {
         Some(&self.holds)

@@ -126,7 +126,7 @@ impl Server {
                     prio,
                     state: PState::Prepared { coord, part, asked: 0 },
                     last_seen: now,
-                    pending_reads: vec![],
+                    pending_reads: Default::default(),
                 },
             );
         }

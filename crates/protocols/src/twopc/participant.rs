@@ -28,7 +28,7 @@ impl Server {
             prio: (ts, txn),
             state: PState::Active,
             last_seen: now,
-            pending_reads: vec![],
+            pending_reads: Default::default(),
         });
         t.last_seen = now;
         if !matches!(t.state, PState::Active) {
@@ -40,10 +40,7 @@ impl Server {
             Acquired::Waiting { wound } => {
                 let hops = cx.hops();
                 if let Some(t) = self.ptxns.get_mut(&txn) {
-                    // A duplicated read already waiting is answered by the same grant.
-                    if !t.pending_reads.iter().any(|(_, k, _)| *k == key) {
-                        t.pending_reads.push((from, key, hops));
-                    }
+                    t.pending_reads.wait(from, key, hops);
                 }
                 self.wound(wound, cx);
             }
@@ -78,7 +75,7 @@ impl Server {
         let Some(t) = self.ptxns.remove(&txn) else {
             return;
         };
-        for (client, key, hops) in t.pending_reads {
+        for crate::kit::reads::WaitingRead { client, key, hops } in t.pending_reads {
             cx.send_on_chain(
                 client,
                 Msg::ReadReply {
@@ -113,9 +110,8 @@ impl Server {
             let Some(t) = self.ptxns.get_mut(&g.txn) else {
                 continue;
             };
-            if let Some(i) = t.pending_reads.iter().position(|(_, k, _)| *k == g.key) {
-                let (client, key, hops) = t.pending_reads.remove(i);
-                self.reply_read(client, g.txn, key, hops, cx);
+            if let Some(r) = t.pending_reads.granted(&g.key) {
+                self.reply_read(r.client, g.txn, r.key, r.hops, cx);
             } else if let PState::Preparing { waiting, .. } = &mut t.state {
                 *waiting -= 1;
                 if *waiting == 0 {
@@ -145,7 +141,7 @@ impl Server {
             prio: (ts, txn),
             state: PState::Active,
             last_seen: now,
-            pending_reads: vec![],
+            pending_reads: Default::default(),
         });
         t.last_seen = now;
         match t.state {

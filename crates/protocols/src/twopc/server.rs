@@ -30,7 +30,7 @@ pub(super) struct PTxn {
     pub(super) state: PState,
     pub(super) last_seen: Time,
     /// Reads waiting for a lock: (client, key, the request's WAN-hop chain).
-    pub(super) pending_reads: Vec<(NodeId, Key, u32)>,
+    pub(super) pending_reads: crate::kit::reads::PendingReads,
 }
 
 /// Coordinator-side state of one transaction.
@@ -206,10 +206,7 @@ impl Actor for Server {
 
 impl Replica for Server {
     fn snapshot(&self) -> ReplicaSnapshot {
-        ReplicaSnapshot {
-            node: self.me,
-            keys: self.store.snapshot(),
-        }
+        crate::kit::snapshot(self.me, &self.store)
     }
     fn locked_keys(&self) -> Option<usize> {
         Some(self.locks.len())

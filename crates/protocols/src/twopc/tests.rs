@@ -663,5 +663,8 @@ fn test_interactive_client_pauses_resumes_and_aborts_when_its_caller_is_idle() {
     assert!(matches!(&sent(&e)[..], [(NodeId(2), Msg::Release { txn })] if *txn == t));
     assert_eq!(e.records.len(), 1);
     assert_eq!(e.records[0].outcome, Outcome::Aborted);
-    assert_eq!(e.records[0].abort_reason.as_deref(), Some(crate::client::IDLE_ABORT));
+    assert_eq!(
+        e.records[0].abort_reason.as_deref(),
+        Some(crate::kit::client::IDLE_ABORT)
+    );
 }

@@ -1,0 +1,23 @@
+//! What the protocols share, written once: the rule is that only logic that is really
+//! the same in every protocol using it lives here; anything a paper specifies
+//! differently stays in that protocol's folder.
+//!
+//! - [`client`]: a client's bookkeeping of its transaction: the history record from
+//!   start to outcome, stepping the program, recording reads, numbering writes as
+//!   versions, interactive transactions (`extend`, the idle abort) and `finish`.
+//! - [`reads`]: reads waiting at a server for a shared lock, each answered exactly once.
+//! - [`snapshot`]: the committed state a server reports to the checker.
+
+pub mod client;
+pub mod reads;
+
+use meridian_core::{NodeId, ReplicaSnapshot};
+use meridian_storage::MvStore;
+
+/// The committed state of `store` at node `me`, as [`crate::Replica::snapshot`] reports it.
+pub fn snapshot(me: NodeId, store: &MvStore) -> ReplicaSnapshot {
+    ReplicaSnapshot {
+        node: me,
+        keys: store.snapshot(),
+    }
+}

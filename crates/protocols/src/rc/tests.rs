@@ -1,0 +1,111 @@
+//! Hand-staged scenarios on the shared test network ([`crate::testing::Net`]): three
+//! DCs (`us3`), every DC a full replica, one client in the first DC played by the real
+//! client actor.
+
+use super::*;
+use crate::testing::{self, ycsb_call, Net};
+use meridian_core::{ms, secs, Layout, Topology};
+
+fn net() -> (Net<ReplicatedCommit>, Arc<Layout>) {
+    let mut layout = Layout::new(Topology::preset("us3").unwrap(), Placement::Full).unwrap();
+    let client = layout.add_client(DcId(0));
+    let layout = Arc::new(layout);
+    let env = Env {
+        layout: layout.clone(),
+        registry: Arc::new(testing::ycsb_registry()),
+        timeouts: Default::default(),
+    };
+    let servers = (0..layout.num_servers())
+        .map(|n| Server::new(env.clone(), NodeId(n)))
+        .collect();
+    let clients = vec![Client::new(env, client, ClientId(0))];
+    (Net::new(servers).with_clients(client, clients, |_| 0), layout)
+}
+
+/// Which replicas (in DC order) hold `txn`'s version of `key`.
+fn holders(net: &Net<ReplicatedCommit>, layout: &Layout, key: &str, txn: TxnId) -> Vec<bool> {
+    let k = Key::from(key);
+    layout
+        .replicas(layout.shard_of(&k))
+        .iter()
+        .map(|n| {
+            net.servers[n.0 as usize]
+                .snapshot()
+                .keys
+                .get(&k)
+                .is_some_and(|s| s.versions.iter().any(|v| v.txn == txn))
+        })
+        .collect()
+}
+
+fn run(net: &mut Net<ReplicatedCommit>, d: Time) {
+    net.run_for_with_clients(d, ms(250.0), T_SWEEP, Some((client::T_STATUS, ms(1000.0))));
+}
+
+const T1: TxnId = TxnId { client: 0, seq: 1 };
+
+/// §4.2: a transaction commits once a majority of DCs accepted it, and every DC
+/// applies it; a duplicated accept request changes nothing (each replica holds the
+/// version once).
+#[test]
+fn a_majority_of_dcs_commits_and_a_duplicate_accept_is_harmless() {
+    let (mut net, layout) = net();
+    net.duplicate_once = Some(Box::new(|_, _, m| matches!(m, Msg::Accept { .. })));
+    net.submit(0, T1, ycsb_call(&[("x", b""), ("x", b"v1")]));
+    run(&mut net, secs(3.0));
+    assert_eq!(net.records.len(), 1);
+    assert_eq!(net.records[0].outcome, Outcome::Committed, "{:?}", net.records[0]);
+    assert_eq!(holders(&net, &layout, "x", T1), vec![true; 3]);
+    for n in layout.replicas(layout.shard_of(&Key::from("x"))) {
+        let snap = net.servers[n.0 as usize].snapshot();
+        assert_eq!(snap.keys[&Key::from("x")].versions.len(), 1, "{n:?} applied it once");
+        assert_eq!(
+            net.servers[n.0 as usize].locked_keys(),
+            Some(0),
+            "{n:?} released its locks"
+        );
+    }
+}
+
+/// §4.2: with one DC of three down, the other two are a majority: the transaction
+/// commits and both hold it; the down DC learns nothing.
+#[test]
+fn one_dc_down_still_commits_with_the_other_two() {
+    let (mut net, layout) = net();
+    let dc2: Vec<NodeId> = (0..layout.num_servers())
+        .map(NodeId)
+        .filter(|n| layout.dc_of(*n) == DcId(2))
+        .collect();
+    for n in &dc2 {
+        net.crash(*n);
+    }
+    net.submit(0, T1, ycsb_call(&[("y", b"v1")]));
+    run(&mut net, secs(3.0));
+    assert_eq!(net.records.len(), 1);
+    assert_eq!(net.records[0].outcome, Outcome::Committed, "{:?}", net.records[0]);
+    assert_eq!(holders(&net, &layout, "y", T1), vec![true, true, false]);
+}
+
+/// A majority of DCs down: the client cannot commit. It must not be told committed,
+/// and no live replica may install the write.
+#[test]
+fn two_dcs_down_never_commit() {
+    let (mut net, layout) = net();
+    for n in (0..layout.num_servers())
+        .map(NodeId)
+        .filter(|n| layout.dc_of(*n) != DcId(0))
+    {
+        net.crash(n);
+    }
+    net.submit(0, T1, ycsb_call(&[("z", b"v1")]));
+    run(&mut net, secs(10.0));
+    assert!(
+        net.records.iter().all(|r| r.outcome != Outcome::Committed),
+        "{:?}",
+        net.records
+    );
+    assert!(
+        !holders(&net, &layout, "z", T1)[0],
+        "the client's own DC installed an uncommitted write"
+    );
+}
