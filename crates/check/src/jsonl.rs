@@ -49,7 +49,7 @@ pub fn write(h: &History, mut w: impl Write) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Reads a history written by [`write`] (or by anyone following the format).
+/// Reads a history written by [`write()`] (or by anyone following the format).
 pub fn read(r: impl BufRead) -> Result<History, HistoryError> {
     let mut meta = None;
     let (mut txns, mut replicas) = (vec![], vec![]);

@@ -1,4 +1,4 @@
-//! The history checker (DESIGN.md, "Checker").
+//! The history checker (docs/DESIGN.md, "Checker").
 //!
 //! Input: a [`History`]: every transaction's reads (key → version observed) and writes
 //! (key → version created), its outcome and real-time interval, and the committed state

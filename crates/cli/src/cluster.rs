@@ -50,7 +50,7 @@ pub struct UpArgs {
     /// Topology preset or TOML file.
     #[arg(long, default_value = "rc5")]
     topology: String,
-    /// Directory for the cluster file, the logs (n<ID>.log) and the journals.
+    /// Directory for the cluster file, the logs (`n<ID>.log`) and the journals.
     #[arg(long, default_value = "meridian-cluster")]
     dir: PathBuf,
     /// First port; node i listens on base_port + i.
@@ -59,7 +59,7 @@ pub struct UpArgs {
     /// Deliver messages between DCs without the topology's delay.
     #[arg(long)]
     no_delay: bool,
-    /// Keep each server's input journal on disk (DIR/data/n<ID>), so a killed node
+    /// Keep each server's input journal on disk (`DIR/data/n<ID>`), so a killed node
     /// that is restarted recovers.
     #[arg(long)]
     durable: bool,

@@ -1,4 +1,4 @@
-//! The sans-IO actor contract (DESIGN.md, "The actor contract").
+//! The sans-IO actor contract (docs/DESIGN.md, "The actor contract").
 //!
 //! Every protocol role is a plain struct implementing [`Actor`]. It never touches a
 //! socket, a clock or a thread: inputs arrive through `on_*` calls, and everything it

@@ -1,4 +1,4 @@
-//! Topologies (DCs, RTT matrix, nodes per DC, shards), the named presets of DESIGN.md,
+//! Topologies (DCs, RTT matrix, nodes per DC, shards), the named presets of docs/DESIGN.md,
 //! TOML topology files, placement policies, and the resolved [`Layout`] that maps keys
 //! to shards, shards to replica nodes, and nodes to DCs.
 //!
@@ -185,7 +185,7 @@ impl Topology {
         }
     }
 
-    /// A named preset of DESIGN.md, or `None`.
+    /// A named preset of docs/DESIGN.md, or `None`.
     pub fn preset(name: &str) -> Option<Topology> {
         let t = match name {
             // replicated-commit.md Table 1; 3 shards over 3 nodes per DC (§5).

@@ -1,4 +1,4 @@
-//! The TCP runtime's wire format (DESIGN.md: "a message that crosses the network is
+//! The TCP runtime's wire format (docs/DESIGN.md: "a message that crosses the network is
 //! encoded once, with a version byte, and a malformed frame is an error, never a
 //! panic").
 //!

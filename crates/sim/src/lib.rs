@@ -1,4 +1,4 @@
-//! The deterministic WAN simulator (DESIGN.md, "Simulator").
+//! The deterministic WAN simulator (docs/DESIGN.md, "Simulator").
 //!
 //! One process, virtual time in nanoseconds, an event queue ordered by
 //! (time, sequence number) so ties break deterministically: one seed → one run, bit for

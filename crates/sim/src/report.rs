@@ -1,4 +1,4 @@
-//! The run summary: the JSON object of `meridian sim --json` (DESIGN.md CLI contract).
+//! The run summary: the JSON object of `meridian sim --json` (docs/DESIGN.md CLI contract).
 
 use crate::SimConfig;
 use meridian_check::History;

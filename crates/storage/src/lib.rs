@@ -1,5 +1,5 @@
 //! Storage and concurrency-control building blocks shared by every protocol
-//! (DESIGN.md, "Storage and concurrency control"):
+//! (docs/DESIGN.md, "Storage and concurrency control"):
 //!
 //! - [`MvStore`]: an in-memory multi-version store with write and read timestamps per
 //!   version and tentative versions (for MVTO and deferred validation);

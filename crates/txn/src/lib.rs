@@ -1,4 +1,4 @@
-//! Transaction programs (DESIGN.md, "Transactions").
+//! Transaction programs (docs/DESIGN.md, "Transactions").
 //!
 //! A program is deterministic code over `read(key)` / `write(key, value)` with
 //! arguments, registered by name so every node can run it. It is executed by
