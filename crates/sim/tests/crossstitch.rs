@@ -2,23 +2,13 @@
 //! against 2PC, exactly, and §4's liveness and safety under faults over many seeds.
 
 use meridian_core::{HomeRule, Topology, DEFAULT_INTRA_RTT_MS};
-use meridian_sim::{run_named, SimConfig, SimOutput, SimReport};
+use meridian_sim::{run_named, SimConfig, SimOutput};
+
+mod common;
+use common::assert_clean;
 
 fn sim(p: &str, c: &SimConfig) -> SimOutput {
     run_named(p, c, &mut |_, _| {}).unwrap()
-}
-
-fn assert_clean(r: &SimReport) {
-    assert!(
-        r.check.ok() && r.check.serializable && r.check.atomic && r.check.durable && r.check.invariant.is_none(),
-        "{} {} seed {} faults {:?}: {:?} {:?}",
-        r.protocol,
-        r.workload,
-        r.seed,
-        r.faults,
-        r.check.anomalies,
-        r.check.invariant
-    );
 }
 
 /// Two DCs 100 ms apart (4 servers each); every shard homed in B, one client in A,

@@ -7,6 +7,9 @@
 use meridian_core::Topology;
 use meridian_sim::{run_named, SimConfig, SimReport};
 
+mod common;
+use common::assert_clean_and_live as assert_clean;
+
 fn run(protocol: &str, topo: &str, workload: &str, txns: u64, clients: u32, seed: u64, faults: &str) -> SimReport {
     let mut c = SimConfig::new(Topology::preset(topo).unwrap(), workload);
     c.txns = txns;
@@ -14,26 +17,6 @@ fn run(protocol: &str, topo: &str, workload: &str, txns: u64, clients: u32, seed
     c.seed = seed;
     c.faults = faults.into();
     run_named(protocol, &c, &mut |_, _| {}).unwrap().report
-}
-
-fn assert_clean(bug: &str, r: &SimReport) {
-    assert!(
-        r.within_tolerance,
-        "{bug}: the faults are within {}'s tolerance",
-        r.protocol
-    );
-    assert!(
-        r.check.ok() && r.check.live,
-        "{bug}: {} seed {} faults {}: {:?} {:?}",
-        r.protocol,
-        r.seed,
-        r.faults,
-        r.check.anomalies,
-        r.check.invariant
-    );
-    assert!(r.split_decisions.is_none_or(|n| n == 0), "{bug}: split decision");
-    assert_eq!(r.unresolved, 0, "{bug}: unresolved transactions");
-    assert!(r.locked_at_end.is_none_or(|n| n == 0), "{bug}: keys left locked");
 }
 
 #[test]

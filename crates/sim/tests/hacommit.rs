@@ -2,22 +2,13 @@
 //! WAN trips, and histories under client crashes, replica crashes, loss and reordering.
 
 use meridian_core::{HomeRule, Topology, DEFAULT_INTRA_RTT_MS};
-use meridian_sim::{run_named, SimConfig, SimOutput, SimReport};
+use meridian_sim::{run_named, SimConfig, SimOutput};
+
+mod common;
+use common::assert_clean;
 
 fn sim(p: &str, c: &SimConfig) -> SimOutput {
     run_named(p, c, &mut |_, _| {}).unwrap()
-}
-
-fn assert_clean(r: &SimReport) {
-    assert!(
-        r.check.ok() && r.check.atomic && r.check.durable && r.check.invariant.is_none(),
-        "{} seed {} faults {:?}: {:?} {:?}",
-        r.protocol,
-        r.seed,
-        r.faults,
-        r.check.anomalies,
-        r.check.invariant
-    );
 }
 
 /// Write-only transactions on groups homed in DC `home` (replicas in `home` and the two

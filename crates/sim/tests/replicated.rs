@@ -3,23 +3,14 @@
 
 use meridian_core::{secs, shard_of, Outcome, Topology, DEFAULT_INTRA_RTT_MS};
 use meridian_protocols::rc::{crossover_reads, ReplicatedCommit};
-use meridian_sim::{run_named, SimConfig, SimOutput, SimReport};
+use meridian_sim::{run_named, SimConfig, SimOutput};
 use std::collections::BTreeSet;
+
+mod common;
+use common::assert_clean;
 
 fn sim(p: &str, c: &SimConfig) -> SimOutput {
     run_named(p, c, &mut |_, _| {}).unwrap()
-}
-
-fn assert_clean(r: &SimReport) {
-    assert!(
-        r.check.ok() && r.check.serializable && r.check.strict_serializable && r.check.atomic && r.check.durable,
-        "{} seed {} faults {:?}: {:?} {:?}",
-        r.protocol,
-        r.seed,
-        r.faults,
-        r.check.anomalies,
-        r.check.invariant
-    );
 }
 
 /// Five DCs, every pair 100 ms apart: the trip counts of §2 and §4.2 hold exactly on a

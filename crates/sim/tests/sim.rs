@@ -5,6 +5,9 @@ use meridian_core::{HomeRule, Topology};
 use meridian_protocols::twopc::{Cc, TwoPc};
 use meridian_sim::{run, run_named, SimConfig, SimOutput, SimReport};
 
+mod common;
+use common::assert_clean;
+
 const PROTOCOLS: [&str; 2] = ["2pc-2pl", "2pc-occ"];
 
 fn cfg(topo: &str, workload: &str) -> SimConfig {
@@ -13,18 +16,6 @@ fn cfg(topo: &str, workload: &str) -> SimConfig {
 
 fn sim(p: &str, c: &SimConfig) -> SimOutput {
     run_named(p, c, &mut |_, _| {}).unwrap()
-}
-
-fn assert_clean(r: &SimReport) {
-    assert!(
-        r.check.ok() && r.check.serializable && r.check.atomic && r.check.durable,
-        "{} seed {} faults {:?}: {:?} {:?}",
-        r.protocol,
-        r.seed,
-        r.faults,
-        r.check.anomalies,
-        r.check.invariant
-    );
 }
 
 /// crossstitch.md §5.2.2 / Fig. 12, 2PC column: with the client in A and all data in

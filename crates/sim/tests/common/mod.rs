@@ -1,0 +1,37 @@
+//! What the simulator's integration tests share.
+
+#![allow(dead_code)] // each test binary uses its own part
+
+use meridian_sim::SimReport;
+
+/// Fails unless the run checked clean: no anomaly (every level the protocol claims:
+/// serializable, strictly so if claimed, or read committed), atomic, durable, the
+/// workload's invariant held. The message names the run and what went wrong.
+pub fn assert_clean(r: &SimReport) {
+    assert!(
+        r.check.ok() && r.check.atomic && r.check.durable,
+        "{} {} seed {} faults {:?}: {:?} {:?}",
+        r.protocol,
+        r.workload,
+        r.seed,
+        r.faults,
+        r.check.anomalies,
+        r.check.invariant
+    );
+}
+
+/// [`assert_clean`] for a run whose faults are within the protocol's stated
+/// tolerance, which must also be live (every transaction resolved, nothing locked).
+pub fn assert_clean_and_live(what: &str, r: &SimReport) {
+    assert!(
+        r.within_tolerance,
+        "{what}: the faults are within {}'s tolerance",
+        r.protocol
+    );
+    assert!(
+        r.check.live,
+        "{what}: {} seed {} stalled: {:?}",
+        r.protocol, r.seed, r.check.stalls
+    );
+    assert_clean(r);
+}
