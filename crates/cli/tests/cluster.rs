@@ -251,6 +251,68 @@ fn kill9_crossstitch_restart_recovers() {
     kill9("crossstitch", 3, "1s");
 }
 
+/// The documented restart (`meridian server --cluster F --node N`) of a node that
+/// keeps no journal: a protocol that needs its log across a restart refuses to start
+/// with one clear error naming `--durable` (it would otherwise serve as a new node and
+/// lose what it had voted and committed).
+#[test]
+fn restart_without_a_journal_is_refused_where_the_protocol_needs_its_log() {
+    let c = Local::up("rc", "us3", &["--no-delay"]);
+    signal("-9", &c.pid(1));
+    std::thread::sleep(Duration::from_millis(300));
+    let o = meridian()
+        .args(["server", "--cluster"])
+        .arg(c.file())
+        .args(["--node", "1"])
+        .output()
+        .expect("run server");
+    assert!(!o.status.success(), "the restart was not refused: {}", text(&o));
+    let err = text(&o);
+    assert!(err.contains("--durable") && err.contains("node 1"), "{err}");
+    assert_eq!(err.trim().lines().filter(|l| l.contains("error")).count(), 1, "{err}");
+}
+
+/// `kill -9` and the documented restart, without journals, for the protocols whose
+/// replicas are designed to forget (HACommit re-syncs from its group, CrossStitch from
+/// its partners): the restarted node recovers instead of starting as new, and the
+/// history checks clean (serializable, atomic, durable on every replica, invariant).
+fn kill9_memory_only(protocol: &str, node: u32) {
+    let c = Local::up(protocol, "us3", &["--no-delay"]);
+    let b = c.bench(&[
+        "--clients",
+        "6",
+        "--duration",
+        "5s",
+        "--workload",
+        "bank",
+        "--settle",
+        "3s",
+    ]);
+    std::thread::sleep(Duration::from_millis(1500));
+    signal("-9", &c.pid(node));
+    std::thread::sleep(Duration::from_millis(700));
+    c.restart(node);
+    let r = finish(&c, b);
+    assert!(r["check"]["durable"].as_bool().unwrap(), "{r}");
+    assert_eq!(r["check"]["anomalies"].as_array().unwrap().len(), 0, "{r}");
+    assert_eq!(r["check"]["invariant"], serde_json::Value::Null, "{r}");
+    let log = c.log(node);
+    assert!(
+        log.contains("restarted with no state"),
+        "node {node} did not recover as a restarted node:\n{log}"
+    );
+}
+
+#[test]
+fn kill9_hacommit_without_journal_resyncs() {
+    kill9_memory_only("hacommit", 1);
+}
+
+#[test]
+fn kill9_crossstitch_without_journal_resyncs() {
+    kill9_memory_only("crossstitch", 3);
+}
+
 /// A node unreachable for two seconds (SIGSTOP: connections stay open, nothing is read
 /// or answered), then back: the history checks clean and work goes on after it.
 #[test]

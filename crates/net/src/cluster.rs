@@ -265,6 +265,32 @@ impl Cluster {
         self.file.epoch_ns
     }
 
+    /// The file that records that server `node` has started in this cluster (it holds
+    /// the cluster id): a server that finds it knows it is restarting into a running
+    /// cluster, even when it keeps no journal. Next to the cluster file.
+    pub fn started_marker(&self, node: NodeId) -> PathBuf {
+        self.path
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join("run")
+            .join(format!("n{}.started", node.0))
+    }
+
+    /// Whether server `node` started in this cluster before (its marker names this
+    /// cluster's id).
+    pub fn started_before(&self, node: NodeId) -> bool {
+        std::fs::read_to_string(self.started_marker(node)).is_ok_and(|s| s.trim() == self.id().to_string())
+    }
+
+    /// Records that server `node` started in this cluster.
+    pub fn mark_started(&self, node: NodeId) -> std::io::Result<()> {
+        let m = self.started_marker(node);
+        if let Some(d) = m.parent() {
+            std::fs::create_dir_all(d)?;
+        }
+        std::fs::write(m, format!("{}\n", self.id()))
+    }
+
     /// The data directory of server `node`, if the cluster keeps data on disk.
     pub fn data_dir(&self, node: NodeId) -> Option<PathBuf> {
         let d = self.file.data_dir.as_ref()?;

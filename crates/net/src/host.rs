@@ -944,6 +944,44 @@ pub struct ServerOptions {
     pub data_dir: Option<std::path::PathBuf>,
 }
 
+/// How a server with no state to replay begins.
+#[derive(Debug, PartialEq, Eq)]
+enum Begin {
+    /// It never ran in this cluster: a fresh start.
+    Start,
+    /// It ran before and forgot everything: its protocol's recovery re-syncs it.
+    Recover,
+}
+
+/// A server with nothing to replay (no journal, or an empty one) either starts for the
+/// first time in this cluster, or restarts having forgotten everything. A protocol whose
+/// replicas are designed to forget (HACommit, CrossStitch) then recovers, re-syncing
+/// from its partners; one that needs its log across a restart (2PC, RC, replog) is
+/// refused: starting it as new would serve as if it had never voted or committed.
+fn begin_without_state<P: Protocol>(p: &P, cluster: &Cluster, node: NodeId) -> Result<Begin, String> {
+    if !cluster.started_before(node) {
+        return Ok(Begin::Start);
+    }
+    match p.fault_model() {
+        meridian_protocols::FaultModel::Forgetful { .. } => {
+            info!(
+                node = node.0,
+                "restarted with no state: recovering from the other replicas"
+            );
+            Ok(Begin::Recover)
+        }
+        meridian_protocols::FaultModel::Durable => Err(format!(
+            "node {} already ran in this cluster ({}) and has no journal to recover from: {} needs its \
+             log across a restart, and starting it empty would lose what it voted and committed. Run the \
+             cluster with journals (`meridian cluster up --durable`, or `data_dir` in the cluster file), \
+             or start a new cluster",
+            node.0,
+            cluster.started_marker(node).display(),
+            p.name()
+        )),
+    }
+}
+
 /// Runs server `node` of `cluster` until the process is stopped. Binds its address
 /// first, then replays its journal (if it keeps one), then starts its actor.
 pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts: ServerOptions) -> Result<(), String> {
@@ -1006,8 +1044,15 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
                         s.on_recover(cx)
                     }
                 });
-            } else {
+            } else if begin_without_state(&p, &cluster, node)? == Begin::Recover {
                 let _ = restarted;
+                core.journal_input(node, Entry::Restart { now });
+                core.call(node, 0, now, |r, cx| {
+                    if let Role::Server(s) = r {
+                        s.on_recover(cx)
+                    }
+                });
+            } else {
                 core.journal_input(node, Entry::Start { now });
                 core.call(node, 0, now, |r, cx| {
                     if let Role::Server(s) = r {
@@ -1017,12 +1062,29 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
             }
             core.need_sync = true;
         }
-        None => core.call(node, 0, now, |r, cx| {
-            if let Role::Server(s) = r {
-                s.on_start(cx)
+        None => {
+            if begin_without_state(&p, &cluster, node)? == Begin::Recover {
+                core.call(node, 0, now, |r, cx| {
+                    if let Role::Server(s) = r {
+                        s.on_recover(cx)
+                    }
+                })
+            } else {
+                core.call(node, 0, now, |r, cx| {
+                    if let Role::Server(s) = r {
+                        s.on_start(cx)
+                    }
+                })
             }
-        }),
+        }
     }
+    cluster.mark_started(node).map_err(|e| {
+        format!(
+            "node {}: cannot write {}: {e}",
+            node.0,
+            cluster.started_marker(node).display()
+        )
+    })?;
     let hello = encode(&Wire::<P::Msg>::Hello {
         cluster: cluster.id(),
         nodes: vec![node],

@@ -501,7 +501,13 @@ impl Actor for Server {
 
     fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {
         self.restarted_at = Some(cx.now());
-        self.forgot_before = self.alive_until.min(cx.now());
+        // No watermark at all (a process restarted with no disk, on a real cluster):
+        // it may have seen anything started before now.
+        self.forgot_before = if self.alive_until == 0 {
+            cx.now()
+        } else {
+            self.alive_until.min(cx.now())
+        };
         self.syncing = self.partners();
         for n in self.syncing.clone() {
             cx.send(n, Msg::SyncReq);
