@@ -40,7 +40,13 @@
 //! CrossStitch ships the whole program to the servers, so [`Client::begin`] answers
 //! [`Error::Unsupported`] there. Aborted interactive transactions are not retried:
 //! what the caller did depended on what it read.
+//!
+//! An abort carries a typed [`AbortReason`]; [`Error::retry_helps`] says whether
+//! running the same transaction again can commit (a conflict, a time-out or a failure:
+//! yes; a program that aborted itself: no). [`Client::run`] with [`Options::retry`]
+//! retries only aborts for which it helps.
 
+pub use meridian_core::AbortReason;
 use meridian_core::{DcId, Outcome, TxnId, TxnRecord};
 use meridian_core::{Key, Value};
 use meridian_net::cluster::{Cluster, ClusterError};
@@ -67,8 +73,9 @@ pub enum Error {
     Aborted {
         /// The last attempt.
         txn: TxnId,
-        /// Why, as the protocol said.
-        reason: String,
+        /// Why, as the protocol said ([`AbortReason::retry_helps`] tells whether
+        /// running it again can commit).
+        reason: AbortReason,
         /// Attempts made.
         attempts: u32,
     },
@@ -83,7 +90,21 @@ pub enum Error {
     Unsupported(String),
 }
 
-/// Retrying aborted transactions.
+impl Error {
+    /// Whether trying the same transaction again can succeed: an abort for a conflict,
+    /// a time-out or a failure (see [`AbortReason::retry_helps`]), or no outcome in
+    /// time; not a transaction that aborted itself, a wrong request or an unsupported
+    /// one.
+    pub fn retry_helps(&self) -> bool {
+        match self {
+            Error::Aborted { reason, .. } => reason.retry_helps(),
+            Error::TimedOut(_) | Error::Unavailable(_) => true,
+            Error::Cluster(_) | Error::Invalid(_) | Error::Unsupported(_) => false,
+        }
+    }
+}
+
+/// Retrying aborted transactions (only those whose [`AbortReason::retry_helps`]).
 #[derive(Clone, Debug)]
 pub struct Retry {
     /// Attempts in all (at least 1).
@@ -258,7 +279,10 @@ impl Client {
                         record: r,
                     })
                 }
-                Outcome::Aborted if attempt < retry.attempts.max(1) => {
+                // A transaction that aborted itself (or cannot run) aborts again.
+                Outcome::Aborted
+                    if attempt < retry.attempts.max(1) && r.abort_reason.as_ref().is_none_or(|w| w.retry_helps()) =>
+                {
                     let jitter = backoff.mul_f64(0.5 * (r.id.seq % 7) as f64 / 7.0);
                     tokio::time::sleep(backoff + jitter).await;
                     backoff *= 2;
@@ -266,7 +290,7 @@ impl Client {
                 Outcome::Aborted => {
                     return Err(Error::Aborted {
                         txn: r.id,
-                        reason: r.abort_reason.unwrap_or_else(|| "?".into()),
+                        reason: r.abort_reason.unwrap_or(AbortReason::Aborted),
                         attempts: attempt,
                     })
                 }
@@ -462,7 +486,7 @@ impl Transaction<'_> {
         match r.outcome {
             Outcome::Aborted => Error::Aborted {
                 txn: r.id,
-                reason: r.abort_reason.unwrap_or_else(|| "?".into()),
+                reason: r.abort_reason.unwrap_or(AbortReason::Aborted),
                 attempts: 1,
             },
             _ => Error::TimedOut(self.client.opts.timeout),

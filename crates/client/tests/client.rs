@@ -5,7 +5,7 @@
 mod common;
 
 use common::{cluster, serve_all};
-use meridian_client::{Client, Error, Options, Retry};
+use meridian_client::{AbortReason, Client, Error, Options, Retry};
 use meridian_core::{Key, Outcome};
 use meridian_txn::{Arg, Call};
 use std::sync::Arc;
@@ -39,12 +39,20 @@ async fn commits_typed_errors_and_retries() {
     // The program aborts itself: a typed abort with the program's reason.
     match db.run("transfer", transfer("a", "b", 500)).await {
         Err(Error::Aborted { reason, attempts, .. }) => {
-            assert!(reason.contains("insufficient funds"), "{reason}");
+            assert!(
+                matches!(&reason, AbortReason::User(m) if m.contains("insufficient funds")),
+                "{reason}"
+            );
+            assert!(
+                !reason.retry_helps(),
+                "the program decided: running it again aborts again"
+            );
             assert_eq!(attempts, 1);
         }
         other => panic!("expected an abort, got {other:?}"),
     }
-    // With retries, an abort that keeps happening is retried, then reported.
+    // With retries, a transaction that aborted itself is not retried (it would abort
+    // again): reported after one attempt.
     let retrying = Client::connect_to(
         c.clone(),
         Options {
@@ -59,8 +67,8 @@ async fn commits_typed_errors_and_retries() {
     .await
     .unwrap();
     match retrying.run("transfer", transfer("a", "b", 500)).await {
-        Err(Error::Aborted { attempts, .. }) => assert_eq!(attempts, 3),
-        other => panic!("expected an abort after 3 attempts, got {other:?}"),
+        Err(Error::Aborted { attempts, .. }) => assert_eq!(attempts, 1),
+        other => panic!("expected an abort after 1 attempt, got {other:?}"),
     }
     // Unknown programs never reach the cluster.
     match db.run("no-such-program", vec![]).await {

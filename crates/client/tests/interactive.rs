@@ -163,7 +163,13 @@ async fn crossstitch_refuses_interactive_but_runs_whole_scripts() {
     // One that stops for input aborts, with the reason.
     let partial = script::encode(&[Op::Read(x.clone())]);
     match db.run(script::NAME, partial).await {
-        Err(Error::Aborted { reason, .. }) => assert!(reason.contains("interactive"), "{reason}"),
+        Err(e @ Error::Aborted { .. }) => {
+            let Error::Aborted { reason, .. } = &e else {
+                unreachable!()
+            };
+            assert!(reason.to_string().contains("interactive"), "{reason}");
+            assert!(!e.retry_helps(), "the same script would stop again: {reason}");
+        }
         other => panic!("{other:?}"),
     }
 }
@@ -173,7 +179,7 @@ async fn a_script_run_whole_that_stops_for_input_aborts() {
     let db = connect("2pc-2pl", 1).await;
     let x = Key::from("x");
     match db.run(script::NAME, script::encode(&[Op::Read(x.clone())])).await {
-        Err(Error::Aborted { reason, .. }) => assert!(reason.contains("no caller"), "{reason}"),
+        Err(Error::Aborted { reason, .. }) => assert!(reason.to_string().contains("no caller"), "{reason}"),
         other => panic!("{other:?}"),
     }
     // Its read lock went with it.

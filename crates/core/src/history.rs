@@ -59,7 +59,7 @@ pub struct TxnRecord {
     pub outcome: Outcome,
     /// Why it aborted, if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub abort_reason: Option<String>,
+    pub abort_reason: Option<crate::AbortReason>,
     /// Reads with the versions observed (reads of its own writes are not listed).
     pub reads: Vec<ReadRec>,
     /// Writes in program order.

@@ -4,6 +4,7 @@
 //!
 //! Nothing here touches a socket, a thread or a wall clock.
 
+pub mod abort;
 pub mod actor;
 pub mod history;
 pub mod ids;
@@ -12,6 +13,7 @@ pub mod spec;
 pub mod time;
 pub mod topology;
 
+pub use abort::AbortReason;
 pub use actor::{rng_for, Actor, Command, Ctx, Rng, TimerId, Work};
 pub use history::{KeyState, Outcome, ReadRec, ReplicaSnapshot, TxnRecord, WriteRec};
 pub use ids::{ClientId, DcId, NodeId, ShardId, TxnId, VersionId};

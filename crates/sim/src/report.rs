@@ -196,7 +196,7 @@ pub fn summarize(
     let mut reasons = BTreeMap::new();
     for t in h.txns.iter().filter(|t| t.outcome == Outcome::Aborted) {
         *reasons
-            .entry(t.abort_reason.clone().unwrap_or_else(|| "?".into()))
+            .entry(t.abort_reason.as_ref().map_or_else(|| "?".into(), |r| r.to_string()))
             .or_insert(0) += 1;
     }
     let first = h.txns.iter().map(|t| t.start).min().unwrap_or(0);

@@ -36,7 +36,7 @@
 
 pub mod script;
 
-use meridian_core::{Key, Value};
+use meridian_core::{AbortReason, Key, Value};
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -214,7 +214,7 @@ pub enum Step {
         output: Option<Value>,
     },
     /// The program aborted itself (or faulted); nothing may be written.
-    Abort(String),
+    Abort(AbortReason),
     /// An interactive transaction ([`script`]) has run every operation its caller sent
     /// so far and waits for more: the client reports `output` (the value of the last
     /// read) to its caller and resumes when the call's arguments grow.
@@ -284,8 +284,8 @@ impl Execution {
                 }
                 (Step::Read(k), tx.writes)
             }
-            Err(Stop::Abort(r)) => (Step::Abort(r), vec![]),
-            Err(Stop::Fault(r)) => (Step::Abort(format!("program fault: {r}")), vec![]),
+            Err(Stop::Abort(r)) => (Step::Abort(AbortReason::User(r)), vec![]),
+            Err(Stop::Fault(r)) => (Step::Abort(AbortReason::ProgramFault(r)), vec![]),
             Err(Stop::NeedInput) => (Step::Wait { output: tx.output }, tx.writes),
         })
     }
@@ -398,12 +398,12 @@ mod tests {
             args: vec![Arg::Key(Key::from("b"))],
         });
         e.supply(Key::from("a"), Some(Value::from_u64(10)));
-        assert_eq!(e.step(&r).unwrap(), Step::Abort("too big".into()));
+        assert_eq!(e.step(&r).unwrap(), Step::Abort(AbortReason::User("too big".into())));
         let mut bad = Execution::new(Call {
             program: "incr".into(),
             args: vec![],
         });
-        assert!(matches!(bad.step(&r).unwrap(), Step::Abort(m) if m.contains("argument 0")));
+        assert!(matches!(bad.step(&r).unwrap(), Step::Abort(AbortReason::ProgramFault(m)) if m.contains("argument 0")));
         let mut none = Execution::new(Call {
             program: "nope".into(),
             args: vec![],

@@ -162,7 +162,10 @@ mod tests {
         e.supply(a.clone(), None);
         assert_eq!(e.step(&r).unwrap(), Step::Wait { output: None });
         e.call.args.extend(encode(&[Op::Abort("changed my mind".into())]));
-        assert_eq!(e.step(&r).unwrap(), Step::Abort("changed my mind".into()));
+        assert_eq!(
+            e.step(&r).unwrap(),
+            Step::Abort(meridian_core::AbortReason::User("changed my mind".into()))
+        );
 
         for bad in [
             encode(&[Op::Commit, Op::Read(a.clone())]),
@@ -176,7 +179,10 @@ mod tests {
                 args: bad.clone(),
             });
             assert!(
-                matches!(e.step(&r).unwrap(), Step::Abort(m) if m.contains("program fault")),
+                matches!(
+                    e.step(&r).unwrap(),
+                    Step::Abort(meridian_core::AbortReason::ProgramFault(_))
+                ),
                 "{bad:?}"
             );
         }

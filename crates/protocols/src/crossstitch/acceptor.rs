@@ -98,11 +98,7 @@ impl Server {
         if p.accepted.len() >= 2 {
             let p = self.proposers.remove(&txn).expect("present");
             let d = p.value.expect("phase 2 has a value");
-            let reason = if d.commit {
-                String::new()
-            } else {
-                "recovery: no commit was accepted".to_string()
-            };
+            let reason = (!d.commit).then_some(AbortReason::RecoveryNoCommit);
             for w in &p.waiters {
                 cx.send(
                     *w,
@@ -112,18 +108,18 @@ impl Server {
                         status: if d.commit {
                             Status::Committed(d.rec.clone())
                         } else {
-                            Status::Aborted(reason.clone())
+                            Status::Aborted(AbortReason::RecoveryNoCommit)
                         },
                     },
                 );
             }
             self.decided(txn, d.commit, d.rec.clone(), reason.clone(), false, cx);
-            self.broadcast(txn, &d, &reason, cx);
+            self.broadcast(txn, &d, reason, cx);
         }
     }
 
     /// Tells every position and replica of a chain (and the client) the outcome.
-    pub(super) fn broadcast(&mut self, txn: TxnId, d: &Decision, reason: &str, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn broadcast(&mut self, txn: TxnId, d: &Decision, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
         let mut to = self.others_of(&d.chain);
         if let Some(last) = d.chain.last() {
             if self.env.layout.is_server(last.node) {
@@ -138,7 +134,7 @@ impl Server {
                     txn,
                     commit: d.commit,
                     rec: d.rec.clone(),
-                    reason: (!d.commit).then(|| reason.to_string()),
+                    reason: if d.commit { None } else { reason.clone() },
                 },
             );
         }

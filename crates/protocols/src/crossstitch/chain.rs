@@ -35,7 +35,7 @@ impl Server {
                     txn,
                     commit,
                     rec,
-                    reason: Some(reason),
+                    reason,
                 },
             );
             return;
@@ -44,7 +44,7 @@ impl Server {
             return; // may have run it before the crash: stay silent, the sender times out
         }
         if !self.syncing.is_empty() {
-            self.abort_new(txn, &chain, "server re-syncing after a restart", cx);
+            self.abort_new(txn, &chain, AbortReason::Resyncing, cx);
             return;
         }
         // Unmarshalling the shipped transaction.
@@ -91,10 +91,10 @@ impl Server {
         // Read timestamps set before the crash are lost: refuse writes below it.
         let floor = self.forgot_before * TS_SCALE;
         // Run every state this server can serve.
-        let outcome: Result<Option<NodeId>, String> = loop {
+        let outcome: Result<Option<NodeId>, AbortReason> = loop {
             let (step, ws) = match exec.step_ops(&self.env.registry) {
                 Ok(s) => s,
-                Err(e) => break Err(e.to_string()),
+                Err(e) => break Err(AbortReason::Unrunnable(e.to_string())),
             };
             let mut moved = None;
             let mut refused = None;
@@ -141,8 +141,8 @@ impl Server {
                     exec.supply(key, r.value);
                 }
                 Step::Done { .. } => break Ok(None),
-                Step::Abort(reason) => break Err(format!("user abort: {reason}")),
-                Step::Wait { .. } => break Err(crate::kit::client::NOT_INTERACTIVE.into()),
+                Step::Abort(reason) => break Err(reason),
+                Step::Wait { .. } => break Err(AbortReason::NotInteractive),
             }
         };
         let rec_so_far = Rec { reads, writes };
@@ -154,8 +154,8 @@ impl Server {
                     self.store.abort_tentative(&k, v);
                 }
                 self.unlink_deps(txn, pos, &part.deps);
-                self.tell_abort_backward(txn, &chain, pos - 1, &reason, cx);
-                self.decided(txn, false, None, reason, false, cx);
+                self.tell_abort_backward(txn, &chain, pos - 1, reason.clone(), cx);
+                self.decided(txn, false, None, Some(reason), false, cx);
             }
             Ok(next) => {
                 let prev = part.chain[pos as usize - 1].node;
@@ -230,21 +230,21 @@ impl Server {
         id: VersionId,
         value: &Value,
         part: &mut Part,
-    ) -> Result<(), String> {
+    ) -> Result<(), AbortReason> {
         if ts < floor {
-            return Err("mvto: write below the restart time of the server".into());
+            return Err(AbortReason::MvtoBelowRestart);
         }
         if let Some(i) = part.puts.iter().position(|(k, _, _)| k == key) {
             let old = part.puts[i].1;
             let read_since = self.store.versions(key).iter().any(|v| v.id == old && v.rts > ts);
             if read_since {
-                return Err("mvto: a later transaction read this transaction's earlier write".into());
+                return Err(AbortReason::MvtoLaterReadOfEarlierWrite);
             }
             self.store.abort_tentative(key, old);
             part.puts.remove(i);
         }
         if !self.store.mvto_can_write(key, ts) {
-            return Err("mvto: write arrives after a later read".into());
+            return Err(AbortReason::MvtoWriteAfterLaterRead);
         }
         self.store.write_tentative(key, id, value.clone(), ts);
         part.puts.push((key.clone(), id, value.clone()));
@@ -252,9 +252,9 @@ impl Server {
     }
 
     /// A transaction this server never ran: refuse it and tell the chain so far.
-    pub(super) fn abort_new(&mut self, txn: TxnId, chain: &[Hop], reason: &str, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn abort_new(&mut self, txn: TxnId, chain: &[Hop], reason: AbortReason, cx: &mut Ctx<'_, Msg>) {
         let pos = chain.len() as u32;
-        self.record_done(txn, false, None, reason.to_string(), cx);
+        self.record_done(txn, false, None, Some(reason.clone()), cx);
         self.tell_abort_backward(txn, chain, pos, reason, cx);
     }
 
@@ -264,7 +264,7 @@ impl Server {
         txn: TxnId,
         chain: &[Hop],
         pos: u32,
-        reason: &str,
+        reason: AbortReason,
         cx: &mut Ctx<'_, Msg>,
     ) {
         let upto = chain.len().min(pos as usize + 1);
@@ -275,7 +275,7 @@ impl Server {
                     txn,
                     commit: false,
                     rec: None,
-                    reason: Some(reason.to_string()),
+                    reason: Some(reason.clone()),
                 },
             );
         }

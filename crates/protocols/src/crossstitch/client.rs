@@ -54,7 +54,7 @@ impl Client {
         &mut self,
         outcome: Outcome,
         rec: Option<Arc<Rec>>,
-        reason: Option<String>,
+        reason: Option<AbortReason>,
         cx: &mut Ctx<'_, Msg>,
     ) {
         let Some(mut cur) = self.cur.take() else { return };
@@ -101,7 +101,7 @@ impl Actor for Client {
                     // Learnt by asking (the first server silent, the one after it
                     // killed the transaction): tell the first position too.
                     let (txn, first) = (cur.rec.id, cur.first);
-                    self.tell_abort(txn, first, true, &r, cx);
+                    self.tell_abort(txn, first, true, r.clone(), cx);
                     self.finish(Outcome::Aborted, None, Some(r), cx)
                 }
                 Status::Pending => cur.heard = cx.now(),
@@ -124,22 +124,17 @@ impl Actor for Client {
             if now.saturating_sub(cur.since) >= tm.vote {
                 // Not precommitted: the client may abort alone.
                 let first = cur.first;
-                let why = "client timed out waiting for the first server";
+                let why = AbortReason::FirstServerTimeout;
                 cx.send(
                     first,
                     Msg::ForwardAbort {
                         txn,
                         pos: 1,
-                        reason: why.into(),
+                        reason: why.clone(),
                     },
                 );
                 self.tell_abort(txn, first, false, why, cx);
-                self.finish(
-                    Outcome::Aborted,
-                    None,
-                    Some("client timed out waiting for the first server".into()),
-                    cx,
-                );
+                self.finish(Outcome::Aborted, None, Some(AbortReason::FirstServerTimeout), cx);
                 return;
             }
             let m = self.exec_msg(cur, me);
@@ -199,7 +194,14 @@ impl Client {
     /// first server replicated before going silent wait for an outcome no one gives:
     /// the first server may restart having forgotten them, and the position after it
     /// may never have received the transaction.
-    pub(super) fn tell_abort(&self, txn: TxnId, first: NodeId, first_too: bool, why: &str, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn tell_abort(
+        &self,
+        txn: TxnId,
+        first: NodeId,
+        first_too: bool,
+        why: AbortReason,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
         let mut to = partners_of(&self.env.layout, first);
         if first_too {
             to.insert(first);
@@ -209,7 +211,7 @@ impl Client {
                 txn,
                 commit: false,
                 rec: None,
-                reason: Some(why.to_string()),
+                reason: Some(why.clone()),
             };
             cx.send(n, m);
         }
@@ -235,20 +237,15 @@ impl ClientRole for Client {
                 }
             },
             Ok((Step::Abort(r), _)) => {
-                crate::kit::client::close(rec, Outcome::Aborted, Some(format!("user abort: {r}")), cx);
+                crate::kit::client::close(rec, Outcome::Aborted, Some(r), cx);
                 return;
             }
             Ok((Step::Wait { .. }, _)) => {
-                crate::kit::client::close(
-                    rec,
-                    Outcome::Aborted,
-                    Some(crate::kit::client::NOT_INTERACTIVE.into()),
-                    cx,
-                );
+                crate::kit::client::close(rec, Outcome::Aborted, Some(AbortReason::NotInteractive), cx);
                 return;
             }
             Err(e) => {
-                crate::kit::client::close(rec, Outcome::Aborted, Some(e.to_string()), cx);
+                crate::kit::client::close(rec, Outcome::Aborted, Some(AbortReason::Unrunnable(e.to_string())), cx);
                 return;
             }
         };

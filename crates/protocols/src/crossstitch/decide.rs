@@ -10,7 +10,7 @@ impl Server {
         txn: TxnId,
         commit: bool,
         rec: Option<Arc<Rec>>,
-        reason: String,
+        reason: Option<AbortReason>,
         cx: &mut Ctx<'_, Msg>,
     ) {
         if let Some(prev) = self.applied.get(&txn) {
@@ -40,7 +40,7 @@ impl Server {
         txn: TxnId,
         commit: bool,
         rec: Option<Arc<Rec>>,
-        reason: String,
+        reason: Option<AbortReason>,
         push: bool,
         cx: &mut Ctx<'_, Msg>,
     ) {
@@ -64,7 +64,7 @@ impl Server {
                     Msg::ForwardAbort {
                         txn,
                         pos: pos + 1,
-                        reason: reason.clone(),
+                        reason: reason.clone().unwrap_or(AbortReason::Aborted),
                     },
                 );
             }
@@ -81,7 +81,7 @@ impl Server {
                         txn,
                         commit,
                         rec: rec.clone(),
-                        reason: (!commit).then(|| reason.clone()),
+                        reason: if commit { None } else { reason.clone() },
                     },
                 );
             }
@@ -132,21 +132,21 @@ impl Server {
         for (t, pos) in rs {
             if self.parts.get(&(t, pos)).is_some_and(|p| p.phase == Phase::Executed) {
                 // One reason string per cause (reports group aborts by reason).
-                let why = "cascading abort: read an uncommitted write that aborted";
+                let why = AbortReason::CascadingAbort;
                 self.abort_here(t, pos, why, cx);
             }
         }
     }
 
     /// Aborts a transaction at a position that has not precommitted.
-    pub(super) fn abort_here(&mut self, txn: TxnId, pos: u32, reason: &str, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn abort_here(&mut self, txn: TxnId, pos: u32, reason: AbortReason, cx: &mut Ctx<'_, Msg>) {
         let Some(p) = self.parts.get(&(txn, pos)) else {
             return;
         };
         debug_assert_eq!(p.phase, Phase::Executed);
         let chain = p.chain.clone();
-        self.tell_abort_backward(txn, &chain, pos, reason, cx);
-        self.decided(txn, false, None, reason.to_string(), false, cx);
+        self.tell_abort_backward(txn, &chain, pos, reason.clone(), cx);
+        self.decided(txn, false, None, Some(reason.clone()), false, cx);
     }
 
     // ----- PLC messages --------------------------------------------------------
@@ -180,14 +180,14 @@ impl Server {
         }
     }
 
-    pub(super) fn on_forward_abort(&mut self, txn: TxnId, pos: u32, reason: String, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn on_forward_abort(&mut self, txn: TxnId, pos: u32, reason: AbortReason, cx: &mut Ctx<'_, Msg>) {
         match self.parts.get(&(txn, pos)) {
-            Some(p) if p.phase == Phase::Executed => self.decided(txn, false, None, reason, true, cx),
+            Some(p) if p.phase == Phase::Executed => self.decided(txn, false, None, Some(reason), true, cx),
             Some(_) => {} // precommitted: cannot be (an earlier position would have had to precommit)
             None => {
                 if !self.done.contains_key(&txn) {
                     // Arrived before the execution: remember, so it is refused.
-                    self.record_done(txn, false, None, reason, cx);
+                    self.record_done(txn, false, None, Some(reason), cx);
                 }
             }
         }

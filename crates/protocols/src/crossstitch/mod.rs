@@ -82,7 +82,7 @@
 //!   serves, resolves copied uncommitted versions by asking, refuses to execute or
 //!   accept for transactions that started before it crashed (it may have forgotten
 //!   what it did for them), answers queries about them with "unknown" (never
-//!   "aborted"), and refuses writes below its restart time (the read timestamps it
+//!   AbortReason::Aborted), and refuses writes below its restart time (the read timestamps it
 //!   lost cannot be trusted). To know when it crashed it keeps one durable word, a
 //!   watermark "alive until", rewritten every sweep.
 //! - **Forgetful acceptors.** Restarted servers re-sync data, not acceptor state, so
@@ -127,8 +127,8 @@ pub use server::{txn_replicas, Server};
 
 use crate::{ClientRole, Env, Protocol, Replica};
 use meridian_core::{
-    Actor, ClientId, Ctx, DcId, HomeRule, Key, NodeId, Outcome, Placement, ReadRec, ReplicaSnapshot, Time, TimerId,
-    TxnId, TxnRecord, Value, VersionId, WriteRec,
+    AbortReason, Actor, ClientId, Ctx, DcId, HomeRule, Key, NodeId, Outcome, Placement, ReadRec, ReplicaSnapshot, Time,
+    TimerId, TxnId, TxnRecord, Value, VersionId, WriteRec,
 };
 use meridian_storage::MvStore;
 use meridian_txn::{Call, Execution, Step};

@@ -47,7 +47,7 @@ pub enum Status {
     /// Committed (with the record, if known here).
     Committed(Option<Arc<Rec>>),
     /// Aborted, and why.
-    Aborted(String),
+    Aborted(AbortReason),
     /// Precommitted here, outcome not known yet: keep waiting.
     Pending,
     /// This server may have forgotten the transaction (it restarted).
@@ -100,7 +100,7 @@ pub enum Msg {
         /// The receiver's position.
         pos: u32,
         /// Why.
-        reason: String,
+        reason: AbortReason,
     },
     /// Primary → replica: hold these puts; notify `notify` (position `pos`).
     Replicate {
@@ -133,7 +133,7 @@ pub enum Msg {
         /// Record (commit, to the client).
         rec: Option<Arc<Rec>>,
         /// Why it aborted.
-        reason: Option<String>,
+        reason: Option<AbortReason>,
     },
     /// What is the state of `txn` at position `pos`? (`pos` = 0: at any position.)
     Query {

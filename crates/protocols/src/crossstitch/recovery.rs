@@ -105,7 +105,7 @@ impl Server {
             if d.commit {
                 Status::Committed(d.rec.clone())
             } else {
-                Status::Aborted(d.reason.clone())
+                Status::Aborted(d.reason.clone().unwrap_or(AbortReason::Aborted))
             }
         } else {
             let mine: Vec<(u32, Phase)> = self
@@ -118,9 +118,9 @@ impl Server {
                 Status::Pending
             } else if let Some((p, _)) = mine.first() {
                 if kill {
-                    let why = "aborted on a query: the position had not precommitted";
-                    self.abort_here(txn, *p, why, cx);
-                    Status::Aborted(why.into())
+                    let why = AbortReason::QueryNotPrecommitted;
+                    self.abort_here(txn, *p, why.clone(), cx);
+                    Status::Aborted(why)
                 } else {
                     Status::Pending
                 }
@@ -128,8 +128,8 @@ impl Server {
                 Status::Unknown
             } else {
                 // Never reached here: refuse it from now on.
-                let why = "aborted on a query: the position never received the transaction".to_string();
-                self.record_done(txn, false, None, why.clone(), cx);
+                let why = AbortReason::QueryNeverReceived;
+                self.record_done(txn, false, None, Some(why.clone()), cx);
                 Status::Aborted(why)
             }
         };
@@ -142,7 +142,7 @@ impl Server {
                 let status = if d.commit {
                     Status::Committed(d.rec.clone())
                 } else {
-                    Status::Aborted(d.reason.clone())
+                    Status::Aborted(d.reason.clone().unwrap_or(AbortReason::Aborted))
                 };
                 cx.send(from, Msg::StatusReply { txn, pos: 0, status });
             }
@@ -152,8 +152,8 @@ impl Server {
 
     pub(super) fn on_status(&mut self, from: NodeId, txn: TxnId, asked: u32, status: Status, cx: &mut Ctx<'_, Msg>) {
         match status {
-            Status::Committed(rec) => self.decided(txn, true, rec, String::new(), true, cx),
-            Status::Aborted(r) => self.decided(txn, false, None, r, true, cx),
+            Status::Committed(rec) => self.decided(txn, true, rec, None, true, cx),
+            Status::Aborted(r) => self.decided(txn, false, None, Some(r), true, cx),
             Status::Pending => {
                 // The chain after a position is alive if its successor (or the one
                 // after) says so about that very position; other answers do not count:

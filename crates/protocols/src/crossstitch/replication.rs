@@ -73,9 +73,9 @@ impl Server {
         txn: TxnId,
         commit: bool,
         rec: Option<Arc<Rec>>,
-        reason: Option<String>,
+        reason: Option<AbortReason>,
         cx: &mut Ctx<'_, Msg>,
     ) {
-        self.decided(txn, commit, rec, reason.unwrap_or_default(), false, cx);
+        self.decided(txn, commit, rec, reason, false, cx);
     }
 }

@@ -131,7 +131,7 @@ pub(super) struct Proposer {
 pub(super) struct Done {
     pub(super) commit: bool,
     pub(super) rec: Option<Arc<Rec>>,
-    pub(super) reason: String,
+    pub(super) reason: Option<AbortReason>,
     pub(super) at: Time,
 }
 
@@ -249,7 +249,7 @@ impl Server {
             match p.phase {
                 Phase::Executed => {
                     if now.saturating_sub(p.since) >= t.vote {
-                        self.abort_here(txn, pos, "pipelined commit timed out before precommit", cx);
+                        self.abort_here(txn, pos, AbortReason::PipelineTimeout, cx);
                         continue;
                     }
                     if now.saturating_sub(p.poked) < t.query {

@@ -177,7 +177,11 @@ fn server_failing_after_its_ack_before_precommit_aborts_through_the_query_to_i_p
         .map(|p| p.phase);
     assert_eq!(p2, Some(Phase::Precommitted), "position 2 had the ack and precommitted");
     assert_eq!(n.settle(), Outcome::Aborted);
-    let why = n.records[0].abort_reason.clone().unwrap_or_default();
+    let why = n.records[0]
+        .abort_reason
+        .as_ref()
+        .map(|r| r.to_string())
+        .unwrap_or_default();
     assert!(why.contains("query") || why.contains("timed out"), "{why}");
 }
 

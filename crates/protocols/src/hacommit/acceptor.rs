@@ -58,7 +58,7 @@ impl Server {
                 // being recovered, and recovery proposes ABORT unless some acceptor took
                 // a COMMIT, which would have needed this leader's yes vote.
                 let shards = t.shards.clone();
-                self.abort_unvoted((shard, txn), "recovery started", cx);
+                self.abort_unvoted((shard, txn), AbortReason::RecoveryStarted, cx);
                 let t = self.txns.entry((shard, txn)).or_insert_with(|| Txn::new(txn, ts, now));
                 t.promised = ballot;
                 t.shards = shards;
@@ -293,7 +293,7 @@ impl Server {
             }
         }
         for crate::kit::reads::WaitingRead { client, key: k, hops } in t.pending_reads {
-            let result = Err("aborted".to_string());
+            let result = Err(AbortReason::Aborted);
             cx.send_on_chain(client, Msg::ReadReply { txn, key: k, result }, hops);
         }
         if let Some(h) = t.locked_at {

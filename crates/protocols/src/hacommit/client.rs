@@ -25,7 +25,7 @@ pub(super) enum Phase {
     },
     Deciding {
         commit: bool,
-        reason: Option<String>,
+        reason: Option<AbortReason>,
         acks: BTreeMap<ShardId, BTreeSet<NodeId>>,
     },
 }
@@ -167,7 +167,7 @@ impl Client {
 
     /// The client's decision: phase 2 of Paxos with ballot 0 to every replica of every
     /// participant.
-    pub(super) fn decide(&mut self, commit: bool, reason: Option<String>, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn decide(&mut self, commit: bool, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_mut() else { return };
         cx.cancel_timer(T_READ);
         cx.cancel_timer(T_VOTE);
@@ -199,18 +199,18 @@ impl Client {
         }
     }
 
-    pub(super) fn finish(&mut self, outcome: Outcome, reason: Option<String>, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn finish(&mut self, outcome: Outcome, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.take() else { return };
         crate::kit::client::finish(cur.rec, &[T_READ, T_VOTE, T_RESEND, T_IDLE], outcome, reason, cx);
     }
 
-    pub(super) fn on_vote(&mut self, shard: ShardId, yes: bool, reason: Option<String>, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn on_vote(&mut self, shard: ShardId, yes: bool, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_mut() else { return };
         let Phase::Voting { yes: ys, .. } = &mut cur.phase else {
             return;
         };
         if !yes {
-            return self.decide(false, Some(reason.unwrap_or_else(|| "participant voted no".into())), cx);
+            return self.decide(false, Some(reason.unwrap_or(AbortReason::ParticipantVotedNo)), cx);
         }
         ys.insert(shard);
         if ys.len() == cur.shards.len() {
@@ -235,7 +235,7 @@ impl Client {
             let why = if v {
                 None
             } else {
-                Some(reason.take().unwrap_or_else(|| "aborted by a recovery proposer".into()))
+                Some(reason.take().unwrap_or(AbortReason::RecoveryAborted))
             };
             let outcome = if v { Outcome::Committed } else { Outcome::Aborted };
             return self.finish(outcome, why, cx);
@@ -284,7 +284,7 @@ impl Actor for Client {
                     } if *s == shard => {
                         *redirects += 1;
                         if *redirects > limit {
-                            return self.decide(false, Some("no leader for a shard".into()), cx);
+                            return self.decide(false, Some(AbortReason::NoLeader), cx);
                         }
                         self.leaders.insert(shard, leader);
                         self.send_read(cx);
@@ -292,7 +292,7 @@ impl Actor for Client {
                     Phase::Voting { redirects, .. } => {
                         *redirects += 1;
                         if *redirects > limit * cur.shards.len() as u32 {
-                            return self.decide(false, Some("no leader for a shard".into()), cx);
+                            return self.decide(false, Some(AbortReason::NoLeader), cx);
                         }
                         self.leaders.insert(shard, leader);
                         self.send_last(shard, cx);
@@ -324,16 +324,16 @@ impl Actor for Client {
             (T_READ, Phase::Reading { shard, .. }) => {
                 let s = *shard;
                 self.suspect(s);
-                self.decide(false, Some("read timed out".into()), cx)
+                self.decide(false, Some(AbortReason::ReadTimedOut), cx)
             }
             (T_VOTE, Phase::Voting { yes, .. }) => {
                 let silent: Vec<ShardId> = cur.shards.iter().filter(|s| !yes.contains(s)).copied().collect();
                 for s in silent {
                     self.suspect(s);
                 }
-                self.decide(false, Some("vote timed out".into()), cx)
+                self.decide(false, Some(AbortReason::VoteTimedOut), cx)
             }
-            (T_IDLE, Phase::Waiting) => self.decide(false, Some(crate::kit::client::IDLE_ABORT.into()), cx),
+            (T_IDLE, Phase::Waiting) => self.decide(false, Some(AbortReason::IdleInteractive), cx),
             (T_RESEND, Phase::Deciding { .. }) => {
                 self.send_p2a(cx);
                 cx.set_timer(self.env.timeouts.status, T_RESEND);

@@ -16,7 +16,7 @@ impl Server {
             return self.not_leader(from, txn, shard, cx);
         }
         if self.tombstones.contains_key(&(shard, txn)) || self.done.contains_key(&(shard, txn)) {
-            let result = Err("already aborted here (wounded or timed out)".into());
+            let result = Err(AbortReason::AbortedHere);
             return cx.send(from, Msg::ReadReply { txn, key, result });
         }
         let now = cx.now();
@@ -27,7 +27,7 @@ impl Server {
         }
         if !matches!(t.stage, Stage::Active) {
             // A duplicate after the last operation, or recovery has taken over.
-            let result = Err("transaction no longer executing here".into());
+            let result = Err(AbortReason::NoLongerExecuting);
             return cx.send(from, Msg::ReadReply { txn, key, result });
         }
         t.client = Some(from);
@@ -67,14 +67,14 @@ impl Server {
                 .map(|(k, _)| *k)
                 .collect();
             for k in keys {
-                self.abort_unvoted(k, "wounded by an older transaction", cx);
+                self.abort_unvoted(k, AbortReason::Wounded, cx);
             }
         }
     }
 
     /// A leader aborts a transaction it has not voted yes for: releases its locks,
     /// answers its waiting reads, votes no if the last operation was waiting.
-    pub(super) fn abort_unvoted(&mut self, key: (ShardId, TxnId), why: &str, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn abort_unvoted(&mut self, key: (ShardId, TxnId), why: AbortReason, cx: &mut Ctx<'_, Msg>) {
         let (shard, txn) = key;
         let Some(t) = self.txns.get(&key) else { return };
         if !matches!(t.stage, Stage::Active | Stage::Locking { .. }) {
@@ -83,11 +83,11 @@ impl Server {
         let t = self.txns.remove(&key).expect("present");
         self.tombstones.insert(key, cx.now());
         for crate::kit::reads::WaitingRead { client, key: k, hops } in t.pending_reads {
-            let result = Err(why.to_string());
+            let result = Err(why.clone());
             cx.send_on_chain(client, Msg::ReadReply { txn, key: k, result }, hops);
         }
         if let (Stage::Locking { hops, .. }, Some(client)) = (t.stage, t.client) {
-            let reason = Some(why.to_string());
+            let reason = Some(why.clone());
             cx.send_on_chain(
                 client,
                 Msg::Vote {
@@ -145,8 +145,8 @@ impl Server {
         if !self.is_leader(shard) {
             return self.not_leader(from, txn, shard, cx);
         }
-        let no = |reason: &str, cx: &mut Ctx<'_, Msg>| {
-            let reason = Some(reason.to_string());
+        let no = |reason: AbortReason, cx: &mut Ctx<'_, Msg>| {
+            let reason = Some(reason.clone());
             cx.send(
                 from,
                 Msg::Vote {
@@ -158,16 +158,16 @@ impl Server {
             );
         };
         if self.tombstones.contains_key(&(shard, txn)) {
-            return no("already aborted here (wounded or timed out)", cx);
+            return no(AbortReason::AbortedHere, cx);
         }
         if let Some(d) = self.done.get(&(shard, txn)) {
             if !d.commit {
-                return no("already aborted", cx);
+                return no(AbortReason::AlreadyAborted, cx);
             }
             return;
         }
         if !self.may_accept(ts) {
-            return no("participant restarted since the transaction began", cx);
+            return no(AbortReason::ParticipantRestarted, cx);
         }
         let now = cx.now();
         let known = self.txns.contains_key(&(shard, txn));
@@ -191,15 +191,15 @@ impl Server {
                     },
                 );
             }
-            _ => return no("no vote possible (state taken over by recovery)", cx),
+            _ => return no(AbortReason::NoVotePossible, cx),
         }
         t.client = Some(from);
         t.shards = shards;
         // Every read must still be protected by our shared lock (lost on wound or a
         // leader change).
         if !self.rc && reads.iter().any(|k| !self.locks.holds(txn, k, LockMode::Shared)) {
-            let why = "a read lock was lost (wounded, or the leader changed)";
-            self.abort_unvoted((shard, txn), why, cx);
+            let why = AbortReason::ReadLockLostOrLeaderChanged;
+            self.abort_unvoted((shard, txn), why.clone(), cx);
             return no(why, cx);
         }
         let prio = (ts, txn);

@@ -100,7 +100,7 @@ pub enum Msg {
         /// Key.
         key: Key,
         /// Version and value, or why the transaction must abort.
-        result: Result<(Option<VersionId>, Option<Value>), String>,
+        result: Result<(Option<VersionId>, Option<Value>), AbortReason>,
     },
     /// Non-leader → client: ask `leader` instead.
     NotLeader {
@@ -135,7 +135,7 @@ pub enum Msg {
         /// Yes?
         yes: bool,
         /// Why not.
-        reason: Option<String>,
+        reason: Option<AbortReason>,
     },
     /// Leader → follower: replicate a yes vote and its context.
     Replicate {

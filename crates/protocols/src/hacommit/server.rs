@@ -254,7 +254,7 @@ impl Server {
             .collect();
         idle.sort();
         for k in idle {
-            self.abort_unvoted(k, "client silent", cx);
+            self.abort_unvoted(k, AbortReason::ClientSilent, cx);
         }
         // Voted transactions whose proposer went silent: become a recovery proposer
         // after a back-off that grows with this replica's rank in the group.

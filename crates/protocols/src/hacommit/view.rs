@@ -106,7 +106,7 @@ impl Server {
             .collect();
         keys.sort();
         for k in keys {
-            self.abort_unvoted(k, "participant lost leadership", cx);
+            self.abort_unvoted(k, AbortReason::ParticipantLostLeadership, cx);
         }
         let mut voted: Vec<TxnId> = self
             .txns

@@ -6,7 +6,8 @@
 //! phase, votes, ...); these functions take the parts they need.
 
 use meridian_core::{
-    ClientId, Ctx, DcId, Key, Outcome, ReadRec, Time, TimerId, TxnId, TxnRecord, Value, VersionId, WriteRec,
+    AbortReason, ClientId, Ctx, DcId, Key, Outcome, ReadRec, Time, TimerId, TxnId, TxnRecord, Value, VersionId,
+    WriteRec,
 };
 use meridian_txn::{Arg, Call, Execution, Registry, Step};
 use std::collections::BTreeMap;
@@ -51,26 +52,18 @@ pub fn number_writes(rec: &mut TxnRecord, writes: Vec<(Key, Value)>) -> BTreeMap
 }
 
 /// Ends a transaction's record with its outcome, now, and hands it to the runtime.
-pub fn close<M>(mut rec: TxnRecord, outcome: Outcome, reason: Option<String>, cx: &mut Ctx<'_, M>) {
+pub fn close<M>(mut rec: TxnRecord, outcome: Outcome, reason: Option<AbortReason>, cx: &mut Ctx<'_, M>) {
     rec.outcome = outcome;
     rec.abort_reason = reason;
     rec.end = Some(cx.now());
     cx.record(rec);
 }
 
-/// Why a client aborts an interactive transaction whose caller went silent (after
-/// `Timeouts::idle`).
-pub const IDLE_ABORT: &str = "interactive transaction idle: no operation from its caller";
-
-/// Why a client role without interactive transactions aborts a script that stops for
-/// its caller's input.
-pub const NOT_INTERACTIVE: &str = "this protocol does not run interactive transactions (send the whole script)";
-
 /// The program's next step; a program error aborts the transaction with its message.
 pub fn next_step(exec: &mut Execution, registry: &Registry) -> Step {
     match exec.step(registry) {
         Ok(s) => s,
-        Err(e) => Step::Abort(e.to_string()),
+        Err(e) => Step::Abort(AbortReason::Unrunnable(e.to_string())),
     }
 }
 
@@ -128,7 +121,13 @@ pub fn extend<C: Interactive, M>(
 }
 
 /// Ends the client's transaction: disarms its `timers` and records the outcome.
-pub fn finish<M>(rec: TxnRecord, timers: &[TimerId], outcome: Outcome, reason: Option<String>, cx: &mut Ctx<'_, M>) {
+pub fn finish<M>(
+    rec: TxnRecord,
+    timers: &[TimerId],
+    outcome: Outcome,
+    reason: Option<AbortReason>,
+    cx: &mut Ctx<'_, M>,
+) {
     for t in timers {
         cx.cancel_timer(*t);
     }

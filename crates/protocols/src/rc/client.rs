@@ -14,7 +14,7 @@ pub(super) enum Phase {
         key: Key,
         granted: BTreeMap<DcId, (Option<VersionId>, u64, Option<Value>)>,
         denied: BTreeSet<DcId>,
-        why: Option<String>,
+        why: Option<AbortReason>,
     },
     /// An interactive transaction waits for its caller's next operations.
     Waiting,
@@ -22,7 +22,7 @@ pub(super) enum Phase {
     Committing {
         value: Arc<TxnValue>,
         votes: BTreeMap<DcId, bool>,
-        why: Option<String>,
+        why: Option<AbortReason>,
     },
 }
 
@@ -121,7 +121,7 @@ impl Client {
         }
     }
 
-    pub(super) fn abort(&mut self, reason: String, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn abort(&mut self, reason: AbortReason, cx: &mut Ctx<'_, Msg>) {
         if let Some(cur) = &self.cur {
             let mut keys: Vec<&Key> = cur.reads.iter().map(|(k, _)| k).collect();
             if let Phase::Reading { key, .. } = &cur.phase {
@@ -138,7 +138,7 @@ impl Client {
         self.finish(Outcome::Aborted, Some(reason), cx);
     }
 
-    pub(super) fn finish(&mut self, outcome: Outcome, reason: Option<String>, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn finish(&mut self, outcome: Outcome, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.take() else { return };
         crate::kit::client::finish(cur.rec, &[T_READ, T_STATUS, T_IDLE], outcome, reason, cx);
     }
@@ -193,7 +193,7 @@ impl Client {
             cur.exec.supply(key, value);
             self.step(cx);
         } else if denied.len() > n - maj {
-            let why = why.clone().unwrap_or_else(|| "read denied".into());
+            let why = why.clone().unwrap_or(AbortReason::ReadDenied);
             self.abort(why, cx);
         }
     }
@@ -203,7 +203,7 @@ impl Client {
         from: NodeId,
         txn: TxnId,
         accept: bool,
-        reason: Option<String>,
+        reason: Option<AbortReason>,
         cx: &mut Ctx<'_, Msg>,
     ) {
         let (n, maj) = (self.env.layout.topology.num_dcs(), self.majority());
@@ -226,7 +226,7 @@ impl Client {
         if yes >= maj {
             self.finish(Outcome::Committed, None, cx);
         } else if no > n - maj {
-            let why = why.clone().unwrap_or_else(|| "a majority of DCs rejected".into());
+            let why = why.clone().unwrap_or(AbortReason::MajorityRejected);
             self.finish(Outcome::Aborted, Some(why), cx);
         }
     }
@@ -250,7 +250,7 @@ impl Actor for Client {
                     let (o, why) = if commit {
                         (Outcome::Committed, None)
                     } else {
-                        (Outcome::Aborted, Some("a majority of DCs rejected".to_string()))
+                        (Outcome::Aborted, Some(AbortReason::MajorityRejected))
                     };
                     self.finish(o, why, cx);
                 }
@@ -262,8 +262,8 @@ impl Actor for Client {
     fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_ref() else { return };
         match (t, &cur.phase) {
-            (T_READ, Phase::Reading { .. }) => self.abort("read timed out (no majority answered)".into(), cx),
-            (T_IDLE, Phase::Waiting) => self.abort(crate::kit::client::IDLE_ABORT.into(), cx),
+            (T_READ, Phase::Reading { .. }) => self.abort(AbortReason::ReadNoMajority, cx),
+            (T_IDLE, Phase::Waiting) => self.abort(AbortReason::IdleInteractive, cx),
             (T_STATUS, Phase::Committing { value, votes, .. }) => {
                 // Ask again the DCs that have not voted (accepts are idempotent).
                 for n in self.env.layout.replicas(value.coord) {

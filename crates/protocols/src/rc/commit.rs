@@ -80,7 +80,7 @@ impl Server {
         from: NodeId,
         txn: TxnId,
         yes: bool,
-        reason: Option<String>,
+        reason: Option<AbortReason>,
         cx: &mut Ctx<'_, Msg>,
     ) {
         let Some(c) = self.ctxns.get_mut(&txn) else { return };
@@ -88,7 +88,7 @@ impl Server {
             return;
         }
         if !yes {
-            let why = reason.unwrap_or_else(|| "a cohort did not prepare".into());
+            let why = reason.unwrap_or(AbortReason::CohortDidNotPrepare);
             self.cast_vote(txn, false, Some(why), cx);
             return;
         }
@@ -101,7 +101,7 @@ impl Server {
     }
 
     /// Force-logs this DC's vote and tells the client and the other DCs.
-    pub(super) fn cast_vote(&mut self, txn: TxnId, accept: bool, reason: Option<String>, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn cast_vote(&mut self, txn: TxnId, accept: bool, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
         let dc = self.dc;
         let Some(c) = self.ctxns.get_mut(&txn) else { return };
         c.my_vote = Some(accept);
@@ -354,7 +354,7 @@ impl Server {
         if c.my_vote.is_none() && !c.preparing {
             // Never voted (this coordinator restarted before voting): it cannot have
             // accepted, so rejecting is safe; the peers' votes will settle the outcome.
-            self.cast_vote(txn, false, Some("coordinator restarted before voting".into()), cx);
+            self.cast_vote(txn, false, Some(AbortReason::CoordinatorRestartedBeforeVoting), cx);
             self.ask_peers(txn, cx);
         }
     }

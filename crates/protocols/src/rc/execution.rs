@@ -7,7 +7,7 @@ impl Server {
     pub(super) fn on_read(&mut self, from: NodeId, txn: TxnId, key: Key, cx: &mut Ctx<'_, Msg>) {
         cx.charge_ops(1);
         let result = if self.applied.contains_key(&txn) || self.prepared.contains_key(&txn) {
-            Err("transaction already finished or preparing here".to_string())
+            Err(AbortReason::FinishedOrPreparing)
         } else {
             match self.locks.acquire(txn, (0, txn), &key, LockMode::Shared) {
                 Acquired::Granted => {
@@ -15,7 +15,7 @@ impl Server {
                     let (v, val) = self.store.latest(&key);
                     Ok((v, self.latest_ts(&key), val.cloned()))
                 }
-                _ => Err("read lock denied".to_string()),
+                _ => Err(AbortReason::ReadLockDenied),
             }
         };
         cx.send(from, Msg::ReadReply { txn, key, result });
@@ -37,12 +37,12 @@ impl Server {
         cx: &mut Ctx<'_, Msg>,
     ) {
         cx.charge_ops((share.reads.len() + share.writes.len()) as u32);
-        let answer = |yes: bool, reason: Option<String>, cx: &mut Ctx<'_, Msg>| {
+        let answer = |yes: bool, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>| {
             cx.send(from, Msg::Prepared { txn, yes, reason });
         };
         if let Some((commit, _)) = self.applied.get(&txn) {
             let c = *commit;
-            return answer(c, (!c).then(|| "already aborted here".into()), cx);
+            return answer(c, (!c).then_some(AbortReason::AlreadyAbortedHere), cx);
         }
         if self.prepared.contains_key(&txn) {
             return answer(true, None, cx);
@@ -83,13 +83,13 @@ impl Server {
 
     /// The paper's prepare rules plus the timestamp rules of the module docs; takes the
     /// exclusive locks on success.
-    pub(super) fn check_prepare(&mut self, txn: TxnId, ts: u64, share: &Share) -> Result<(), String> {
+    pub(super) fn check_prepare(&mut self, txn: TxnId, ts: u64, share: &Share) -> Result<(), AbortReason> {
         for (k, read_ts) in share.reads.iter().filter(|_| !self.unchecked) {
             if !self.locks.holds(txn, k, LockMode::Shared) {
-                return Err("read lock lost".to_string());
+                return Err(AbortReason::ReadLockGone);
             }
             if self.latest_ts(k) > *read_ts {
-                return Err("a newer version was installed since the read".to_string());
+                return Err(AbortReason::NewerVersionInstalled);
             }
         }
         for (k, _, _) in &share.writes {
@@ -99,13 +99,13 @@ impl Server {
                 self.rts.get(k).copied().unwrap_or(0)
             };
             if ts <= self.latest_ts(k) || ts <= rts {
-                return Err("stale timestamp".to_string());
+                return Err(AbortReason::StaleTimestamp);
             }
         }
         for (k, _, _) in &share.writes {
             match self.locks.acquire(txn, (0, txn), k, LockMode::Exclusive) {
                 Acquired::Granted | Acquired::TookOver { .. } => {}
-                _ => return Err("write lock denied".to_string()),
+                _ => return Err(AbortReason::WriteLockDenied),
             }
         }
         Ok(())

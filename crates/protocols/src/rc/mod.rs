@@ -42,7 +42,7 @@
 //!   store). With these rules every edge of the serialization graph goes forward in
 //!   `ts` at any DC in the intersection of two majorities, so the one-copy history is
 //!   serializable in `ts` order; a transaction whose timestamp arrives too late is
-//!   rejected ("stale timestamp"), an abort the paper's protocol does not have.
+//!   rejected (AbortReason::StaleTimestamp), an abort the paper's protocol does not have.
 //! - **Learners carry the value.** A coordinator's accept vote carries the Paxos value
 //!   (read and write sets), so a DC that never got the client's `Accept` (lost message,
 //!   client crash) can still prepare and vote, or install the writes once the outcome
@@ -75,8 +75,8 @@ use {log::*, server::*};
 
 use crate::{ClientRole, Env, HoldStats, Protocol, Replica};
 use meridian_core::{
-    Actor, ClientId, Ctx, DcId, HomeRule, Key, Layout, NodeId, Outcome, Placement, ReadRec, ReplicaSnapshot, ShardId,
-    Time, TimerId, TxnId, TxnRecord, Value, VersionId,
+    AbortReason, Actor, ClientId, Ctx, DcId, HomeRule, Key, Layout, NodeId, Outcome, Placement, ReadRec,
+    ReplicaSnapshot, ShardId, Time, TimerId, TxnId, TxnRecord, Value, VersionId,
 };
 use meridian_storage::{Acquired, LockMode, LockTable, Log, LogRecord, MvStore, Policy};
 use meridian_txn::{Arg, Call, Execution, Step};

@@ -47,7 +47,7 @@ pub struct Share {
 }
 
 /// A read's answer: version, its timestamp, value.
-pub type ReadResult = Result<(Option<VersionId>, u64, Option<Value>), String>;
+pub type ReadResult = Result<(Option<VersionId>, u64, Option<Value>), AbortReason>;
 
 /// Replicated Commit messages.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -98,7 +98,7 @@ pub enum Msg {
         /// Prepared?
         yes: bool,
         /// Why not.
-        reason: Option<String>,
+        reason: Option<AbortReason>,
     },
     /// Coordinator → client and the other DCs' coordinators: this DC's Paxos vote.
     Vote {
@@ -109,7 +109,7 @@ pub enum Msg {
         /// Accepted?
         accept: bool,
         /// Why not.
-        reason: Option<String>,
+        reason: Option<AbortReason>,
         /// The value (with accepts, so learners can install it).
         value: Option<Arc<TxnValue>>,
         /// The sender wants the receiver's vote back.

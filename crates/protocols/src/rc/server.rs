@@ -27,7 +27,7 @@ pub(super) struct CTxn {
     pub(super) preparing: bool,
     pub(super) my_vote: Option<bool>,
     pub(super) votes: BTreeMap<DcId, bool>,
-    pub(super) reason: Option<String>,
+    pub(super) reason: Option<AbortReason>,
     pub(super) decided: Option<bool>,
     pub(super) acks: BTreeSet<NodeId>,
     /// DCs known to have applied the commit.
@@ -166,7 +166,7 @@ impl Server {
         nudge.sort();
         resend.sort();
         for id in expire {
-            self.cast_vote(id, false, Some("prepare timed out".into()), cx);
+            self.cast_vote(id, false, Some(AbortReason::PrepareTimedOut), cx);
         }
         for id in nudge {
             self.ask_peers(id, cx);

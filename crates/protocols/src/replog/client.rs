@@ -116,7 +116,7 @@ impl Client {
         }
     }
 
-    pub(super) fn abort(&mut self, reason: String, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn abort(&mut self, reason: AbortReason, cx: &mut Ctx<'_, Msg>) {
         if let Some(cur) = &self.cur {
             for n in &cur.touched {
                 cx.send(*n, Msg::Release { txn: cur.rec.id });
@@ -125,7 +125,7 @@ impl Client {
         self.finish(Outcome::Aborted, Some(reason), cx);
     }
 
-    pub(super) fn finish(&mut self, outcome: Outcome, reason: Option<String>, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn finish(&mut self, outcome: Outcome, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.take() else { return };
         crate::kit::client::finish(cur.rec, &[T_READ, T_STATUS, T_IDLE], outcome, reason, cx);
     }
@@ -177,9 +177,9 @@ impl Actor for Client {
                 let reps = self.env.layout.replicas(s);
                 let i = reps.iter().position(|n| *n == self.leaders[s.0 as usize]).unwrap_or(0);
                 self.leaders[s.0 as usize] = reps[(i + 1) % reps.len()];
-                self.abort("read timed out".into(), cx);
+                self.abort(AbortReason::ReadTimedOut, cx);
             }
-            (T_IDLE, Phase::Waiting) => self.abort(crate::kit::client::IDLE_ABORT.into(), cx),
+            (T_IDLE, Phase::Waiting) => self.abort(AbortReason::IdleInteractive, cx),
             (T_STATUS, Phase::Committing(coord)) => {
                 for r in self.env.layout.replicas(*coord) {
                     cx.send(

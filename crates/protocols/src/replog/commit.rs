@@ -12,7 +12,7 @@ impl Server {
         coord: ShardId,
         shard: ShardId,
         yes: bool,
-        reason: Option<String>,
+        reason: Option<AbortReason>,
         cx: &mut Ctx<'_, Msg>,
     ) {
         let now = cx.now();
@@ -26,7 +26,7 @@ impl Server {
             return;
         }
         if !yes {
-            let why = reason.unwrap_or_else(|| "a participant did not prepare".into());
+            let why = reason.unwrap_or(AbortReason::ParticipantDidNotPrepare);
             self.decide_abort(txn, why, cx);
             return;
         }
@@ -52,7 +52,7 @@ impl Server {
         self.propose(s, Entry::Commit(txn), cx);
     }
 
-    pub(super) fn decide_abort(&mut self, txn: TxnId, why: String, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn decide_abort(&mut self, txn: TxnId, why: AbortReason, cx: &mut Ctx<'_, Msg>) {
         // Only an undecided coordinator transaction that is not committing may abort.
         // What led here may be stale: a sweep lists the expired votes first and aborts
         // them one by one, and aborting one frees locks that can let a listed one
@@ -115,7 +115,7 @@ impl Server {
             PState::Finishing { .. } => {}
             PState::Active | PState::Locking { .. } => {
                 if !commit {
-                    self.abort_local((txn, s), "aborted by coordinator", cx);
+                    self.abort_local((txn, s), AbortReason::AbortedByCoordinator, cx);
                 }
             }
         }
@@ -159,7 +159,7 @@ impl Server {
             return;
         }
         if let Some(&commit) = self.done.get(&txn) {
-            let reason = (!commit).then(|| "aborted".to_string());
+            let reason = (!commit).then_some(AbortReason::Aborted);
             cx.send(from, Msg::Outcome { txn, commit, reason });
             return;
         }
@@ -174,7 +174,7 @@ impl Server {
             Msg::Outcome {
                 txn,
                 commit: false,
-                reason: Some("coordinator never received the prepare".into()),
+                reason: Some(AbortReason::CoordinatorNeverPrepared),
             },
         );
     }
@@ -191,7 +191,7 @@ impl Server {
             .collect();
         open.sort();
         for s in open {
-            self.abort_local((txn, s), "released by client", cx);
+            self.abort_local((txn, s), AbortReason::ReleasedByClient, cx);
         }
     }
 }

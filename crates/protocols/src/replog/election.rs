@@ -153,7 +153,7 @@ impl Server {
                         Msg::ReadReply {
                             txn: id,
                             key,
-                            result: Err("leader changed".into()),
+                            result: Err(AbortReason::LeaderChanged),
                             hint: None,
                         },
                         hops,

@@ -15,28 +15,28 @@ impl Server {
         cx.charge_ops(1);
         let s = self.env.layout.shard_of(&key);
         let now = cx.now();
-        let refuse = |why: &str, hint: Option<NodeId>, cx: &mut Ctx<'_, Msg>| {
+        let refuse = |why: AbortReason, hint: Option<NodeId>, cx: &mut Ctx<'_, Msg>| {
             cx.send(
                 from,
                 Msg::ReadReply {
                     txn,
                     key: key.clone(),
-                    result: Err(why.to_string()),
+                    result: Err(why.clone()),
                     hint,
                 },
             );
         };
         let Some(g) = self.groups.get(&s) else {
-            return refuse("shard not held here", None, cx);
+            return refuse(AbortReason::ShardNotHeld, None, cx);
         };
         if !g.leading {
-            return refuse("not the leader", g.leader, cx);
+            return refuse(AbortReason::NotLeader, g.leader, cx);
         }
         if now >= g.lease_until {
-            return refuse("leader lease not held", None, cx);
+            return refuse(AbortReason::LeaseNotHeld, None, cx);
         }
         if self.tombstones.contains_key(&txn) {
-            return refuse("already aborted here", None, cx);
+            return refuse(AbortReason::AlreadyAbortedHere, None, cx);
         }
         let t = self.ptxns.entry((txn, s)).or_insert_with(|| PTxn {
             prio: (ts, txn),
@@ -60,14 +60,14 @@ impl Server {
                 self.wound(s, wound, cx);
             }
             _ => {
-                let why = "read lock denied";
-                self.abort_local((txn, s), why, cx);
+                let why = AbortReason::ReadLockDenied;
+                self.abort_local((txn, s), why.clone(), cx);
                 cx.send(
                     from,
                     Msg::ReadReply {
                         txn,
                         key,
-                        result: Err(why.into()),
+                        result: Err(why),
                         hint: None,
                     },
                 );
@@ -99,14 +99,14 @@ impl Server {
                 .get(&(v, s))
                 .is_some_and(|t| matches!(t.state, PState::Active | PState::Locking { .. }));
             if can {
-                self.abort_local((v, s), "wounded by an older transaction", cx);
+                self.abort_local((v, s), AbortReason::Wounded, cx);
             }
         }
     }
 
     /// Aborts a transaction's share that has not replicated its PREPARE here (the
     /// tombstone is per transaction: once one share aborted, the transaction will).
-    pub(super) fn abort_local(&mut self, (txn, s): Part, why: &str, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn abort_local(&mut self, (txn, s): Part, why: AbortReason, cx: &mut Ctx<'_, Msg>) {
         self.tombstones.insert(txn, cx.now());
         let Some(t) = self.ptxns.remove(&(txn, s)) else { return };
         for crate::kit::reads::WaitingRead { client, key, hops } in t.pending_reads {
@@ -115,14 +115,14 @@ impl Server {
                 Msg::ReadReply {
                     txn,
                     key,
-                    result: Err(why.to_string()),
+                    result: Err(why.clone()),
                     hint: None,
                 },
                 hops,
             );
         }
         if let PState::Locking { entry, hops, .. } = &t.state {
-            self.send_vote(entry.coord, txn, s, false, Some(why.to_string()), *hops, cx);
+            self.send_vote(entry.coord, txn, s, false, Some(why.clone()), *hops, cx);
         }
         self.release(txn, s, cx);
     }
@@ -134,7 +134,7 @@ impl Server {
         txn: TxnId,
         shard: ShardId,
         yes: bool,
-        reason: Option<String>,
+        reason: Option<AbortReason>,
         hops: u32,
         cx: &mut Ctx<'_, Msg>,
     ) {
@@ -186,7 +186,7 @@ impl Server {
                 txn,
                 s,
                 false,
-                Some("already aborted here".into()),
+                Some(AbortReason::AlreadyAbortedHere),
                 cx.hops(),
                 cx,
             );
@@ -207,10 +207,10 @@ impl Server {
         }
         let prio = t.prio;
         if p.reads.iter().any(|k| !self.locks(s).holds(txn, k, LockMode::Shared)) {
-            let why = "a read lock was lost";
+            let why = AbortReason::ReadLockLost;
             let hops = cx.hops();
-            self.abort_local((txn, s), why, cx);
-            return self.send_vote(p.coord, txn, s, false, Some(why.into()), hops, cx);
+            self.abort_local((txn, s), why.clone(), cx);
+            return self.send_vote(p.coord, txn, s, false, Some(why), hops, cx);
         }
         let mut waiting = 0;
         let mut wounded = vec![];
@@ -222,10 +222,10 @@ impl Server {
                     wounded.extend(wound);
                 }
                 _ => {
-                    let why = "write lock denied";
+                    let why = AbortReason::WriteLockDenied;
                     let hops = cx.hops();
-                    self.abort_local((txn, s), why, cx);
-                    return self.send_vote(p.coord, txn, s, false, Some(why.into()), hops, cx);
+                    self.abort_local((txn, s), why.clone(), cx);
+                    return self.send_vote(p.coord, txn, s, false, Some(why), hops, cx);
                 }
             }
         }

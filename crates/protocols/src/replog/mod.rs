@@ -74,8 +74,8 @@ use server::*;
 
 use crate::{ClientRole, Env, HoldStats, Protocol, Replica};
 use meridian_core::{
-    Actor, ClientId, Ctx, DcId, HomeRule, Key, NodeId, Outcome, Placement, ReplicaSnapshot, ShardId, Time, TimerId,
-    TxnId, TxnRecord, Value, VersionId,
+    AbortReason, Actor, ClientId, Ctx, DcId, HomeRule, Key, NodeId, Outcome, Placement, ReplicaSnapshot, ShardId, Time,
+    TimerId, TxnId, TxnRecord, Value, VersionId,
 };
 use meridian_storage::{Acquired, Grant, LockMode, LockTable, MvStore, Policy, Prio};
 use meridian_txn::{Arg, Call, Execution, Step};

@@ -64,7 +64,7 @@ pub enum Msg {
         /// Key.
         key: Key,
         /// Version and value, or why not.
-        result: Result<(Option<VersionId>, Option<Value>), String>,
+        result: Result<(Option<VersionId>, Option<Value>), AbortReason>,
         /// Who leads the shard, as far as the replier knows.
         hint: Option<NodeId>,
     },
@@ -91,7 +91,7 @@ pub enum Msg {
         /// Prepared?
         yes: bool,
         /// Why not.
-        reason: Option<String>,
+        reason: Option<AbortReason>,
     },
     /// Coordinator leader → every replica of a cohort shard: decision.
     Decide {
@@ -109,7 +109,7 @@ pub enum Msg {
         /// Committed?
         commit: bool,
         /// Why not.
-        reason: Option<String>,
+        reason: Option<AbortReason>,
     },
     /// Client → replicas of the coordinator shard: outcome?
     Status {

@@ -231,7 +231,7 @@ impl Server {
         idle.sort();
         ask.sort();
         for part in idle {
-            self.abort_local(part, "client silent", cx);
+            self.abort_local(part, AbortReason::ClientSilent, cx);
         }
         for (txn, coord, shard) in ask {
             // Re-send the vote: the coordinator answers with the decision if it has one.
@@ -247,7 +247,7 @@ impl Server {
             .collect();
         expired.sort();
         for id in expired {
-            self.decide_abort(id, "vote timeout".into(), cx);
+            self.decide_abort(id, AbortReason::VoteTimeout, cx);
         }
         self.tombstones.retain(|_, t| now.saturating_sub(*t) < to.tombstone);
         cx.set_timer(to.sweep, T_SWEEP);

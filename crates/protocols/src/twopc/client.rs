@@ -113,7 +113,7 @@ impl Client {
         }
     }
 
-    pub(super) fn abort(&mut self, reason: String, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn abort(&mut self, reason: AbortReason, cx: &mut Ctx<'_, Msg>) {
         if let Some(cur) = &self.cur {
             for n in &cur.touched {
                 cx.send(*n, Msg::Release { txn: cur.rec.id });
@@ -122,7 +122,7 @@ impl Client {
         self.finish(Outcome::Aborted, Some(reason), cx);
     }
 
-    pub(super) fn finish(&mut self, outcome: Outcome, reason: Option<String>, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn finish(&mut self, outcome: Outcome, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.take() else { return };
         crate::kit::client::finish(cur.rec, &[T_READ, T_STATUS, T_IDLE], outcome, reason, cx);
     }
@@ -183,8 +183,8 @@ impl Actor for Client {
     fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_ref() else { return };
         match (t, &cur.phase) {
-            (T_READ, Phase::Reading(_)) => self.abort("read timed out".into(), cx),
-            (T_IDLE, Phase::Waiting) => self.abort(crate::kit::client::IDLE_ABORT.into(), cx),
+            (T_READ, Phase::Reading(_)) => self.abort(AbortReason::ReadTimedOut, cx),
+            (T_IDLE, Phase::Waiting) => self.abort(AbortReason::IdleInteractive, cx),
             (T_STATUS, Phase::Committing) => {
                 cx.send(
                     self.coord,

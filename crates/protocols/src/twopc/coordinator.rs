@@ -6,7 +6,7 @@ use super::*;
 impl Server {
     pub(super) fn on_commit(&mut self, client: NodeId, txn: TxnId, ts: Time, parts: Vec<Part>, cx: &mut Ctx<'_, Msg>) {
         if let Some(&commit) = self.done.get(&txn) {
-            let reason = (!commit).then(|| "aborted".to_string());
+            let reason = (!commit).then_some(AbortReason::Aborted);
             cx.send(client, Msg::Outcome { txn, commit, reason });
             return;
         }
@@ -16,7 +16,7 @@ impl Server {
         if ts < self.started_at {
             // Begun before this coordinator restarted; presumed aborted.
             self.done.insert(txn, false);
-            let reason = Some("coordinator restarted".to_string());
+            let reason = Some(AbortReason::CoordinatorRestarted);
             cx.send(
                 client,
                 Msg::Outcome {
@@ -48,7 +48,7 @@ impl Server {
         from: NodeId,
         txn: TxnId,
         yes: bool,
-        reason: Option<String>,
+        reason: Option<AbortReason>,
         cx: &mut Ctx<'_, Msg>,
     ) {
         let Some(c) = self.ctxns.get_mut(&txn) else {
@@ -58,7 +58,7 @@ impl Server {
             return;
         }
         if !yes {
-            let why = reason.unwrap_or_else(|| "participant voted no".into());
+            let why = reason.unwrap_or(AbortReason::ParticipantVotedNo);
             self.decide(txn, false, Some(why), cx);
             return;
         }
@@ -71,7 +71,7 @@ impl Server {
         }
     }
 
-    pub(super) fn decide(&mut self, txn: TxnId, commit: bool, reason: Option<String>, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn decide(&mut self, txn: TxnId, commit: bool, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
         let Some(c) = self.ctxns.get_mut(&txn) else {
             return;
         };
@@ -131,7 +131,7 @@ impl Server {
         // Unknown here means the Commit was lost or this coordinator restarted: abort,
         // and remember it so a late Commit gets the same answer.
         let commit = *self.done.entry(txn).or_insert(false);
-        let reason = (!commit).then(|| "aborted (outcome queried)".to_string());
+        let reason = (!commit).then_some(AbortReason::AbortedQueried);
         cx.send(client, Msg::Outcome { txn, commit, reason });
     }
 

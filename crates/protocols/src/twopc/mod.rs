@@ -71,8 +71,8 @@ use {log::*, server::*};
 
 use crate::{ClientRole, Env, Protocol, Replica};
 use meridian_core::{
-    Actor, ClientId, Ctx, DcId, HomeRule, Key, NodeId, Outcome, Placement, ReplicaSnapshot, Time, TimerId, TxnId,
-    TxnRecord, Value, VersionId,
+    AbortReason, Actor, ClientId, Ctx, DcId, HomeRule, Key, NodeId, Outcome, Placement, ReplicaSnapshot, Time, TimerId,
+    TxnId, TxnRecord, Value, VersionId,
 };
 use meridian_storage::{Acquired, Grant, LockMode, LockTable, Log, LogRecord, MvStore, Policy, Prio};
 use meridian_txn::{Arg, Call, Execution, Step};

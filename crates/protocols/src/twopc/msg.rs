@@ -33,7 +33,7 @@ pub enum Msg {
         /// Key.
         key: Key,
         /// Version and value, or why the transaction was aborted.
-        result: Result<(Option<VersionId>, Option<Value>), String>,
+        result: Result<(Option<VersionId>, Option<Value>), AbortReason>,
     },
     /// Client → participant: the transaction aborted before commit; drop its state.
     Release {
@@ -63,7 +63,7 @@ pub enum Msg {
         /// Committed?
         commit: bool,
         /// Why not, if not.
-        reason: Option<String>,
+        reason: Option<AbortReason>,
     },
     /// Coordinator → participant: prepare.
     Prepare {
@@ -81,7 +81,7 @@ pub enum Msg {
         /// Yes?
         yes: bool,
         /// Why not, if not.
-        reason: Option<String>,
+        reason: Option<AbortReason>,
     },
     /// Coordinator → participant: the decision.
     Decide {

@@ -12,7 +12,7 @@ impl Server {
                 Msg::ReadReply {
                     txn,
                     key,
-                    result: Err("already aborted here (wounded or timed out)".into()),
+                    result: Err(AbortReason::AbortedHere),
                 },
             );
             return;
@@ -63,14 +63,14 @@ impl Server {
                 .get(&v)
                 .is_some_and(|t| !matches!(t.state, PState::Prepared { .. }));
             if can {
-                self.abort_local(v, "wounded by an older transaction", cx);
+                self.abort_local(v, AbortReason::Wounded, cx);
             }
         }
     }
 
     /// Aborts an unprepared (or prepared, on an ABORT decision) transaction here:
     /// releases its locks, answers its waiting reads and, if it was preparing, votes no.
-    pub(super) fn abort_local(&mut self, txn: TxnId, why: &str, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn abort_local(&mut self, txn: TxnId, why: AbortReason, cx: &mut Ctx<'_, Msg>) {
         self.tombstones.insert(txn, cx.now());
         let Some(t) = self.ptxns.remove(&txn) else {
             return;
@@ -81,7 +81,7 @@ impl Server {
                 Msg::ReadReply {
                     txn,
                     key,
-                    result: Err(why.to_string()),
+                    result: Err(why.clone()),
                 },
                 hops,
             );
@@ -93,7 +93,7 @@ impl Server {
                     Msg::Vote {
                         txn,
                         yes: false,
-                        reason: Some(why.to_string()),
+                        reason: Some(why.clone()),
                     },
                     hops,
                 );
@@ -123,7 +123,7 @@ impl Server {
 
     pub(super) fn on_prepare(&mut self, from: NodeId, txn: TxnId, ts: Time, part: Part, cx: &mut Ctx<'_, Msg>) {
         cx.charge_ops((part.reads.len() + part.writes.len()) as u32);
-        let no = |reason: String, cx: &mut Ctx<'_, Msg>| {
+        let no = |reason: AbortReason, cx: &mut Ctx<'_, Msg>| {
             cx.send(
                 from,
                 Msg::Vote {
@@ -134,7 +134,7 @@ impl Server {
             );
         };
         if self.tombstones.contains_key(&txn) {
-            return no("already aborted here (wounded or timed out)".into(), cx);
+            return no(AbortReason::AbortedHere, cx);
         }
         let now = cx.now();
         let t = self.ptxns.entry(txn).or_insert_with(|| PTxn {
@@ -168,8 +168,8 @@ impl Server {
                     .iter()
                     .any(|(k, _)| !self.locks.holds(txn, k, LockMode::Shared))
                 {
-                    let why = "a read lock was lost".to_string();
-                    self.abort_local(txn, &why, cx);
+                    let why = AbortReason::ReadLockLost;
+                    self.abort_local(txn, why.clone(), cx);
                     return no(why, cx);
                 }
                 let mut waiting = 0;
@@ -202,7 +202,7 @@ impl Server {
             Cc::Unsafe => self.prepare_now(txn, from, part, cx),
             Cc::Optimistic => {
                 let mut ok = part.reads.iter().all(|(k, v)| self.store.latest(k).0 == *v);
-                let mut why = (!ok).then(|| "validation failed: a read version changed".to_string());
+                let mut why = (!ok).then_some(AbortReason::ReadVersionChanged);
                 if ok {
                     let wanted = part
                         .reads
@@ -212,7 +212,7 @@ impl Server {
                     for (k, m) in wanted {
                         if self.locks.acquire(txn, prio, k, m) != Acquired::Granted {
                             ok = false;
-                            why = Some("validation failed: a key is locked by a preparing transaction".into());
+                            why = Some(AbortReason::LockedByPreparing);
                             break;
                         }
                     }
@@ -220,7 +220,7 @@ impl Server {
                 if ok {
                     self.prepare_now(txn, from, part, cx);
                 } else {
-                    let why = why.unwrap_or_default();
+                    let why = why.unwrap_or(AbortReason::ReadVersionChanged);
                     self.ptxns.remove(&txn);
                     self.locks.release_all(txn);
                     self.tombstones.insert(txn, now);
@@ -292,11 +292,11 @@ impl Server {
                     let grants = self.locks.release_all(txn);
                     self.on_grants(grants, cx);
                 } else {
-                    self.abort_local(txn, "aborted by coordinator", cx);
+                    self.abort_local(txn, AbortReason::AbortedByCoordinator, cx);
                 }
                 cx.send(from, Msg::Ack { txn });
             }
-            Some(_) if !commit => self.abort_local(txn, "aborted by coordinator", cx),
+            Some(_) if !commit => self.abort_local(txn, AbortReason::AbortedByCoordinator, cx),
             Some(_) => {} // commit before our yes vote: impossible; ignore
             None => {
                 if !commit {
@@ -312,7 +312,7 @@ impl Server {
     pub(super) fn on_release(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
         match self.ptxns.get(&txn).map(|t| &t.state) {
             Some(PState::Prepared { .. }) => {} // only the coordinator decides now
-            Some(_) => self.abort_local(txn, "released by client", cx),
+            Some(_) => self.abort_local(txn, AbortReason::ReleasedByClient, cx),
             None => {
                 self.tombstones.insert(txn, cx.now());
             }

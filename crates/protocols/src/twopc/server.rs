@@ -118,7 +118,7 @@ impl Server {
         idle.sort();
         ask.sort();
         for id in idle {
-            self.abort_local(id, "client silent", cx);
+            self.abort_local(id, AbortReason::ClientSilent, cx);
         }
         for (coord, txn) in ask {
             cx.send(coord, Msg::Query { txn });
@@ -150,7 +150,7 @@ impl Server {
         expired.sort();
         resend.sort();
         for id in expired {
-            self.decide(id, false, Some("vote timeout".into()), cx);
+            self.decide(id, false, Some(AbortReason::VoteTimeout), cx);
         }
         for (n, txn) in resend {
             cx.send(n, Msg::Decide { txn, commit: true });

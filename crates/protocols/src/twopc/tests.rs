@@ -371,7 +371,7 @@ fn test_coordinator_forces_commit_before_telling_anyone_and_aborts_on_a_no() {
         Msg::Vote {
             txn: t2,
             yes: false,
-            reason: Some("x".into()),
+            reason: Some(AbortReason::Other("x".into())),
         },
     );
     assert_eq!(e.work.log_syncs, 0);
@@ -664,7 +664,7 @@ fn test_interactive_client_pauses_resumes_and_aborts_when_its_caller_is_idle() {
     assert_eq!(e.records.len(), 1);
     assert_eq!(e.records[0].outcome, Outcome::Aborted);
     assert_eq!(
-        e.records[0].abort_reason.as_deref(),
-        Some(crate::kit::client::IDLE_ABORT)
+        e.records[0].abort_reason.as_ref(),
+        Some(&meridian_core::AbortReason::IdleInteractive)
     );
 }
