@@ -50,6 +50,8 @@ use graph::{Edge, EdgeKind, Graph};
 use meridian_core::{shard_of, Key, NodeId, Outcome, ReplicaSnapshot, TxnId, TxnRecord, VersionId};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// Run-wide facts the checker needs besides the transactions.
@@ -174,12 +176,26 @@ pub struct Report {
     pub anomalies: Vec<Anomaly>,
     /// Committed transactions checked.
     pub committed: usize,
+    /// Why a verdict above could not be decided (a key's version order that neither
+    /// the replicas nor the history fix, a replica whose final state is missing): a
+    /// verdict reported `true` then means "no anomaly found", not "holds".
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unknown: Vec<String>,
 }
 
 impl Report {
     /// Whether the history is clean for the protocol's claims.
     pub fn ok(&self) -> bool {
         self.anomalies.is_empty()
+    }
+    /// Whether serializability could not be decided: a key's version order is not
+    /// fixed, and no cycle was found anyway.
+    pub fn order_unknown(&self) -> bool {
+        self.serializable && self.unknown.iter().any(|u| u.starts_with("key "))
+    }
+    /// Whether durability could not be decided: a replica's final state is missing.
+    pub fn durability_unknown(&self) -> bool {
+        self.durable && self.unknown.iter().any(|u| u.starts_with("no final state"))
     }
     /// Anomaly kinds found, deduplicated, in order of first appearance.
     pub fn kinds(&self) -> Vec<Kind> {
@@ -193,6 +209,13 @@ impl Report {
     }
 }
 
+/// A key whose versions the history orders only partly: the versions and
+/// `before[a][b]` (version a precedes b in every order the history allows).
+type Partial<'h> = (&'h Key, Vec<VersionId>, Vec<Vec<bool>>);
+
+/// Most versions of one key whose order the checker infers (the closure is cubic).
+const MAX_INFERRED: usize = 2000;
+
 /// Upper bound on anomalies of one kind listed in a report (the verdict is unaffected).
 const MAX_PER_KIND: usize = 20;
 
@@ -204,8 +227,14 @@ struct Checker<'h> {
     by_id: HashMap<TxnId, &'h TxnRecord>,
     /// Each transaction's final write per key (computed once).
     finals: HashMap<TxnId, Vec<(&'h Key, VersionId)>>,
-    /// Per key: version order.
-    order: HashMap<&'h Key, &'h [VersionId]>,
+    /// Per key: version order (from the replicas, or inferred from the history).
+    order: HashMap<&'h Key, Cow<'h, [VersionId]>>,
+    /// Keys whose versions no replica orders and the history orders only partly:
+    /// the versions and `before[a][b]` (version a precedes b in every order the
+    /// history allows).
+    partial: Vec<Partial<'h>>,
+    /// Why a verdict could not be decided.
+    unknown: Vec<String>,
     /// Keys with a version order, sorted (for deterministic iteration).
     sorted_keys: Vec<&'h Key>,
     /// Position of a version in its key's order.
@@ -244,6 +273,7 @@ pub fn check(h: &History) -> Report {
         durable: !anomalies.iter().any(|a| a.kind.breaks_durability()),
         anomalies,
         committed: c.txn_of.len(),
+        unknown: c.unknown,
     }
 }
 
@@ -262,6 +292,8 @@ impl<'h> Checker<'h> {
             by_id,
             finals,
             order: HashMap::default(),
+            partial: vec![],
+            unknown: vec![],
             sorted_keys: vec![],
             pos: HashMap::default(),
             seen_unknown: HashSet::default(),
@@ -277,6 +309,7 @@ impl<'h> Checker<'h> {
         self.version_order();
         self.read_evidence();
         self.committed_set();
+        self.infer_orders();
         self.durability();
         let g = self.build_graph();
         let comps = self.cycles(&g);
@@ -344,7 +377,7 @@ impl<'h> Checker<'h> {
                     }
                 }
             }
-            self.order.insert(k, vs);
+            self.order.insert(k, Cow::Borrowed(vs));
             self.sorted_keys.push(k);
         }
         self.sorted_keys.sort_unstable();
@@ -379,6 +412,83 @@ impl<'h> Checker<'h> {
         }
     }
 
+    /// Version orders the replicas do not give (a history from elsewhere, or one whose
+    /// replica records are missing): what the history itself fixes. Every order starts
+    /// at the initial state; a committed transaction that read version `r` of a key and
+    /// wrote it (its final write `u`) puts `r` before `u` (reads-from and the
+    /// transaction's own order). Real time is not used: it is a constraint of strict
+    /// serializability only, and would make a plain-serializability verdict unsound.
+    /// A key whose constraints fix one order gets it; otherwise its versions are only
+    /// partly ordered, the graph gets the edges every allowed order implies, and the
+    /// serializability verdict is "unknown" unless a cycle is found anyway.
+    fn infer_orders(&mut self) {
+        let mut writes: BTreeMap<&'h Key, Vec<VersionId>> = BTreeMap::new();
+        for t in &self.txn_of {
+            for &(k, v) in self.finals.get(&t.id).map(Vec::as_slice).unwrap_or(&[]) {
+                if !self.order.contains_key(k) {
+                    writes.entry(k).or_default().push(v);
+                }
+            }
+        }
+        for (k, mut vs) in writes {
+            vs.sort_unstable();
+            vs.dedup();
+            let n = vs.len();
+            let ix: HashMap<VersionId, usize> = vs.iter().enumerate().map(|(i, v)| (*v, i)).collect();
+            let mut before = vec![vec![false; n]; n];
+            for t in &self.txn_of {
+                let Some(u) = self.final_of(t.id, k).and_then(|u| ix.get(&u).copied()) else {
+                    continue;
+                };
+                for r in t.reads.iter().filter(|r| r.key == *k) {
+                    if let Some(a) = r.version.filter(|v| v.txn != t.id).and_then(|v| ix.get(&v).copied()) {
+                        if a != u {
+                            before[a][u] = true;
+                        }
+                    }
+                }
+            }
+            if n > MAX_INFERRED {
+                self.unknown.push(format!(
+                    "key {k}: {n} versions and no recorded order (more than {MAX_INFERRED} to infer)"
+                ));
+                continue;
+            }
+            // transitive closure
+            for m in 0..n {
+                let via = before[m].clone();
+                for row in before.iter_mut() {
+                    if row[m] {
+                        for (b, _) in via.iter().enumerate().filter(|(_, x)| **x) {
+                            row[b] = true;
+                        }
+                    }
+                }
+            }
+            let total = (0..n).all(|a| (0..n).all(|b| a == b || before[a][b] || before[b][a]));
+            let cyclic = (0..n).any(|a| before[a][a]);
+            if total && !cyclic {
+                let mut order = vs.clone();
+                order.sort_by_key(|v| (0..n).filter(|a| before[*a][ix[v]]).count());
+                for (i, v) in order.iter().enumerate() {
+                    self.pos.insert(*v, i);
+                }
+                self.order.insert(k, Cow::Owned(order));
+                self.sorted_keys.push(k);
+            } else {
+                if !cyclic {
+                    self.unknown.push(format!(
+                        "key {k}: the history does not fix the order of its {n} versions (no replica records it)"
+                    ));
+                }
+                // A cycle among reads-from constraints is itself found as a cycle of
+                // the graph below (each constraint is a wr then rw path).
+                self.partial.push((k, vs, before));
+            }
+        }
+        self.sorted_keys.sort_unstable();
+    }
+
     /// The version `t` installs for `k` (its last write to it), if it wrote `k`.
     fn final_of(&self, t: TxnId, k: &Key) -> Option<VersionId> {
         self.finals.get(&t)?.iter().find(|(key, _)| *key == k).map(|(_, v)| *v)
@@ -410,7 +520,7 @@ impl<'h> Checker<'h> {
         // installed versions must belong to committed transactions' final writes
         let mut bad = vec![];
         for k in &self.sorted_keys {
-            let vs = self.order[k];
+            let vs: &[VersionId] = &self.order[k];
             for v in vs.iter() {
                 match self.by_id.get(&v.txn) {
                     None => bad.push((
@@ -455,6 +565,7 @@ impl<'h> Checker<'h> {
             })
             .collect();
         let mut found = vec![];
+        let mut missing: std::collections::BTreeSet<NodeId> = Default::default();
         // Acknowledged commits, and unknown outcomes counted as committed (installed
         // somewhere, or read by a committed transaction): all their writes must be held.
         for t in &self.txn_of {
@@ -469,8 +580,12 @@ impl<'h> Checker<'h> {
                     continue;
                 };
                 for n in nodes {
-                    let has = held.get(n).is_some_and(|vs| vs.contains(&v));
-                    if !has {
+                    let Some(vs) = held.get(n) else {
+                        // No final state recorded for this replica: nothing to judge.
+                        missing.insert(*n);
+                        continue;
+                    };
+                    if !vs.contains(&v) {
                         found.push((
                             t.id,
                             format!("committed {}{inferred} wrote {k}={v} but replica {n} lacks it", t.id),
@@ -481,6 +596,13 @@ impl<'h> Checker<'h> {
         }
         for (t, d) in found {
             self.push(Kind::NotDurable, vec![t], d);
+        }
+        if !missing.is_empty() {
+            let ns: Vec<String> = missing.iter().map(|n| n.to_string()).collect();
+            self.unknown.push(format!(
+                "no final state recorded for replica(s) {}: their durability is not judged",
+                ns.join(", ")
+            ));
         }
     }
 
@@ -496,13 +618,47 @@ impl<'h> Checker<'h> {
             })
         };
         // ww edges
-        let orders: Vec<(&'h Key, &'h [VersionId])> = self.sorted_keys.iter().map(|k| (*k, self.order[k])).collect();
+        let orders: Vec<(&'h Key, Cow<'h, [VersionId]>)> =
+            self.sorted_keys.iter().map(|k| (*k, self.order[k].clone())).collect();
         for (k, vs) in &orders {
             let ki = kid(k, &mut keys);
             for w in vs.windows(2) {
                 if let (Some(&a), Some(&b)) = (self.node_of.get(&w[0].txn), self.node_of.get(&w[1].txn)) {
                     if a != b {
                         g.add(a, b, EdgeKind::Ww, ki);
+                    }
+                }
+            }
+        }
+        // Partly ordered keys: every pair the history orders is a ww path in any
+        // allowed order, and a reader of a version precedes (through an rw edge and ww
+        // edges) the writer of every later version.
+        for (k, vs, before) in &self.partial {
+            let ki = kid(k, &mut keys);
+            let writer: Vec<Option<usize>> = vs.iter().map(|v| self.node_of.get(&v.txn).copied()).collect();
+            for (a, row) in before.iter().enumerate() {
+                for (b, &is_before) in row.iter().enumerate() {
+                    if let (true, Some(x), Some(y)) = (is_before, writer[a], writer[b]) {
+                        if x != y {
+                            g.add(x, y, EdgeKind::Ww, ki);
+                        }
+                    }
+                }
+            }
+            for (ti, t) in self.txn_of.iter().enumerate() {
+                for r in t.reads.iter().filter(|r| r.key == **k) {
+                    let later: Vec<usize> = match r.version {
+                        None => (0..vs.len()).collect(),
+                        Some(v) if v.txn == t.id => continue,
+                        Some(v) => match vs.iter().position(|x| *x == v) {
+                            Some(a) => (0..vs.len()).filter(|b| before[a][*b]).collect(),
+                            None => continue,
+                        },
+                    };
+                    for b in later {
+                        if let Some(y) = writer[b].filter(|y| *y != ti) {
+                            g.add(ti, y, EdgeKind::Rw, ki);
+                        }
                     }
                 }
             }
@@ -526,7 +682,7 @@ impl<'h> Checker<'h> {
                 .collect();
             for r in &t.reads {
                 let ki = kid(&r.key, &mut keys);
-                let order = self.order.get(&r.key).copied().unwrap_or(&[]);
+                let order: &[VersionId] = self.order.get(&r.key).map_or(&[], |o| o.as_ref());
                 let next = match r.version {
                     None => order.first(),
                     Some(v) => {

@@ -405,3 +405,94 @@ fn a_replica_lacking_a_version_is_not_durable_one_reordering_diverges() {
     h.replicas[1] = replica(1, &[("x", &[v(2, 0), v(1, 0)])]);
     assert!(kinds(&h).contains(&Kind::Divergent), "{:?}", kinds(&h));
 }
+
+/// The same history with no replica records (as another system's history would come).
+fn no_order(mut h: History) -> History {
+    h.replicas.clear();
+    h
+}
+
+#[test]
+fn without_replica_records_write_skew_is_still_found() {
+    // The example: T1 reads x, y and writes x; T2 reads x, y and writes y.
+    let h = no_order(hist(
+        vec![
+            txn(1, &[("x", None), ("y", None)], &["x"]),
+            txn(2, &[("x", None), ("y", None)], &["y"]),
+        ],
+        &[],
+    ));
+    let r = check(&h);
+    assert!(!r.serializable, "{:?}", r.anomalies);
+    assert_eq!(r.kinds(), vec![Kind::G2]);
+    assert!(
+        r.unknown.iter().any(|u| u.contains("no final state")),
+        "{:?}",
+        r.unknown
+    );
+    assert!(r.durable, "a missing replica record is not a lost commit");
+}
+
+#[test]
+fn without_replica_records_a_lost_update_is_still_found() {
+    let h = no_order(hist(
+        vec![txn(1, &[("x", None)], &["x"]), txn(2, &[("x", None)], &["x"])],
+        &[],
+    ));
+    let r = check(&h);
+    assert!(!r.serializable, "{:?}", r.anomalies);
+    assert!(
+        r.kinds().iter().any(|k| matches!(k, Kind::LostUpdate | Kind::G2)),
+        "{:?}",
+        r.kinds()
+    );
+}
+
+#[test]
+fn without_replica_records_the_history_fixes_what_it_can() {
+    // T1 writes x; T2 reads T1's x and writes x; T3 reads T2's x: the order is fixed
+    // (init, T1, T2) and the history is serializable, decided.
+    let h = no_order(hist(
+        vec![
+            txn(1, &[], &["x"]),
+            txn(2, &[("x", Some(v(1, 0)))], &["x"]),
+            txn(3, &[("x", Some(v(2, 0)))], &[]),
+        ],
+        &[],
+    ));
+    let r = check(&h);
+    assert!(r.ok(), "{:?}", r.anomalies);
+    assert!(!r.unknown.iter().any(|u| u.contains("order")), "{:?}", r.unknown);
+    // A read against that inferred order is judged: T4 sees T2's y but T1's x,
+    // which T2 overwrote (T2 -wr-> T4 on y, T4 -rw-> T2 on x).
+    let h = no_order(hist(
+        vec![
+            txn(1, &[], &["x"]),
+            txn(2, &[("x", Some(v(1, 0)))], &["x", "y"]),
+            txn(4, &[("x", Some(v(1, 0))), ("y", Some(v(2, 1)))], &[]),
+        ],
+        &[],
+    ));
+    let r = check(&h);
+    assert!(!r.serializable, "{:?}", r.anomalies);
+}
+
+#[test]
+fn an_order_the_history_does_not_fix_is_unknown_not_holds() {
+    // Two blind writes of x and a reader of one of them: either order is possible.
+    let h = no_order(hist(
+        vec![
+            txn(1, &[], &["x"]),
+            txn(2, &[], &["x"]),
+            txn(3, &[("x", Some(v(1, 0)))], &[]),
+        ],
+        &[],
+    ));
+    let r = check(&h);
+    assert!(r.ok(), "{:?}", r.anomalies);
+    assert!(
+        r.unknown.iter().any(|u| u.contains("key x") && u.contains("order")),
+        "{:?}",
+        r.unknown
+    );
+}

@@ -338,20 +338,37 @@ fn run_check(file: &PathBuf, json: bool) -> Result<ExitCode> {
     if json {
         println!("{}", serde_json::to_string(&r)?);
     } else {
+        // A verdict the history cannot decide is "unknown", never "true".
+        let v = |b: bool, unknown: bool| if unknown { "unknown".to_string() } else { b.to_string() };
         println!(
             "{} transactions ({} committed): serializable={} strict={} atomic={} durable={}",
             h.txns.len(),
             r.committed,
-            r.serializable,
-            r.strict_serializable,
+            v(r.serializable, r.order_unknown()),
+            v(r.strict_serializable, r.order_unknown() && r.strict_serializable),
             r.atomic,
-            r.durable
+            v(r.durable, r.durability_unknown())
         );
         for a in &r.anomalies {
             println!("  {a}");
         }
+        for u in &r.unknown {
+            println!("  unknown: {u}");
+        }
     }
     Ok(if r.ok() { ExitCode::SUCCESS } else { ExitCode::from(3) })
+}
+
+/// `meridian check F | head` and the like: a reader that goes away ends the process
+/// quietly (exit 141, as for other Unix tools) instead of a "Broken pipe" panic.
+/// Only for the commands that just print; servers and benchmarks keep Rust's default,
+/// where a closed socket is an error to handle.
+fn quiet_broken_pipe() {
+    // SAFETY: restores the default disposition of one signal before any thread is
+    // spawned; no handler is installed, so nothing can run in signal context.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }
 
 fn main() -> ExitCode {
@@ -370,6 +387,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if matches!(cli.cmd, Cmd::Sim(_) | Cmd::Compare(_) | Cmd::Check { .. }) {
+        quiet_broken_pipe();
+    }
     let res = match &cli.cmd {
         Cmd::Sim(a) => run_sim(a),
         Cmd::Compare(a) => compare::run(a.experiment.as_deref(), &a.run),
