@@ -30,7 +30,7 @@ pub struct BenchArgs {
     /// Closed-loop clients (spread over the DCs, one client slot each).
     #[arg(long, default_value_t = 16)]
     pub clients: u32,
-    /// How long clients start new transactions.
+    /// How long clients start new transactions, with a unit (30s, 500ms, 2m).
     #[arg(long, default_value = "30s")]
     pub duration: String,
     /// DC(s) the clients live in, comma-separated (default: all DCs).
@@ -43,10 +43,11 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// After the last transaction ends, wait this long for decisions to reach every
-    /// replica before reading the servers' state.
+    /// replica before reading the servers' state (with a unit: 3s, 500ms).
     #[arg(long, default_value = "3s")]
     pub settle: String,
-    /// How long to wait for transactions still running when the duration ends.
+    /// How long to wait for transactions still running when the duration ends (with
+    /// a unit).
     #[arg(long, default_value = "30s")]
     pub drain: String,
     /// Write the history (JSON lines) here, for `meridian check`.
@@ -327,9 +328,10 @@ pub fn run_bench(a: &BenchArgs, show_progress: bool) -> Result<BenchOutput> {
 
 /// `meridian bench`.
 pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
+    // The output file is opened before the run: a bad path fails now, not after it.
+    let file = crate::create_output(a.history.as_deref())?;
     let out = run_bench(a, true)?;
-    if let Some(path) = &a.history {
-        let f = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    if let (Some(path), Some(f)) = (&a.history, file) {
         let mut w = std::io::BufWriter::new(f);
         meridian_check::jsonl::write(&out.history, &mut w).with_context(|| format!("writing {}", path.display()))?;
     }

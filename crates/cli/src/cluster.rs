@@ -66,7 +66,7 @@ pub struct UpArgs {
     /// Home DC of every shard (default: shard s in DC s mod #DCs).
     #[arg(long)]
     data_dc: Option<String>,
-    /// How long to wait for the cluster to come up.
+    /// How long to wait for the cluster to come up (with a unit: 20s).
     #[arg(long, default_value = "30s")]
     timeout: String,
 }

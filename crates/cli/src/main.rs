@@ -311,11 +311,17 @@ pub fn print_report(r: &meridian_sim::SimReport, json: bool) -> Result<()> {
     Ok(())
 }
 
+/// Creates an output file before any work starts, so a bad path fails at once.
+pub(crate) fn create_output(path: Option<&std::path::Path>) -> Result<Option<std::fs::File>> {
+    path.map(|p| std::fs::File::create(p).with_context(|| format!("cannot write {}", p.display())))
+        .transpose()
+}
+
 fn run_sim(a: &SimArgs) -> Result<ExitCode> {
     let cfg = a.run.config()?;
+    let file = create_output(a.history.as_deref())?;
     let out: SimOutput = meridian_sim::run_named(&a.protocol, &cfg, &mut progress(&a.protocol))?;
-    if let Some(path) = &a.history {
-        let f = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    if let (Some(path), Some(f)) = (&a.history, file) {
         let mut w = std::io::BufWriter::new(f);
         meridian_check::jsonl::write(&out.history, &mut w).with_context(|| format!("writing {}", path.display()))?;
     }
@@ -382,9 +388,9 @@ fn main() -> ExitCode {
             ) {
                 e.exit();
             }
-            let msg = e.to_string();
-            eprintln!("{}", msg.lines().next().unwrap_or("error: bad arguments"));
-            return ExitCode::from(2);
+            // clap's whole message: which argument is missing, "a similar argument
+            // exists", the usage line (exit status 2).
+            e.exit();
         }
     };
     if matches!(cli.cmd, Cmd::Sim(_) | Cmd::Compare(_) | Cmd::Check { .. }) {

@@ -59,7 +59,7 @@ fn test_cli_sim_json_has_every_contract_key() {
 }
 
 #[test]
-fn test_cli_bad_input_is_one_clear_line() {
+fn test_cli_bad_input_is_one_clear_error() {
     let cases: [(&[&str], &str); 19] = [
         (&["sim", "--protocol", "crossstitch:copies=x"], "`copies` must be 1..=8"),
         (&["sim", "--protocol", "2pc-2pl:replicas=2"], "no parameter `replicas`"),
@@ -106,7 +106,13 @@ fn test_cli_bad_input_is_one_clear_line() {
         let o = meridian(args);
         assert!(!o.status.success(), "{args:?} should fail");
         let e = stderr(&o);
-        assert_eq!(e.trim_end().lines().count(), 1, "{args:?}: one line, got {e:?}");
+        // One error (clap's argument errors add a tip and the usage line after it).
+        assert_eq!(
+            e.lines().filter(|l| l.starts_with("error")).count(),
+            1,
+            "{args:?}: one error, got {e:?}"
+        );
+        assert!(e.lines().next().unwrap_or("").starts_with("error"), "{args:?}: {e:?}");
         assert!(e.contains(needle), "{args:?}: {e:?}");
     }
 }
@@ -242,4 +248,48 @@ fn test_cli_fsync_cost_shows_in_commit_latency() {
     let (cheap, dear) = (run("0us"), run("5ms"));
     // prepare and commit decision are forced on the critical path: at least 2 x 5 ms more
     assert!(dear > cheap + 10.0, "fsync 0: {cheap} ms, fsync 5ms: {dear} ms");
+}
+
+/// clap's whole message reaches the user: the missing argument's name, the
+/// suggestion for a typo.
+#[test]
+fn test_cli_argument_errors_name_the_argument_and_suggest() {
+    let o = meridian(&["sim"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--protocol"), "{}", stderr(&o));
+    let o = meridian(&["sim", "--protocl", "rc"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("similar argument") && e.contains("'--protocol'"), "{e}");
+}
+
+/// A bare number is not a duration: `--think 5` could mean seconds or milliseconds.
+#[test]
+fn test_cli_durations_need_a_unit() {
+    let o = meridian(&["sim", "--protocol", "2pc-2pl", "--think", "5"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("needs a unit"), "{}", stderr(&o));
+    let o = meridian(&["bench", "--cluster", "/nonexistent/c.toml", "--duration", "5"]);
+    assert!(stderr(&o).contains("needs a unit"), "{}", stderr(&o));
+}
+
+/// An output file that cannot be written fails before the run, not after it.
+#[test]
+fn test_cli_bad_output_path_fails_before_the_run() {
+    let o = meridian(&[
+        "sim",
+        "--protocol",
+        "2pc-2pl",
+        "--txns",
+        "100000",
+        "--history",
+        "/nonexistent/dir/h.jsonl",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("/nonexistent/dir/h.jsonl"), "{}", stderr(&o));
+    assert!(
+        o.stdout.is_empty(),
+        "nothing ran: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
 }

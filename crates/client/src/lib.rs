@@ -23,8 +23,7 @@
 //!
 //! ```no_run
 //! # async fn demo(db: &meridian_client::Client) -> Result<(), meridian_client::Error> {
-//! use meridian_core::{Key, Value};
-//! let mut t = db.begin().await?;
+//! //! let mut t = db.begin().await?;
 //! let n = t.read(&Key::from("visits")).await?.and_then(|v| v.as_u64()).unwrap_or(0);
 //! t.write(Key::from("visits"), Value::from_u64(n + 1));
 //! t.commit().await?;
@@ -46,15 +45,15 @@
 //! yes; a program that aborted itself: no). [`Client::run`] with [`Options::retry`]
 //! retries only aborts for which it helps.
 
-pub use meridian_core::AbortReason;
-use meridian_core::{DcId, Outcome, TxnId, TxnRecord};
-use meridian_core::{Key, Value};
+use meridian_core::DcId;
+pub use meridian_core::{AbortReason, Key, Outcome, TxnId, TxnRecord, Value};
 use meridian_net::cluster::{Cluster, ClusterError};
 use meridian_net::host::{self, ClientHost, Interactive, Progress, RunError};
 use meridian_protocols::Protocol;
 use meridian_sim::{with_protocol, WithProtocol};
 use meridian_txn::script::{self, Op};
-use meridian_txn::{Arg, Call, Registry};
+pub use meridian_txn::Arg;
+use meridian_txn::{Call, Registry};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

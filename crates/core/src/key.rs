@@ -95,9 +95,56 @@ impl fmt::Display for Key {
     }
 }
 
+/// Readable: text as a quoted string, other bytes in hex; long values cut after 32
+/// bytes with their length.
 impl fmt::Debug for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Value({}B)", self.0.len())
+        const SHOW: usize = 32;
+        let b = &self.0;
+        let cut = b.len() > SHOW;
+        match std::str::from_utf8(b) {
+            Ok(t) if !t.chars().any(char::is_control) => {
+                let mut end = b.len().min(SHOW);
+                while !t.is_char_boundary(end) {
+                    end -= 1;
+                }
+                write!(f, "Value({:?}", &t[..end])?;
+            }
+            _ => {
+                f.write_str("Value(0x")?;
+                for x in b.iter().take(SHOW) {
+                    write!(f, "{x:02x}")?;
+                }
+            }
+        }
+        if cut {
+            write!(f, "… {}B", b.len())?;
+        }
+        f.write_str(")")
+    }
+}
+
+impl From<&str> for Value {
+    fn from(s: &str) -> Value {
+        Value(s.as_bytes().to_vec())
+    }
+}
+
+impl From<String> for Value {
+    fn from(s: String) -> Value {
+        Value(s.into_bytes())
+    }
+}
+
+impl From<Vec<u8>> for Value {
+    fn from(b: Vec<u8>) -> Value {
+        Value(b)
+    }
+}
+
+impl From<&[u8]> for Value {
+    fn from(b: &[u8]) -> Value {
+        Value(b.to_vec())
     }
 }
 
@@ -105,6 +152,10 @@ impl Value {
     /// A value holding a little-endian u64 (used by counters and balances).
     pub fn from_u64(v: u64) -> Value {
         Value(v.to_le_bytes().to_vec())
+    }
+    /// The value as text, if it is UTF-8.
+    pub fn as_str(&self) -> Option<&str> {
+        std::str::from_utf8(&self.0).ok()
     }
     /// Reads the value as a little-endian u64 if it is exactly eight bytes.
     pub fn as_u64(&self) -> Option<u64> {
@@ -130,6 +181,18 @@ impl<'de> Deserialize<'de> for Key {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn values_convert_and_show_their_bytes() {
+        assert_eq!(format!("{:?}", Value::from("hello")), "Value(\"hello\")");
+        assert_eq!(format!("{:?}", Value::from(vec![0u8, 255])), "Value(0x00ff)");
+        assert_eq!(
+            format!("{:?}", Value::from("x".repeat(40))),
+            format!("Value({:?}… 40B)", "x".repeat(32))
+        );
+        assert_eq!(Value::from(String::from("a")).as_str(), Some("a"));
+        assert_eq!(Value::from(&b"ab"[..]).0, b"ab".to_vec());
+    }
 
     proptest! {
         #[test]

@@ -18,12 +18,15 @@ pub fn to_ms(t: Time) -> f64 {
     t as f64 / 1_000_000.0
 }
 
-/// Parses a duration such as `250ms`, `2s`, `1.5s`, `90us`, `10m` into [`Time`].
+/// Parses a duration such as `250ms`, `2s`, `1.5s`, `90us`, `10m` into [`Time`]; the
+/// unit is required.
 pub fn parse_duration(s: &str) -> Result<Time, String> {
     let s = s.trim();
     let (num, unit) = match s.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
         Some(i) => (&s[..i], &s[i..]),
-        None => (s, "ms"),
+        // A bare number is ambiguous (pgbench's -T is seconds, sleep(3) too, many
+        // configs use ms): a unit is required.
+        None => return Err(format!("duration `{s}` needs a unit: e.g. {s}s or {s}ms")),
     };
     let v: f64 = num
         .parse()
@@ -47,7 +50,7 @@ mod tests {
     fn durations_parse() {
         assert_eq!(parse_duration("250ms").unwrap(), 250_000_000);
         assert_eq!(parse_duration("1.5s").unwrap(), 1_500_000_000);
-        assert_eq!(parse_duration("7").unwrap(), 7_000_000);
+        assert!(parse_duration("7").unwrap_err().contains("needs a unit"));
         assert_eq!(parse_duration("2m").unwrap(), 120_000_000_000);
         assert!(parse_duration("2 parsecs").is_err());
         assert!(parse_duration("x").is_err());
