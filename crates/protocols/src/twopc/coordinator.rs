@@ -71,6 +71,14 @@ impl Server {
         }
     }
 
+    /// A participant reports that `txn`, prepared there, blocks an older transaction:
+    /// wound-wait aborts it, if it is still undecided.
+    pub(super) fn on_wound(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        if self.ctxns.get(&txn).is_some_and(|c| c.decided.is_none()) {
+            self.decide(txn, false, Some(AbortReason::Wounded), cx);
+        }
+    }
+
     pub(super) fn decide(&mut self, txn: TxnId, commit: bool, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
         let Some(c) = self.ctxns.get_mut(&txn) else {
             return;

@@ -100,4 +100,10 @@ pub enum Msg {
         /// Transaction.
         txn: TxnId,
     },
+    /// Participant → coordinator: an older transaction waits for locks `txn` holds
+    /// here prepared (so the participant cannot abort it); abort it if still undecided.
+    Wound {
+        /// The younger transaction.
+        txn: TxnId,
+    },
 }

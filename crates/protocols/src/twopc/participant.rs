@@ -58,12 +58,14 @@ impl Server {
     /// Aborts wounded transactions that can still abort (not prepared).
     pub(super) fn wound(&mut self, victims: Vec<TxnId>, cx: &mut Ctx<'_, Msg>) {
         for v in victims {
-            let can = self
-                .ptxns
-                .get(&v)
-                .is_some_and(|t| !matches!(t.state, PState::Prepared { .. }));
-            if can {
-                self.abort_local(v, AbortReason::Wounded, cx);
+            match self.ptxns.get(&v).map(|t| &t.state) {
+                None => {}
+                // Voted yes here: only its coordinator may still abort it. Without
+                // this, two transactions each prepared at one participant and waiting
+                // at the other's deadlock until the vote timeout (wound-wait prevents
+                // deadlock only if a wounded transaction can always be aborted).
+                Some(PState::Prepared { coord, .. }) => cx.send(*coord, Msg::Wound { txn: v }),
+                Some(_) => self.abort_local(v, AbortReason::Wounded, cx),
             }
         }
     }

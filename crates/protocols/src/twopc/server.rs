@@ -176,6 +176,7 @@ impl Actor for Server {
             Msg::Commit { txn, ts, parts } => self.on_commit(from, txn, ts, parts, cx),
             Msg::Vote { txn, yes, reason } => self.on_vote(from, txn, yes, reason, cx),
             Msg::Ack { txn } => self.on_ack(from, txn, cx),
+            Msg::Wound { txn } => self.on_wound(txn, cx),
             Msg::Query { txn } => self.on_query(from, txn, cx),
             Msg::Status { txn, .. } => self.on_status(from, txn, cx),
             Msg::ReadReply { .. } | Msg::Outcome { .. } => {} // client messages

@@ -231,6 +231,117 @@ fn test_participant_wound_wait_older_prepare_wounds_younger_reader() {
     ));
 }
 
+/// Issue 19: a younger transaction prepared here (voted yes) blocks an older one's
+/// prepare. The participant cannot abort it any more, so it asks the younger one's
+/// coordinator to (wound-wait across participants); that coordinator, still waiting
+/// for another vote, decides abort, and the older one gets its lock. Before, both
+/// waited for the 3 s vote timeout whenever the younger one also waited on the older
+/// one at another participant.
+#[test]
+fn test_a_prepared_younger_transaction_is_wounded_through_its_coordinator() {
+    let env = env();
+    let me = NodeId(2);
+    let mut s = Server::new(env.clone(), Cc::Locking, me);
+    let k = key_on(&env, me);
+    let (old, young) = (tid(1, 1), tid(2, 1));
+    let (c_old, c_young) = (NodeId(0), NodeId(1));
+    let e = deliver(
+        &mut s,
+        0,
+        me,
+        c_young,
+        Msg::Prepare {
+            txn: young,
+            ts: 100,
+            part: part(me, vec![], vec![(k.clone(), vid(young), Value::from_u64(2))]),
+        },
+    );
+    assert!(
+        matches!(&sent(&e)[..], [(_, Msg::Vote { yes: true, .. })]),
+        "{:?}",
+        sent(&e)
+    );
+    let e = deliver(
+        &mut s,
+        10,
+        me,
+        c_old,
+        Msg::Prepare {
+            txn: old,
+            ts: 50,
+            part: part(me, vec![], vec![(k.clone(), vid(old), Value::from_u64(1))]),
+        },
+    );
+    assert_eq!(sent(&e), vec![(c_young, Msg::Wound { txn: young })]);
+    // The younger one's coordinator, still waiting for a vote elsewhere, aborts it.
+    let mut coord = Server::new(env.clone(), Cc::Locking, c_young);
+    let other = NodeId(3);
+    deliver(
+        &mut coord,
+        0,
+        c_young,
+        NodeId(4),
+        Msg::Commit {
+            txn: young,
+            ts: 100,
+            parts: vec![
+                part(me, vec![], vec![(k.clone(), vid(young), Value::from_u64(2))]),
+                part(
+                    other,
+                    vec![],
+                    vec![(key_on(&env, other), vid(young), Value::from_u64(2))],
+                ),
+            ],
+        },
+    );
+    deliver(
+        &mut coord,
+        5,
+        c_young,
+        me,
+        Msg::Vote {
+            txn: young,
+            yes: true,
+            reason: None,
+        },
+    );
+    let e = deliver(&mut coord, 20, c_young, me, Msg::Wound { txn: young });
+    assert!(
+        sent(&e).contains(&(
+            me,
+            Msg::Decide {
+                txn: young,
+                commit: false
+            }
+        )),
+        "{:?}",
+        sent(&e)
+    );
+    // Its abort releases the lock: the older one votes yes.
+    let e = deliver(
+        &mut s,
+        30,
+        me,
+        c_young,
+        Msg::Decide {
+            txn: young,
+            commit: false,
+        },
+    );
+    assert!(
+        sent(&e).contains(&(
+            c_old,
+            Msg::Vote {
+                txn: old,
+                yes: true,
+                reason: None
+            }
+        )),
+        "{:?}",
+        sent(&e)
+    );
+}
+
 #[test]
 fn test_2pl_prepare_votes_no_without_its_read_locks() {
     let env = env();
