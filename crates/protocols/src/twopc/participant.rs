@@ -18,6 +18,15 @@ impl Server {
             return;
         }
         if self.cc != Cc::Locking {
+            // OCC reads take no lock, but a read of a key that a prepared transaction
+            // will write waits for its decision: answered now, it could miss a commit
+            // already acknowledged to that transaction's client (the coordinator
+            // answers the client as it sends the decision here), and would only fail
+            // validation later anyway.
+            if self.cc == Cc::Optimistic && self.prepared_writer(&key) {
+                self.occ_waiting.push((from, txn, key, cx.hops()));
+                return;
+            }
             let (v, val) = self.store.latest(&key);
             let result = Ok((v, val.cloned()));
             cx.send(from, Msg::ReadReply { txn, key, result });
@@ -45,6 +54,26 @@ impl Server {
                 self.wound(wound, cx);
             }
             Acquired::Denied | Acquired::TookOver { .. } => unreachable!("wound-wait never denies"),
+        }
+    }
+
+    /// Whether a transaction holds `key` exclusively (OCC: a prepared writer of it).
+    fn prepared_writer(&self, key: &Key) -> bool {
+        self.locks.holders(key).iter().any(|(_, m)| *m == LockMode::Exclusive)
+    }
+
+    /// OCC: answers the waiting reads whose key no prepared transaction holds any more.
+    pub(super) fn wake_occ_reads(&mut self, cx: &mut Ctx<'_, Msg>) {
+        if self.occ_waiting.is_empty() {
+            return;
+        }
+        let waiting = std::mem::take(&mut self.occ_waiting);
+        for (client, txn, key, hops) in waiting {
+            if self.prepared_writer(&key) {
+                self.occ_waiting.push((client, txn, key, hops));
+            } else {
+                self.reply_read(client, txn, key, hops, cx);
+            }
         }
     }
 
@@ -105,6 +134,7 @@ impl Server {
         }
         let grants = self.locks.release_all(txn);
         self.on_grants(grants, cx);
+        self.wake_occ_reads(cx);
     }
 
     pub(super) fn on_grants(&mut self, grants: Vec<Grant>, cx: &mut Ctx<'_, Msg>) {
@@ -225,6 +255,7 @@ impl Server {
                     let why = why.unwrap_or(AbortReason::ReadVersionChanged);
                     self.ptxns.remove(&txn);
                     self.locks.release_all(txn);
+                    self.wake_occ_reads(cx);
                     self.tombstones.insert(txn, now);
                     no(why, cx);
                 }
@@ -293,6 +324,7 @@ impl Server {
                     self.log.append_sync(Rec::Committed { txn }, cx);
                     let grants = self.locks.release_all(txn);
                     self.on_grants(grants, cx);
+                    self.wake_occ_reads(cx);
                 } else {
                     self.abort_local(txn, AbortReason::AbortedByCoordinator, cx);
                 }

@@ -65,6 +65,9 @@ pub struct Server {
     pub(super) started_at: Time,
     /// Log length that triggers the next checkpoint.
     pub(super) compact_at: usize,
+    /// OCC: reads of keys a prepared transaction will write, answered once it is decided
+    /// (client, transaction, key, the read's causal chain).
+    pub(super) occ_waiting: Vec<(NodeId, TxnId, Key, u32)>,
 }
 
 impl Server {
@@ -87,6 +90,7 @@ impl Server {
             done: HashMap::default(),
             started_at: 0,
             compact_at: COMPACT_AT,
+            occ_waiting: vec![],
         }
     }
 

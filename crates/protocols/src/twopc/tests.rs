@@ -342,6 +342,58 @@ fn test_a_prepared_younger_transaction_is_wounded_through_its_coordinator() {
     );
 }
 
+/// Issue 19: under OCC a read of a key that a prepared transaction writes waits for
+/// its decision. Answered at once it returned the old version although the writer's
+/// client may already have been told "committed" (the coordinator answers the client
+/// as it sends the decision), so a read could miss an acknowledged commit.
+#[test]
+fn test_occ_read_of_a_prepared_write_waits_for_the_decision() {
+    let env = env();
+    let me = NodeId(2);
+    let mut s = Server::new(env.clone(), Cc::Optimistic, me);
+    let k = key_on(&env, me);
+    let (w, r) = (tid(1, 1), tid(2, 1));
+    let e = deliver(
+        &mut s,
+        0,
+        me,
+        NodeId(0),
+        Msg::Prepare {
+            txn: w,
+            ts: 10,
+            part: part(me, vec![], vec![(k.clone(), vid(w), Value::from_u64(7))]),
+        },
+    );
+    assert!(
+        matches!(&sent(&e)[..], [(_, Msg::Vote { yes: true, .. })]),
+        "{:?}",
+        sent(&e)
+    );
+    let e = deliver(
+        &mut s,
+        5,
+        me,
+        NodeId(4),
+        Msg::Read {
+            txn: r,
+            ts: 20,
+            key: k.clone(),
+        },
+    );
+    assert!(
+        sent(&e).is_empty(),
+        "answered before the writer's decision: {:?}",
+        sent(&e)
+    );
+    let e = deliver(&mut s, 9, me, NodeId(0), Msg::Decide { txn: w, commit: true });
+    assert!(
+        sent(&e).iter().any(|(to, m)| *to == NodeId(4)
+            && matches!(m, Msg::ReadReply { txn, result: Ok((Some(v), _)), .. } if *txn == r && *v == vid(w))),
+        "{:?}",
+        sent(&e)
+    );
+}
+
 #[test]
 fn test_2pl_prepare_votes_no_without_its_read_locks() {
     let env = env();
