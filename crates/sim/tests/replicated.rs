@@ -217,3 +217,23 @@ fn test_rc_without_read_validation_is_caught() {
     assert!(!bad.check.serializable, "unchecked rc passed: {:?}", bad.check);
     assert!(bad.check.invariant.is_some(), "the bank balance should break");
 }
+
+/// Issue 19: after the leader of a shard fails for good, write-only transactions on
+/// that shard commit again once a new leader holds the lease: clients follow the
+/// redirect of a replica that does not lead, and move their guess when a vote times
+/// out. Before, their PREPAREs kept going to the dead or demoted leader (dropped
+/// silently): 260 of 400 committed, 87 vote-timeout aborts.
+#[test]
+fn test_replog_clients_follow_a_leader_fail_over() {
+    let mut c = SimConfig::new(Topology::preset("rc5").unwrap(), "ycsb:reads=0");
+    c.txns = 400;
+    c.faults = "crash:node=0,at=5s,for=1000s".into();
+    let r = run_named("replog", &c, &mut |_, _| {}).unwrap().report;
+    assert_clean(&r);
+    assert!(
+        r.committed >= 340,
+        "{} of 400 committed: {:?}",
+        r.committed,
+        r.abort_reasons
+    );
+}

@@ -22,6 +22,11 @@ pub(super) struct Current {
     pub(super) rec: TxnRecord,
     pub(super) touched: BTreeSet<NodeId>,
     pub(super) phase: Phase,
+    /// The PREPARE sent for each shard (re-sent to the leader a redirect names).
+    pub(super) prepares: BTreeMap<ShardId, Arc<PrepareEntry>>,
+    /// Redirects followed so far (bounded: a leaderless shard is left to the
+    /// coordinator's vote timeout).
+    pub(super) redirects: u32,
 }
 
 /// A replicated-log client: reads at leaders, 2PC among leaders.
@@ -108,7 +113,14 @@ impl Client {
                         reads,
                         writes,
                     });
-                    cx.send(self.leaders[s.0 as usize], Msg::Prepare { shard: s, entry });
+                    cx.send(
+                        self.leaders[s.0 as usize],
+                        Msg::Prepare {
+                            shard: s,
+                            entry: entry.clone(),
+                        },
+                    );
+                    cur.prepares.insert(s, entry);
                 }
                 cur.phase = Phase::Committing(coord);
                 cx.set_timer(self.env.timeouts.status, T_STATUS);
@@ -160,8 +172,43 @@ impl Actor for Client {
                     }
                 }
             }
+            Msg::Redirect { txn, shard, leader } if txn == cur.rec.id && matches!(cur.phase, Phase::Committing(_)) => {
+                let s = shard.0 as usize;
+                let limit = 2 * self.env.layout.replicas(shard).len() as u32;
+                let Some(entry) = cur.prepares.get(&shard).cloned() else {
+                    return;
+                };
+                if cur.redirects >= limit {
+                    return;
+                }
+                cur.redirects += 1;
+                // The named leader, or else the next replica (which names it, if it knows).
+                let reps = self.env.layout.replicas(shard);
+                self.leaders[s] = match leader {
+                    Some(l) => l,
+                    None => {
+                        let i = reps.iter().position(|n| *n == self.leaders[s]).unwrap_or(0);
+                        reps[(i + 1) % reps.len()]
+                    }
+                };
+                cx.send(self.leaders[s], Msg::Prepare { shard, entry });
+            }
             Msg::Outcome { txn, commit, reason } if txn == cur.rec.id && matches!(cur.phase, Phase::Committing(_)) => {
                 let o = if commit { Outcome::Committed } else { Outcome::Aborted };
+                if matches!(
+                    reason,
+                    Some(AbortReason::VoteTimeout | AbortReason::CoordinatorNeverPrepared)
+                ) {
+                    // A share's PREPARE reached no leader (the guessed one may be down,
+                    // and a down node redirects nobody): guess the next replica of
+                    // every shard next time; a wrong guess costs one redirect.
+                    let shards: Vec<ShardId> = cur.prepares.keys().copied().collect();
+                    for s in shards {
+                        let reps = self.env.layout.replicas(s);
+                        let i = reps.iter().position(|n| *n == self.leaders[s.0 as usize]).unwrap_or(0);
+                        self.leaders[s.0 as usize] = reps[(i + 1) % reps.len()];
+                    }
+                }
                 self.finish(o, reason, cx);
             }
             _ => {}
@@ -210,6 +257,8 @@ impl ClientRole for Client {
             rec,
             touched: BTreeSet::new(),
             phase: Phase::Committing(ShardId(0)),
+            prepares: BTreeMap::new(),
+            redirects: 0,
         });
         self.step(cx);
     }

@@ -176,7 +176,19 @@ impl Server {
     pub(super) fn on_prepare(&mut self, s: ShardId, p: Arc<PrepareEntry>, cx: &mut Ctx<'_, Msg>) {
         cx.charge_ops((p.reads.len() + p.writes.len()) as u32);
         if !self.leads(s) {
-            return; // a stale guess of the client's; the coordinator's vote timeout aborts
+            // A stale guess of the client's (after a fail-over): say who leads, so the
+            // client re-sends there instead of waiting for the coordinator's vote
+            // timeout, transaction after transaction.
+            let leader = self.groups.get(&s).and_then(|g| g.leader).filter(|l| *l != self.me);
+            cx.send(
+                p.client,
+                Msg::Redirect {
+                    txn: p.txn,
+                    shard: s,
+                    leader,
+                },
+            );
+            return;
         }
         let txn = p.txn;
         let now = cx.now();

@@ -102,6 +102,16 @@ pub enum Msg {
         /// Commit?
         commit: bool,
     },
+    /// A replica that does not lead `shard` → the client whose PREPARE it got: the
+    /// leader it knows of, if any (the client re-sends the PREPARE there).
+    Redirect {
+        /// Transaction.
+        txn: TxnId,
+        /// The shard.
+        shard: ShardId,
+        /// Its leader, as this replica knows it.
+        leader: Option<NodeId>,
+    },
     /// Coordinator leader → client.
     Outcome {
         /// Transaction.

@@ -308,7 +308,7 @@ impl Actor for Server {
                 from: f,
                 entries,
             } => self.on_chosen(shard, ballot, f, entries, cx),
-            Msg::ReadReply { .. } | Msg::Outcome { .. } => {}
+            Msg::ReadReply { .. } | Msg::Outcome { .. } | Msg::Redirect { .. } => {}
         }
     }
 

@@ -112,3 +112,33 @@ fn a_group_of_one_elects_its_restarted_replica() {
     prepare(&mut net, client, txn, &[(s.0, &key)]);
     assert_eq!(outcome(&net, txn), Some(true));
 }
+
+/// Issue 19: a PREPARE that reaches a replica which does not lead the shard (the
+/// client's guess is stale after a fail-over) is answered with a redirect naming the
+/// leader. It was dropped silently, so the coordinator's vote timeout aborted every
+/// write-only transaction on that shard, one after another.
+#[test]
+fn a_prepare_at_a_non_leader_is_redirected_to_the_leader() {
+    let (mut net, client) = net("us3", |l, s| l.replicas(s)[0]);
+    let layout = net.servers[0].env.layout.clone();
+    // Let followers hear the leaders' heartbeats, so they know who leads.
+    net.run_for(ms(500.0), ms(250.0), T_SWEEP);
+    let s = ShardId(0);
+    let (leader, follower) = (layout.replicas(s)[0], layout.replicas(s)[1]);
+    let txn = TxnId { client: 0, seq: 1 };
+    let entry = Arc::new(PrepareEntry {
+        txn,
+        ts: net.now,
+        coord: s,
+        parts: vec![s],
+        client,
+        reads: vec![],
+        writes: vec![(Key::from("#0/a"), VersionId { txn, seq: 0 }, Value::from_u64(7))],
+    });
+    net.send(client, follower, Msg::Prepare { shard: s, entry });
+    let redirect = net.outside.iter().find_map(|(_, _, m)| match m {
+        Msg::Redirect { txn: t, shard, leader } if *t == txn && *shard == s => Some(*leader),
+        _ => None,
+    });
+    assert_eq!(redirect, Some(Some(leader)), "{:?}", net.outside);
+}
