@@ -251,6 +251,31 @@ fn kill9_crossstitch_restart_recovers() {
     kill9("crossstitch", 3, "1s");
 }
 
+/// Users re-run benchmarks against the same cluster: the second run's history lists
+/// what earlier runs left as written by earlier transactions, and checks clean too.
+#[test]
+fn two_benches_in_a_row_on_one_cluster_both_check_clean() {
+    let c = Local::up("2pc-2pl", "us3", &["--no-delay"]);
+    for run in 0..2 {
+        let r = finish(
+            &c,
+            c.bench(&[
+                "--clients",
+                "4",
+                "--duration",
+                "1s",
+                "--workload",
+                "bank",
+                "--settle",
+                "1s",
+            ]),
+        );
+        assert!(r["committed"].as_u64().unwrap() >= 10, "run {run}: {r}");
+        assert_eq!(r["check"]["anomalies"].as_array().unwrap().len(), 0, "run {run}: {r}");
+        assert_eq!(r["check"]["invariant"], serde_json::Value::Null, "run {run}: {r}");
+    }
+}
+
 /// The documented restart (`meridian server --cluster F --node N`) of a node that
 /// keeps no journal: a protocol that needs its log across a restart refuses to start
 /// with one clear error naming `--durable` (it would otherwise serve as a new node and
