@@ -23,7 +23,8 @@
 //!
 //! ```no_run
 //! # async fn demo(db: &meridian_client::Client) -> Result<(), meridian_client::Error> {
-//! //! let mut t = db.begin().await?;
+//! use meridian_client::{Key, Value};
+//! let mut t = db.begin().await?;
 //! let n = t.read(&Key::from("visits")).await?.and_then(|v| v.as_u64()).unwrap_or(0);
 //! t.write(Key::from("visits"), Value::from_u64(n + 1));
 //! t.commit().await?;

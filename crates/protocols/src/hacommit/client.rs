@@ -276,6 +276,9 @@ impl Actor for Client {
                     Err(why) => self.decide(false, Some(why), cx),
                 }
             }
+            Msg::Wound { txn } if txn == cur.rec.id && matches!(cur.phase, Phase::Voting { .. }) => {
+                self.decide(false, Some(AbortReason::Wounded), cx);
+            }
             Msg::NotLeader { txn, shard, leader } if txn == cur.rec.id => {
                 let limit = 2 * self.env.layout.replicas(shard).len() as u32;
                 match &mut cur.phase {

@@ -59,6 +59,17 @@ impl Server {
     /// Aborts wounded transactions that have not voted (their shards are those this
     /// node leads; a lock is per key, so the shard is the key's).
     pub(super) fn wound(&mut self, victims: Vec<TxnId>, cx: &mut Ctx<'_, Msg>) {
+        for v in victims.iter().copied() {
+            // Voted here: only its client (the coordinator) may still abort it. Without
+            // this, two transactions each voted at one leader and waiting at the
+            // other's deadlock until the client's 3 s vote timeout.
+            let voted = self.txns.iter().find(|((_, t), x)| {
+                *t == v && matches!(x.stage, Stage::Replicating { .. } | Stage::Voted) && x.client.is_some()
+            });
+            if let Some((_, x)) = voted {
+                cx.send(x.client.expect("checked"), Msg::Wound { txn: v });
+            }
+        }
         for v in victims {
             let keys: Vec<(ShardId, TxnId)> = self
                 .txns

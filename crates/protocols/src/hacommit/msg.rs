@@ -102,6 +102,12 @@ pub enum Msg {
         /// Version and value, or why the transaction must abort.
         result: Result<(Option<VersionId>, Option<Value>), AbortReason>,
     },
+    /// Leader → client: an older transaction waits for locks `txn` holds here after
+    /// voting yes (so the leader cannot abort it); abort it if still undecided.
+    Wound {
+        /// The younger transaction.
+        txn: TxnId,
+    },
     /// Non-leader → client: ask `leader` instead.
     NotLeader {
         /// Transaction.

@@ -498,7 +498,7 @@ impl Actor for Server {
                 done,
                 seq,
             } => self.on_sync_state(from, shard, view, versions, pending, done, seq, cx),
-            Msg::ReadReply { .. } | Msg::NotLeader { .. } | Msg::Vote { .. } => {} // client messages
+            Msg::ReadReply { .. } | Msg::NotLeader { .. } | Msg::Vote { .. } | Msg::Wound { .. } => {} // client messages
         }
     }
 

@@ -440,3 +440,22 @@ fn a_ballot_zero_refused_by_restarted_replicas_ends_by_recovery() {
         "the client's re-sends were never answered with the outcome"
     );
 }
+
+/// Issue 19: a younger transaction that voted yes at a leader blocks an older one's
+/// last operation there. The leader cannot abort it any more (it voted), so it asks
+/// the younger one's client, its coordinator, to; without that, two transactions each
+/// voted at one leader and waiting at the other's waited for the 3 s vote timeout.
+#[test]
+fn a_voted_younger_transaction_is_wounded_through_its_client() {
+    let mut net = Net::new(3);
+    let (old, young) = (t(1), t(2));
+    let v = net.last_write(young, ms_(200), 0, "#0/k");
+    assert_eq!(v, vec![(young, true)]);
+    let v = net.last_write(old, ms_(100), 0, "#0/k");
+    assert!(v.is_empty(), "the older one waits for the lock: {v:?}");
+    assert!(
+        net.to_client()
+            .any(|m| matches!(m, Msg::Wound { txn } if *txn == young)),
+        "no wound reached the younger one's client"
+    );
+}
