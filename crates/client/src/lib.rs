@@ -133,7 +133,8 @@ pub struct Options {
     pub dc: Option<String>,
     /// How long a transaction may take before [`Error::TimedOut`].
     pub timeout: Duration,
-    /// How long [`Client::connect`] waits for every server.
+    /// How long [`Client::connect`] waits for every server; after that it goes on
+    /// with the servers it reached (at least one), the others being down for now.
     pub connect_timeout: Duration,
     /// Retry aborted transactions (`None`: report the first abort).
     pub retry: Option<Retry>,
@@ -237,11 +238,16 @@ impl Client {
                 break;
             }
             if start.elapsed() > opts.connect_timeout {
-                return Err(Error::Unavailable(format!(
-                    "connected to {} of {n} servers after {:?}",
-                    host.connected(),
-                    opts.connect_timeout
-                )));
+                // A server that is down must not keep an application from starting:
+                // its shards fail over (or its transactions time out) as the protocol
+                // says. With no server at all there is nothing to talk to.
+                if host.connected() == 0 {
+                    return Err(Error::Unavailable(format!(
+                        "connected to none of {n} servers after {:?}",
+                        opts.connect_timeout
+                    )));
+                }
+                break;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }

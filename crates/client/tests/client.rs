@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{cluster, serve_all};
+use common::{cluster, serve_all, serve_but};
 use meridian_client::{AbortReason, Client, Error, Options, Retry};
 use meridian_core::{Key, Outcome};
 use meridian_txn::{Arg, Call};
@@ -129,4 +129,38 @@ async fn an_unreachable_cluster_is_unavailable_not_a_hang() {
     )
     .await;
     assert!(matches!(bad, Err(Error::Invalid(m)) if m.contains("mars")));
+}
+
+/// Issue 16: an application starts while one server is down: `connect` goes on with
+/// the servers it reached, and a protocol that tolerates the failure commits (here
+/// HACommit: every group keeps a majority; a group that lost its leader fails over).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_succeeds_with_one_server_down() {
+    let c = cluster("hacommit");
+    serve_but(&c, Some(5));
+    let opts = Options {
+        clients: 1,
+        connect_timeout: Duration::from_secs(2),
+        timeout: Duration::from_secs(20),
+        retry: Some(Retry {
+            attempts: 20,
+            backoff: Duration::from_millis(100),
+        }),
+        ..Options::default()
+    };
+    let db = Client::connect_to(c.clone(), opts)
+        .await
+        .expect("connect with a server down");
+    let mut committed = 0;
+    for i in 0..5 {
+        // A timeout is ambiguous (the transfer may still commit): count commits only.
+        if db
+            .run("transfer", transfer(&format!("a{i}"), &format!("b{i}"), 1))
+            .await
+            .is_ok()
+        {
+            committed += 1;
+        }
+    }
+    assert!(committed >= 1, "nothing committed with one server of six down");
 }

@@ -28,15 +28,21 @@ pub fn cluster(protocol: &str) -> Arc<Cluster> {
 
 /// Starts every server of `c` on this runtime.
 pub fn serve_all(c: &Arc<Cluster>) {
-    struct Serve(Arc<Cluster>);
+    serve_but(c, None);
+}
+
+/// Starts every server of `c` but `down`.
+#[allow(dead_code)] // not every test binary leaves a server down
+pub fn serve_but(c: &Arc<Cluster>, down: Option<u32>) {
+    struct Serve(Arc<Cluster>, Option<u32>);
     impl WithProtocol for Serve {
         type Out = ();
         fn with<P: Protocol>(self, p: P) {
-            for n in 0..self.0.num_servers() {
+            for n in (0..self.0.num_servers()).filter(|n| Some(*n) != self.1) {
                 let (c, p) = (self.0.clone(), p.clone());
                 tokio::spawn(async move { host::serve(p, c, NodeId(n), ServerOptions::default()).await.unwrap() });
             }
         }
     }
-    with_protocol(&c.file.protocol, &c.topology, c.home, Serve(c.clone())).unwrap();
+    with_protocol(&c.file.protocol, &c.topology, c.home, Serve(c.clone(), down)).unwrap();
 }
