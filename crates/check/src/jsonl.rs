@@ -31,6 +31,9 @@ pub enum HistoryError {
     /// No meta line.
     #[error("history has no `meta` line")]
     NoMeta,
+    /// The file ends in the middle of a record.
+    #[error("history: {0}")]
+    Cut(String),
 }
 
 /// Writes a history as JSON lines.
@@ -50,18 +53,41 @@ pub fn write(h: &History, mut w: impl Write) -> std::io::Result<()> {
 }
 
 /// Reads a history written by [`write()`] (or by anyone following the format).
+/// A file cut short is an error here; [`read_lenient`] reads what it holds.
 pub fn read(r: impl BufRead) -> Result<History, HistoryError> {
+    match read_lenient(r)? {
+        (h, None) => Ok(h),
+        (_, Some(cut)) => Err(HistoryError::Cut(cut)),
+    }
+}
+
+/// Like [`read()`], but a file cut short (its last line is a record that ends early,
+/// as when the writer was killed) is read up to that line: the second value says
+/// where it was cut, so the caller reports the history as incomplete rather than
+/// failing on it.
+pub fn read_lenient(r: impl BufRead) -> Result<(History, Option<String>), HistoryError> {
     let mut meta = None;
     let (mut txns, mut replicas) = (vec![], vec![]);
-    for (i, l) in r.lines().enumerate() {
-        let l = l?;
+    let lines: Vec<String> = r.lines().collect::<Result<_, _>>()?;
+    let last = lines.iter().rposition(|l| !l.trim().is_empty());
+    let mut cut = None;
+    for (i, l) in lines.iter().enumerate() {
         if l.trim().is_empty() {
             continue;
         }
-        let parsed: Line = serde_json::from_str(&l).map_err(|e| HistoryError::Line {
-            line: i + 1,
-            msg: e.to_string(),
-        })?;
+        let parsed: Line = match serde_json::from_str(l) {
+            Ok(p) => p,
+            Err(e) if e.is_eof() && Some(i) == last => {
+                cut = Some(format!("the file is cut short: line {} ends mid-record", i + 1));
+                break;
+            }
+            Err(e) => {
+                return Err(HistoryError::Line {
+                    line: i + 1,
+                    msg: e.to_string(),
+                })
+            }
+        };
         match parsed {
             Line::Meta(m) => {
                 if meta.replace(m).is_some() {
@@ -75,9 +101,12 @@ pub fn read(r: impl BufRead) -> Result<History, HistoryError> {
             Line::Replica(r) => replicas.push(r),
         }
     }
-    Ok(History {
-        meta: meta.ok_or(HistoryError::NoMeta)?,
-        txns,
-        replicas,
-    })
+    Ok((
+        History {
+            meta: meta.ok_or(HistoryError::NoMeta)?,
+            txns,
+            replicas,
+        },
+        cut,
+    ))
 }

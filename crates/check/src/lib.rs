@@ -191,11 +191,19 @@ impl Report {
     /// Whether serializability could not be decided: a key's version order is not
     /// fixed, and no cycle was found anyway.
     pub fn order_unknown(&self) -> bool {
-        self.serializable && self.unknown.iter().any(|u| u.starts_with("key "))
+        self.serializable
+            && self
+                .unknown
+                .iter()
+                .any(|u| u.starts_with("key ") || u.contains("does not list") || u.contains("cut short"))
     }
     /// Whether durability could not be decided: a replica's final state is missing.
     pub fn durability_unknown(&self) -> bool {
-        self.durable && self.unknown.iter().any(|u| u.starts_with("no final state"))
+        self.durable
+            && self
+                .unknown
+                .iter()
+                .any(|u| u.starts_with("no final state") || u.contains("cut short"))
     }
     /// Anomaly kinds found, deduplicated, in order of first appearance.
     pub fn kinds(&self) -> Vec<Kind> {
@@ -235,6 +243,10 @@ struct Checker<'h> {
     partial: Vec<Partial<'h>>,
     /// Why a verdict could not be decided.
     unknown: Vec<String>,
+    /// The history is known to be incomplete (a file cut short).
+    incomplete: bool,
+    /// Reads and installed versions whose writer an incomplete history does not list.
+    unlisted: usize,
     /// Keys with a version order, sorted (for deterministic iteration).
     sorted_keys: Vec<&'h Key>,
     /// Position of a version in its key's order.
@@ -246,8 +258,25 @@ struct Checker<'h> {
 
 /// Checks a history.
 pub fn check(h: &History) -> Report {
+    check_history(h, false)
+}
+
+/// Checks a history known to be incomplete (a file cut short): a read or an installed
+/// version whose writer the history does not list is then unknown, not an anomaly.
+pub fn check_incomplete(h: &History) -> Report {
+    check_history(h, true)
+}
+
+fn check_history(h: &History, incomplete: bool) -> Report {
     let mut c = Checker::new(h);
+    c.incomplete = incomplete;
     c.run();
+    if c.unlisted > 0 {
+        c.unknown.push(format!(
+            "{} reads or installed versions of transactions the incomplete history does not list",
+            c.unlisted
+        ));
+    }
     let mut anomalies = c.anomalies;
     let strict_ok = !anomalies.iter().any(|a| a.kind == Kind::RealTime);
     if !h.meta.strict {
@@ -294,6 +323,8 @@ impl<'h> Checker<'h> {
             order: HashMap::default(),
             partial: vec![],
             unknown: vec![],
+            incomplete: false,
+            unlisted: 0,
             sorted_keys: vec![],
             pos: HashMap::default(),
             seen_unknown: HashSet::default(),
@@ -523,6 +554,7 @@ impl<'h> Checker<'h> {
             let vs: &[VersionId] = &self.order[k];
             for v in vs.iter() {
                 match self.by_id.get(&v.txn) {
+                    None if self.incomplete => self.unlisted += 1,
                     None => bad.push((
                         Kind::UnexplainedVersion,
                         vec![],
@@ -691,6 +723,10 @@ impl<'h> Checker<'h> {
                         }
                         let w = self.by_id.get(&v.txn);
                         match w {
+                            None if self.incomplete => {
+                                self.unlisted += 1;
+                                continue;
+                            }
                             None => {
                                 found.push((
                                     Kind::G1a,

@@ -339,8 +339,16 @@ fn run_sim(a: &SimArgs) -> Result<ExitCode> {
 
 fn run_check(file: &PathBuf, json: bool) -> Result<ExitCode> {
     let f = std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
-    let h = meridian_check::jsonl::read(std::io::BufReader::new(f))?;
-    let r = meridian_check::check(&h);
+    let (h, cut) = meridian_check::jsonl::read_lenient(std::io::BufReader::new(f))?;
+    let mut r = if cut.is_some() {
+        meridian_check::check_incomplete(&h)
+    } else {
+        meridian_check::check(&h)
+    };
+    if let Some(c) = cut {
+        // An incomplete history: what it lacks is unknown, not an anomaly.
+        r.unknown.insert(0, c);
+    }
     if json {
         println!("{}", serde_json::to_string(&r)?);
     } else {
