@@ -36,7 +36,7 @@ pub struct BenchArgs {
     /// DC(s) the clients live in, comma-separated (default: all DCs).
     #[arg(long)]
     pub client_dc: Option<String>,
-    /// First client slot to claim (two benches on one cluster need disjoint slots).
+    /// First client slot to try (slots another process holds are skipped).
     #[arg(long, default_value_t = 0)]
     pub first_slot: u32,
     /// Seed of the workload's random choices.
@@ -125,6 +125,7 @@ pub fn run_bench(a: &BenchArgs, show_progress: bool) -> Result<BenchOutput> {
         let opts = Options {
             clients: need.min(cluster.file.client_slots.saturating_sub(a.first_slot)),
             first_slot: a.first_slot,
+            exact_slots: false,
             dc: None,
             timeout: duration + drain,
             connect_timeout: Duration::from_secs(10),

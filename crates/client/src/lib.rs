@@ -127,8 +127,12 @@ impl Default for Retry {
 pub struct Options {
     /// Client slots to claim: how many transactions run at once.
     pub clients: u32,
-    /// First slot to claim (two client processes must use disjoint slots).
+    /// First slot to try; slots another process holds are skipped unless
+    /// `exact_slots`.
     pub first_slot: u32,
+    /// Claim exactly the slots from `first_slot`, and fail if another process holds
+    /// one (instead of moving on to free ones).
+    pub exact_slots: bool,
     /// Claim only slots in this DC (the client's location), by name.
     pub dc: Option<String>,
     /// How long a transaction may take before [`Error::TimedOut`].
@@ -145,6 +149,7 @@ impl Default for Options {
         Options {
             clients: 1,
             first_slot: 0,
+            exact_slots: false,
             dc: None,
             timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(10),
@@ -197,8 +202,36 @@ impl Client {
         Self::connect_to(cluster, opts).await
     }
 
-    /// Connects to a cluster already loaded.
+    /// Connects to a cluster already loaded. Client slots already in use by another
+    /// process are skipped (unless [`Options::exact_slots`]): the next free block of
+    /// `clients` slots is taken, so any number of processes can connect without
+    /// splitting the slots by hand.
     pub async fn connect_to(cluster: Arc<Cluster>, opts: Options) -> Result<Client, Error> {
+        let mut o = opts.clone();
+        loop {
+            match Self::connect_slots(cluster.clone(), o.clone()).await {
+                Err(Error::Unavailable(m)) if m.contains("is in use") && !o.exact_slots => {
+                    // Try the slots after the ones just refused.
+                    let last = slots(&cluster, &o)?.last().copied().unwrap_or(o.first_slot);
+                    o.first_slot = last + 1;
+                    if slots(&cluster, &o).is_err() {
+                        return Err(Error::Unavailable(format!(
+                            "{m}, and no {} free client slots are left after it (the cluster file reserves {})",
+                            o.clients, cluster.file.client_slots
+                        )));
+                    }
+                }
+                r => {
+                    return r.map(|mut c| {
+                        c.opts = opts.clone();
+                        c
+                    })
+                }
+            }
+        }
+    }
+
+    async fn connect_slots(cluster: Arc<Cluster>, opts: Options) -> Result<Client, Error> {
         let slots = slots(&cluster, &opts)?;
         struct Start(Arc<Cluster>, Vec<u32>);
         impl WithProtocol for Start {

@@ -96,11 +96,36 @@ async fn commits_typed_errors_and_retries() {
         assert_ne!(r.outcome, Outcome::Unknown);
     }
 
-    // A second process claiming slots already in use is refused, by name.
-    match Client::connect_to(c.clone(), opts).await {
+    // A second process asking for exactly the slots in use is refused, by name.
+    let exact = Options {
+        exact_slots: true,
+        ..opts.clone()
+    };
+    match Client::connect_to(c.clone(), exact).await {
         Err(Error::Unavailable(m)) => assert!(m.contains("client slot"), "{m}"),
         Err(e) => panic!("expected Unavailable, got {e}"),
         Ok(_) => panic!("expected Unavailable, got a client"),
+    }
+    // By default it moves on to free slots and runs.
+    let other = Client::connect_to(c.clone(), opts).await.expect("free slots taken");
+    let done = other.run("transfer", transfer("c", "d", 1)).await.unwrap();
+    assert_eq!(done.record.outcome, Outcome::Committed);
+}
+
+/// Issue 23: two application processes (here two clients of one test) connect at
+/// once with default options, no slot arguments: both get slots and run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_clients_connect_at_once_without_slot_arguments() {
+    let c = cluster("2pc-2pl");
+    serve_all(&c);
+    let (a, b) = tokio::join!(
+        Client::connect_to(c.clone(), Options::default()),
+        Client::connect_to(c.clone(), Options::default())
+    );
+    let (a, b) = (a.expect("first client"), b.expect("second client"));
+    for db in [&a, &b] {
+        let done = db.run("transfer", transfer("x", "y", 1)).await.unwrap();
+        assert_eq!(done.record.outcome, Outcome::Committed);
     }
 }
 
@@ -116,7 +141,7 @@ async fn an_unreachable_cluster_is_unavailable_not_a_hang() {
     )
     .await;
     match r {
-        Err(Error::Unavailable(m)) => assert!(m.contains("connected to 0 of 6"), "{m}"),
+        Err(Error::Unavailable(m)) => assert!(m.contains("connected to none of 6"), "{m}"),
         Err(e) => panic!("expected Unavailable, got {e}"),
         Ok(_) => panic!("expected Unavailable, got a client"),
     }
