@@ -124,7 +124,7 @@ use meridian_core::{
     TimerId, TxnId, TxnRecord, Value, VersionId,
 };
 use meridian_storage::{Acquired, Grant, LockMode, LockTable, MvStore, Policy, Prio};
-use meridian_txn::{Arg, Call, Execution, Step};
+use meridian_txn::{Call, Execution, Step};
 use rand::Rng as _;
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};

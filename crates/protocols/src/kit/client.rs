@@ -133,3 +133,41 @@ pub fn finish<M>(
     }
     close(rec, outcome, reason, cx);
 }
+
+/// The parts of [`crate::ClientRole`] every interactive client writes the same way,
+/// for a client whose transaction is `self.cur: Option<Current>` (with `rec`, `exec`
+/// and a `phase` that has a `Waiting` state) and whose `step` runs the program:
+/// `in_flight` and `extend` (inside the `impl ClientRole`), and, with `current`, the
+/// [`Interactive`] impl of `Current` (outside it).
+macro_rules! interactive_client {
+    (role, $idle:expr) => {
+        fn in_flight(&self) -> Option<meridian_core::TxnRecord> {
+            self.cur.as_ref().map(|c| c.rec.clone())
+        }
+
+        fn extend(
+            &mut self,
+            txn: meridian_core::TxnId,
+            args: Vec<meridian_txn::Arg>,
+            cx: &mut meridian_core::Ctx<'_, Msg>,
+        ) {
+            if $crate::kit::client::extend(self.cur.as_mut(), txn, args, $idle, cx) {
+                self.step(cx);
+            }
+        }
+    };
+    (current) => {
+        impl $crate::kit::client::Interactive for Current {
+            fn txn(&self) -> meridian_core::TxnId {
+                self.rec.id
+            }
+            fn waiting(&self) -> bool {
+                matches!(self.phase, Phase::Waiting)
+            }
+            fn exec_mut(&mut self) -> &mut meridian_txn::Execution {
+                &mut self.exec
+            }
+        }
+    };
+}
+pub(crate) use interactive_client;

@@ -305,25 +305,7 @@ impl ClientRole for Client {
         self.step(cx);
     }
 
-    fn in_flight(&self) -> Option<TxnRecord> {
-        self.cur.as_ref().map(|c| c.rec.clone())
-    }
-
-    fn extend(&mut self, txn: TxnId, args: Vec<Arg>, cx: &mut Ctx<'_, Msg>) {
-        if crate::kit::client::extend(self.cur.as_mut(), txn, args, T_IDLE, cx) {
-            self.step(cx);
-        }
-    }
+    crate::kit::client::interactive_client!(role, T_IDLE);
 }
 
-impl crate::kit::client::Interactive for Current {
-    fn txn(&self) -> TxnId {
-        self.rec.id
-    }
-    fn waiting(&self) -> bool {
-        matches!(self.phase, Phase::Waiting)
-    }
-    fn exec_mut(&mut self) -> &mut Execution {
-        &mut self.exec
-    }
-}
+crate::kit::client::interactive_client!(current);

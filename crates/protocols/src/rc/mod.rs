@@ -79,7 +79,7 @@ use meridian_core::{
     ReplicaSnapshot, ShardId, Time, TimerId, TxnId, TxnRecord, Value, VersionId,
 };
 use meridian_storage::{Acquired, LockMode, LockTable, Log, LogRecord, MvStore, Policy};
-use meridian_txn::{Arg, Call, Execution, Step};
+use meridian_txn::{Call, Execution, Step};
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};

@@ -75,7 +75,7 @@ use meridian_core::{
     TxnId, TxnRecord, Value, VersionId,
 };
 use meridian_storage::{Acquired, Grant, LockMode, LockTable, Log, LogRecord, MvStore, Policy, Prio};
-use meridian_txn::{Arg, Call, Execution, Step};
+use meridian_txn::{Call, Execution, Step};
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
