@@ -308,13 +308,12 @@ pub fn run_bench(a: &BenchArgs, show_progress: bool) -> Result<BenchOutput> {
         cfg.clients = a.clients;
         cfg.txns = run_txns as u64;
         cfg.seed = a.seed;
-        // The figures are this run's alone.
-        let mut this_run = History {
+        // The figures are this run's alone (the summary reads only the transactions).
+        let this_run = History {
             meta: history.meta.clone(),
-            txns: vec![],
-            replicas: history.replicas.clone(),
+            txns: history.txns.iter().filter(|t| t.program != EARLIER).cloned().collect(),
+            replicas: vec![],
         };
-        this_run.txns = history.txns.iter().filter(|t| t.program != EARLIER).cloned().collect();
         let report = report::summarize(
             &info.name,
             &cfg,

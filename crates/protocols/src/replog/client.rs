@@ -128,6 +128,14 @@ impl Client {
         }
     }
 
+    /// Moves the believed leader of `s` to the replica after it (the leader may be
+    /// gone; a wrong guess costs one redirect).
+    pub(super) fn guess_next_leader(&mut self, s: ShardId) {
+        let reps = self.env.layout.replicas(s);
+        let i = reps.iter().position(|n| *n == self.leaders[s.0 as usize]).unwrap_or(0);
+        self.leaders[s.0 as usize] = reps[(i + 1) % reps.len()];
+    }
+
     pub(super) fn abort(&mut self, reason: AbortReason, cx: &mut Ctx<'_, Msg>) {
         if let Some(cur) = &self.cur {
             for n in &cur.touched {
@@ -183,14 +191,10 @@ impl Actor for Client {
                 }
                 cur.redirects += 1;
                 // The named leader, or else the next replica (which names it, if it knows).
-                let reps = self.env.layout.replicas(shard);
-                self.leaders[s] = match leader {
-                    Some(l) => l,
-                    None => {
-                        let i = reps.iter().position(|n| *n == self.leaders[s]).unwrap_or(0);
-                        reps[(i + 1) % reps.len()]
-                    }
-                };
+                match leader {
+                    Some(l) => self.leaders[s] = l,
+                    None => self.guess_next_leader(shard),
+                }
                 cx.send(self.leaders[s], Msg::Prepare { shard, entry });
             }
             Msg::Outcome { txn, commit, reason } if txn == cur.rec.id && matches!(cur.phase, Phase::Committing(_)) => {
@@ -204,9 +208,7 @@ impl Actor for Client {
                     // every shard next time; a wrong guess costs one redirect.
                     let shards: Vec<ShardId> = cur.prepares.keys().copied().collect();
                     for s in shards {
-                        let reps = self.env.layout.replicas(s);
-                        let i = reps.iter().position(|n| *n == self.leaders[s.0 as usize]).unwrap_or(0);
-                        self.leaders[s.0 as usize] = reps[(i + 1) % reps.len()];
+                        self.guess_next_leader(s);
                     }
                 }
                 self.finish(o, reason, cx);
@@ -221,9 +223,7 @@ impl Actor for Client {
             (T_READ, Phase::Reading(key, _)) => {
                 // The leader may be gone: guess the next replica next time.
                 let s = self.env.layout.shard_of(key);
-                let reps = self.env.layout.replicas(s);
-                let i = reps.iter().position(|n| *n == self.leaders[s.0 as usize]).unwrap_or(0);
-                self.leaders[s.0 as usize] = reps[(i + 1) % reps.len()];
+                self.guess_next_leader(s);
                 self.abort(AbortReason::ReadTimedOut, cx);
             }
             (T_IDLE, Phase::Waiting) => self.abort(AbortReason::IdleInteractive, cx),
