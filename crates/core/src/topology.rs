@@ -131,7 +131,7 @@ pub const DEFAULT_INTRA_RTT_MS: f64 = 0.5;
 
 impl Topology {
     /// The preset names.
-    pub const PRESETS: [&'static str; 6] = ["rc5", "us3", "world3", "far3", "two50", "lan"];
+    pub const PRESETS: [&'static str; 7] = ["rc5", "us3", "world3", "far3", "two50", "lan", "gcp3"];
 
     /// Builds a topology from DC names and the upper triangle of RTTs given as pairs.
     fn from_pairs(
@@ -235,6 +235,18 @@ impl Topology {
             ),
             // crossstitch.md §5.2.2: two groups, 50 ms apart.
             "two50" => Self::from_pairs("two50", &["A", "B"], &[("A", "B", 50.0)], 2, 4, DEFAULT_INTRA_RTT_MS),
+            // catenae.md §VII-B: europe-west1, us-central1, asia-east1 with four storage
+            // servers per DC. The paper gives no RTTs; these are approximate published
+            // median inter-region RTTs of Google Cloud (us-central1-europe-west1 ~105 ms,
+            // us-central1-asia-east1 ~155 ms, europe-west1-asia-east1 ~255 ms).
+            "gcp3" => Self::from_pairs(
+                "gcp3",
+                &["EU", "US", "AS"],
+                &[("US", "EU", 105.0), ("US", "AS", 155.0), ("EU", "AS", 255.0)],
+                4,
+                4,
+                DEFAULT_INTRA_RTT_MS,
+            ),
             // hacommit.md §VII-A: one DC, 0.1 ms between nodes, 8 nodes.
             "lan" => Self::from_pairs("lan", &["L"], &[], 8, 8, 0.1),
             _ => return None,
@@ -637,6 +649,8 @@ mod tests {
         let i = rc5.dc("I").unwrap();
         assert_eq!(rc5.rtt(i, s), 341.0);
         assert_eq!(Topology::preset("far3").unwrap().rtt(DcId(0), DcId(1)), 463.0);
+        let gcp3 = Topology::preset("gcp3").unwrap();
+        assert_eq!(gcp3.rtt(gcp3.dc("EU").unwrap(), gcp3.dc("AS").unwrap()), 255.0);
     }
 
     #[test]
