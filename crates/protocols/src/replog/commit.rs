@@ -61,27 +61,32 @@ impl Server {
         if self.done.contains_key(&txn) || self.ctxns.get(&txn).is_none_or(|c| c.committing) {
             return;
         }
-        self.done.insert(txn, false);
-        let Some(c) = self.ctxns.remove(&txn) else { return };
-        // Tell every shard known to take part, and every shard that voted.
-        let mut parts: BTreeSet<ShardId> = c.parts.into_iter().collect();
-        parts.extend(c.yes);
-        parts.remove(&c.coord);
-        let parts: Vec<ShardId> = parts.into_iter().collect();
-        let client = c.client;
-        // The coordinator's own share: abort it too.
-        self.on_decide(txn, c.coord, false, cx);
-        if let Some(cl) = client {
-            cx.send(
-                cl,
-                Msg::Outcome {
-                    txn,
-                    commit: false,
-                    reason: Some(why),
-                },
-            );
+        let s = self.ctxns[&txn].coord;
+        if !self.leads(s) {
+            return;
         }
-        self.send_decide(txn, &parts, false, cx);
+        let Some(c) = self.ctxns.get_mut(&txn) else { return };
+        // The decision is the ABORT entry in the coordinator shard's log, not this
+        // node's memory: a new leader rebuilt from a chosen PREPARE would otherwise
+        // resume the transaction and could commit it. So nobody hears of the abort
+        // until the entry is chosen ([`Server::finished`] announces it).
+        c.committing = true;
+        c.aborting = Some(why.clone());
+        let unprepared = match self.ptxns.get_mut(&(txn, s)) {
+            Some(t) => match t.state {
+                PState::Prepared { hops, .. } | PState::Proposed { hops } => {
+                    t.state = PState::Finishing { hops };
+                    false
+                }
+                PState::Finishing { .. } => false,
+                PState::Active | PState::Locking { .. } => true,
+            },
+            None => false,
+        };
+        if unprepared {
+            self.abort_local((txn, s), why, cx);
+        }
+        self.propose(s, Entry::Abort(txn), cx);
     }
 
     pub(super) fn send_decide(&mut self, txn: TxnId, parts: &[ShardId], commit: bool, cx: &mut Ctx<'_, Msg>) {
@@ -134,23 +139,23 @@ impl Server {
             }
             self.release(txn, s, cx);
         }
-        if !commit || self.ctxns.get(&txn).is_none_or(|c| c.coord != s) {
+        if self.ctxns.get(&txn).is_none_or(|c| c.coord != s) {
             return;
         }
-        // The coordinator's own COMMIT: tell the client and the cohorts.
+        // The coordinator's own COMMIT or ABORT: tell the client and every shard known
+        // to take part (with an abort, also those that only voted).
         if let Some(c) = self.ctxns.remove(&txn) {
+            let reason = (!commit).then(|| c.aborting.unwrap_or(AbortReason::Aborted));
             if let Some(cl) = c.client {
-                cx.send(
-                    cl,
-                    Msg::Outcome {
-                        txn,
-                        commit: true,
-                        reason: None,
-                    },
-                );
+                cx.send(cl, Msg::Outcome { txn, commit, reason });
             }
-            let others: Vec<ShardId> = c.parts.iter().copied().filter(|p| *p != s).collect();
-            self.send_decide(txn, &others, true, cx);
+            let mut others: BTreeSet<ShardId> = c.parts.into_iter().collect();
+            if !commit {
+                others.extend(c.yes);
+            }
+            others.remove(&s);
+            let others: Vec<ShardId> = others.into_iter().collect();
+            self.send_decide(txn, &others, commit, cx);
         }
     }
 

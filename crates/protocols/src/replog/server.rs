@@ -91,7 +91,11 @@ pub(super) struct CTxn {
     pub(super) parts: Vec<ShardId>,
     pub(super) client: Option<NodeId>,
     pub(super) yes: BTreeSet<ShardId>,
+    /// A COMMIT or ABORT entry is being replicated: the decision is taken, and is
+    /// announced once the entry is chosen.
     pub(super) committing: bool,
+    /// Why the coordinator decided to abort (with `committing`: an ABORT entry).
+    pub(super) aborting: Option<AbortReason>,
     pub(super) since: Time,
 }
 
@@ -103,6 +107,7 @@ impl CTxn {
             client: None,
             yes: BTreeSet::new(),
             committing: false,
+            aborting: None,
             since: now,
         }
     }

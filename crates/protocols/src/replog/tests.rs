@@ -142,3 +142,87 @@ fn a_prepare_at_a_non_leader_is_redirected_to_the_leader() {
     });
     assert_eq!(redirect, Some(Some(leader)), "{:?}", net.outside);
 }
+
+/// Issue 19 (suspected safety): a coordinator that aborts on a vote timeout must not
+/// tell anyone until its ABORT entry is chosen. It told the client and the cohorts at
+/// once; if it then lost its leadership before the entry was chosen, the new leader
+/// rebuilt the transaction from the chosen PREPARE, collected the late votes and
+/// committed it: the client heard both ABORT and COMMIT.
+#[test]
+fn a_vote_timeout_abort_is_announced_only_once_its_entry_is_chosen() {
+    // us3: shard 0 on the first node of each DC, shard 1 on the second; leaders in NY.
+    let (mut net, client) = net("us3", |l, s| l.replicas(s)[0]);
+    let layout = net.servers[0].env.layout.clone();
+    net.run_for(ms(500.0), ms(250.0), T_SWEEP);
+    let (s0, s1) = (ShardId(0), ShardId(1));
+    let r0 = layout.replicas(s0).to_vec();
+    assert_ne!(r0[0], layout.replicas(s1)[0], "the two shards' leaders differ");
+    let txn = TxnId { client: 0, seq: 1 };
+    let entry = |s: ShardId, k: &str| {
+        Arc::new(PrepareEntry {
+            txn,
+            ts: 0,
+            coord: s0,
+            parts: vec![s0, s1],
+            client,
+            reads: vec![],
+            writes: vec![(Key::from(k), VersionId { txn, seq: s.0 }, Value::from_u64(7))],
+        })
+    };
+    // The coordinator shard prepares; shard 1's PREPARE is held back (a slow link).
+    net.send(
+        client,
+        r0[0],
+        Msg::Prepare {
+            shard: s0,
+            entry: entry(s0, "#0/a"),
+        },
+    );
+    // The coordinator's followers go down: nothing it proposes from now on is chosen.
+    net.crash(r0[1]);
+    net.crash(r0[2]);
+    // The vote timeout passes: the coordinator decides to abort.
+    net.run_for(secs(4.0), ms(250.0), T_SWEEP);
+    let told = |net: &Net<ReplicatedLog>| -> Vec<bool> {
+        net.outside
+            .iter()
+            .filter_map(|(_, to, m)| match m {
+                Msg::Outcome { txn: t, commit, .. } if *t == txn && *to == client => Some(*commit),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(
+        told(&net),
+        Vec::<bool>::new(),
+        "an abort announced before its entry was chosen"
+    );
+    // The leader dies; its followers come back and elect a new one, which rebuilds the
+    // transaction from the chosen PREPARE.
+    net.crash(r0[0]);
+    net.restart(r0[1]);
+    net.restart(r0[2]);
+    let elected = |net: &Net<ReplicatedLog>| r0[1..].iter().any(|r| net.servers[r.0 as usize].leads(s0));
+    for _ in 0..120 {
+        if elected(&net) {
+            break;
+        }
+        net.run_for(ms(250.0), ms(250.0), T_SWEEP);
+    }
+    assert!(elected(&net), "shard 0 has a new leader");
+    // Shard 1's PREPARE finally arrives and its vote reaches the new coordinator leader.
+    net.send(
+        client,
+        layout.replicas(s1)[0],
+        Msg::Prepare {
+            shard: s1,
+            entry: entry(s1, "#1/b"),
+        },
+    );
+    net.run_for(secs(5.0), ms(250.0), T_SWEEP);
+    let told = told(&net);
+    assert!(
+        told.windows(2).all(|w| w[0] == w[1]) && !told.is_empty(),
+        "the client heard {told:?}"
+    );
+}
