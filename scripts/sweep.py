@@ -69,7 +69,7 @@ def faults_for(r, dcs):
         return f"outage:dc={dc},at={r.choice([1, 2, 5])}s,for={r.choice([1, 5, 20])}s"
     if kind == "partition" and len(dcs) > 1:
         a, b = r.sample(dcs, 2)
-        return f"partition:a={a},b={b},at={r.choice([1, 2])}s,for={r.choice([2, 10])}s"
+        return f"partition:a={a},b={b},at={r.choice([1, 2])}s,for={r.choice([2, 10, 20])}s"
     if kind == "lossy":
         return "loss:p=0.05;dup:p=0.05;reorder:p=0.2"
     node = r.randrange(0, 4)  # every topology has at least 4 servers
