@@ -2,6 +2,7 @@
 //! side, or a named experiment), `check` (verify a history file).
 
 mod bench;
+mod campaign;
 mod cluster;
 mod compare;
 mod experiments;
@@ -47,6 +48,9 @@ enum Cmd {
     },
     /// Run closed-loop clients against a cluster and check the history.
     Bench(bench::BenchArgs),
+    /// Many seeded simulations per protocol under drawn faults; failing seeds are
+    /// printed as the command that replays them, and shrunk.
+    Campaign(campaign::CampaignArgs),
     /// Check a history file (JSON lines, see the README).
     Check {
         /// History file written by `meridian sim --history`.
@@ -135,6 +139,16 @@ struct CompareArgs {
 }
 
 impl RunArgs {
+    /// The flags' defaults (what `meridian sim` runs with no flag given).
+    pub fn defaults() -> RunArgs {
+        #[derive(Parser)]
+        struct Only {
+            #[command(flatten)]
+            run: RunArgs,
+        }
+        Only::parse_from(["meridian"]).run
+    }
+
     /// Builds the simulator configuration, with one clear error on bad input.
     pub fn config(&self) -> Result<SimConfig> {
         let mut topo = Topology::load(&self.topology)?;
@@ -401,13 +415,17 @@ fn main() -> ExitCode {
             e.exit();
         }
     };
-    if matches!(cli.cmd, Cmd::Sim(_) | Cmd::Compare(_) | Cmd::Check { .. }) {
+    if matches!(
+        cli.cmd,
+        Cmd::Sim(_) | Cmd::Compare(_) | Cmd::Check { .. } | Cmd::Campaign(_)
+    ) {
         quiet_broken_pipe();
     }
     let res = match &cli.cmd {
         Cmd::Sim(a) => run_sim(a),
         Cmd::Compare(a) => compare::run(a.experiment.as_deref(), &a.run),
         Cmd::Check { file, json } => run_check(file, *json),
+        Cmd::Campaign(a) => campaign::campaign(a),
         Cmd::Server(a) => cluster::server(a).map(|()| ExitCode::SUCCESS),
         Cmd::Cluster { cmd } => cluster::cluster(cmd).map(|()| ExitCode::SUCCESS),
         Cmd::Bench(a) => bench::bench(a),

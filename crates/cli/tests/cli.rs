@@ -293,3 +293,33 @@ fn test_cli_bad_output_path_fails_before_the_run() {
         String::from_utf8_lossy(&o.stdout)
     );
 }
+
+/// Issue 19's CI smoke run: a few seeds of every protocol under drawn faults, in
+/// parallel; every run must be safe, and live within its protocol's tolerance.
+#[test]
+fn test_cli_campaign_smoke_run_is_clean() {
+    let o = meridian(&["campaign", "--seeds", "3", "--txns", "120", "--jobs", "2", "--json"]);
+    assert!(
+        o.status.success(),
+        "{}\n{}",
+        stderr(&o),
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let protocols = v["protocols"].as_object().unwrap();
+    assert!(protocols.len() >= 9, "{v}");
+    for (p, row) in protocols {
+        assert_eq!(row["runs"], 3, "{p}: {row}");
+        for col in ["unsafe", "stalled", "b-unsafe", "error"] {
+            assert_eq!(row[col], 0, "{p}: {row}");
+        }
+    }
+    assert_eq!(v["failures"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn test_cli_campaign_refuses_an_unknown_protocol_before_running() {
+    let o = meridian(&["campaign", "--protocol", "2pc-2pl,nope", "--seeds", "1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("unknown protocol `nope`"), "{}", stderr(&o));
+}

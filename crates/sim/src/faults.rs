@@ -301,6 +301,32 @@ impl FaultPlan {
 }
 
 impl FaultPlan {
+    /// The plan as an explicit `--faults` spec on `topo`: every fault a `random` item
+    /// drew, with its time, and the message-fault probabilities. Running it gives the
+    /// same run as the spec it was drawn from (the draws use a random stream of their
+    /// own), so a failing run's faults can be read, and taken apart one by one.
+    pub fn explicit(&self, topo: &Topology) -> String {
+        let d = |t: Time| format!("{}ms", t as f64 / 1e6);
+        let dc = |x: DcId| topo.dcs[x.0 as usize].clone();
+        let mut items = vec![];
+        for (name, p) in [("loss", self.loss), ("dup", self.dup), ("reorder", self.reorder)] {
+            if p > 0.0 {
+                items.push(format!("{name}:p={p}"));
+            }
+        }
+        for (at, f) in &self.events {
+            items.push(match f {
+                Fault::Crash { node, down } => format!("crash:node={},at={},for={}", node.0, d(*at), d(*down)),
+                Fault::ClientCrash { client } => format!("client-crash:client={client},at={}", d(*at)),
+                Fault::Outage { dc: x, down } => format!("outage:dc={},at={},for={}", dc(*x), d(*at), d(*down)),
+                Fault::Partition { a, b, down } => {
+                    format!("partition:a={},b={},at={},for={}", dc(*a), dc(*b), d(*at), d(*down))
+                }
+            });
+        }
+        items.join(";")
+    }
+
     /// When the last scheduled fault has struck and healed (0 without any).
     pub fn healed_by(&self) -> Time {
         self.events
@@ -366,6 +392,22 @@ mod tests {
 
     fn parse(s: &str) -> Result<FaultPlan, FaultError> {
         FaultPlan::parse(s, &Topology::preset("rc5").unwrap(), 15, 4, &mut rng_for(1, 1))
+    }
+
+    #[test]
+    fn an_explicit_plan_parses_back_to_the_same_plan() {
+        let topo = Topology::preset("rc5").unwrap();
+        for seed in 1..40 {
+            let spec = "random:crashes=3,client-crashes=2,partitions=2,outages=1;dup:p=0.125";
+            let drawn = FaultPlan::parse(spec, &topo, 15, 4, &mut rng_for(seed, 1)).unwrap();
+            let explicit = drawn.explicit(&topo);
+            let again = FaultPlan::parse(&explicit, &topo, 15, 4, &mut rng_for(seed + 1, 9)).unwrap();
+            assert_eq!(
+                (again.loss, again.dup, again.reorder),
+                (drawn.loss, drawn.dup, drawn.reorder)
+            );
+            assert_eq!(again.events, drawn.events, "{explicit}");
+        }
     }
 
     #[test]

@@ -441,7 +441,7 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
             snaps.get(&n).and_then(|r| r.keys.get(k)).and_then(|s| s.value.clone())
         })
     };
-    let report = report::summarize(
+    let mut report = report::summarize(
         p.name(),
         cfg,
         sim.workload.spec(),
@@ -492,6 +492,7 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
         },
         wall.elapsed().as_secs_f64(),
     );
+    report.fault_schedule = sim.plan.explicit(&cfg.topology);
     Ok(SimOutput { report, history, check })
 }
 

@@ -88,6 +88,10 @@ pub struct SimReport {
     pub seed: u64,
     /// Fault spec.
     pub faults: String,
+    /// The faults that struck, as an explicit `--faults` spec (every `random` item
+    /// drawn): the same run with `--faults` set to it. Empty without faults.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub fault_schedule: String,
     /// Clients.
     pub clients: u32,
     /// Transactions issued.
@@ -233,6 +237,7 @@ pub fn summarize(
         workload,
         seed: cfg.seed,
         faults: cfg.faults.clone(),
+        fault_schedule: String::new(),
         clients: cfg.clients,
         txns: cfg.txns,
         committed: committed.len() as u64,
