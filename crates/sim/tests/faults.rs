@@ -229,3 +229,31 @@ fn crossstitch_pending_counts_only_for_the_position_asked_about() {
     );
     assert_clean("crossstitch pending", &r);
 }
+
+/// `meridian campaign` (issue 19), after replog's abort waited for its ABORT entry:
+/// a coordinator could log ABORT before its own share's late PREPARE, and a new
+/// leader rebuilt from that log reopened the transaction and held its lock forever.
+/// The three seeds the campaign found, shrunk.
+#[test]
+fn replog_a_prepare_logged_after_its_abort_does_not_reopen_the_transaction() {
+    for (topo, txns, clients, seed, faults) in [
+        (
+            "us3",
+            75,
+            8,
+            421,
+            "loss:p=0.01;dup:p=0.01;reorder:p=0.05;outage:dc=CA,at=9812.819642ms,for=1531ms",
+        ),
+        (
+            "world3",
+            62,
+            32,
+            331,
+            "loss:p=0.01;dup:p=0.01;reorder:p=0.05;crash:node=1,at=10348.121208ms,for=1368ms",
+        ),
+        ("rc5", 150, 32, 156, "partition:a=O,b=C,at=2000ms,for=20000ms"),
+    ] {
+        let r = run("replog", topo, "ycsb:keys=50", txns, clients, seed, faults);
+        assert_clean(&format!("replog seed {seed}"), &r);
+    }
+}

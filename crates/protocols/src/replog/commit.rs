@@ -65,6 +65,28 @@ impl Server {
         if !self.leads(s) {
             return;
         }
+        if self.mutant == crate::Mutant::EarlyAbort {
+            // The old behaviour: decided in memory, announced at once.
+            self.done.insert(txn, false);
+            let Some(c) = self.ctxns.remove(&txn) else { return };
+            let mut parts: BTreeSet<ShardId> = c.parts.into_iter().collect();
+            parts.extend(c.yes);
+            parts.remove(&c.coord);
+            let parts: Vec<ShardId> = parts.into_iter().collect();
+            self.on_decide(txn, c.coord, false, cx);
+            if let Some(cl) = c.client {
+                cx.send(
+                    cl,
+                    Msg::Outcome {
+                        txn,
+                        commit: false,
+                        reason: Some(why),
+                    },
+                );
+            }
+            self.send_decide(txn, &parts, false, cx);
+            return;
+        }
         let Some(c) = self.ctxns.get_mut(&txn) else { return };
         // The decision is the ABORT entry in the coordinator shard's log, not this
         // node's memory: a new leader rebuilt from a chosen PREPARE would otherwise

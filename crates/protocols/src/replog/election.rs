@@ -180,14 +180,20 @@ impl Server {
         let g = &self.groups[&s];
         let mut open: BTreeMap<TxnId, Arc<PrepareEntry>> = BTreeMap::new();
         let mut closing: BTreeSet<TxnId> = BTreeSet::new();
+        let mut decided: BTreeSet<TxnId> = BTreeSet::new();
         for (slot, (_, e)) in &g.log {
             let applied = *slot < g.applied;
             match e {
+                // A PREPARE chosen after its transaction's outcome (a coordinator's
+                // ABORT can precede its own share's late PREPARE) is moot: it must
+                // not reopen the transaction and take its locks again.
+                Entry::Prepare(p) if decided.contains(&p.txn) => {}
                 Entry::Prepare(p) => {
                     open.insert(p.txn, p.clone());
                 }
                 Entry::Commit(t) | Entry::Abort(t) if applied => {
                     open.remove(t);
+                    decided.insert(*t);
                     self.done.insert(*t, matches!(e, Entry::Commit(_)));
                 }
                 Entry::Commit(t) | Entry::Abort(t) => {

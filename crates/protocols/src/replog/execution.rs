@@ -192,7 +192,10 @@ impl Server {
         }
         let txn = p.txn;
         let now = cx.now();
-        if self.tombstones.contains_key(&txn) || self.done.get(&txn) == Some(&false) {
+        // Refused once aborted, and while the coordinator's ABORT entry is on its way
+        // (a PREPARE logged after it would be rebuilt as open by a new leader).
+        let aborting = self.ctxns.get(&txn).is_some_and(|c| c.aborting.is_some());
+        if self.tombstones.contains_key(&txn) || self.done.get(&txn) == Some(&false) || aborting {
             return self.send_vote(
                 p.coord,
                 txn,

@@ -96,6 +96,8 @@ pub struct ReplicatedLog {
     pub leader_dcs: Vec<DcId>,
     /// Abort on any lock conflict (`locks=no-wait`) instead of wound-wait.
     pub no_wait: bool,
+    /// A deliberately broken variant (tests only).
+    pub mutant: crate::Mutant,
 }
 
 impl ReplicatedLog {
@@ -135,7 +137,7 @@ impl Protocol for ReplicatedLog {
         Placement::Full
     }
     fn server(&self, env: &Env, node: NodeId) -> Server {
-        Server::new(
+        let s = Server::new(
             env.clone(),
             node,
             self.leaders(env),
@@ -144,7 +146,11 @@ impl Protocol for ReplicatedLog {
             } else {
                 Policy::WoundWait
             },
-        )
+        );
+        Server {
+            mutant: self.mutant,
+            ..s
+        }
     }
     fn client(&self, env: &Env, node: NodeId, id: ClientId) -> Client {
         Client::new(env.clone(), node, id, &self.leaders(env))

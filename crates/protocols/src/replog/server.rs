@@ -116,6 +116,8 @@ impl CTxn {
 /// A replicated-log server: a replica of each shard it holds, leader of some.
 #[derive(Debug)]
 pub struct Server {
+    /// A deliberately broken variant (tests only; see [`crate::Mutant`]).
+    pub(super) mutant: crate::Mutant,
     pub(super) env: Env,
     pub(super) me: NodeId,
     /// Initial leader of each shard.
@@ -171,6 +173,7 @@ impl Server {
             );
         }
         Server {
+            mutant: crate::Mutant::None,
             env,
             me,
             leaders,
