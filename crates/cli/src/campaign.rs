@@ -9,8 +9,10 @@
 //! TPC-C, `chain`, interactive `script`), 300 to 1000 transactions, 8 to 32 clients,
 //! and one fault mix: random crashes, partitions, outages and message faults; serial
 //! crashes (one failure at a time, what forgetful replica groups promise to survive);
-//! a DC outage; a partition (up to 20 s, longer than a replicated log's lease); a crash
-//! of one server; or message loss, duplication and reordering alone. Many mixes go
+//! a DC outage; a partition between two DCs (up to 20 s, longer than a replicated
+//! log's lease); one DC cut off from all others (its servers up: a minority side that
+//! cannot get anything chosen); a crash of one server; or message loss, duplication
+//! and reordering alone. Many mixes go
 //! beyond what a protocol promises (its `Protocol::fault_model`): those runs are
 //! counted apart, and must still be safe, but may stall.
 //!
@@ -78,6 +80,9 @@ pub struct CampaignArgs {
     /// Simulations the shrinker may run per failing run.
     #[arg(long, default_value_t = 40)]
     shrink_budget: u32,
+    /// Stop starting runs once this many have failed (0: run every seed).
+    #[arg(long, default_value_t = 0)]
+    max_failures: usize,
     /// Print the summary as one JSON object.
     #[arg(long)]
     json: bool,
@@ -216,6 +221,7 @@ fn faults_for(r: &mut Rng, dcs: &[&str]) -> String {
         "serial5",
         "outage",
         "partition",
+        "isolate",
         "crash",
         "lossy",
     ];
@@ -240,6 +246,18 @@ fn faults_for(r: &mut Rng, dcs: &[&str]) -> String {
                 pick(r, &[1, 2]),
                 pick(r, &[2, 10, 20])
             )
+        }
+        // One DC cut off from every other (its servers up): a minority that cannot
+        // get anything chosen, while the majority elects and carries on.
+        "isolate" if dcs.len() > 1 => {
+            let dc = *dcs.choose(r).expect("a DC");
+            let (at, len) = (pick(r, &[1, 2]), pick(r, &[5, 20]));
+            let cuts: Vec<String> = dcs
+                .iter()
+                .filter(|o| **o != dc)
+                .map(|o| format!("partition:a={dc},b={o},at={at}s,for={len}s"))
+                .collect();
+            cuts.join(";")
         }
         "lossy" => "loss:p=0.05;dup:p=0.05;reorder:p=0.2".into(),
         // Every topology drawn has at least four servers.
@@ -429,6 +447,7 @@ pub fn campaign(a: &CampaignArgs) -> Result<ExitCode> {
         .collect();
     let total = work.len();
     let next = AtomicUsize::new(0);
+    let failed = AtomicUsize::new(0);
     let (tx, rx) = mpsc::channel::<Done>();
     let t0 = std::time::Instant::now();
     let bar = if std::io::stderr().is_terminal() {
@@ -448,8 +467,11 @@ pub fn campaign(a: &CampaignArgs) -> Result<ExitCode> {
     std::thread::scope(|scope| {
         for _ in 0..jobs.min(total) {
             let tx = tx.clone();
-            let (work, next) = (&work, &next);
+            let (work, next, failed) = (&work, &next, &failed);
             scope.spawn(move || loop {
+                if a.max_failures > 0 && failed.load(Ordering::Relaxed) >= a.max_failures {
+                    break;
+                }
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some((p, seed)) = work.get(i) else { break };
                 let args = draw(p, *seed, a.txns);
@@ -469,6 +491,9 @@ pub fn campaign(a: &CampaignArgs) -> Result<ExitCode> {
                         report: None,
                     },
                 };
+                if done.verdict.failed() {
+                    failed.fetch_add(1, Ordering::Relaxed);
+                }
                 if tx.send(done).is_err() {
                     break;
                 }
@@ -559,7 +584,8 @@ pub fn campaign(a: &CampaignArgs) -> Result<ExitCode> {
             }
             println!();
         }
-        println!("{} runs in {wall:.1} s, {} failing", total, failures.len());
+        let ran: u64 = counts.values().flat_map(|c| c.values()).sum();
+        println!("{ran} runs in {wall:.1} s, {} failing", failures.len());
     }
     Ok(if failures.is_empty() {
         ExitCode::SUCCESS

@@ -31,6 +31,36 @@ pub const PROTOCOLS: [&str; 7] = [
     "crossstitch",
 ];
 
+/// A deliberately broken variant of a protocol (`--protocol NAME:mutant=M`), accepted
+/// only in builds with the `mutants` feature (the tests'): each breaks one rule its
+/// paper depends on, so a test can show the fault campaign catches it (issue 19).
+/// `None` everywhere else.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mutant {
+    /// The protocol as specified.
+    #[default]
+    None,
+    /// `2pc-2pl`: a participant releases its locks as soon as it votes yes, before the
+    /// decision (2PL's second phase starts too early).
+    EarlyRelease,
+    /// `replog`: a coordinator announces an abort before its ABORT entry is chosen.
+    EarlyAbort,
+    /// `hacommit`: the client ends on one acceptance per group, not a majority.
+    Minority,
+    /// `crossstitch`: a position precommits without the next position's ack.
+    NoAck,
+}
+
+impl Mutant {
+    /// The `mutant=` value and the protocol it applies to.
+    pub const ALL: [(&'static str, &'static str, Mutant); 4] = [
+        ("early-release", "2pc-2pl", Mutant::EarlyRelease),
+        ("early-abort", "replog", Mutant::EarlyAbort),
+        ("minority", "hacommit", Mutant::Minority),
+        ("no-ack", "crossstitch", Mutant::NoAck),
+    ];
+}
+
 /// Timeouts shared by protocols (virtual or real nanoseconds).
 #[derive(Clone, Debug)]
 pub struct Timeouts {

@@ -37,7 +37,9 @@ pub fn with_protocol<W: WithProtocol>(
     home: HomeRule,
     w: W,
 ) -> Result<W::Out, ProtocolError> {
-    let spec = meridian_core::spec::parse_spec(name).map_err(|e| ProtocolError::Invalid(format!("--protocol: {e}")))?;
+    let mut spec =
+        meridian_core::spec::parse_spec(name).map_err(|e| ProtocolError::Invalid(format!("--protocol: {e}")))?;
+    let mutant = take_mutant(&mut spec)?;
     if !matches!(
         spec.name,
         "replog" | "hacommit" | "hacommit-rc" | "2pc-2pl" | "2pc-occ" | "crossstitch"
@@ -53,19 +55,46 @@ pub fn with_protocol<W: WithProtocol>(
         "2pc-2pl" => w.with(TwoPc {
             cc: Cc::Locking,
             copies: copies_for(&spec, 1)?,
+            mutant,
         }),
         "2pc-occ" => w.with(TwoPc {
             cc: Cc::Optimistic,
             copies: copies_for(&spec, 1)?,
+            mutant,
         }),
         "rc" => w.with(crate::rc::ReplicatedCommit::default()),
-        "replog" => w.with(replog_for(&spec, topology, home)?),
-        "hacommit" | "hacommit-rc" => w.with(hacommit_for(&spec)?),
+        "replog" => w.with(crate::replog::ReplicatedLog {
+            mutant,
+            ..replog_for(&spec, topology, home)?
+        }),
+        "hacommit" | "hacommit-rc" => w.with(crate::hacommit::HaCommit {
+            mutant,
+            ..hacommit_for(&spec)?
+        }),
         "crossstitch" => w.with(crate::crossstitch::CrossStitch {
             copies: copies_for(&spec, 2)?,
+            mutant,
         }),
         other => return Err(ProtocolError::Unknown(other.to_string())),
     })
+}
+
+/// Takes the `mutant=` parameter out of `spec` (see [`crate::Mutant`]): only builds
+/// with the `mutants` feature know it; elsewhere it stays, and is refused as unknown.
+fn take_mutant(spec: &mut meridian_core::spec::Spec<'_>) -> Result<crate::Mutant, ProtocolError> {
+    if !cfg!(feature = "mutants") {
+        return Ok(crate::Mutant::None);
+    }
+    let Some(v) = spec.params.remove("mutant") else {
+        return Ok(crate::Mutant::None);
+    };
+    match crate::Mutant::ALL.iter().find(|(name, _, _)| *name == v) {
+        Some((_, p, m)) if *p == spec.name => Ok(*m),
+        Some((_, p, _)) => Err(ProtocolError::Invalid(format!(
+            "--protocol: mutant `{v}` is a mutant of `{p}`"
+        ))),
+        None => Err(ProtocolError::Invalid(format!("--protocol: unknown mutant `{v}`"))),
+    }
 }
 
 /// The `copies=N` parameter of `2pc-2pl`, `2pc-occ` and `crossstitch` (the only one
@@ -139,7 +168,11 @@ fn replog_for(
             leader_dcs = vec![d; t.shards as usize];
         }
     }
-    Ok(crate::replog::ReplicatedLog { leader_dcs, no_wait })
+    Ok(crate::replog::ReplicatedLog {
+        leader_dcs,
+        no_wait,
+        mutant: crate::Mutant::None,
+    })
 }
 
 /// The `hacommit` / `hacommit-rc` protocol for a spec's `replicas=` parameter

@@ -309,7 +309,7 @@ impl Server {
             return;
         };
         if p.phase != Phase::Executed
-            || !p.acked
+            || (!p.acked && self.mutant != crate::Mutant::NoAck)
             || !p.prev_precommit
             || (p.notifies.len() as u32) < p.notifies_needed
             || !p.deps.is_empty()

@@ -146,11 +146,16 @@ mod tests;
 pub struct CrossStitch {
     /// Copies of each shard (primary + replicas) in its home DC: 2 in the paper.
     pub copies: u32,
+    /// A deliberately broken variant (tests only).
+    pub mutant: crate::Mutant,
 }
 
 impl Default for CrossStitch {
     fn default() -> Self {
-        CrossStitch { copies: 2 }
+        CrossStitch {
+            copies: 2,
+            mutant: crate::Mutant::None,
+        }
     }
 }
 
@@ -183,7 +188,10 @@ impl Protocol for CrossStitch {
         }
     }
     fn server(&self, env: &Env, node: NodeId) -> Server {
-        Server::new(env.clone(), node)
+        Server {
+            mutant: self.mutant,
+            ..Server::new(env.clone(), node)
+        }
     }
     fn client(&self, env: &Env, node: NodeId, id: ClientId) -> Client {
         Client::new(env.clone(), node, id)

@@ -139,6 +139,8 @@ pub(super) struct Done {
 /// coordinator and transaction replica of transactions).
 #[derive(Debug)]
 pub struct Server {
+    /// A deliberately broken variant (tests only; see [`crate::Mutant`]).
+    pub(super) mutant: crate::Mutant,
     pub(super) env: Env,
     pub(super) me: NodeId,
     pub(super) store: MvStore,
@@ -180,6 +182,7 @@ impl Server {
     /// The server on `me`.
     pub fn new(env: Env, me: NodeId) -> Self {
         Server {
+            mutant: crate::Mutant::None,
             env,
             me,
             store: MvStore::new(),

@@ -44,6 +44,8 @@ pub(super) struct Current {
 /// of its commit.
 #[derive(Debug)]
 pub struct Client {
+    /// A deliberately broken variant (tests only; see [`crate::Mutant`]).
+    pub(super) mutant: crate::Mutant,
     pub(super) env: Env,
     pub(super) id: ClientId,
     pub(super) dc: DcId,
@@ -57,6 +59,7 @@ impl Client {
     pub fn new(env: Env, node: NodeId, id: ClientId) -> Self {
         let dc = env.layout.dc_of(node);
         Client {
+            mutant: crate::Mutant::None,
             env,
             id,
             dc,
@@ -245,10 +248,17 @@ impl Client {
         }
         acks.entry(shard).or_default().insert(from);
         let layout = &self.env.layout;
+        let quorum = |n: usize| {
+            if self.mutant == crate::Mutant::Minority {
+                1
+            } else {
+                majority_of(n)
+            }
+        };
         let all = cur
             .shards
             .iter()
-            .all(|s| acks.get(s).map_or(0, |a| a.len()) >= majority_of(layout.replicas(*s).len()));
+            .all(|s| acks.get(s).map_or(0, |a| a.len()) >= quorum(layout.replicas(*s).len()));
         if all {
             let outcome = if *commit { Outcome::Committed } else { Outcome::Aborted };
             let why = reason.take();

@@ -137,6 +137,8 @@ pub struct HaCommit {
     pub replicas: u32,
     /// Read committed (`hacommit-rc`): reads take no locks and are not validated.
     pub read_committed: bool,
+    /// A deliberately broken variant (tests only).
+    pub mutant: crate::Mutant,
 }
 
 impl Default for HaCommit {
@@ -144,6 +146,7 @@ impl Default for HaCommit {
         HaCommit {
             replicas: 3,
             read_committed: false,
+            mutant: crate::Mutant::None,
         }
     }
 }
@@ -185,7 +188,10 @@ impl Protocol for HaCommit {
         Server::new(env.clone(), node, self.read_committed)
     }
     fn client(&self, env: &Env, node: NodeId, id: ClientId) -> Client {
-        Client::new(env.clone(), node, id)
+        Client {
+            mutant: self.mutant,
+            ..Client::new(env.clone(), node, id)
+        }
     }
 }
 

@@ -102,12 +102,18 @@ pub struct TwoPc {
     /// "each value is stored on two servers"). Reads go to the first (the primary);
     /// writes are prepared and committed at every copy.
     pub copies: u32,
+    /// A deliberately broken variant (tests only).
+    pub mutant: crate::Mutant,
 }
 
 impl TwoPc {
     /// The protocol with one copy per shard.
     pub fn new(cc: Cc) -> Self {
-        TwoPc { cc, copies: 1 }
+        TwoPc {
+            cc,
+            copies: 1,
+            mutant: crate::Mutant::None,
+        }
     }
 }
 
@@ -133,7 +139,10 @@ impl Protocol for TwoPc {
         Placement::Home { home, k: self.copies }
     }
     fn server(&self, env: &Env, node: NodeId) -> Server {
-        Server::new(env.clone(), self.cc, node)
+        Server {
+            mutant: self.mutant,
+            ..Server::new(env.clone(), self.cc, node)
+        }
     }
     fn client(&self, env: &Env, node: NodeId, id: ClientId) -> Client {
         Client::new(env.clone(), node, id)

@@ -307,6 +307,10 @@ impl Server {
             },
             hops,
         );
+        if self.mutant == crate::Mutant::EarlyRelease {
+            let grants = self.locks.release_all(txn);
+            self.on_grants(grants, cx);
+        }
     }
 
     pub(super) fn on_decide(&mut self, from: NodeId, txn: TxnId, commit: bool, cx: &mut Ctx<'_, Msg>) {

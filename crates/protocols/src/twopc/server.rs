@@ -47,6 +47,8 @@ pub(super) struct CTxn {
 /// A 2PC server: participant for the shards it holds, coordinator for clients of its DC.
 #[derive(Debug)]
 pub struct Server {
+    /// A deliberately broken variant (tests only; see [`crate::Mutant`]).
+    pub(super) mutant: crate::Mutant,
     pub(super) env: Env,
     pub(super) cc: Cc,
     pub(super) me: NodeId,
@@ -78,6 +80,7 @@ impl Server {
             Cc::Optimistic | Cc::Unsafe => Policy::NoWait,
         };
         Server {
+            mutant: crate::Mutant::None,
             env,
             cc,
             me,
