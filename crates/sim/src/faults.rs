@@ -361,6 +361,30 @@ impl FaultPlan {
                 _ => {}
             }
         }
+        if global {
+            // With one group of every server (a promise of one silent failure per
+            // transaction, CrossStitch's), a partition while a server is down or
+            // re-syncing holds up the transactions that already lost that server's
+            // memory: the server counts as failed until `resync` after the partition
+            // heals too. (A second crash 4 s after such a partition healed left a
+            // transaction whose two restarted acceptors had both forgotten it
+            // unresolvable: the campaign's seed 218.)
+            let cuts: Vec<(Time, Time)> = self
+                .events
+                .iter()
+                .filter_map(|(at, f)| match f {
+                    Fault::Partition { down: d, .. } => Some((*at, at + d)),
+                    _ => None,
+                })
+                .collect();
+            for (_, a, b) in down.iter_mut() {
+                for (p, q) in &cuts {
+                    if p < b && q > a {
+                        *b = (*b).max(q + resync);
+                    }
+                }
+            }
+        }
         let groups: Vec<Vec<NodeId>> = if global {
             vec![(0..layout.num_servers()).map(NodeId).collect()]
         } else {
@@ -484,6 +508,40 @@ mod tests {
         assert!(!plan(&again).within(majority, &groups));
         // Loss and client crashes are within every model.
         assert!(plan("loss:p=0.1;client-crash:client=1,at=1s").within(one_at_a_time, &groups));
+    }
+
+    #[test]
+    fn a_partition_is_a_failure_of_a_global_group() {
+        use meridian_core::{secs, HomeRule, Placement};
+        let topo = Topology::preset("two50").unwrap();
+        let layout = Layout::new(
+            topo.clone(),
+            Placement::Home {
+                home: HomeRule::Spread,
+                k: 2,
+            },
+        )
+        .unwrap();
+        let plan = |spec: &str| FaultPlan::parse(spec, &topo, 4, 4, &mut rng_for(1, 1)).unwrap();
+        let global = FaultModel::Forgetful {
+            per_group: 1,
+            global: true,
+            resync: secs(5.0),
+        };
+        let per_group = FaultModel::Forgetful {
+            per_group: 1,
+            global: false,
+            resync: secs(5.0),
+        };
+        assert!(plan("partition:a=A,b=B,at=1s,for=2s").within(global, &layout));
+        assert!(plan("partition:a=A,b=B,at=1s,for=2s;crash:node=0,at=4s,for=2s").within(global, &layout));
+        // The campaign's seed 218 for crossstitch: a crash, a partition while it
+        // re-syncs, a second crash 4 s after the partition healed.
+        let s = "crash:node=0,at=1s,for=2s;partition:a=A,b=B,at=4s,for=2s;crash:node=2,at=10s,for=2s";
+        assert!(!plan(s).within(global, &layout));
+        assert!(plan(s).within(per_group, &layout));
+        let later = "crash:node=0,at=1s,for=2s;partition:a=A,b=B,at=8.5s,for=2s;crash:node=2,at=16s,for=2s";
+        assert!(plan(later).within(global, &layout));
     }
 
     #[test]

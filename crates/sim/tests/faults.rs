@@ -10,6 +10,23 @@ use meridian_sim::{run_named, SimConfig, SimReport};
 mod common;
 use common::assert_clean_and_live as assert_clean;
 
+/// For the CrossStitch seeds whose drawn partition falls while a crashed server
+/// re-syncs: since the campaign's seed 218 that counts as beyond the protocol's
+/// promise of one silent failure per transaction (`FaultPlan::within`), but these
+/// runs must still end clean with every transaction resolved, as they did once fixed.
+fn assert_clean_and_resolved(what: &str, r: &SimReport) {
+    assert!(
+        !r.within_tolerance,
+        "{what}: expected beyond tolerance (a partition during re-sync)"
+    );
+    assert!(
+        r.check.live,
+        "{what}: {} seed {} stalled: {:?}",
+        r.protocol, r.seed, r.check.stalls
+    );
+    common::assert_clean(r);
+}
+
 fn run(protocol: &str, topo: &str, workload: &str, txns: u64, clients: u32, seed: u64, faults: &str) -> SimReport {
     let mut c = SimConfig::new(Topology::preset(topo).unwrap(), workload);
     c.txns = txns;
@@ -90,7 +107,7 @@ fn c1_crossstitch_crash_before_the_first_watermark() {
         1429,
         "random:crashes=3,serial=5s",
     );
-    assert_clean("C1", &r);
+    assert_clean_and_resolved("C1", &r);
 }
 
 #[test]
@@ -200,7 +217,7 @@ fn crossstitch_a_replica_of_a_forgetful_primary_asks_the_next_position_to_decide
         490,
         "random:crashes=3,serial=5s",
     );
-    assert_clean("crossstitch kill query", &r);
+    assert_clean_and_resolved("crossstitch kill query", &r);
     let r = run(
         "crossstitch",
         "rc5",
@@ -227,7 +244,7 @@ fn crossstitch_pending_counts_only_for_the_position_asked_about() {
         1394,
         "random:crashes=3,serial=5s",
     );
-    assert_clean("crossstitch pending", &r);
+    assert_clean_and_resolved("crossstitch pending", &r);
 }
 
 /// `meridian campaign` (issue 19), after replog's abort waited for its ABORT entry:
@@ -256,4 +273,25 @@ fn replog_a_prepare_logged_after_its_abort_does_not_reopen_the_transaction() {
         let r = run("replog", topo, "ycsb:keys=50", txns, clients, seed, faults);
         assert_clean(&format!("replog seed {seed}"), &r);
     }
+}
+
+/// `meridian campaign` (issue 19): a CrossStitch transaction whose final server
+/// crashed, then was held up by a partition while that server re-synced, then lost a
+/// transaction replica 4 s after the partition healed: two of its three acceptors had
+/// forgotten it, and no recovery can decide safely. That is two silent failures in one
+/// transaction's life, beyond crossstitch.md §4's promise; the run was judged within
+/// it and failed as stalled. It must still be safe.
+#[test]
+fn crossstitch_two_forgetful_acceptors_of_one_transaction_are_beyond_its_promise() {
+    let r = run(
+        "crossstitch",
+        "two50",
+        "bank",
+        1000,
+        32,
+        218,
+        "random:crashes=3,serial=5s",
+    );
+    assert!(!r.within_tolerance);
+    common::assert_clean(&r);
 }

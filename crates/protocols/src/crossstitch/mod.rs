@@ -100,8 +100,12 @@
 //!   one else may ever tell them.
 //! - **Fault model.** The paper argues liveness under a single silent failure per
 //!   transaction (§4). The simulator counts a second failure within 5 s of the previous
-//!   restart, or two copies of a shard down together, as beyond it: safety still
-//!   holds, a stall is allowed (and the loss of both copies' memory is a loss).
+//!   restart (or of the end of a partition that fell while a server was down or
+//!   re-syncing), or two copies of a shard down together, as beyond it: safety still
+//!   holds, a stall is allowed (and the loss of both copies' memory is a loss). A
+//!   transaction whose final server and a transaction replica both restarted while it
+//!   was undecided has two forgetful acceptors of three; no recovery can then decide
+//!   it safely, and it waits.
 //! - **No fail-over of keys.** While a shard's primary is down, transactions reaching it
 //!   abort by time-out (liveness holds, availability of that shard does not); while its
 //!   replica is down, puts to it cannot be notified and abort likewise. The paper
