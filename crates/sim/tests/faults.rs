@@ -295,3 +295,21 @@ fn crossstitch_two_forgetful_acceptors_of_one_transaction_are_beyond_its_promise
     assert!(!r.within_tolerance);
     common::assert_clean(&r);
 }
+
+/// `meridian campaign` (issue 19), a DC cut off from the others for 20 s: a leader
+/// that no longer led answered a client's status query with a presumed abort for a
+/// transaction its successor had committed (G1a). Presumed aborts now go through an
+/// ABORT entry in the log like any other.
+#[test]
+fn replog_a_cut_off_leader_does_not_presume_an_abort() {
+    let r = run(
+        "replog",
+        "world3",
+        "ycsb:keys=50",
+        300,
+        16,
+        790,
+        "partition:a=HK,b=LON,at=1s,for=20s;partition:a=HK,b=CA,at=1s,for=20s",
+    );
+    common::assert_clean(&r);
+}

@@ -193,17 +193,19 @@ impl Server {
         if self.ctxns.contains_key(&txn) || self.ptxns.contains_key(&(txn, s)) {
             return; // in progress
         }
-        // Unknown to the coordinator: its Prepare never arrived. Presumed abort.
-        self.done.insert(txn, false);
-        self.tombstones.insert(txn, cx.now());
-        cx.send(
-            from,
-            Msg::Outcome {
-                txn,
-                commit: false,
-                reason: Some(AbortReason::CoordinatorNeverPrepared),
-            },
-        );
+        // Unknown to the coordinator: its PREPARE never arrived here. Presumed abort,
+        // decided like any abort: by an ABORT entry in this shard's log, answered once
+        // chosen ([`Server::finished`]). A leader cut off from its group, unaware that
+        // a successor prepared and committed the transaction, never gets it chosen and
+        // so never answers (it answered at once, and the client heard abort for a
+        // transaction the new leader committed).
+        let now = cx.now();
+        self.tombstones.insert(txn, now);
+        let c = self.ctxns.entry(txn).or_insert_with(|| CTxn::new(s, now));
+        c.client = Some(from);
+        c.committing = true;
+        c.aborting = Some(AbortReason::CoordinatorNeverPrepared);
+        self.propose(s, Entry::Abort(txn), cx);
     }
 
     /// The client aborted: every share of `txn` here that has not begun preparing
