@@ -59,6 +59,12 @@ pub fn with_protocol<W: WithProtocol>(
             copies: copies_for(&spec, 1)?,
         }),
         "rc" => w.with(crate::rc::ReplicatedCommit::default()),
+        "pc-2pl" => w.with(crate::paxoscommit::PaxosCommit {
+            cc: crate::paxoscommit::Cc::Locking,
+        }),
+        "pc-occ" => w.with(crate::paxoscommit::PaxosCommit {
+            cc: crate::paxoscommit::Cc::Optimistic,
+        }),
         "replog" => w.with(replog_for(&spec, topology, home)?),
         "hacommit" | "hacommit-rc" => w.with(hacommit_for(&spec)?),
         "crossstitch" => w.with(crate::crossstitch::CrossStitch {
