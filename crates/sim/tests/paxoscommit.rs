@@ -35,3 +35,27 @@ fn smoke() {
         assert_clean(&r);
     }
 }
+
+#[test]
+fn explore() {
+    for p in ["pc-2pl", "pc-occ"] {
+        for w in ["ycsb:ops=4,reads=0.5,keys=1000,theta=0.99", "bank", "tpcc:txn=new-order", "tpcc:txn=order-status"] {
+            let mut c = SimConfig::new(Topology::preset("gcp3").unwrap(), w);
+            c.txns = 600;
+            c.clients = 24;
+            let r = sim(p, &c).report;
+            eprintln!("{p} {w}: committed {} aborted {} unknown {} wan {:?} lat {:?} tput {:?} live {} anomalies {:?} locked {:?}", r.committed, r.aborted, r.unknown, r.wan_trips, r.latency_ms.p50, r.throughput_tps, r.check.live, r.check.anomalies, r.locked_at_end);
+        }
+        for f in ["outage:dc=EU,at=2s,for=5s", "crash:node=0,at=2s,for=3s", "crash:node=5,at=1s,for=2s", "random:crashes=5,client-crashes=2,partitions=2,outages=1,loss=0.03,dup=0.03,reorder=0.1"] {
+            for seed in 1..=3 {
+                let mut c = SimConfig::new(Topology::preset("gcp3").unwrap(), "bank");
+                c.txns = 400;
+                c.clients = 12;
+                c.seed = seed;
+                c.faults = f.into();
+                let r = sim(p, &c).report;
+                eprintln!("{p} {f} {seed}: committed {} aborted {} unknown {} unresolved {:?} live {} tol {} anomalies {:?} stalls {:?} locked {:?} reasons {:?}", r.committed, r.aborted, r.unknown, r.unresolved, r.check.live, r.within_tolerance, r.check.anomalies, r.check.stalls, r.locked_at_end, r.abort_reasons);
+            }
+        }
+    }
+}

@@ -264,6 +264,13 @@ impl Server {
         // request cannot run it after the client was told).
         self.done.insert(txn, false);
         self.log.append_sync(Rec::Decided { txn, commit: false, value: None }, cx);
+        if self.cc == Cc::Locking {
+            // Locks it may have taken before the restart go now, not at the idle expiry.
+            for p in self.peers() {
+                cx.send(p, Msg::Release { txn });
+            }
+            self.release(txn, cx);
+        }
         cx.send(
             from,
             Msg::Result {
