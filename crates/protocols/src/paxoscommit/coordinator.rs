@@ -66,6 +66,7 @@ impl Server {
                 cx.send_on_chain(ds, Msg::Read { txn, key, home }, hops);
             }
             LockMode::Exclusive => {
+                self.held_since.entry(txn).or_insert(hops);
                 let latest = self.latest_ts(&key);
                 cx.send_on_chain(home, Msg::Locked { txn, key, latest }, hops);
             }
@@ -93,6 +94,9 @@ impl Server {
         self.holders.remove(&txn);
         if !self.acc.contains_key(&txn) {
             self.done.entry(txn).or_insert(false);
+        }
+        if let Some(h) = self.held_since.remove(&txn) {
+            self.holds.add(h, cx.hops());
         }
         let grants = self.locks.release_all(txn);
         self.on_grants(grants, cx);
@@ -144,12 +148,15 @@ impl Server {
                 }
                 self.holders.remove(&txn);
                 if !value.writes.is_empty() {
-                    self.held_since.insert(txn, cx.hops());
+                    self.held_since.entry(txn).or_insert(cx.hops());
                 }
                 self.cast_vote(txn, true, None, cx);
             }
             Err(why) => {
                 self.holders.remove(&txn);
+                if let Some(h) = self.held_since.remove(&txn) {
+                    self.holds.add(h, cx.hops());
+                }
                 let grants = self.locks.release_all(txn);
                 self.on_grants(grants, cx);
                 self.cast_vote(txn, false, Some(why), cx);
