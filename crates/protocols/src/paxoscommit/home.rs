@@ -290,6 +290,9 @@ impl Server {
         let value = self.answers.get(&txn).map(|(v, _)| v.clone());
         let (reads, writes, start) = match &value {
             Some(v) => (v.read_recs(), v.write_recs.clone(), Some(v.commit_start)),
+            // A commit is only reported with what it read and wrote (the history needs
+            // them); the home keeps its transactions' values, so this does not happen.
+            None if commit => return,
             None => (vec![], vec![], None),
         };
         let reason = (!commit).then_some(AbortReason::AbortedQueried);

@@ -68,9 +68,12 @@ impl Server {
             Rec::Decided { .. } => true,
             Rec::Ended { txn } => !ended.contains(txn),
         });
+        // A home keeps its own transactions' values: a client whose answer was lost
+        // (or whose home restarted) asks again and must learn what it read and wrote.
+        let me = self.me;
         self.log.rewrite(|r| {
             if let Rec::Decided { txn, value, .. } = r {
-                if ended.contains(txn) {
+                if ended.contains(txn) && value.as_ref().is_none_or(|v| v.home != me) {
                     *value = None;
                 }
             }
