@@ -86,11 +86,19 @@ fn test_pc_contention_on_gcp3_checks_clean() {
                         client: t.id.client,
                         seq: t.id.seq & !RETRY_BIT,
                     };
-                    let f = out.history.txns.iter().find(|x| x.id == first).expect("first attempt recorded");
+                    let f = out
+                        .history
+                        .txns
+                        .iter()
+                        .find(|x| x.id == first)
+                        .expect("first attempt recorded");
                     assert_eq!(f.outcome, Outcome::Aborted, "{first:?}");
                     assert!(f.end.unwrap() <= t.start);
                 }
-                assert!(retries.iter().any(|t| t.outcome == Outcome::Committed), "{w}: some retries commit");
+                assert!(
+                    retries.iter().any(|t| t.outcome == Outcome::Committed),
+                    "{w}: some retries commit"
+                );
             } else {
                 assert!(retries.is_empty(), "2PL does not retry");
             }

@@ -59,7 +59,9 @@ impl Server {
     /// home), an exclusive one is reported to the home. Both continue the request's
     /// causal chain, not the chain of whatever released the lock.
     pub(super) fn grant(&mut self, txn: TxnId, key: Key, mode: LockMode, hops: u32, cx: &mut Ctx<'_, Msg>) {
-        let Some(home) = self.holders.get(&txn).map(|h| h.home) else { return };
+        let Some(home) = self.holders.get(&txn).map(|h| h.home) else {
+            return;
+        };
         match mode {
             LockMode::Shared => {
                 let ds = data_server(&self.env.layout, &key, self.dc);
@@ -75,7 +77,9 @@ impl Server {
 
     pub(super) fn on_grants(&mut self, grants: Vec<Grant>, cx: &mut Ctx<'_, Msg>) {
         for g in grants {
-            let Some(h) = self.holders.get_mut(&g.txn) else { continue };
+            let Some(h) = self.holders.get_mut(&g.txn) else {
+                continue;
+            };
             let Some(i) = h.waiting.iter().position(|(k, _, _)| *k == g.key) else {
                 continue;
             };
@@ -88,7 +92,11 @@ impl Server {
     /// whose home went silent). A transaction this DC accepted keeps its locks until
     /// the outcome is known.
     pub(super) fn release(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
-        if self.acc.get(&txn).is_some_and(|a| a.my_vote == Some(true) && a.decided.is_none()) {
+        if self
+            .acc
+            .get(&txn)
+            .is_some_and(|a| a.my_vote == Some(true) && a.decided.is_none())
+        {
             return;
         }
         self.holders.remove(&txn);
@@ -221,7 +229,8 @@ impl Server {
         a.my_vote = Some(accept);
         a.votes.insert(dc, accept);
         if !accept {
-            a.reason.get_or_insert(reason.clone().unwrap_or(AbortReason::MajorityRejected));
+            a.reason
+                .get_or_insert(reason.clone().unwrap_or(AbortReason::MajorityRejected));
         }
         a.since = now;
         let value = a.value.clone();

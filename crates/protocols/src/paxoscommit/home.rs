@@ -53,12 +53,27 @@ impl Server {
                         Cc::Locking => {
                             for c in self.coordinators() {
                                 let key = key.clone();
-                                cx.send(c, Msg::Lock { txn, prio, key, exclusive: false });
+                                cx.send(
+                                    c,
+                                    Msg::Lock {
+                                        txn,
+                                        prio,
+                                        key,
+                                        exclusive: false,
+                                    },
+                                );
                             }
                         }
                         Cc::Optimistic => {
                             let ds = data_server(&self.env.layout, &key, self.dc);
-                            cx.send(ds, Msg::Read { txn, key, home: self.me });
+                            cx.send(
+                                ds,
+                                Msg::Read {
+                                    txn,
+                                    key,
+                                    home: self.me,
+                                },
+                            );
                         }
                     }
                 }
@@ -109,7 +124,15 @@ impl Server {
                     for (key, _, _) in finals {
                         for c in self.coordinators() {
                             let key = key.clone();
-                            cx.send(c, Msg::Lock { txn, prio, key, exclusive: true });
+                            cx.send(
+                                c,
+                                Msg::Lock {
+                                    txn,
+                                    prio,
+                                    key,
+                                    exclusive: true,
+                                },
+                            );
                         }
                     }
                 } else {
@@ -160,7 +183,9 @@ impl Server {
         let dc = self.env.layout.dc_of(from);
         let Some(h) = self.home.get_mut(&txn) else { return };
         h.seen_ts = h.seen_ts.max(latest);
-        let HPhase::Locking { granted, .. } = &mut h.phase else { return };
+        let HPhase::Locking { granted, .. } = &mut h.phase else {
+            return;
+        };
         let Some(g) = granted.get_mut(&key) else { return };
         g.insert(dc);
         if granted.values().any(|g| g.len() < maj) {
@@ -263,7 +288,14 @@ impl Server {
         // have accepted it. Abort it for good (forced, so a late duplicate of the
         // request cannot run it after the client was told).
         self.done.insert(txn, false);
-        self.log.append_sync(Rec::Decided { txn, commit: false, value: None }, cx);
+        self.log.append_sync(
+            Rec::Decided {
+                txn,
+                commit: false,
+                value: None,
+            },
+            cx,
+        );
         if self.cc == Cc::Locking {
             // Locks it may have taken before the restart go now, not at the idle expiry.
             for p in self.peers() {

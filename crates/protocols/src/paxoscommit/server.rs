@@ -22,12 +22,15 @@ pub(super) struct HTxn {
     pub(super) since: Time,
 }
 
+/// A DC's answer to a read: version, its commit timestamp, value.
+pub(super) type ReadAnswer = (Option<VersionId>, u64, Option<Value>);
+
 /// What a home coordinator's transaction waits for.
 #[derive(Debug)]
 pub(super) enum HPhase {
     /// Reads of one batch: per key, the answers so far (DC → version, ts, value).
     Reading {
-        keys: BTreeMap<Key, BTreeMap<DcId, (Option<VersionId>, u64, Option<Value>)>>,
+        keys: BTreeMap<Key, BTreeMap<DcId, ReadAnswer>>,
     },
     /// 2PL: exclusive locks on the final writes; per key, the DCs holding it.
     Locking {
@@ -265,7 +268,11 @@ impl Actor for Server {
                 key,
                 exclusive,
             } => {
-                let mode = if exclusive { LockMode::Exclusive } else { LockMode::Shared };
+                let mode = if exclusive {
+                    LockMode::Exclusive
+                } else {
+                    LockMode::Shared
+                };
                 self.on_lock(from, txn, prio, key, mode, cx)
             }
             Msg::Release { txn } => self.release(txn, cx),

@@ -81,7 +81,11 @@ fn two_pl_reads_and_locks_at_a_majority_then_commits_everywhere() {
     assert_eq!(holders(&net, &layout, "y", t(0, 1)), vec![true; 3]);
     for s in &net.servers {
         assert_eq!(s.locked_keys(), Some(0), "{:?} released its locks", s.me);
-        assert!(s.acc.is_empty() && s.home.is_empty() && s.holders.is_empty(), "{:?}", s.me);
+        assert!(
+            s.acc.is_empty() && s.home.is_empty() && s.holders.is_empty(),
+            "{:?}",
+            s.me
+        );
         let k = Key::from("y");
         if let Some(ks) = s.snapshot().keys.get(&k) {
             assert_eq!(ks.versions.len(), 1, "installed once");
@@ -102,7 +106,12 @@ fn one_dc_down_commits_with_the_other_two_and_it_catches_up() {
         net.submit(0, t(0, 1), ycsb_call(&[("x", b""), ("x", b"v1")]));
         run(&mut net, secs(2.0));
         assert_eq!(net.records.len(), 1);
-        assert_eq!(net.records[0].outcome, Outcome::Committed, "{cc:?} {:?}", net.records[0]);
+        assert_eq!(
+            net.records[0].outcome,
+            Outcome::Committed,
+            "{cc:?} {:?}",
+            net.records[0]
+        );
         assert_eq!(holders(&net, &layout, "x", t(0, 1)), vec![true, true, false]);
         for n in dc_nodes(&layout, 2) {
             net.restart(n);
@@ -228,7 +237,11 @@ fn occ_validation_failure_is_retried_once_and_both_attempts_are_recorded() {
     assert_eq!((a.id, a.outcome), (t(0, 1), Outcome::Aborted));
     assert_eq!(a.abort_reason, Some(AbortReason::ReadVersionChanged));
     assert_eq!(b.id, t(0, 1 | RETRY_BIT));
-    assert_eq!(b.outcome, Outcome::Aborted, "DC A still has the old x: the retry fails too");
+    assert_eq!(
+        b.outcome,
+        Outcome::Aborted,
+        "DC A still has the old x: the retry fails too"
+    );
     assert!(a.end.unwrap() <= b.start);
     for s in &net.servers {
         assert_eq!(s.locked_keys(), Some(0));
@@ -291,7 +304,11 @@ fn a_crashed_home_coordinator_loses_nothing_and_answers_after_restart() {
         assert_eq!(net.records.len(), 1, "{cc:?}: the client got its answer");
         assert_eq!(net.records[0].outcome, want, "{cc:?} {:?}", net.records[0]);
         if want == Outcome::Committed {
-            assert_eq!(before, vec![false, true, true], "the other DCs committed without the home");
+            assert_eq!(
+                before,
+                vec![false, true, true],
+                "the other DCs committed without the home"
+            );
             assert_eq!(holders(&net, &layout, "z", t(0, 1)), vec![true; 3]);
         } else {
             assert_eq!(holders(&net, &layout, "z", t(0, 1)), vec![false; 3]);
