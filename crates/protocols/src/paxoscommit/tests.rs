@@ -71,7 +71,29 @@ fn t(client: u32, seq: u32) -> TxnId {
 fn two_pl_reads_and_locks_at_a_majority_then_commits_everywhere() {
     let (mut net, layout) = net(Cc::Locking, 1);
     net.duplicate_once = Some(Box::new(|_, _, m| matches!(m, Msg::Accept { .. })));
+    let trace = tracer(&mut net);
     net.submit(0, t(0, 1), ycsb_call(&[("x", b""), ("y", b"v1")]));
+    let seen: Vec<(&str, NodeId, NodeId)> = trace.borrow().clone();
+    let count = |k: &str| seen.iter().filter(|(n, _, _)| *n == k).count();
+    let first = |k: &str| seen.iter().position(|(n, _, _)| *n == k).unwrap();
+    let coords: BTreeSet<NodeId> = (0..3).map(|d| coordinator_of(&layout, DcId(d))).collect();
+    // One shared lock request per DC for x, one exclusive per DC for y, all to the
+    // coordinators; each granted shared lock is read at that DC's data server.
+    assert_eq!(count("Lock"), 6, "{seen:?}");
+    assert!(seen
+        .iter()
+        .filter(|(n, _, _)| *n == "Lock")
+        .all(|(_, _, to)| coords.contains(to)));
+    assert_eq!((count("Read"), count("ReadReply")), (3, 3));
+    assert_eq!(count("Locked"), 3);
+    // The commit round starts only after the reads and write locks: the home's accept
+    // requests to the two other DCs (one of them duplicated by the network), each DC's
+    // vote to the two others, then installs in every DC and `Applied` among them.
+    assert!(first("Accept") > first("Locked") && first("Locked") > first("ReadReply"));
+    assert_eq!(count("Accept"), 3);
+    assert!(count("Vote") >= 6);
+    assert_eq!((count("Install"), count("Installed"), count("Applied")), (3, 3, 6));
+    assert_eq!(count("Result"), 1);
     run(&mut net, secs(2.0));
     assert_eq!(net.records.len(), 1);
     let r = &net.records[0];
@@ -91,6 +113,55 @@ fn two_pl_reads_and_locks_at_a_majority_then_commits_everywhere() {
             assert_eq!(ks.versions.len(), 1, "installed once");
         }
     }
+}
+
+/// Records every message the network delivers (kind, from, to), through the
+/// network's drop filter (which never drops).
+type Trace = std::rc::Rc<std::cell::RefCell<Vec<(&'static str, NodeId, NodeId)>>>;
+
+fn tracer(net: &mut Net<PaxosCommit>) -> Trace {
+    let trace: Trace = Default::default();
+    let t = trace.clone();
+    net.drop_once = Some(Box::new(move |from, to, m| {
+        let kind = match m {
+            Msg::Submit { .. } => "Submit",
+            Msg::Status { .. } => "Status",
+            Msg::Result { .. } => "Result",
+            Msg::Lock { .. } => "Lock",
+            Msg::Locked { .. } => "Locked",
+            Msg::Wound { .. } => "Wound",
+            Msg::Release { .. } => "Release",
+            Msg::Read { .. } => "Read",
+            Msg::ReadReply { .. } => "ReadReply",
+            Msg::Accept { .. } => "Accept",
+            Msg::Vote { .. } => "Vote",
+            Msg::Decided { .. } => "Decided",
+            Msg::Applied { .. } => "Applied",
+            Msg::Install { .. } => "Install",
+            Msg::Installed { .. } => "Installed",
+        };
+        t.borrow_mut().push((kind, from, to));
+        false
+    }));
+    trace
+}
+
+/// OCC's pattern: the read goes to the home DC's data server only, no lock anywhere;
+/// then the same commit round as 2PL.
+#[test]
+fn occ_reads_at_home_and_validates_in_the_commit_round() {
+    let (mut net, layout) = net(Cc::Optimistic, 1);
+    let trace = tracer(&mut net);
+    net.submit(0, t(0, 1), ycsb_call(&[("x", b""), ("y", b"v1")]));
+    let seen = trace.borrow().clone();
+    let count = |k: &str| seen.iter().filter(|(n, _, _)| *n == k).count();
+    assert_eq!((count("Lock"), count("Locked")), (0, 0));
+    let reads: Vec<_> = seen.iter().filter(|(n, _, _)| *n == "Read").collect();
+    assert_eq!(reads.len(), 1);
+    assert_eq!(reads[0].2, data_server(&layout, &Key::from("x"), DcId(0)));
+    assert_eq!(count("Accept"), 2);
+    assert_eq!(count("Result"), 1);
+    assert_eq!(net.records[0].outcome, Outcome::Committed);
 }
 
 /// A majority of DCs commits: with the third DC down the transaction commits in the
