@@ -135,7 +135,7 @@ pub use msg::*;
 pub use server::Server;
 use {log::*, server::*};
 
-use crate::{ClientRole, Env, HoldStats, Protocol, Replica};
+use crate::{ClientRole, Env, FaultModel, HoldStats, Protocol, Replica};
 use meridian_core::{
     AbortReason, Actor, ClientId, Ctx, DcId, HomeRule, Key, Layout, NodeId, Outcome, Placement, ReadRec,
     ReplicaSnapshot, Time, TimerId, TxnId, TxnRecord, Value, VersionId, WriteRec,
@@ -205,6 +205,11 @@ impl Protocol for PaxosCommit {
     }
     fn strict(&self) -> bool {
         true
+    }
+    /// Votes, commits and installed writes are forced; a restarted server rebuilds its
+    /// undecided votes (and their locks) and its decisions from the log.
+    fn fault_model(&self) -> FaultModel {
+        FaultModel::Durable
     }
     fn placement(&self, _home: HomeRule) -> Placement {
         Placement::Full
