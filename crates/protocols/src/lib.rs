@@ -8,6 +8,7 @@ pub mod crossstitch;
 pub mod hacommit;
 pub mod kit;
 pub mod named;
+pub mod paxoscommit;
 pub mod rc;
 pub mod replog;
 pub mod testing;
@@ -21,7 +22,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 /// Names of the protocols that exist, as accepted by `--protocol`.
-pub const PROTOCOLS: [&str; 7] = [
+pub const PROTOCOLS: [&str; 9] = [
     "2pc-2pl",
     "2pc-occ",
     "rc",
@@ -29,6 +30,8 @@ pub const PROTOCOLS: [&str; 7] = [
     "hacommit",
     "hacommit-rc",
     "crossstitch",
+    "pc-2pl",
+    "pc-occ",
 ];
 
 /// A deliberately broken variant of a protocol (`--protocol NAME:mutant=M`), accepted

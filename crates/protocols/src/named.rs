@@ -63,6 +63,12 @@ pub fn with_protocol<W: WithProtocol>(
             mutant,
         }),
         "rc" => w.with(crate::rc::ReplicatedCommit::default()),
+        "pc-2pl" => w.with(crate::paxoscommit::PaxosCommit {
+            cc: crate::paxoscommit::Cc::Locking,
+        }),
+        "pc-occ" => w.with(crate::paxoscommit::PaxosCommit {
+            cc: crate::paxoscommit::Cc::Optimistic,
+        }),
         "replog" => w.with(crate::replog::ReplicatedLog {
             mutant,
             ..replog_for(&spec, topology, home)?

@@ -1,0 +1,509 @@
+//! The coordinator of each DC as lock manager and Paxos acceptor/learner: grants locks
+//! under wound-wait (2PL), validates a proposed transaction against its DC's committed
+//! state and locks and force-logs its DC's vote (phase 2b), learns the outcome from a
+//! majority of votes, has its DC's data servers install committed writes, and keeps
+//! telling the DCs that have not installed them.
+
+use super::*;
+
+impl Server {
+    /// Newest committed timestamp of `key` decided in this DC.
+    pub(super) fn latest_ts(&self, key: &Key) -> u64 {
+        self.latest.get(key).copied().unwrap_or(0)
+    }
+
+    // ------------------------------------------------------------ locks (2PL)
+
+    pub(super) fn on_lock(
+        &mut self,
+        from: NodeId,
+        txn: TxnId,
+        prio: Prio,
+        key: Key,
+        mode: LockMode,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
+        if self.done.contains_key(&txn) || self.acc.contains_key(&txn) {
+            return; // finished, or in its commit round: a late or repeated request
+        }
+        cx.charge_ops(1);
+        let now = cx.now();
+        let hops = cx.hops();
+        let h = self.holders.entry(txn).or_insert_with(|| Holder {
+            home: from,
+            last: now,
+            waiting: vec![],
+        });
+        h.last = now;
+        match self.locks.acquire(txn, prio, &key, mode) {
+            Acquired::Granted | Acquired::TookOver { .. } => self.grant(txn, key, mode, hops, cx),
+            Acquired::Waiting { wound } => {
+                if let Some(h) = self.holders.get_mut(&txn) {
+                    h.waiting.retain(|(k, _, _)| *k != key);
+                    h.waiting.push((key, mode, hops));
+                }
+                for w in wound {
+                    if self.acc.contains_key(&w) {
+                        continue; // voted on here: it finishes without more locks
+                    }
+                    if let Some(wh) = self.holders.get(&w) {
+                        cx.send(wh.home, Msg::Wound { txn: w });
+                    }
+                }
+            }
+            Acquired::Denied => {} // not under wound-wait
+        }
+    }
+
+    /// A lock is held: a shared one is read at this DC's data server (which answers the
+    /// home), an exclusive one is reported to the home. Both continue the request's
+    /// causal chain, not the chain of whatever released the lock.
+    pub(super) fn grant(&mut self, txn: TxnId, key: Key, mode: LockMode, hops: u32, cx: &mut Ctx<'_, Msg>) {
+        let Some(home) = self.holders.get(&txn).map(|h| h.home) else {
+            return;
+        };
+        match mode {
+            LockMode::Shared => {
+                let ds = data_server(&self.env.layout, &key, self.dc);
+                cx.send_on_chain(ds, Msg::Read { txn, key, home }, hops);
+            }
+            LockMode::Exclusive => {
+                self.held_since.entry(txn).or_insert(hops);
+                let latest = self.latest_ts(&key);
+                cx.send_on_chain(home, Msg::Locked { txn, key, latest }, hops);
+            }
+        }
+    }
+
+    pub(super) fn on_grants(&mut self, grants: Vec<Grant>, cx: &mut Ctx<'_, Msg>) {
+        for g in grants {
+            let Some(h) = self.holders.get_mut(&g.txn) else {
+                continue;
+            };
+            let Some(i) = h.waiting.iter().position(|(k, _, _)| *k == g.key) else {
+                continue;
+            };
+            let (_, _, hops) = h.waiting.remove(i);
+            self.grant(g.txn, g.key, g.mode, hops, cx);
+        }
+    }
+
+    /// Drops the locks of a transaction that aborted before this DC voted on it (or
+    /// whose home went silent). A transaction this DC accepted keeps its locks until
+    /// the outcome is known.
+    pub(super) fn release(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        if self
+            .acc
+            .get(&txn)
+            .is_some_and(|a| a.my_vote == Some(true) && a.decided.is_none())
+        {
+            return;
+        }
+        self.holders.remove(&txn);
+        if !self.acc.contains_key(&txn) {
+            self.done.entry(txn).or_insert(false);
+        }
+        if let Some(h) = self.held_since.remove(&txn) {
+            self.holds.add(h, cx.hops());
+        }
+        let grants = self.locks.release_all(txn);
+        self.on_grants(grants, cx);
+    }
+
+    // ------------------------------------------------------------ acceptor
+
+    pub(super) fn on_accept(&mut self, from: NodeId, txn: TxnId, value: Arc<TxnValue>, cx: &mut Ctx<'_, Msg>) {
+        if let Some(&commit) = self.done.get(&txn) {
+            if from != self.me {
+                let value = commit.then_some(value);
+                cx.send(from, Msg::Decided { txn, commit, value });
+            }
+            return;
+        }
+        let now = cx.now();
+        let a = self.acc.entry(txn).or_insert_with(|| ATxn::new(None, now));
+        if a.value.is_none() {
+            a.value = Some(value);
+        }
+        if let Some(accept) = a.my_vote {
+            if from != self.me {
+                let msg = Msg::Vote {
+                    txn,
+                    dc: self.dc,
+                    accept,
+                    reason: a.reason.clone(),
+                    value: a.value.clone(),
+                    reply: false,
+                };
+                cx.send(from, msg);
+            }
+            return;
+        }
+        self.vote_on(txn, cx);
+    }
+
+    /// Validates the transaction against this DC and casts the DC's vote.
+    pub(super) fn vote_on(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        let Some(value) = self.acc.get(&txn).and_then(|a| a.value.clone()) else {
+            return;
+        };
+        cx.charge_ops((value.reads.len() + value.writes.len()) as u32);
+        match self.validate(txn, &value) {
+            Ok(()) => {
+                for (k, _, _) in &value.reads {
+                    let r = self.rts.entry(k.clone()).or_insert(0);
+                    *r = (*r).max(value.ts);
+                }
+                self.holders.remove(&txn);
+                if !value.writes.is_empty() {
+                    self.held_since.entry(txn).or_insert(cx.hops());
+                }
+                self.cast_vote(txn, true, None, cx);
+            }
+            Err(why) => {
+                self.holders.remove(&txn);
+                if let Some(h) = self.held_since.remove(&txn) {
+                    self.holds.add(h, cx.hops());
+                }
+                let grants = self.locks.release_all(txn);
+                self.on_grants(grants, cx);
+                self.cast_vote(txn, false, Some(why), cx);
+            }
+        }
+    }
+
+    /// This DC's check of a proposed transaction. 2PL: every lock it asked for is held
+    /// here. OCC: no transaction accepted here and undecided conflicts with it (its
+    /// read and write sets are locked, no-wait, until the outcome). Both: every version
+    /// read is still the newest committed here, and the commit timestamp is above every
+    /// committed version of a written key and every accepted reader of it.
+    pub(super) fn validate(&mut self, txn: TxnId, value: &TxnValue) -> Result<(), AbortReason> {
+        match self.cc {
+            Cc::Locking => {
+                for (k, _, _) in &value.reads {
+                    if !self.locks.holds(txn, k, LockMode::Shared) {
+                        return Err(AbortReason::ReadLockGone);
+                    }
+                }
+                for (k, _, _) in &value.writes {
+                    if !self.locks.holds(txn, k, LockMode::Exclusive) {
+                        return Err(AbortReason::WriteLockDenied);
+                    }
+                }
+            }
+            Cc::Optimistic => {
+                let prio = (0, txn);
+                for (k, _, _) in &value.reads {
+                    if self.locks.acquire(txn, prio, k, LockMode::Shared) != Acquired::Granted {
+                        return Err(AbortReason::LockedByPreparing);
+                    }
+                }
+                for (k, _, _) in &value.writes {
+                    if self.locks.acquire(txn, prio, k, LockMode::Exclusive) != Acquired::Granted {
+                        return Err(AbortReason::LockedByPreparing);
+                    }
+                }
+            }
+        }
+        for (k, _, read_ts) in &value.reads {
+            if self.latest_ts(k) > *read_ts {
+                return Err(match self.cc {
+                    Cc::Locking => AbortReason::NewerVersionInstalled,
+                    Cc::Optimistic => AbortReason::ReadVersionChanged,
+                });
+            }
+        }
+        for (k, _, _) in &value.writes {
+            if value.ts <= self.latest_ts(k) || value.ts <= self.rts.get(k).copied().unwrap_or(0) {
+                return Err(AbortReason::StaleTimestamp);
+            }
+        }
+        Ok(())
+    }
+
+    /// Force-logs this DC's vote, then tells the other DCs' coordinators.
+    pub(super) fn cast_vote(&mut self, txn: TxnId, accept: bool, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
+        let dc = self.dc;
+        let now = cx.now();
+        let Some(a) = self.acc.get_mut(&txn) else { return };
+        a.my_vote = Some(accept);
+        a.votes.insert(dc, accept);
+        if !accept {
+            a.reason
+                .get_or_insert(reason.clone().unwrap_or(AbortReason::MajorityRejected));
+        }
+        a.since = now;
+        let value = a.value.clone();
+        self.log.append_sync(
+            Rec::Voted {
+                txn,
+                accept,
+                value: value.clone(),
+            },
+            cx,
+        );
+        let vote = Msg::Vote {
+            txn,
+            dc,
+            accept,
+            reason,
+            value,
+            reply: false,
+        };
+        for p in self.peers() {
+            cx.send(p, vote.clone());
+        }
+        self.check_decision(txn, cx);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn on_vote(
+        &mut self,
+        from: NodeId,
+        txn: TxnId,
+        dc: DcId,
+        accept: bool,
+        reason: Option<AbortReason>,
+        value: Option<Arc<TxnValue>>,
+        reply: bool,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
+        if let Some(&commit) = self.done.get(&txn) {
+            if reply {
+                let value = if commit {
+                    self.acc.get(&txn).and_then(|a| a.value.clone()).or(value)
+                } else {
+                    None
+                };
+                cx.send(from, Msg::Decided { txn, commit, value });
+            }
+            return;
+        }
+        let now = cx.now();
+        let a = self.acc.entry(txn).or_insert_with(|| ATxn::new(None, now));
+        if a.value.is_none() {
+            a.value = value;
+        }
+        a.votes.insert(dc, accept);
+        if !accept {
+            if let Some(r) = reason {
+                a.reason.get_or_insert(r);
+            }
+        }
+        if reply {
+            if let Some(mine) = a.my_vote {
+                let msg = Msg::Vote {
+                    txn,
+                    dc: self.dc,
+                    accept: mine,
+                    reason: None,
+                    value: a.value.clone(),
+                    reply: false,
+                };
+                cx.send(from, msg);
+            }
+        }
+        // A DC that never got the accept request votes once it learns the value.
+        if a.my_vote.is_none() && a.value.is_some() {
+            self.vote_on(txn, cx);
+        }
+        self.check_decision(txn, cx);
+    }
+
+    pub(super) fn check_decision(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        let (n, maj) = (self.ndcs(), self.majority());
+        let Some(a) = self.acc.get(&txn) else { return };
+        if a.decided.is_some() {
+            return;
+        }
+        let yes = a.votes.values().filter(|v| **v).count();
+        let no = a.votes.len() - yes;
+        if yes >= maj && a.value.is_some() {
+            self.decide(txn, true, cx);
+        } else if no > n - maj {
+            self.decide(txn, false, cx);
+        }
+    }
+
+    /// The outcome is known here: log it (forced for a commit: the DC's committed
+    /// timestamps move with it), release the locks, have the data servers install the
+    /// writes, and answer the client if this is the home.
+    pub(super) fn decide(&mut self, txn: TxnId, commit: bool, cx: &mut Ctx<'_, Msg>) {
+        let dc = self.dc;
+        let now = cx.now();
+        let Some(a) = self.acc.get_mut(&txn) else { return };
+        a.decided = Some(commit);
+        a.since = now;
+        let value = a.value.clone();
+        let reason = a.reason.clone();
+        self.done.insert(txn, commit);
+        self.holders.remove(&txn);
+        let rec = Rec::Decided {
+            txn,
+            commit,
+            value: value.clone().filter(|_| commit),
+        };
+        if commit {
+            self.log.append_sync(rec, cx);
+        } else {
+            self.log.append(rec, cx);
+        }
+        if let Some(held) = self.held_since.remove(&txn) {
+            self.holds.add(held, cx.hops());
+        }
+        let grants = self.locks.release_all(txn);
+        let mut installs = BTreeMap::new();
+        if let (true, Some(v)) = (commit, &value) {
+            for (k, _, _) in &v.writes {
+                let l = self.latest.entry(k.clone()).or_insert(0);
+                *l = (*l).max(v.ts);
+            }
+            installs = v.installs(&self.env.layout, dc);
+            for (node, writes) in &installs {
+                cx.send(
+                    *node,
+                    Msg::Install {
+                        txn,
+                        ts: v.ts,
+                        writes: writes.clone(),
+                    },
+                );
+            }
+        }
+        self.on_grants(grants, cx);
+        if let Some(v) = &value {
+            if v.home == self.me {
+                self.home.remove(&txn);
+                self.answers.insert(txn, (v.clone(), now));
+                cx.send(
+                    v.client,
+                    Msg::Result {
+                        txn,
+                        commit,
+                        reason: (!commit).then(|| reason.unwrap_or(AbortReason::MajorityRejected)),
+                        reads: v.read_recs(),
+                        writes: v.write_recs.clone(),
+                        commit_start: Some(v.commit_start),
+                    },
+                );
+            }
+        }
+        if !commit || installs.is_empty() {
+            // Nothing to install: peers learn the outcome by asking.
+            self.acc.remove(&txn);
+        }
+    }
+
+    pub(super) fn on_decided(
+        &mut self,
+        from: NodeId,
+        txn: TxnId,
+        commit: bool,
+        value: Option<Arc<TxnValue>>,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
+        if self.done.contains_key(&txn) {
+            let installed = self.acc.get(&txn).is_none_or(|a| a.applied.contains(&self.dc));
+            if commit && installed {
+                cx.send(from, Msg::Applied { txn });
+            }
+            return;
+        }
+        let now = cx.now();
+        let a = self.acc.entry(txn).or_insert_with(|| ATxn::new(None, now));
+        if a.value.is_none() {
+            a.value = value;
+        }
+        if commit && a.value.is_none() {
+            return; // cannot install without the value; a later message carries it
+        }
+        self.decide(txn, commit, cx);
+    }
+
+    pub(super) fn on_installed(&mut self, from: NodeId, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        let dc = self.dc;
+        let Some(a) = self.acc.get_mut(&txn) else { return };
+        if a.decided != Some(true) {
+            return;
+        }
+        a.acks.insert(from);
+        let all = a
+            .value
+            .as_ref()
+            .map(|v| v.installs(&self.env.layout, dc).keys().all(|n| a.acks.contains(n)))
+            .unwrap_or(true);
+        if all && a.applied.insert(dc) {
+            for p in self.peers() {
+                cx.send(p, Msg::Applied { txn });
+            }
+            self.maybe_end(txn, cx);
+        }
+    }
+
+    pub(super) fn on_applied(&mut self, from: NodeId, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        let dc = self.env.layout.dc_of(from);
+        if let Some(a) = self.acc.get_mut(&txn) {
+            a.applied.insert(dc);
+            self.maybe_end(txn, cx);
+        }
+    }
+
+    /// A committed transaction is forgotten once every DC installed it.
+    pub(super) fn maybe_end(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        let n = self.ndcs();
+        if self.acc.get(&txn).is_some_and(|a| a.applied.len() == n) {
+            self.acc.remove(&txn);
+            self.log.append(Rec::Ended { txn }, cx);
+        }
+    }
+
+    /// Re-sends a commit to the DCs (and this DC's data servers) that have not
+    /// confirmed installing it.
+    pub(super) fn resend_commit(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        let Some(a) = self.acc.get(&txn) else { return };
+        let Some(v) = a.value.clone() else { return };
+        for p in self.peers() {
+            if !a.applied.contains(&self.env.layout.dc_of(p)) {
+                cx.send(
+                    p,
+                    Msg::Decided {
+                        txn,
+                        commit: true,
+                        value: Some(v.clone()),
+                    },
+                );
+            }
+        }
+        if a.applied.contains(&self.dc) {
+            return;
+        }
+        for (node, writes) in v.installs(&self.env.layout, self.dc) {
+            if !a.acks.contains(&node) {
+                cx.send(node, Msg::Install { txn, ts: v.ts, writes });
+            }
+        }
+    }
+
+    /// Re-sends this DC's vote (with the value) to the peers not heard from, asking for
+    /// theirs: covers lost accept requests and votes.
+    pub(super) fn ask_peers(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        let Some(a) = self.acc.get(&txn) else { return };
+        let Some(mine) = a.my_vote else { return };
+        for p in self.peers() {
+            if a.votes.contains_key(&self.env.layout.dc_of(p)) {
+                continue;
+            }
+            cx.send(
+                p,
+                Msg::Vote {
+                    txn,
+                    dc: self.dc,
+                    accept: mine,
+                    reason: a.reason.clone(),
+                    value: a.value.clone(),
+                    reply: true,
+                },
+            );
+        }
+    }
+}

@@ -1,0 +1,343 @@
+//! The home coordinator (the coordinator of the client's DC): runs the transaction's
+//! program, reads (2PL: under shared locks granted by a majority of DCs; OCC: from its
+//! own DC), locks the final writes at a majority of DCs (2PL), picks the commit
+//! timestamp and proposes the transaction to every DC (phase 2a at ballot 0), and
+//! answers the client once the outcome is known.
+
+use super::*;
+
+impl Server {
+    pub(super) fn on_submit(&mut self, from: NodeId, txn: TxnId, call: Call, cx: &mut Ctx<'_, Msg>) {
+        if self.done.contains_key(&txn) {
+            self.send_result(from, txn, cx);
+            return;
+        }
+        if self.home.contains_key(&txn) || self.acc.contains_key(&txn) {
+            return; // a duplicate
+        }
+        let now = cx.now();
+        self.home.insert(
+            txn,
+            HTxn {
+                client: from,
+                exec: Execution::new(call),
+                prio: (now, txn),
+                reads: vec![],
+                seen_ts: 0,
+                phase: HPhase::Reading { keys: BTreeMap::new() },
+                since: now,
+            },
+        );
+        self.home_step(txn, cx);
+    }
+
+    /// Runs the program until it needs reads, finishes or aborts.
+    pub(super) fn home_step(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        let Some(h) = self.home.get_mut(&txn) else { return };
+        let step = crate::kit::client::next_step(&mut h.exec, &self.env.registry);
+        let now = cx.now();
+        match step {
+            Step::Read(key) => {
+                let keys = if h.exec.batch().is_empty() {
+                    vec![key]
+                } else {
+                    h.exec.batch().to_vec()
+                };
+                h.since = now;
+                h.phase = HPhase::Reading {
+                    keys: keys.iter().map(|k| (k.clone(), BTreeMap::new())).collect(),
+                };
+                let prio = h.prio;
+                for key in keys {
+                    match self.cc {
+                        Cc::Locking => {
+                            for c in self.coordinators() {
+                                let key = key.clone();
+                                cx.send(
+                                    c,
+                                    Msg::Lock {
+                                        txn,
+                                        prio,
+                                        key,
+                                        exclusive: false,
+                                    },
+                                );
+                            }
+                        }
+                        Cc::Optimistic => {
+                            let ds = data_server(&self.env.layout, &key, self.dc);
+                            cx.send(
+                                ds,
+                                Msg::Read {
+                                    txn,
+                                    key,
+                                    home: self.me,
+                                },
+                            );
+                        }
+                    }
+                }
+            }
+            Step::Abort(reason) => self.home_abort(txn, reason, cx),
+            Step::Wait { .. } => self.home_abort(txn, AbortReason::NotInteractive, cx),
+            Step::Done { writes, .. } => {
+                let version = |i: usize| VersionId { txn, seq: i as u32 };
+                let write_recs: Vec<WriteRec> = writes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (k, _))| WriteRec {
+                        key: k.clone(),
+                        version: version(i),
+                    })
+                    .collect();
+                let mut finals: BTreeMap<Key, (VersionId, Value)> = BTreeMap::new();
+                for (i, (k, v)) in writes.into_iter().enumerate() {
+                    finals.insert(k, (version(i), v));
+                }
+                let finals: Vec<(Key, VersionId, Value)> = finals.into_iter().map(|(k, (v, x))| (k, v, x)).collect();
+                if finals.is_empty() && h.reads.is_empty() {
+                    // Nothing read or written: nothing to agree on.
+                    let client = h.client;
+                    self.home.remove(&txn);
+                    self.done.insert(txn, true);
+                    cx.send(
+                        client,
+                        Msg::Result {
+                            txn,
+                            commit: true,
+                            reason: None,
+                            reads: vec![],
+                            writes: vec![],
+                            commit_start: Some(now),
+                        },
+                    );
+                    return;
+                }
+                if self.cc == Cc::Locking && !finals.is_empty() {
+                    h.since = now;
+                    h.phase = HPhase::Locking {
+                        writes: finals.clone(),
+                        write_recs,
+                        granted: finals.iter().map(|(k, _, _)| (k.clone(), BTreeSet::new())).collect(),
+                    };
+                    let prio = h.prio;
+                    for (key, _, _) in finals {
+                        for c in self.coordinators() {
+                            let key = key.clone();
+                            cx.send(
+                                c,
+                                Msg::Lock {
+                                    txn,
+                                    prio,
+                                    key,
+                                    exclusive: true,
+                                },
+                            );
+                        }
+                    }
+                } else {
+                    self.propose(txn, finals, write_recs, cx);
+                }
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn on_read_reply(
+        &mut self,
+        from: NodeId,
+        txn: TxnId,
+        key: Key,
+        version: Option<VersionId>,
+        ts: u64,
+        value: Option<Value>,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
+        let need = match self.cc {
+            Cc::Locking => self.majority(),
+            Cc::Optimistic => 1,
+        };
+        let dc = self.env.layout.dc_of(from);
+        let Some(h) = self.home.get_mut(&txn) else { return };
+        let HPhase::Reading { keys } = &mut h.phase else { return };
+        let Some(answers) = keys.get_mut(&key) else { return };
+        answers.insert(dc, (version, ts, value));
+        if keys.values().any(|a| a.len() < need) {
+            return;
+        }
+        // Every key of the batch has its answers: the newest version of each stands.
+        let keys = std::mem::take(keys);
+        for (k, answers) in keys {
+            let (v, t, val) = answers
+                .into_values()
+                .max_by_key(|(_, t, _)| *t)
+                .expect("answers arrived");
+            h.reads.push((k.clone(), v, t));
+            h.exec.supply(k, val);
+        }
+        self.home_step(txn, cx);
+    }
+
+    pub(super) fn on_locked(&mut self, from: NodeId, txn: TxnId, key: Key, latest: u64, cx: &mut Ctx<'_, Msg>) {
+        let maj = self.majority();
+        let dc = self.env.layout.dc_of(from);
+        let Some(h) = self.home.get_mut(&txn) else { return };
+        h.seen_ts = h.seen_ts.max(latest);
+        let HPhase::Locking { granted, .. } = &mut h.phase else {
+            return;
+        };
+        let Some(g) = granted.get_mut(&key) else { return };
+        g.insert(dc);
+        if granted.values().any(|g| g.len() < maj) {
+            return;
+        }
+        let HPhase::Locking { writes, write_recs, .. } = std::mem::replace(&mut h.phase, HPhase::Committing) else {
+            return;
+        };
+        self.propose(txn, writes, write_recs, cx);
+    }
+
+    /// Picks the commit timestamp and runs the commit round: this DC votes first (its
+    /// forced vote holds the accept requests back until it is on disk), then every other
+    /// DC is asked.
+    pub(super) fn propose(
+        &mut self,
+        txn: TxnId,
+        writes: Vec<(Key, VersionId, Value)>,
+        write_recs: Vec<WriteRec>,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
+        let Some(h) = self.home.get_mut(&txn) else { return };
+        h.phase = HPhase::Committing;
+        let floor = h.reads.iter().map(|(_, _, t)| *t).max().unwrap_or(0).max(h.seen_ts);
+        let ts = commit_ts(cx.now(), floor, self.last_ts, self.me);
+        self.last_ts = ts;
+        let value = Arc::new(TxnValue {
+            home: self.me,
+            client: h.client,
+            ts,
+            reads: h.reads.clone(),
+            writes,
+            write_recs,
+            commit_start: cx.now(),
+        });
+        for p in self.peers() {
+            cx.send(
+                p,
+                Msg::Accept {
+                    txn,
+                    value: value.clone(),
+                },
+            );
+        }
+        let me = self.me;
+        self.on_accept(me, txn, value, cx);
+    }
+
+    /// Aborts a transaction before its commit round: its locks are released everywhere.
+    pub(super) fn home_abort(&mut self, txn: TxnId, reason: AbortReason, cx: &mut Ctx<'_, Msg>) {
+        let Some(h) = self.home.remove(&txn) else { return };
+        if self.cc == Cc::Locking {
+            for p in self.peers() {
+                cx.send(p, Msg::Release { txn });
+            }
+            self.release(txn, cx);
+        }
+        self.done.insert(txn, false);
+        let reads = h
+            .reads
+            .iter()
+            .map(|(k, v, _)| ReadRec {
+                key: k.clone(),
+                version: *v,
+            })
+            .collect();
+        cx.send(
+            h.client,
+            Msg::Result {
+                txn,
+                commit: false,
+                reason: Some(reason),
+                reads,
+                writes: vec![],
+                commit_start: None,
+            },
+        );
+    }
+
+    pub(super) fn on_wound(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        if self
+            .home
+            .get(&txn)
+            .is_some_and(|h| !matches!(h.phase, HPhase::Committing))
+        {
+            self.home_abort(txn, AbortReason::Wounded, cx);
+        }
+    }
+
+    pub(super) fn on_status(&mut self, from: NodeId, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        if self.done.contains_key(&txn) {
+            self.send_result(from, txn, cx);
+            return;
+        }
+        if self.home.contains_key(&txn) || self.acc.contains_key(&txn) {
+            return; // still running
+        }
+        // Unknown here: the request was lost, or this coordinator restarted before its
+        // DC voted (its vote is forced before any accept request leaves), so no DC can
+        // have accepted it. Abort it for good (forced, so a late duplicate of the
+        // request cannot run it after the client was told).
+        self.done.insert(txn, false);
+        self.log.append_sync(
+            Rec::Decided {
+                txn,
+                commit: false,
+                value: None,
+            },
+            cx,
+        );
+        if self.cc == Cc::Locking {
+            // Locks it may have taken before the restart go now, not at the idle expiry.
+            for p in self.peers() {
+                cx.send(p, Msg::Release { txn });
+            }
+            self.release(txn, cx);
+        }
+        cx.send(
+            from,
+            Msg::Result {
+                txn,
+                commit: false,
+                reason: Some(AbortReason::CoordinatorRestarted),
+                reads: vec![],
+                writes: vec![],
+                commit_start: None,
+            },
+        );
+    }
+
+    /// Answers a client about a decided transaction (a lost or repeated answer).
+    pub(super) fn send_result(&mut self, to: NodeId, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        let commit = self.done.get(&txn).copied().unwrap_or(false);
+        let value = self.answers.get(&txn).map(|(v, _)| v.clone());
+        let (reads, writes, start) = match &value {
+            Some(v) => (v.read_recs(), v.write_recs.clone(), Some(v.commit_start)),
+            // A commit is only reported with what it read and wrote (the history needs
+            // them); the home keeps its transactions' values, so this does not happen.
+            None if commit => return,
+            None => (vec![], vec![], None),
+        };
+        let reason = (!commit).then_some(AbortReason::AbortedQueried);
+        cx.send(
+            to,
+            Msg::Result {
+                txn,
+                commit,
+                reason,
+                reads,
+                writes,
+                commit_start: start,
+            },
+        );
+    }
+}

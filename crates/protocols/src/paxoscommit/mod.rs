@@ -1,0 +1,226 @@
+//! Paxos commit over two-phase locking (`pc-2pl`) and over optimistic concurrency
+//! control (`pc-occ`): the baselines Catenae is measured against (catenae.md §VII-A),
+//! with Gray and Lamport's Paxos Commit ("Consensus on transaction commit", TODS 2006)
+//! among the DCs.
+//!
+//! # Deployment
+//!
+//! Every DC holds a full replica (`Placement::Full`), sharded over its servers (the
+//! data servers, four per DC on `gcp3` as in §VII-B). One server per DC, its first, is
+//! also the DC's **coordinator** (the paper gives the coordinator its own machine; here
+//! it shares the first data server's CPU, so its load is charged to that node: a
+//! departure in cost, not in messages). Clients send their call to their own DC's
+//! coordinator, the transaction's *home*, which runs the program (the registry is shared)
+//! and answers with the outcome and what the transaction read and wrote.
+//!
+//! # `pc-2pl` (§VII-A, "2PL")
+//!
+//! Each coordinator holds its DC's lock table (wound-wait, priority = the time the home
+//! received the transaction, then its id).
+//! - **Reads**: the home sends `Lock` (shared) for the key (or the batch of keys the
+//!   program reads together) to every DC's coordinator; each, once the lock is granted
+//!   (at once or after waiting), has its DC's data server answer the home with the
+//!   newest committed version. "The coordinator is able to lock a data partition when
+//!   the majority of DCs are able to lock [it]": the home waits for a majority of
+//!   answers per key and uses the version with the largest commit timestamp.
+//! - **Writes** are buffered by the program; when it finishes, the home locks every
+//!   written key exclusively at every DC the same way (`Lock`/`Locked`, a majority
+//!   per key): this is phase 1 of Paxos commit (each DC "accepting" that the partition
+//!   is prepared). The temporary values travel with the commit round's value rather
+//!   than to the data servers during execution (same WAN pattern; see departures).
+//! - **Wound-wait**: an older request wounds younger holders; their home aborts them
+//!   unless they are already in the commit round (then the older waits). A home that
+//!   has waited [`LOCK_WAIT`] (1 s; the paper sets "a timeout on waiting for locks"
+//!   without its value) for a majority of grants aborts the transaction. An abort
+//!   sends `Release` to every DC.
+//!
+//! # `pc-occ` (§VII-A, "OCC")
+//!
+//! The home runs the program against its own DC's data servers (no locks), recording
+//! the version and commit timestamp of every read; the commit round validates them at
+//! every DC. An aborted call is retried once before the abort is returned: the client
+//! runs the same call again as a **new transaction** (same client, `seq` with
+//! [`RETRY_BIT`] set, so its own versions), and both attempts are in the history: the
+//! first as the abort it was (ending before the retry starts), the second with its own
+//! outcome. A program's own abort is not retried.
+//!
+//! # The commit round (both; Paxos commit's second phase)
+//!
+//! The home picks a commit timestamp above every version it read or locked (its clock,
+//! its node id in the low bits), has its own DC vote, and sends `Accept` with the value
+//! (reads with versions, final writes, timestamp) to every other DC's coordinator
+//! (phase 2a at ballot 0, the leader's privilege in Paxos Commit). Each coordinator
+//! validates against its DC and **force-logs its vote** before sending it to every other
+//! coordinator (the home included): 2PL checks that it holds every lock the
+//! transaction asked for; OCC takes no-wait locks on the read and write sets until the
+//! outcome (a conflict with a transaction accepted here and undecided rejects); both
+//! check that every version read is still the newest committed here and that the
+//! timestamp is above every committed version of a written key and every accepted
+//! reader of it. A majority of accepting DCs commits, a majority of rejecting ones
+//! aborts ("a transaction is committed when a majority of DC commit"). Every
+//! coordinator is a learner: on the outcome it force-logs a commit, releases the locks,
+//! and has its DC's data servers install the writes (forced, acknowledged) in
+//! timestamp order, so every DC installs the same versions in the same order.
+//!
+//! Critical path from the home, in one-way WAN trips (nearest majority = the home's DC
+//! plus the nearest other): 2PL: 2 per read batch, 2 for the write locks, 2 for the
+//! commit round; OCC: 2 (the commit round). Asserted exactly in
+//! `crates/sim/tests/paxoscommit.rs` (write-only 4 / 2, one read 4 / 2, bank transfer
+//! 8 / 2).
+//!
+//! # Choices the paper leaves open
+//!
+//! - **What a read returns** (2PL): the newest committed version among a majority of
+//!   DCs that granted the shared lock. A DC outside a commit's majority may lag; any
+//!   majority includes a DC that held the writer's exclusive lock until it installed
+//!   the write, so the newest version is among the answers. OCC reads the home DC only,
+//!   which may lag; the validation at a majority then rejects (and the retry usually
+//!   sees the installed version).
+//! - **Why timestamps and the validation at commit under 2PL**: locks taken during
+//!   execution are volatile. A coordinator that restarts has lost them and could grant
+//!   a conflicting lock; the commit round's validation (locks still held, versions still
+//!   newest, timestamp order) makes such a transaction fail at that DC, and a majority
+//!   is needed. This is Replicated Commit's argument (`rc`): every serialization edge
+//!   goes forward in timestamp order at any DC in the intersection of two majorities.
+//!   Read-only transactions also run the commit round (the paper: "2PL needs to check
+//!   and obtain read locks across DCs while OCC requires to validate the read values
+//!   across DCs").
+//! - **How the commit reaches the minority DC**: votes go to every coordinator, and the
+//!   value travels with every vote, so a DC that missed the accept request votes when
+//!   it hears a vote, and a DC that missed the outcome gets it from a peer's re-sent
+//!   `Decided` (every `query` interval until the DC confirms it installed: `Applied`).
+//!   Undecided coordinators re-send their vote to silent peers, asking for theirs.
+//! - **A DC's vote is its own decision** (as in `rc`): each DC's vote is written once,
+//!   force-logged, never changed; there is no recovery proposer with higher ballots.
+//!   With the `Durable` fault model every crashed server restarts, so a transaction
+//!   whose votes are split or missing resolves when the silent DC returns: a restarted
+//!   coordinator that never voted on a value it hears about votes then (and, having lost
+//!   its pre-vote locks, 2PL rejects).
+//! - **The home coordinator crashes**: before its DC voted, nothing has left for any
+//!   other DC (its forced vote holds the accept requests back), so the transaction
+//!   cannot commit; the client keeps asking its home (`Status` every second) and the
+//!   restarted home, which does not know it, aborts it for good (forced) and releases
+//!   its locks everywhere; other DCs also drop locks of a transaction whose home has
+//!   been silent for the idle time-out. After its DC voted, the other DCs decide
+//!   without it; the restarted home replays its vote, learns the outcome from its
+//!   peers and answers the client. Nothing committed is lost: votes and commits are
+//!   forced, installed writes are forced before they are acknowledged, and the store
+//!   and committed timestamps are the checkpoint installed in the same step. The
+//!   clients of a DC whose coordinator is down wait until it returns (the baselines
+//!   have no fail-over); the other DCs' clients keep committing through the remaining
+//!   majority.
+//! - **One retry, counted honestly** (OCC): see above. A client that crashes while the
+//!   retry runs reports the retry as unknown; the first attempt's record is lost with
+//!   the client (it aborted and installed nothing).
+//!
+//! # Departures
+//!
+//! - The temporary writes are not sent to the data servers during execution: the
+//!   exclusive-lock round (2PL) and the commit round carry them, every DC's vote logs
+//!   them, and the data servers install them on commit. Same messages across the WAN.
+//! - OCC executes at the home DC only; the paper distributes execution to every DC.
+//!   Validating the versions read at every DC is what makes the outcome the same.
+//! - Coordinator and first data server share a node (see Deployment).
+
+mod client;
+mod coordinator;
+mod data;
+mod home;
+mod log;
+mod msg;
+mod server;
+
+pub use client::Client;
+pub use msg::*;
+pub use server::Server;
+use {log::*, server::*};
+
+use crate::{ClientRole, Env, FaultModel, HoldStats, Protocol, Replica};
+use meridian_core::{
+    AbortReason, Actor, ClientId, Ctx, DcId, HomeRule, Key, Layout, NodeId, Outcome, Placement, ReadRec,
+    ReplicaSnapshot, Time, TimerId, TxnId, TxnRecord, Value, VersionId, WriteRec,
+};
+use meridian_storage::{Acquired, Grant, LockMode, LockTable, Log, LogRecord, MvStore, Policy, Prio};
+use meridian_txn::{Call, Execution, Step};
+use rustc_hash::FxHashMap as HashMap;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// Concurrency control of the baseline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cc {
+    /// `pc-2pl`: locks at a majority of DCs during execution, wound-wait.
+    Locking,
+    /// `pc-occ`: local execution, versions validated by every DC at commit, one retry.
+    Optimistic,
+}
+
+/// The Paxos-commit baselines of catenae.md §VII-A (`pc-2pl`, `pc-occ`).
+#[derive(Clone, Copy, Debug)]
+pub struct PaxosCommit {
+    /// Concurrency control.
+    pub cc: Cc,
+}
+
+/// How long the home coordinator lets a transaction wait for locks (a majority of
+/// grants for every key it asked for) before aborting it (the paper sets "a timeout
+/// on waiting for locks" without its value). Checked by the housekeeping sweep.
+pub const LOCK_WAIT: Time = 1_000_000_000;
+
+/// The bit of a transaction id's `seq` that marks `pc-occ`'s one retry of a call.
+pub const RETRY_BIT: u32 = 1 << 31;
+
+/// Low bits of a commit timestamp that hold the home coordinator's node id.
+const TS_NODE_BITS: u32 = 16;
+
+/// The coordinator of DC `dc`: its first server (co-located with that server's data).
+pub fn coordinator_of(layout: &Layout, dc: DcId) -> NodeId {
+    layout.servers_in(dc).next().expect("every DC has a server")
+}
+
+/// The data server holding `key` in DC `dc`.
+pub fn data_server(layout: &Layout, key: &Key, dc: DcId) -> NodeId {
+    layout.replicas(layout.shard_of(key))[dc.0 as usize]
+}
+
+/// The commit timestamp a home coordinator picks at `now`, above every timestamp it
+/// has seen (`floor`) and above its previous one (`last`), with its node id in the low
+/// bits so that timestamps are unique.
+pub fn commit_ts(now: Time, floor: u64, last: u64, node: NodeId) -> u64 {
+    let base = now.max((floor >> TS_NODE_BITS) + 1).max((last >> TS_NODE_BITS) + 1);
+    (base << TS_NODE_BITS) | (node.0 as u64 & ((1 << TS_NODE_BITS) - 1))
+}
+
+impl Protocol for PaxosCommit {
+    type Msg = Msg;
+    type Server = Server;
+    type Client = Client;
+
+    fn name(&self) -> &'static str {
+        match self.cc {
+            Cc::Locking => "pc-2pl",
+            Cc::Optimistic => "pc-occ",
+        }
+    }
+    fn strict(&self) -> bool {
+        true
+    }
+    /// Votes, commits and installed writes are forced; a restarted server rebuilds its
+    /// undecided votes (and their locks) and its decisions from the log.
+    fn fault_model(&self) -> FaultModel {
+        FaultModel::Durable
+    }
+    fn placement(&self, _home: HomeRule) -> Placement {
+        Placement::Full
+    }
+    fn server(&self, env: &Env, node: NodeId) -> Server {
+        Server::new(env.clone(), node, self.cc)
+    }
+    fn client(&self, env: &Env, node: NodeId, id: ClientId) -> Client {
+        Client::new(env.clone(), node, id, self.cc)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,189 @@
+//! Paxos-commit baseline messages: the client's request and answer, locking at every
+//! DC (2PL), reads at data servers, the commit round among the DCs' coordinators
+//! (accept requests, votes, decisions) and installing inside a DC.
+
+use super::*;
+
+/// The value every DC votes on and, if committed, installs: the transaction's read set
+/// (with the versions seen), its writes and its commit timestamp.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TxnValue {
+    /// The home coordinator (the proposer, in the client's DC).
+    pub home: NodeId,
+    /// The client that submitted it.
+    pub client: NodeId,
+    /// Commit timestamp: the position of the writes in every key's version order.
+    pub ts: u64,
+    /// Reads: key, version seen and its timestamp.
+    pub reads: Vec<(Key, Option<VersionId>, u64)>,
+    /// Final writes (what every DC installs).
+    pub writes: Vec<(Key, VersionId, Value)>,
+    /// Every write in program order (the history record's write list).
+    pub write_recs: Vec<WriteRec>,
+    /// When the home coordinator started the commit round.
+    pub commit_start: Time,
+}
+
+impl TxnValue {
+    /// The writes each data server of DC `dc` installs.
+    pub(super) fn installs(&self, layout: &Layout, dc: DcId) -> BTreeMap<NodeId, Vec<(Key, VersionId, Value)>> {
+        let mut out: BTreeMap<NodeId, Vec<(Key, VersionId, Value)>> = BTreeMap::new();
+        for (k, v, val) in &self.writes {
+            out.entry(data_server(layout, k, dc))
+                .or_default()
+                .push((k.clone(), *v, val.clone()));
+        }
+        out
+    }
+    /// The history record's reads.
+    pub(super) fn read_recs(&self) -> Vec<ReadRec> {
+        self.reads
+            .iter()
+            .map(|(k, v, _)| ReadRec {
+                key: k.clone(),
+                version: *v,
+            })
+            .collect()
+    }
+}
+
+/// Paxos-commit baseline messages.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Msg {
+    /// Client → its DC's coordinator: run this call as transaction `txn`.
+    Submit {
+        /// Transaction.
+        txn: TxnId,
+        /// The program call.
+        call: Call,
+    },
+    /// Client → its DC's coordinator: what became of `txn`? (lost answers, restarts)
+    Status {
+        /// Transaction.
+        txn: TxnId,
+    },
+    /// Home coordinator → client: the outcome, with what the transaction read and wrote.
+    Result {
+        /// Transaction.
+        txn: TxnId,
+        /// Committed?
+        commit: bool,
+        /// Why not.
+        reason: Option<AbortReason>,
+        /// Reads (versions seen).
+        reads: Vec<ReadRec>,
+        /// Writes in program order.
+        writes: Vec<WriteRec>,
+        /// When the commit round started, if it did.
+        commit_start: Option<Time>,
+    },
+    /// Home coordinator → every DC's coordinator (2PL): lock `key` for `txn`.
+    Lock {
+        /// Transaction.
+        txn: TxnId,
+        /// Wound-wait priority (start time, id): smaller is older.
+        prio: Prio,
+        /// Key.
+        key: Key,
+        /// Exclusive (a write) or shared (a read).
+        exclusive: bool,
+    },
+    /// A DC's coordinator → the home coordinator (2PL): the exclusive lock is held here;
+    /// `latest` is the timestamp of the key's newest committed version in this DC.
+    Locked {
+        /// Transaction.
+        txn: TxnId,
+        /// Key.
+        key: Key,
+        /// Newest committed timestamp of the key here.
+        latest: u64,
+    },
+    /// A DC's coordinator → the home coordinator of a younger lock holder (2PL): an
+    /// older transaction wants the lock; abort unless committing.
+    Wound {
+        /// The younger transaction.
+        txn: TxnId,
+    },
+    /// Home coordinator → every DC's coordinator: `txn` aborted before its commit round;
+    /// drop its locks.
+    Release {
+        /// Transaction.
+        txn: TxnId,
+    },
+    /// A coordinator (2PL, once the shared lock is held) or the home coordinator (OCC,
+    /// in its own DC) → the key's data server: read the newest committed version and
+    /// answer the home coordinator.
+    Read {
+        /// Transaction.
+        txn: TxnId,
+        /// Key.
+        key: Key,
+        /// Where the answer goes.
+        home: NodeId,
+    },
+    /// Data server → home coordinator.
+    ReadReply {
+        /// Transaction.
+        txn: TxnId,
+        /// Key.
+        key: Key,
+        /// Version, its commit timestamp, value.
+        version: Option<VersionId>,
+        /// Commit timestamp of the version.
+        ts: u64,
+        /// Value.
+        value: Option<Value>,
+    },
+    /// Home coordinator → every DC's coordinator: phase 2a of the commit (ballot 0,
+    /// the home's privilege): vote on this value.
+    Accept {
+        /// Transaction.
+        txn: TxnId,
+        /// The value.
+        value: Arc<TxnValue>,
+    },
+    /// A coordinator → the other DCs' coordinators (the home among them): its DC's vote,
+    /// force-logged before it is sent.
+    Vote {
+        /// Transaction.
+        txn: TxnId,
+        /// The voting DC.
+        dc: DcId,
+        /// Accepted?
+        accept: bool,
+        /// Why not.
+        reason: Option<AbortReason>,
+        /// The value (so a DC that lost the accept request can vote and install).
+        value: Option<Arc<TxnValue>>,
+        /// The sender wants the receiver's vote back.
+        reply: bool,
+    },
+    /// A coordinator that knows the outcome → a peer that asked or has not applied it.
+    Decided {
+        /// Transaction.
+        txn: TxnId,
+        /// Committed?
+        commit: bool,
+        /// The value, if committed.
+        value: Option<Arc<TxnValue>>,
+    },
+    /// Coordinator → the other coordinators: its DC installed the commit everywhere.
+    Applied {
+        /// Transaction.
+        txn: TxnId,
+    },
+    /// Coordinator → a data server of its DC: install these committed writes.
+    Install {
+        /// Transaction.
+        txn: TxnId,
+        /// Commit timestamp.
+        ts: u64,
+        /// The data server's writes.
+        writes: Vec<(Key, VersionId, Value)>,
+    },
+    /// Data server → its coordinator: installed (and logged).
+    Installed {
+        /// Transaction.
+        txn: TxnId,
+    },
+}

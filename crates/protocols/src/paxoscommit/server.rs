@@ -1,0 +1,332 @@
+//! A server: the data-server role every server plays (its shards' replica in its DC),
+//! and, on the DC's first server, the coordinator role; its state, its housekeeping
+//! sweep and its [`Actor`] entry points.
+
+use super::*;
+
+pub(super) const T_SWEEP: TimerId = TimerId(1);
+pub(super) const COMPACT_AT: usize = 1024;
+
+/// The home coordinator's view of a transaction it runs (volatile: lost in a crash).
+#[derive(Debug)]
+pub(super) struct HTxn {
+    pub(super) client: NodeId,
+    pub(super) exec: Execution,
+    pub(super) prio: Prio,
+    /// Reads so far: key, version, timestamp.
+    pub(super) reads: Vec<(Key, Option<VersionId>, u64)>,
+    /// Largest committed timestamp reported for a key locked for writing.
+    pub(super) seen_ts: u64,
+    pub(super) phase: HPhase,
+    /// When the current wait (reads, write locks) began.
+    pub(super) since: Time,
+}
+
+/// A DC's answer to a read: version, its commit timestamp, value.
+pub(super) type ReadAnswer = (Option<VersionId>, u64, Option<Value>);
+
+/// What a home coordinator's transaction waits for.
+#[derive(Debug)]
+pub(super) enum HPhase {
+    /// Reads of one batch: per key, the answers so far (DC → version, ts, value).
+    Reading {
+        keys: BTreeMap<Key, BTreeMap<DcId, ReadAnswer>>,
+    },
+    /// 2PL: exclusive locks on the final writes; per key, the DCs holding it.
+    Locking {
+        writes: Vec<(Key, VersionId, Value)>,
+        write_recs: Vec<WriteRec>,
+        granted: BTreeMap<Key, BTreeSet<DcId>>,
+    },
+    /// The commit round runs (the acceptor state `ATxn` has the rest).
+    Committing,
+}
+
+/// A lock holder or waiter at a coordinator, before its DC voted on it (volatile).
+#[derive(Debug)]
+pub(super) struct Holder {
+    pub(super) home: NodeId,
+    pub(super) last: Time,
+    /// Requests waiting for a grant: key, mode, the request's WAN-hop chain.
+    pub(super) waiting: Vec<(Key, LockMode, u32)>,
+}
+
+/// A coordinator's view of a transaction in the commit round (acceptor and learner).
+#[derive(Debug)]
+pub(super) struct ATxn {
+    pub(super) value: Option<Arc<TxnValue>>,
+    pub(super) my_vote: Option<bool>,
+    pub(super) votes: BTreeMap<DcId, bool>,
+    pub(super) reason: Option<AbortReason>,
+    pub(super) decided: Option<bool>,
+    /// Data servers of this DC that installed the commit.
+    pub(super) acks: BTreeSet<NodeId>,
+    /// DCs known to have installed the commit.
+    pub(super) applied: BTreeSet<DcId>,
+    pub(super) since: Time,
+}
+
+impl ATxn {
+    pub(super) fn new(value: Option<Arc<TxnValue>>, now: Time) -> Self {
+        ATxn {
+            value,
+            my_vote: None,
+            votes: BTreeMap::new(),
+            reason: None,
+            decided: None,
+            acks: BTreeSet::new(),
+            applied: BTreeSet::new(),
+            since: now,
+        }
+    }
+}
+
+/// A Paxos-commit baseline server.
+#[derive(Debug)]
+pub struct Server {
+    pub(super) env: Env,
+    pub(super) me: NodeId,
+    pub(super) dc: DcId,
+    pub(super) cc: Cc,
+    /// Whether this server is its DC's coordinator.
+    pub(super) is_coord: bool,
+    // --- durable (log, and the checkpointed data installed with forced records) ---
+    pub(super) log: Log<Rec>,
+    /// Data server: committed versions ordered by commit timestamp.
+    pub(super) store: MvStore,
+    /// Coordinator: newest committed timestamp per key decided in this DC.
+    pub(super) latest: HashMap<Key, u64>,
+    /// Coordinator: largest timestamp of a transaction this DC accepted reading a key.
+    pub(super) rts: HashMap<Key, u64>,
+    // --- volatile ---
+    /// Coordinator: the DC's lock table (wound-wait for 2PL; no-wait validation
+    /// locks for OCC).
+    pub(super) locks: LockTable,
+    pub(super) holders: HashMap<TxnId, Holder>,
+    pub(super) acc: HashMap<TxnId, ATxn>,
+    /// Coordinator: outcomes known here.
+    pub(super) done: HashMap<TxnId, bool>,
+    /// Home coordinator: transactions it runs.
+    pub(super) home: HashMap<TxnId, HTxn>,
+    /// Home coordinator: decided transactions' values, to answer a client that asks
+    /// again (kept for the tombstone time).
+    pub(super) answers: HashMap<TxnId, (Arc<TxnValue>, Time)>,
+    /// Home coordinator: the last commit timestamp it chose.
+    pub(super) last_ts: u64,
+    pub(super) holds: HoldStats,
+    /// WAN-hop chain of the input that made each accepted transaction's locks durable.
+    pub(super) held_since: HashMap<TxnId, u32>,
+    pub(super) compact_at: usize,
+}
+
+impl Server {
+    /// A fresh server.
+    pub fn new(env: Env, me: NodeId, cc: Cc) -> Self {
+        let dc = env.layout.dc_of(me);
+        let is_coord = coordinator_of(&env.layout, dc) == me;
+        let policy = match cc {
+            Cc::Locking => Policy::WoundWait,
+            Cc::Optimistic => Policy::NoWait,
+        };
+        Server {
+            env,
+            me,
+            dc,
+            cc,
+            is_coord,
+            log: Log::new(),
+            store: MvStore::new(),
+            latest: HashMap::default(),
+            rts: HashMap::default(),
+            locks: LockTable::new(policy),
+            holders: HashMap::default(),
+            acc: HashMap::default(),
+            done: HashMap::default(),
+            home: HashMap::default(),
+            answers: HashMap::default(),
+            last_ts: 0,
+            holds: HoldStats::default(),
+            held_since: HashMap::default(),
+            compact_at: COMPACT_AT,
+        }
+    }
+
+    pub(super) fn ndcs(&self) -> usize {
+        self.env.layout.topology.num_dcs()
+    }
+
+    pub(super) fn majority(&self) -> usize {
+        self.ndcs() / 2 + 1
+    }
+
+    /// Every DC's coordinator, this one included, in DC order.
+    pub(super) fn coordinators(&self) -> Vec<NodeId> {
+        (0..self.ndcs())
+            .map(|d| coordinator_of(&self.env.layout, DcId(d as u16)))
+            .collect()
+    }
+
+    /// The other DCs' coordinators.
+    pub(super) fn peers(&self) -> Vec<NodeId> {
+        self.coordinators().into_iter().filter(|n| *n != self.me).collect()
+    }
+
+    pub(super) fn sweep(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let now = cx.now();
+        let to = self.env.timeouts.clone();
+        if self.is_coord {
+            // Home: transactions waiting too long for locks or reads abort.
+            let mut slow: Vec<(TxnId, AbortReason)> = self
+                .home
+                .iter()
+                .filter(|(_, h)| !matches!(h.phase, HPhase::Committing) && now.saturating_sub(h.since) >= LOCK_WAIT)
+                .map(|(t, h)| {
+                    let why = match (&h.phase, self.cc) {
+                        (_, Cc::Optimistic) => AbortReason::ReadTimedOut,
+                        (HPhase::Locking { .. }, _) => AbortReason::WriteLockDenied,
+                        _ => AbortReason::ReadNoMajority,
+                    };
+                    (*t, why)
+                })
+                .collect();
+            slow.sort();
+            for (t, why) in slow {
+                self.home_abort(t, why, cx);
+            }
+            // Locks of transactions whose home went silent (crashed) are dropped.
+            let mut idle: Vec<TxnId> = self
+                .holders
+                .iter()
+                .filter(|(t, h)| now.saturating_sub(h.last) > to.idle && !self.acc.contains_key(t))
+                .map(|(t, _)| *t)
+                .collect();
+            idle.sort();
+            for t in idle {
+                self.release(t, cx);
+            }
+            let mut nudge = vec![];
+            let mut resend = vec![];
+            for (id, a) in self.acc.iter_mut() {
+                match (a.decided, a.my_vote) {
+                    (None, Some(_)) if now.saturating_sub(a.since) >= to.query => {
+                        a.since = now;
+                        nudge.push(*id);
+                    }
+                    (Some(true), _) if now.saturating_sub(a.since) >= to.query => {
+                        a.since = now;
+                        resend.push(*id);
+                    }
+                    _ => {}
+                }
+            }
+            nudge.sort();
+            resend.sort();
+            for id in nudge {
+                self.ask_peers(id, cx);
+            }
+            for id in resend {
+                self.resend_commit(id, cx);
+            }
+            self.answers.retain(|_, (_, t)| now.saturating_sub(*t) < to.tombstone);
+        }
+        if self.log.len() >= self.compact_at {
+            self.compact();
+            self.compact_at = (2 * self.log.len()).max(COMPACT_AT);
+        }
+        cx.set_timer(to.sweep, T_SWEEP);
+    }
+}
+
+impl Actor for Server {
+    type Msg = Msg;
+
+    fn on_start(&mut self, cx: &mut Ctx<'_, Msg>) {
+        cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
+    }
+
+    fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+        match msg {
+            // data-server role
+            Msg::Read { txn, key, home } => self.on_read(txn, key, home, cx),
+            Msg::Install { txn, ts, writes } => self.on_install(from, txn, ts, writes, cx),
+            // coordinator roles
+            _ if !self.is_coord => {}
+            Msg::Submit { txn, call } => self.on_submit(from, txn, call, cx),
+            Msg::Status { txn } => self.on_status(from, txn, cx),
+            Msg::ReadReply {
+                txn,
+                key,
+                version,
+                ts,
+                value,
+            } => self.on_read_reply(from, txn, key, version, ts, value, cx),
+            Msg::Locked { txn, key, latest } => self.on_locked(from, txn, key, latest, cx),
+            Msg::Wound { txn } => self.on_wound(txn, cx),
+            Msg::Lock {
+                txn,
+                prio,
+                key,
+                exclusive,
+            } => {
+                let mode = if exclusive {
+                    LockMode::Exclusive
+                } else {
+                    LockMode::Shared
+                };
+                self.on_lock(from, txn, prio, key, mode, cx)
+            }
+            Msg::Release { txn } => self.release(txn, cx),
+            Msg::Accept { txn, value } => self.on_accept(from, txn, value, cx),
+            Msg::Vote {
+                txn,
+                dc,
+                accept,
+                reason,
+                value,
+                reply,
+            } => self.on_vote(from, txn, dc, accept, reason, value, reply, cx),
+            Msg::Decided { txn, commit, value } => self.on_decided(from, txn, commit, value, cx),
+            Msg::Applied { txn } => self.on_applied(from, txn, cx),
+            Msg::Installed { txn } => self.on_installed(from, txn, cx),
+            Msg::Result { .. } => {}
+        }
+    }
+
+    fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
+        if t == T_SWEEP {
+            self.sweep(cx);
+        }
+    }
+
+    fn on_crash(&mut self) {
+        let mut log = std::mem::take(&mut self.log);
+        log.crash();
+        let store = std::mem::take(&mut self.store);
+        let latest = std::mem::take(&mut self.latest);
+        let rts = std::mem::take(&mut self.rts);
+        let holds = std::mem::take(&mut self.holds);
+        *self = Server::new(self.env.clone(), self.me, self.cc);
+        self.log = log;
+        self.store = store;
+        self.latest = latest;
+        self.rts = rts;
+        self.holds = holds;
+    }
+
+    fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {
+        self.replay(cx);
+        self.on_start(cx);
+    }
+}
+
+impl Replica for Server {
+    fn snapshot(&self) -> ReplicaSnapshot {
+        crate::kit::snapshot(self.me, &self.store)
+    }
+    fn lock_holds(&self) -> Option<&HoldStats> {
+        Some(&self.holds)
+    }
+    fn locked_keys(&self) -> Option<usize> {
+        Some(self.locks.len())
+    }
+}
