@@ -6,6 +6,7 @@
 
 pub mod crossstitch;
 pub mod hacommit;
+pub mod hierval;
 pub mod kit;
 pub mod named;
 pub mod rc;
@@ -21,7 +22,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 /// Names of the protocols that exist, as accepted by `--protocol`.
-pub const PROTOCOLS: [&str; 7] = [
+pub const PROTOCOLS: [&str; 10] = [
     "2pc-2pl",
     "2pc-occ",
     "rc",
@@ -29,6 +30,9 @@ pub const PROTOCOLS: [&str; 7] = [
     "hacommit",
     "hacommit-rc",
     "crossstitch",
+    "hier-lock",
+    "hier-ts",
+    "2pc-deferred",
 ];
 
 /// Timeouts shared by protocols (virtual or real nanoseconds).
