@@ -8,6 +8,7 @@
 //! | `dependent-reads` | `k=3, keys=1000` | `chain`: `k` reads, each key computed from the previous value, then one write |
 //! | `chain` | `ops=10, reads=0.8, keys=100000, value=1024` | `chain-ops`: crossstitch.md §5.2's synthetic chain: `ops` dependent reads/writes on distinct keys, the client's DC first |
 //! | `script` | `ops=4, reads=0.5, keys=1000, partial=0` | `interactive` ([`meridian_txn::script`]): `ops` reads or writes of uniform keys, then `Commit`; a fraction `partial` of scripts stop without it, as an interactive transaction whose caller is gone (they abort) |
+//! | `rmw` | `ops=8, keys=800000, value=1000, distinct-shards=1` | `rmw`: hierarchical-validation.md §IV-A2/B1: `ops` read-modify-writes (read a key, then write `value` bytes to it) of uniform keys, on `ops` distinct shards when `distinct-shards=1` (and there are that many) |
 //! | `tpcc` | `txn=order-status\|stock-level\|new-order\|payment` or `mix=standard`; `districts=10, customers=3000, items=100000` | `tpcc-*`: TPC-C-like transactions on rows partitioned across DCs (§5.3) |
 //!
 //! `chain` and `tpcc` place keys in DCs; see [`partitioned`].
@@ -30,7 +31,7 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WorkloadError {
     /// Unknown workload name.
-    #[error("unknown workload `{0}` (known: ycsb, bank, dependent-reads, chain, tpcc, script)")]
+    #[error("unknown workload `{0}` (known: ycsb, bank, dependent-reads, chain, tpcc, script, rmw)")]
     UnknownName(String),
     /// Unknown parameter for this workload.
     #[error("workload `{name}` has no parameter `{key}` (known: {known})")]
@@ -223,6 +224,30 @@ pub fn build(spec: &str) -> Result<Box<dyn Workload>, WorkloadError> {
             })
         }
         "tpcc" => Box::new(partitioned::TpccWl::build(&mut p)?),
+        "rmw" => {
+            let ops: u32 = p.get("ops", 8)?;
+            let keys: u64 = p.get("keys", 800_000)?;
+            let value: usize = p.get("value", 1000)?;
+            let distinct: u32 = p.get("distinct-shards", 1)?;
+            if ops == 0 || ops > 1000 {
+                return Err(p.bad("ops", "must be 1..=1000"));
+            }
+            if keys < ops as u64 {
+                return Err(p.bad("keys", format!("must be at least ops ({ops})")));
+            }
+            if value == 0 || value > 1 << 20 {
+                return Err(p.bad("value", "must be 1..=1048576 bytes"));
+            }
+            if distinct > 1 {
+                return Err(p.bad("distinct-shards", "must be 0 or 1"));
+            }
+            Box::new(Rmw {
+                ops,
+                keys,
+                value,
+                distinct: distinct == 1,
+            })
+        }
         other => return Err(WorkloadError::UnknownName(other.to_string())),
     };
     p.finish()?;
@@ -293,6 +318,66 @@ impl Workload for Ycsb {
         }
         Call {
             program: "ycsb".into(),
+            args,
+        }
+    }
+}
+
+/// Read-modify-writes of uniform keys on distinct shards (hierarchical-validation.md
+/// §IV: "8 update operations (read followed by a write on the same object), each in a
+/// different data node", 800k objects of 1000 bytes). Object `j` lives in shard
+/// `j mod shards` (key `#s/oj`); with `distinct-shards=1` the `ops` shards are distinct
+/// when there are at least `ops` shards (otherwise they repeat as little as possible).
+struct Rmw {
+    ops: u32,
+    keys: u64,
+    value: usize,
+    distinct: bool,
+}
+
+impl Workload for Rmw {
+    fn spec(&self) -> String {
+        format!(
+            "rmw:ops={},keys={},value={},distinct-shards={}",
+            self.ops, self.keys, self.value, self.distinct as u32
+        )
+    }
+    fn next_call(&mut self, rng: &mut Rng) -> Call {
+        self.next_call_at(rng, &Site::ANY)
+    }
+    fn next_call_at(&mut self, rng: &mut Rng, site: &Site) -> Call {
+        let shards = site.shards.max(1) as u64;
+        let mut order: Vec<u64> = (0..shards).collect();
+        let mut chosen: Vec<u64> = Vec::with_capacity(self.ops as usize);
+        while chosen.len() < self.ops as usize {
+            // A fresh random order of the shards for every `shards` operations.
+            for i in (1..order.len()).rev() {
+                order.swap(i, rng.gen_range(0..=i));
+            }
+            for &s in &order {
+                if chosen.len() == self.ops as usize {
+                    break;
+                }
+                let j = if self.distinct {
+                    // a uniform object of shard s (objects j ≡ s mod shards)
+                    let per = (self.keys - s).div_ceil(shards).max(1);
+                    s + shards * rng.gen_range(0..per)
+                } else {
+                    rng.gen_range(0..self.keys)
+                };
+                if !chosen.contains(&j) {
+                    chosen.push(j);
+                }
+            }
+        }
+        let mut args = Vec::with_capacity(2 + chosen.len());
+        args.push(Arg::U64(chosen.len() as u64));
+        args.push(Arg::U64(self.value as u64));
+        for j in chosen {
+            args.push(Arg::Key(Key::new(format!("#{}/o{j}", j % shards))));
+        }
+        Call {
+            program: "rmw".into(),
             args,
         }
     }
@@ -435,7 +520,7 @@ mod tests {
         let e = |s: &str| build(s).err().unwrap().to_string();
         assert_eq!(
             e("tpcx"),
-            "unknown workload `tpcx` (known: ycsb, bank, dependent-reads, chain, tpcc, script)"
+            "unknown workload `tpcx` (known: ycsb, bank, dependent-reads, chain, tpcc, script, rmw)"
         );
         assert!(e("ycsb:opz=3").contains("has no parameter `opz`"));
         assert!(e("ycsb:ops=x").contains("bad value for `ops`"));

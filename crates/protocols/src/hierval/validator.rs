@@ -52,7 +52,7 @@ impl Server {
     /// §III-C: `hier-lock` and `2pc-deferred`: the smallest timestamp above the clock
     /// and the snapshot; `hier-ts`: the smallest of this leaf's pre-assigned timestamps
     /// (leaf i of L owns i+1, i+1+L, ...) above both.
-    fn gen_ts(&self, snap: u64) -> u64 {
+    pub(super) fn gen_ts(&self, snap: u64) -> u64 {
         let floor = self.clock.max(snap);
         match self.sh.p.mode {
             Mode::Lock | Mode::TwoPc => floor + 1,
