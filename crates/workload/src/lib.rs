@@ -8,7 +8,7 @@
 //! | `dependent-reads` | `k=3, keys=1000` | `chain`: `k` reads, each key computed from the previous value, then one write |
 //! | `chain` | `ops=10, reads=0.8, keys=100000, value=1024` | `chain-ops`: crossstitch.md §5.2's synthetic chain: `ops` dependent reads/writes on distinct keys, the client's DC first |
 //! | `script` | `ops=4, reads=0.5, keys=1000, partial=0` | `interactive` ([`meridian_txn::script`]): `ops` reads or writes of uniform keys, then `Commit`; a fraction `partial` of scripts stop without it, as an interactive transaction whose caller is gone (they abort) |
-//! | `rmw` | `ops=8, keys=800000, value=1000, distinct-shards=1` | `rmw`: hierarchical-validation.md §IV-A2/B1: `ops` read-modify-writes (read a key, then write `value` bytes to it) of uniform keys, on `ops` distinct shards when `distinct-shards=1` (and there are that many) |
+//! | `rmw` | `ops=8, keys=800000, value=1000, distinct-shards=1, span=0` | `rmw`: hierarchical-validation.md §IV-A2/B1: `ops` read-modify-writes (read a key, then write `value` bytes to it) of uniform keys, on `ops` distinct shards when `distinct-shards=1` (and there are that many); `span=S`: the shards of one transaction come from one aligned group of S shards |
 //! | `tpcc` | `txn=order-status\|stock-level\|new-order\|payment` or `mix=standard`; `districts=10, customers=3000, items=100000` | `tpcc-*`: TPC-C-like transactions on rows partitioned across DCs (§5.3) |
 //!
 //! `chain` and `tpcc` place keys in DCs; see [`partitioned`].
@@ -229,6 +229,7 @@ pub fn build(spec: &str) -> Result<Box<dyn Workload>, WorkloadError> {
             let keys: u64 = p.get("keys", 800_000)?;
             let value: usize = p.get("value", 1000)?;
             let distinct: u32 = p.get("distinct-shards", 1)?;
+            let span: u32 = p.get("span", 0)?;
             if ops == 0 || ops > 1000 {
                 return Err(p.bad("ops", "must be 1..=1000"));
             }
@@ -246,6 +247,7 @@ pub fn build(spec: &str) -> Result<Box<dyn Workload>, WorkloadError> {
                 keys,
                 value,
                 distinct: distinct == 1,
+                span,
             })
         }
         other => return Err(WorkloadError::UnknownName(other.to_string())),
@@ -333,13 +335,17 @@ struct Rmw {
     keys: u64,
     value: usize,
     distinct: bool,
+    /// Draw a transaction's shards from one aligned group of `span` consecutive shards
+    /// (0: from all): `span=4` on 8 shards keeps each transaction under one level-1
+    /// validator of a fanout-4 tree (§III-E's scenario).
+    span: u32,
 }
 
 impl Workload for Rmw {
     fn spec(&self) -> String {
         format!(
-            "rmw:ops={},keys={},value={},distinct-shards={}",
-            self.ops, self.keys, self.value, self.distinct as u32
+            "rmw:ops={},keys={},value={},distinct-shards={},span={}",
+            self.ops, self.keys, self.value, self.distinct as u32, self.span
         )
     }
     fn next_call(&mut self, rng: &mut Rng) -> Call {
@@ -347,7 +353,13 @@ impl Workload for Rmw {
     }
     fn next_call_at(&mut self, rng: &mut Rng, site: &Site) -> Call {
         let shards = site.shards.max(1) as u64;
-        let mut order: Vec<u64> = (0..shards).collect();
+        let span = self.span as u64;
+        let mut order: Vec<u64> = if span > 0 && span <= shards {
+            let g = rng.gen_range(0..shards / span);
+            (g * span..(g + 1) * span).collect()
+        } else {
+            (0..shards).collect()
+        };
         let mut chosen: Vec<u64> = Vec::with_capacity(self.ops as usize);
         while chosen.len() < self.ops as usize {
             // A fresh random order of the shards for every `shards` operations.

@@ -295,9 +295,12 @@ impl Actor for Server {
             } => self.on_commit(from, txn, snap, reads, writes, nodes, cx),
             Msg::Decide { txn, commit, ts } => self.apply(from, txn, commit, ts, cx),
             Msg::Batch(items) => {
-                // One network message; each item costs one key operation to unpack and
-                // dispatch (charged even with validation off: it is message handling).
-                cx.charge_ops(items.len() as u32);
+                // One network message; in a batch of several, each item costs one key
+                // operation to unpack and dispatch (charged even with validation off:
+                // it is message handling). A batch of one is just a message.
+                if items.len() > 1 {
+                    cx.charge_ops(items.len() as u32);
+                }
                 for it in items {
                     self.on_item(from, it, cx);
                 }
