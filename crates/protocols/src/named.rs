@@ -40,7 +40,15 @@ pub fn with_protocol<W: WithProtocol>(
     let spec = meridian_core::spec::parse_spec(name).map_err(|e| ProtocolError::Invalid(format!("--protocol: {e}")))?;
     if !matches!(
         spec.name,
-        "replog" | "hacommit" | "hacommit-rc" | "2pc-2pl" | "2pc-occ" | "crossstitch" | "hier-lock" | "hier-ts" | "2pc-deferred"
+        "replog"
+            | "hacommit"
+            | "hacommit-rc"
+            | "2pc-2pl"
+            | "2pc-occ"
+            | "crossstitch"
+            | "hier-lock"
+            | "hier-ts"
+            | "2pc-deferred"
     ) {
         if let Some(k) = spec.params.keys().next() {
             return Err(ProtocolError::Invalid(format!(

@@ -79,7 +79,11 @@ fn test_contended_and_faulty_runs_are_clean_and_live() {
 fn test_validate_off_runs_are_still_checked() {
     // §IV-B's network-only mode: the checks still run (only their CPU is not charged),
     // so even a contended run is serializable; on the paper's workload nothing aborts.
-    for p in ["hier-lock:validate=off", "hier-ts:validate=off,batch=10", "2pc-deferred:validate=off"] {
+    for p in [
+        "hier-lock:validate=off",
+        "hier-ts:validate=off,batch=10",
+        "2pc-deferred:validate=off",
+    ] {
         let mut c = SimConfig::new(Topology::preset("lan").unwrap(), "ycsb:theta=0.9,keys=100");
         c.txns = 300;
         let r = sim(p, &c).report;

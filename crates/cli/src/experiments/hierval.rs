@@ -80,7 +80,9 @@ fn analysis(cx: &mut Ctx) -> Result<()> {
     let topo = Topology::uniform("hv11", &["L"], 0.0, 0.1, 11, 8);
     let wl = "rmw:ops=4,span=4,keys=800000,value=8";
     let txns = 100u64;
-    println!("§III-E: 8 data nodes, 3 levels (hier-ts:fanout=4), {txns} transactions on 4 data nodes validated at level 1");
+    println!(
+        "§III-E: 8 data nodes, 3 levels (hier-ts:fanout=4), {txns} transactions on 4 data nodes validated at level 1"
+    );
     println!("100 concurrent clients, one transaction each (so batches can fill); counted = simulator's messages - 8 read messages per transaction");
     println!(
         "{:<28} {:>10} {:>10} {:>10} {:>8}  check",
@@ -138,7 +140,11 @@ fn analysis(cx: &mut Ctx) -> Result<()> {
     let names: Vec<String> = (0..12).map(|i| format!("D{i}")).collect();
     let refs: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
     let spread = Topology::uniform("hv-steps", &refs, 10.0, 0.1, 1, 8);
-    for (p, paper) in [("2pc-deferred", 4.0), ("hier-ts:fanout=4", 3.0), ("hier-ts:fanout=4,batch=25", 2.04)] {
+    for (p, paper) in [
+        ("2pc-deferred", 4.0),
+        ("hier-ts:fanout=4", 3.0),
+        ("hier-ts:fanout=4,batch=25", 2.04),
+    ] {
         let mut c = cx.cfg(&spread, wl, 20, 1, &[])?;
         c.client_dcs = vec![DcId(11)];
         c.jitter = 0.0;
@@ -199,8 +205,11 @@ fn systems(validate: bool) -> Vec<String> {
 
 const CLIENTS: [u32; 8] = [20, 60, 100, 140, 180, 220, 260, 300];
 
-/// Runs every system at every client count: (system, [(clients, run)]).
-fn sweep(cx: &mut Ctx, validate: bool) -> Result<Vec<(String, Vec<(u32, SimOutput)>)>> {
+/// One system's runs: (system, [(clients, run)]).
+type Series = (String, Vec<(u32, SimOutput)>);
+
+/// Runs every system at every client count.
+fn sweep(cx: &mut Ctx, validate: bool) -> Result<Vec<Series>> {
     let mut out = vec![];
     for p in systems(validate) {
         let mut runs = vec![];
@@ -244,7 +253,12 @@ fn table(cx: &mut Ctx, what: &str) -> Result<()> {
         let max = runs.iter().map(|(_, o)| o.report.throughput_tps).fold(0.0, f64::max);
         best.push((p.clone(), max, knee(runs)));
         let all_ok = runs.iter().all(|(_, o)| o.report.check.ok());
-        println!(" {:>8} {:>9.0}  {}", knee(runs), max, if all_ok { "ok" } else { "FAIL" });
+        println!(
+            " {:>8} {:>9.0}  {}",
+            knee(runs),
+            max,
+            if all_ok { "ok" } else { "FAIL" }
+        );
     }
     println!();
     let base = best[0].1;
@@ -267,12 +281,15 @@ fn table(cx: &mut Ctx, what: &str) -> Result<()> {
             ours,
             pknee,
             k,
-            paper
-                .filter(|x| *x > 0.0)
-                .map_or("-".into(), |x| format!("{:.2}", (1.0 + ours / 100.0) / (1.0 + x / 100.0)))
+            paper.filter(|x| *x > 0.0).map_or("-".into(), |x| format!(
+                "{:.2}",
+                (1.0 + ours / 100.0) / (1.0 + x / 100.0)
+            ))
         );
     }
-    println!("knee: first client count with mean latency 25% above the 20-client latency; ratio: (1 + ours) / (1 + paper)");
+    println!(
+        "knee: first client count with mean latency 25% above the 20-client latency; ratio: (1 + ours) / (1 + paper)"
+    );
     Ok(())
 }
 
@@ -294,7 +311,11 @@ fn fig4(cx: &mut Ctx) -> Result<()> {
     println!("paper: 2PC 33 ms; hierarchy 29 ms at batch 1, 31 at 10, 35 at 25, 40 (lock) / 45 (ts) at 50 (+50%), +75% at 75, +150% at 100");
     let c = paper_cfg(cx, 100)?;
     let base = cx.run("2pc-deferred:validate=off", &c)?;
-    println!("2pc-deferred: {:.1} ms (paper 33)  {}", base.report.latency_ms.mean, ok(&base));
+    println!(
+        "2pc-deferred: {:.1} ms (paper 33)  {}",
+        base.report.latency_ms.mean,
+        ok(&base)
+    );
     let paper = |b: u32| -> &'static str {
         match b {
             1 => "29",

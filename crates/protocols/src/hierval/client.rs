@@ -13,6 +13,9 @@ const T_READ: TimerId = TimerId(1);
 const T_STATUS: TimerId = TimerId(2);
 const T_IDLE: TimerId = TimerId(3);
 
+/// One data node's share of a commit request: keys read, writes.
+type Part = (Vec<Key>, Vec<(Key, meridian_core::VersionId, meridian_core::Value)>);
+
 #[derive(Debug)]
 pub(super) enum Phase {
     /// Reads outstanding.
@@ -114,8 +117,7 @@ impl Client {
                 let finals = kit::number_writes(&mut cur.rec, writes);
                 let snap = cur.snap.unwrap_or(self.floor);
                 cur.snap = Some(snap);
-                let mut parts: BTreeMap<NodeId, (Vec<Key>, Vec<(Key, meridian_core::VersionId, meridian_core::Value)>)> =
-                    BTreeMap::new();
+                let mut parts: BTreeMap<NodeId, Part> = BTreeMap::new();
                 let layout = &self.env.layout;
                 for r in &cur.rec.reads {
                     let n = layout.primary(layout.shard_of(&r.key));
@@ -186,8 +188,12 @@ impl Actor for Client {
                 snap,
                 newer,
             } if txn == cur.rec.id => {
-                let Phase::Reading(waiting) = &mut cur.phase else { return };
-                let Some(i) = waiting.iter().position(|k| *k == key) else { return };
+                let Phase::Reading(waiting) = &mut cur.phase else {
+                    return;
+                };
+                let Some(i) = waiting.iter().position(|k| *k == key) else {
+                    return;
+                };
                 waiting.swap_remove(i);
                 let all_in = waiting.is_empty();
                 if cur.snap.is_none() {

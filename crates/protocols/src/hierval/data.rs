@@ -3,7 +3,7 @@
 //! discard them, reads blocked on tentative versions; and `2pc-deferred`'s
 //! participant side (votes, results, cooperative termination).
 
-use super::server::{Blocked, BTreeMap, Prep, Rec};
+use super::server::{BTreeMap, Blocked, Prep, Rec};
 use super::*;
 use meridian_core::{Ctx, Key, NodeId, TxnId, Value, VersionId};
 
@@ -67,8 +67,9 @@ impl Server {
         if self.blocked.is_empty() {
             return;
         }
-        let (wake, keep): (Vec<Blocked>, Vec<Blocked>) =
-            std::mem::take(&mut self.blocked).into_iter().partition(|b| keys.contains(&b.key));
+        let (wake, keep): (Vec<Blocked>, Vec<Blocked>) = std::mem::take(&mut self.blocked)
+            .into_iter()
+            .partition(|b| keys.contains(&b.key));
         self.blocked = keep;
         for b in wake {
             if let Some(b) = self.serve(b, cx) {
@@ -115,7 +116,14 @@ impl Server {
                 if two_pc && !local {
                     cx.send(from, Msg::Vote { txn, ok: false, ts: 0 });
                 } else {
-                    cx.send(from, Msg::Outcome { txn, commit: false, ts: 0 });
+                    cx.send(
+                        from,
+                        Msg::Outcome {
+                            txn,
+                            commit: false,
+                            ts: 0,
+                        },
+                    );
                 }
             } else {
                 self.leaf_up(txn, false, 0, snap, nodes, from, &reads, &writes, cx);
@@ -197,7 +205,14 @@ impl Server {
                 for (k, v, _) in &p.writes {
                     self.store.abort_tentative(k, *v);
                 }
-                self.log.append(Rec::Applied { txn, commit: false, ts: 0 }, cx);
+                self.log.append(
+                    Rec::Applied {
+                        txn,
+                        commit: false,
+                        ts: 0,
+                    },
+                    cx,
+                );
             }
             self.locks.release_all(txn);
             self.done.insert(txn, (commit, ts));

@@ -255,10 +255,8 @@ impl Tree {
             return tree;
         }
         let f = fanout.unwrap_or(leaves.len() as u32).max(2) as usize;
-        let mut level: Vec<(Child, BTreeSet<NodeId>)> = leaves
-            .iter()
-            .map(|n| (Child::Leaf(*n), BTreeSet::from([*n])))
-            .collect();
+        let mut level: Vec<(Child, BTreeSet<NodeId>)> =
+            leaves.iter().map(|n| (Child::Leaf(*n), BTreeSet::from([*n]))).collect();
         let mut depth = 1;
         while level.len() > 1 {
             let mut next = vec![];

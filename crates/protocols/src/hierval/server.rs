@@ -3,7 +3,7 @@
 
 use super::batch::{Batcher, T_FLUSH};
 use super::*;
-use crate::{Replica, Env};
+use crate::{Env, Replica};
 use meridian_core::{Actor, Ctx, Key, NodeId, ReplicaSnapshot, TimerId, TxnId, Value, VersionId};
 use meridian_storage::{LockTable, Log, LogRecord, MvStore, Policy};
 use rustc_hash::FxHashMap as HashMap;
@@ -263,10 +263,14 @@ impl Server {
                 })
                 .unwrap_or_default();
             for k in &reads {
-                let _ = self.locks.acquire(txn, (p.ts, txn), k, meridian_storage::LockMode::Shared);
+                let _ = self
+                    .locks
+                    .acquire(txn, (p.ts, txn), k, meridian_storage::LockMode::Shared);
             }
             for (k, v, val) in &p.writes {
-                let _ = self.locks.acquire(txn, (p.ts, txn), k, meridian_storage::LockMode::Exclusive);
+                let _ = self
+                    .locks
+                    .acquire(txn, (p.ts, txn), k, meridian_storage::LockMode::Exclusive);
                 self.store.write_tentative(k, *v, val.clone(), p.snap + 1);
             }
             self.prepared.insert(txn, p);

@@ -119,7 +119,10 @@ fn test_two_node_transaction_matches_formulas_3_and_7() {
         assert_eq!(m as f64, formula_hier(2.0, 1.0, 1.0), "{spec}");
         assert_eq!(m, 7);
     }
-    assert_eq!(commit_messages(&proto("2pc-deferred"), 9, &["#1/a", "#2/b"]), formula_2pc(2));
+    assert_eq!(
+        commit_messages(&proto("2pc-deferred"), 9, &["#1/a", "#2/b"]),
+        formula_2pc(2)
+    );
     assert_eq!(
         commit_messages(&proto("2pc-deferred"), 9, &["#1/a", "#2/b", "#5/c", "#6/d"]),
         16
@@ -174,7 +177,10 @@ fn test_batching_packs_items_per_destination_and_the_flush_timer_sends_partial_b
     // Two transactions from two clients: each leaf's two votes share one message.
     let env = env(9);
     let servers = (0..9).map(|i| p.server(&env, NodeId(i))).collect();
-    let clients = vec![p.client(&env, NodeId(9), ClientId(0)), p.client(&env, NodeId(9), ClientId(1))];
+    let clients = vec![
+        p.client(&env, NodeId(9), ClientId(0)),
+        p.client(&env, NodeId(9), ClientId(1)),
+    ];
     let mut n: Net<HierVal> = Net::new(servers).with_clients(NodeId(9), clients, |m| match m {
         Msg::ReadReply { txn, .. } | Msg::Outcome { txn, .. } => txn.client as usize,
         _ => 0,
@@ -254,7 +260,8 @@ fn commit_blind(n: &mut Net<HierVal>, t: TxnId, key: &str, node: u32) {
     );
     let out = std::mem::take(&mut n.outside);
     assert!(
-        out.iter().any(|(_, _, m)| matches!(m, Msg::Outcome { commit: true, .. })),
+        out.iter()
+            .any(|(_, _, m)| matches!(m, Msg::Outcome { commit: true, .. })),
         "{out:?}"
     );
 }
@@ -315,7 +322,10 @@ fn test_a_read_waits_for_a_tentative_version_until_it_is_final() {
     // A reader whose snapshot is below the tentative version reads past it at once.
     n.send(c, NodeId(1), read(1, 0));
     let out = std::mem::take(&mut n.outside);
-    assert!(matches!(&out[..], [(_, _, Msg::ReadReply { version: None, .. })]), "{out:?}");
+    assert!(
+        matches!(&out[..], [(_, _, Msg::ReadReply { version: None, .. })]),
+        "{out:?}"
+    );
     // A reader at snapshot 5 blocks.
     n.send(c, NodeId(1), read(2, 5));
     assert!(n.outside.is_empty(), "blocked on the tentative version");
@@ -323,9 +333,14 @@ fn test_a_read_waits_for_a_tentative_version_until_it_is_final() {
     // T1's version.
     n.send(c, NodeId(2), commit("#2/b"));
     let out = std::mem::take(&mut n.outside);
-    assert!(out
-        .iter()
-        .any(|(_, _, m)| matches!(m, Msg::Outcome { commit: true, ts: 1, .. })));
+    assert!(out.iter().any(|(_, _, m)| matches!(
+        m,
+        Msg::Outcome {
+            commit: true,
+            ts: 1,
+            ..
+        }
+    )));
     let got: Vec<_> = out
         .iter()
         .filter_map(|(_, _, m)| match m {
@@ -356,7 +371,18 @@ fn test_hier_ts_leaves_use_round_robin_timestamps() {
             nodes: vec![NodeId(1)],
         },
     );
-    assert!(matches!(n.outside[..], [(_, _, Msg::Outcome { commit: true, ts: 10, .. })]));
+    assert!(matches!(
+        n.outside[..],
+        [(
+            _,
+            _,
+            Msg::Outcome {
+                commit: true,
+                ts: 10,
+                ..
+            }
+        )]
+    ));
     // The clock moved past it: the next one is 18.
     assert_eq!(n.servers[1].gen_ts(3), 18);
 }
@@ -414,9 +440,9 @@ fn test_a_decider_crash_after_deciding_commit_loses_nothing() {
     // outcome and decisions it sent are lost.
     n.crash_after = Some((
         NodeId(8),
-        Box::new(move |m| {
-            matches!(m, Msg::Batch(items) if items.iter().any(|i| matches!(i, Item::Up { from: Child::Leaf(NodeId(2)), .. })))
-        }),
+        Box::new(
+            move |m| matches!(m, Msg::Batch(items) if items.iter().any(|i| matches!(i, Item::Up { from: Child::Leaf(NodeId(2)), .. }))),
+        ),
     ));
     n.submit(0, txn(1), rmw(&["#1/a", "#2/b"]));
     assert!(n.down.contains(&NodeId(8)));
@@ -472,7 +498,13 @@ fn test_2pc_deferred_participants_terminate_when_the_client_goes_silent() {
     n.send(c, NodeId(1), w("#1/a"));
     n.send(c, NodeId(2), w("#2/b"));
     let votes = std::mem::take(&mut n.outside);
-    assert_eq!(votes.iter().filter(|(_, _, m)| matches!(m, Msg::Vote { ok: true, .. })).count(), 2);
+    assert_eq!(
+        votes
+            .iter()
+            .filter(|(_, _, m)| matches!(m, Msg::Vote { ok: true, .. }))
+            .count(),
+        2
+    );
     // The client never decides. The participants ask it (no answer), then each other:
     // both frozen and undecided, so both abort.
     n.run_for(secs(2.0), ms(250.0), T_SWEEP);
@@ -483,7 +515,15 @@ fn test_2pc_deferred_participants_terminate_when_the_client_goes_silent() {
     }
     // The client's late commit is refused: the result says aborted.
     n.outside.clear();
-    n.send(c, NodeId(1), Msg::Decide { txn: txn(1), commit: true, ts: 1 });
+    n.send(
+        c,
+        NodeId(1),
+        Msg::Decide {
+            txn: txn(1),
+            commit: true,
+            ts: 1,
+        },
+    );
     assert!(matches!(n.outside[..], [(_, _, Msg::Ack { commit: false, .. })]));
 }
 

@@ -59,7 +59,7 @@ impl Server {
             Mode::Ts => {
                 let l = self.sh.tree.leaves.len().max(1) as u64;
                 let r = self.leaf.unwrap_or(0) as u64 + 1; // residue of this leaf
-                // smallest t > floor with t ≡ r (mod l)
+                                                           // smallest t > floor with t ≡ r (mod l)
                 let base = floor + 1;
                 let off = (r % l + l - base % l) % l;
                 base + off
@@ -81,9 +81,15 @@ impl Server {
         writes: &[(Key, VersionId, Value)],
         cx: &mut Ctx<'_, Msg>,
     ) {
-        let Some(to) = self.sh.tree.parent_of_leaf(self.me) else { return };
+        let Some(to) = self.sh.tree.parent_of_leaf(self.me) else {
+            return;
+        };
         let keys = if self.sh.p.mode == Mode::Ts {
-            reads.iter().cloned().chain(writes.iter().map(|w| w.0.clone())).collect()
+            reads
+                .iter()
+                .cloned()
+                .chain(writes.iter().map(|w| w.0.clone()))
+                .collect()
         } else {
             vec![]
         };
@@ -184,7 +190,9 @@ impl Server {
     }
 
     fn pass_up(&mut self, v: Vid, txn: TxnId, ok: bool, ts: u64, g: Gather, cx: &mut Ctx<'_, Msg>) {
-        let Some(parent) = self.sh.tree.inner[v.0 as usize].parent else { return };
+        let Some(parent) = self.sh.tree.inner[v.0 as usize].parent else {
+            return;
+        };
         let host = self.sh.tree.inner[parent.0 as usize].host;
         let item = Item::Up {
             to: parent,
