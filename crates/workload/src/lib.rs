@@ -618,4 +618,54 @@ mod tests {
         let frac = r as f64 / 2000.0;
         assert!((0.75..0.85).contains(&frac), "{frac}");
     }
+
+    #[test]
+    fn rmw_touches_distinct_shards_within_its_span_and_increments() {
+        let mut w = build("rmw:ops=4,span=4,keys=8000,value=16").unwrap();
+        assert_eq!(w.spec(), "rmw:ops=4,keys=8000,value=16,distinct-shards=1,span=4");
+        let site = Site {
+            client_dc: 0,
+            dcs: 1,
+            shards: 8,
+        };
+        let reg = registry();
+        let mut rng = rng_for(3, 0);
+        for _ in 0..200 {
+            let call = w.next_call_at(&mut rng, &site);
+            let keys: Vec<Key> = call
+                .args
+                .iter()
+                .filter_map(|a| match a {
+                    Arg::Key(k) => Some(k.clone()),
+                    _ => None,
+                })
+                .collect();
+            let shards: std::collections::BTreeSet<u32> =
+                keys.iter().map(|k| meridian_core::shard_of(k, 8).0).collect();
+            assert_eq!(shards.len(), 4, "{keys:?}");
+            assert!(
+                shards.iter().all(|s| *s < 4) || shards.iter().all(|s| *s >= 4),
+                "{shards:?}"
+            );
+            // Each key is read, then written with the old counter plus one.
+            let mut exec = Execution::new(call);
+            let mut writes = vec![];
+            loop {
+                match exec.step(&reg).unwrap() {
+                    Step::Read(k) => exec.supply(k, Some(Value(7u64.to_le_bytes().to_vec()))),
+                    Step::Done { writes: w, .. } => {
+                        writes = w;
+                        break;
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+            assert_eq!(writes.len(), 4);
+            assert!(writes
+                .iter()
+                .all(|(_, v)| v.0.len() == 16 && v.0[..8] == 8u64.to_le_bytes()));
+        }
+        assert!(build("rmw:ops=0").is_err());
+        assert!(build("rmw:distinct-shards=2").is_err());
+    }
 }

@@ -106,6 +106,21 @@
 //!   The fault model is `Durable`.
 //! - **Batches and WAN trips**: a batch continues the causal chain of the input that
 //!   filled or flushed it; the paper's setting is one DC, where this does not matter.
+//! - **`fanout=F` is counted bottom up** (F children per inner validator): 8 leaves
+//!   with `fanout=4` give §III-E's 3 levels (two level-1 validators of 4 data nodes and
+//!   a root); `fanout=2` gives 4 levels. Without it, one root over every leaf (§IV-A3).
+//! - **`2pc-deferred`'s client reports a commit after every participant's result**
+//!   (§II-B counts 4 steps: prepare, prepare result, commit, result); an abort is
+//!   reported at once. A one-node transaction is decided by its node (2 messages).
+//! - Tombstones of finished transactions (`done`, decisions) are kept for the run.
+//!
+//! # CPU work charged (the simulator's cost model)
+//!
+//! Every input costs one message. Key operations on top: a read served 1; leaf
+//! validation 1 per key read or written (lock and version check); 1 per tentative
+//! version and 1 per installed write; `hier-ts`'s re-validation 1 per key at each inner
+//! validator; and, for a batch of more than one item, 1 per item unpacked. With
+//! `validate=off` only the last is charged (it is message handling).
 
 mod batch;
 mod client;
