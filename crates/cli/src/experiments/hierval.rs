@@ -51,6 +51,11 @@ pub const EXPERIMENTS: &[Experiment] = &[
         run: |a| super::with_ctx(a, fig3),
     },
     Experiment {
+        name: "hv-fig4",
+        about: "hierarchical-validation.md Fig. 4: latency vs batch size at 100 clients",
+        run: |a| super::with_ctx(a, fig4),
+    },
+    Experiment {
         name: "hv-fig5",
         about: "hierarchical-validation.md Fig. 5: throughput vs clients, validation on (serial validation, no pipelining)",
         run: |a| super::with_ctx(a, fig5),
@@ -59,11 +64,6 @@ pub const EXPERIMENTS: &[Experiment] = &[
         name: "hv-fig6",
         about: "hierarchical-validation.md Fig. 6: latency vs clients, validation on",
         run: |a| super::with_ctx(a, fig6),
-    },
-    Experiment {
-        name: "hv-fig4",
-        about: "hierarchical-validation.md Fig. 4: latency vs batch size at 100 clients",
-        run: |a| super::with_ctx(a, fig4),
     },
 ];
 
