@@ -56,7 +56,13 @@ fn test_commit_steps_match_formulas_2_and_6() {
 
 #[test]
 fn test_contended_and_faulty_runs_are_clean_and_live() {
-    for p in ["hier-lock", "hier-ts", "hier-ts:fanout=2,batch=5", "2pc-deferred"] {
+    for p in [
+        "hier-lock",
+        "hier-ts",
+        "hier-ts:fanout=2,batch=5",
+        "2pc-deferred",
+        "hier-lock:pipeline=on,batch=3",
+    ] {
         for w in ["ycsb:theta=0.9,keys=200", "bank:accounts=20"] {
             for f in [
                 "",

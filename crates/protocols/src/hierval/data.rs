@@ -144,7 +144,7 @@ impl Server {
         for (k, v, val) in &writes {
             self.store.write_tentative(k, *v, val.clone(), snap + 1);
         }
-        self.charge(writes.len(), cx);
+        self.charge_validation(writes.len(), cx);
         self.log.append_sync(
             Rec::Prepared {
                 txn,
@@ -184,7 +184,7 @@ impl Server {
             self.store.abort_tentative(k, *v);
             self.store.install(k, *v, val.clone(), ts);
         }
-        self.charge(writes.len(), cx);
+        self.charge_validation(writes.len(), cx);
         self.log.append_sync(Rec::Applied { txn, commit: true, ts }, cx);
         self.bump_clock(ts, cx);
     }

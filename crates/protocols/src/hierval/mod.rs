@@ -167,6 +167,10 @@ pub struct HierVal {
     pub validate: bool,
     /// How long a partial batch may wait.
     pub flush: Time,
+    /// Pipelined validation (beyond the paper, §IV-D): validation and commit work of
+    /// non-conflicting transactions runs concurrently on the node's cores; off (the
+    /// paper's prototypes), it runs on one serial thread.
+    pub pipeline: bool,
 }
 
 impl HierVal {
@@ -178,10 +182,12 @@ impl HierVal {
             fanout: None,
             validate: true,
             flush: ms(10.0),
+            pipeline: false,
         }
     }
 
-    /// Parses `batch=N`, `fanout=F`, `validate=on|off`, `flush=DURATION`.
+    /// Parses `batch=N`, `fanout=F`, `validate=on|off`, `flush=DURATION`,
+    /// `pipeline=on|off`.
     pub fn with_params<'a>(mut self, params: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self, String> {
         let name = self.name();
         for (k, v) in params {
@@ -203,6 +209,11 @@ impl HierVal {
                         "{name}: fanout is not a parameter of hier-lock (its hierarchy has two levels, §III-B5; use hier-ts)"
                     ))
                 }
+                ("pipeline", _) => match v {
+                    "on" => self.pipeline = true,
+                    "off" => self.pipeline = false,
+                    _ => return Err(format!("{name}: pipeline={v} (expected on or off)")),
+                },
                 ("validate", _) => match v {
                     "on" => self.validate = true,
                     "off" => self.validate = false,
@@ -210,9 +221,9 @@ impl HierVal {
                 },
                 (other, _) => {
                     let known = match self.mode {
-                        Mode::Lock => "batch, flush, validate",
-                        Mode::Ts => "batch, flush, fanout, validate",
-                        Mode::TwoPc => "validate",
+                        Mode::Lock => "batch, flush, validate, pipeline",
+                        Mode::Ts => "batch, flush, fanout, validate, pipeline",
+                        Mode::TwoPc => "validate, pipeline",
                     };
                     return Err(format!("{name}: unknown parameter `{other}` (known: {known})"));
                 }

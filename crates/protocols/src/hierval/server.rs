@@ -175,6 +175,18 @@ impl Server {
         }
     }
 
+    /// Charges `n` key operations of validation or commit work (locks, version checks,
+    /// tentative versions, installs, re-validation): on the node's one serial thread,
+    /// as in the paper's prototypes (§IV-C), or, with `pipeline=on`, spread over its
+    /// cores like any other work. Nothing with validation off.
+    pub(super) fn charge_validation(&self, n: usize, cx: &mut Ctx<'_, Msg>) {
+        match (self.sh.p.validate, self.sh.p.pipeline) {
+            (false, _) => {}
+            (true, true) => cx.charge_ops(n as u32),
+            (true, false) => cx.charge_serial_ops(n as u32),
+        }
+    }
+
     /// Moves the clock to at least `t`, forcing a new reservation first if needed.
     pub(super) fn bump_clock(&mut self, t: u64, cx: &mut Ctx<'_, Msg>) {
         if t > self.clock {

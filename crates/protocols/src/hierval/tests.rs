@@ -539,4 +539,29 @@ fn test_bad_parameters_are_one_clear_error() {
     assert!(bad("hier-ts:flush=0ms").contains("flush"));
     assert!(bad("2pc-deferred:batch=10").contains("unknown parameter `batch`"));
     assert!(bad("hier-lock:validate=maybe").contains("validate=maybe"));
+    assert!(bad("hier-lock:pipeline=2").contains("pipeline=2"));
+}
+
+#[test]
+fn test_validation_work_is_serial_unless_pipelined_and_free_with_validation_off() {
+    // A two-node commit request at a leaf: lock and check 2 keys, 1 tentative version.
+    let commit = || Msg::Commit {
+        txn: txn(1),
+        snap: 0,
+        reads: vec![Key::from("#1/a")],
+        writes: vec![(Key::from("#1/a"), vid(txn(1)), Value(b"x".to_vec()))],
+        nodes: vec![NodeId(1), NodeId(2)],
+    };
+    let env = env(9);
+    for (spec, serial, parallel) in [
+        ("hier-lock", 3, 0),
+        ("hier-lock:pipeline=on", 0, 3),
+        ("hier-lock:validate=off", 0, 0),
+        ("2pc-deferred", 3, 0),
+        ("2pc-deferred:pipeline=on", 0, 3),
+    ] {
+        let mut s = proto(spec).server(&env, NodeId(1));
+        let e = deliver(&mut s, 0, NodeId(1), NodeId(9), commit());
+        assert_eq!((e.work.serial_ops, e.work.key_ops), (serial, parallel), "{spec}");
+    }
 }

@@ -21,7 +21,7 @@ impl Server {
         writes: &[(Key, VersionId, Value)],
         cx: &mut Ctx<'_, Msg>,
     ) -> Option<u64> {
-        self.charge(reads.len() + writes.len(), cx);
+        self.charge_validation(reads.len() + writes.len(), cx);
         let prio = (snap, txn);
         let mut ok = true;
         for (k, mode) in reads
@@ -165,7 +165,7 @@ impl Server {
         if self.sh.p.mode == Mode::Ts {
             // §III-B5: validate again with the new (max) timestamp against the
             // committed writes this validator decided.
-            self.charge(g.keys.len(), cx);
+            self.charge_validation(g.keys.len(), cx);
             let stale = g
                 .keys
                 .iter()
