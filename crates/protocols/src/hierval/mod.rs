@@ -32,6 +32,14 @@
 //! - **Batching** (§III-D, `batch.rs`): on validator → validator and validator →
 //!   data node paths, per destination, `batch=N` items per network message, with a
 //!   flush timeout (`flush=`, default 10 ms) so a partial batch never waits forever.
+//! - **Pipelined validation** (`pipeline=on`, beyond the paper; §IV-C/D found its
+//!   prototypes limited by validating serially). The state machine is the same: leaf
+//!   validation takes per-key NO_WAIT locks, so conflicting transactions are ordered
+//!   per key and non-conflicting ones share nothing; what changes is where the work
+//!   runs. Off (the paper), validation and commit work is charged on the node's one
+//!   serial thread (`Ctx::charge_serial_ops`); on, it is spread over the node's cores
+//!   like message handling (in a multi-threaded server: per-key latches taken in key
+//!   order, the clock a shared atomic maximum).
 //! - **`2pc-deferred`** (§II-B, §IV-A3): the same execution; the client is the 2PC
 //!   coordinator: prepare (lock + validate at each data node), prepare result with a
 //!   proposed timestamp, commit/abort with the max, result: 4 messages and 4 steps per
@@ -119,8 +127,9 @@
 //! Every input costs one message. Key operations on top: a read served 1; leaf
 //! validation 1 per key read or written (lock and version check); 1 per tentative
 //! version and 1 per installed write; `hier-ts`'s re-validation 1 per key at each inner
-//! validator; and, for a batch of more than one item, 1 per item unpacked. With
-//! `validate=off` only the last is charged (it is message handling).
+//! validator; and, for a batch of more than one item, 1 per item unpacked. Validation
+//! and commit work (all but reads and unpacking) is serial unless `pipeline=on`. With
+//! `validate=off` only the unpacking is charged (it is message handling).
 
 mod batch;
 mod client;
