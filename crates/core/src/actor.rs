@@ -75,6 +75,9 @@ pub struct Work {
     pub log_syncs: u32,
     /// Bytes appended to logs.
     pub log_bytes: u64,
+    /// Key operations that must run on the node's one serial thread (a single-threaded
+    /// validator): the simulator does not divide them by the node's cores.
+    pub serial_ops: u32,
 }
 
 /// The context an actor acts through while handling one input.
@@ -162,6 +165,11 @@ impl<'a, M> Ctx<'a, M> {
     /// Charges `n` key operations of CPU work.
     pub fn charge_ops(&mut self, n: u32) {
         self.work.key_ops += n;
+    }
+    /// Charges `n` key operations that run on the node's one serial thread (see
+    /// [`Work::serial_ops`]).
+    pub fn charge_serial_ops(&mut self, n: u32) {
+        self.work.serial_ops += n;
     }
     /// Charges one synchronous log write of `bytes` bytes.
     pub fn charge_log_sync(&mut self, bytes: u64) {

@@ -6,6 +6,7 @@
 
 pub mod crossstitch;
 pub mod hacommit;
+pub mod hierval;
 pub mod kit;
 pub mod named;
 pub mod paxoscommit;
@@ -22,7 +23,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 /// Names of the protocols that exist, as accepted by `--protocol`.
-pub const PROTOCOLS: [&str; 9] = [
+pub const PROTOCOLS: [&str; 12] = [
     "2pc-2pl",
     "2pc-occ",
     "rc",
@@ -32,6 +33,9 @@ pub const PROTOCOLS: [&str; 9] = [
     "crossstitch",
     "pc-2pl",
     "pc-occ",
+    "hier-lock",
+    "hier-ts",
+    "2pc-deferred",
 ];
 
 /// A deliberately broken variant of a protocol (`--protocol NAME:mutant=M`), accepted

@@ -42,7 +42,15 @@ pub fn with_protocol<W: WithProtocol>(
     let mutant = take_mutant(&mut spec)?;
     if !matches!(
         spec.name,
-        "replog" | "hacommit" | "hacommit-rc" | "2pc-2pl" | "2pc-occ" | "crossstitch"
+        "replog"
+            | "hacommit"
+            | "hacommit-rc"
+            | "2pc-2pl"
+            | "2pc-occ"
+            | "crossstitch"
+            | "hier-lock"
+            | "hier-ts"
+            | "2pc-deferred"
     ) {
         if let Some(k) = spec.params.keys().next() {
             return Err(ProtocolError::Invalid(format!(
@@ -81,6 +89,7 @@ pub fn with_protocol<W: WithProtocol>(
             copies: copies_for(&spec, 2)?,
             mutant,
         }),
+        "hier-lock" | "hier-ts" | "2pc-deferred" => w.with(hierval_for(&spec)?),
         other => return Err(ProtocolError::Unknown(other.to_string())),
     })
 }
@@ -208,4 +217,18 @@ pub fn hacommit_for(spec: &meridian_core::spec::Spec<'_>) -> Result<crate::hacom
         }
     }
     Ok(p)
+}
+
+/// `hier-lock`, `hier-ts` and `2pc-deferred` with their parameters (`batch`, `fanout`,
+/// `validate`, `flush`; see [`crate::hierval`]).
+pub fn hierval_for(spec: &meridian_core::spec::Spec<'_>) -> Result<crate::hierval::HierVal, ProtocolError> {
+    use crate::hierval::{HierVal, Mode};
+    let mode = match spec.name {
+        "hier-lock" => Mode::Lock,
+        "hier-ts" => Mode::Ts,
+        _ => Mode::TwoPc,
+    };
+    HierVal::new(mode)
+        .with_params(spec.params.iter().map(|(k, v)| (*k, *v)))
+        .map_err(|e| ProtocolError::Invalid(format!("--protocol: {e}")))
 }

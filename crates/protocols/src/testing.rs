@@ -112,6 +112,8 @@ pub struct Net<P: Protocol> {
     pub crash_before: Option<(NodeId, Pred<P::Msg>)>,
     /// Transactions the clients recorded, in order.
     pub records: Vec<TxnRecord>,
+    /// Messages delivered so far (to servers, clients, or collected in `outside`).
+    pub delivered: u64,
 }
 
 impl<P: Protocol> Net<P> {
@@ -132,6 +134,7 @@ impl<P: Protocol> Net<P> {
             crash_after: None,
             crash_before: None,
             records: vec![],
+            delivered: 0,
         };
         for i in 0..net.servers.len() {
             let me = NodeId(i as u32);
@@ -192,6 +195,7 @@ impl<P: Protocol> Net<P> {
                 self.crash(to);
                 continue;
             }
+            self.delivered += 1;
             let crash = self.crash_after.as_ref().is_some_and(|(n, f)| *n == to && f(&m));
             let e = if (to.0 as usize) < self.servers.len() {
                 deliver(&mut self.servers[to.0 as usize], self.now, to, from, m)

@@ -105,6 +105,13 @@ pub struct SimConfig {
     pub max_time: Time,
     /// Length of the liveness phase.
     pub settle: Time,
+    /// Cores per server node, by node id (missing or 0: 1). A node with k cores
+    /// handles an input in 1/k of the CPU model's cost (still one input at a time), as
+    /// SIMULATOR.md's "dividing by the core count" does for every node; experiments use
+    /// it where a paper's nodes differ (hierarchical-validation.md §IV-A1: 4-core
+    /// validators, 2-core data nodes). Work an actor charges as serial
+    /// (`Ctx::charge_serial_ops`) is not divided: it runs on one thread.
+    pub cores: Vec<u32>,
 }
 
 impl SimConfig {
@@ -127,6 +134,7 @@ impl SimConfig {
             timeouts: Timeouts::default(),
             max_time: secs(3600.0),
             settle: secs(30.0),
+            cores: vec![],
         }
     }
 }
@@ -780,7 +788,8 @@ impl<P: Protocol> Sim<'_, P> {
         };
         let cost = if server {
             let c = &self.cfg.cpu;
-            c.per_msg + c.per_op * work.key_ops as u64
+            let k = self.cfg.cores.get(ni).copied().unwrap_or(1).max(1) as u64;
+            (c.per_msg + c.per_op * work.key_ops as u64) / k + c.per_op * work.serial_ops as u64
         } else {
             0
         };

@@ -118,7 +118,7 @@ mod tests {
                 if *sync { log.append_sync(i as u32, &mut cx); last_sync = i + 1; } else { log.append(i as u32, &mut cx); }
             }
             let syncs = ops.iter().filter(|s| **s).count() as u32;
-            prop_assert_eq!(cx.work(), Work { key_ops: 0, log_syncs: syncs, log_bytes: 4 * ops.len() as u64 });
+            prop_assert_eq!(cx.work(), Work { key_ops: 0, log_syncs: syncs, log_bytes: 4 * ops.len() as u64, serial_ops: 0 });
             log.crash();
             prop_assert_eq!(log.records(), &(0..last_sync as u32).collect::<Vec<_>>()[..]);
         }

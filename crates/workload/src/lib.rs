@@ -8,6 +8,7 @@
 //! | `dependent-reads` | `k=3, keys=1000` | `chain`: `k` reads, each key computed from the previous value, then one write |
 //! | `chain` | `ops=10, reads=0.8, keys=100000, value=1024` | `chain-ops`: crossstitch.md §5.2's synthetic chain: `ops` dependent reads/writes on distinct keys, the client's DC first |
 //! | `script` | `ops=4, reads=0.5, keys=1000, partial=0` | `interactive` ([`meridian_txn::script`]): `ops` reads or writes of uniform keys, then `Commit`; a fraction `partial` of scripts stop without it, as an interactive transaction whose caller is gone (they abort) |
+//! | `rmw` | `ops=8, keys=800000, value=1000, distinct-shards=1, span=0` | `rmw`: hierarchical-validation.md §IV-A2/B1: `ops` read-modify-writes (read a key, then write `value` bytes to it) of uniform keys, on `ops` distinct shards when `distinct-shards=1` (and there are that many); `span=S`: the shards of one transaction come from one aligned group of S shards |
 //! | `tpcc` | `txn=order-status\|stock-level\|new-order\|payment` or `mix=standard`; `districts=10, customers=3000, items=100000` | `tpcc-*`: TPC-C-like transactions on rows partitioned across DCs (§5.3) |
 //!
 //! `chain` and `tpcc` place keys in DCs; see [`partitioned`].
@@ -30,7 +31,7 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WorkloadError {
     /// Unknown workload name.
-    #[error("unknown workload `{0}` (known: ycsb, bank, dependent-reads, chain, tpcc, script)")]
+    #[error("unknown workload `{0}` (known: ycsb, bank, dependent-reads, chain, tpcc, script, rmw)")]
     UnknownName(String),
     /// Unknown parameter for this workload.
     #[error("workload `{name}` has no parameter `{key}` (known: {known})")]
@@ -223,6 +224,32 @@ pub fn build(spec: &str) -> Result<Box<dyn Workload>, WorkloadError> {
             })
         }
         "tpcc" => Box::new(partitioned::TpccWl::build(&mut p)?),
+        "rmw" => {
+            let ops: u32 = p.get("ops", 8)?;
+            let keys: u64 = p.get("keys", 800_000)?;
+            let value: usize = p.get("value", 1000)?;
+            let distinct: u32 = p.get("distinct-shards", 1)?;
+            let span: u32 = p.get("span", 0)?;
+            if ops == 0 || ops > 1000 {
+                return Err(p.bad("ops", "must be 1..=1000"));
+            }
+            if keys < ops as u64 {
+                return Err(p.bad("keys", format!("must be at least ops ({ops})")));
+            }
+            if value == 0 || value > 1 << 20 {
+                return Err(p.bad("value", "must be 1..=1048576 bytes"));
+            }
+            if distinct > 1 {
+                return Err(p.bad("distinct-shards", "must be 0 or 1"));
+            }
+            Box::new(Rmw {
+                ops,
+                keys,
+                value,
+                distinct: distinct == 1,
+                span,
+            })
+        }
         other => return Err(WorkloadError::UnknownName(other.to_string())),
     };
     p.finish()?;
@@ -293,6 +320,76 @@ impl Workload for Ycsb {
         }
         Call {
             program: "ycsb".into(),
+            args,
+        }
+    }
+}
+
+/// Read-modify-writes of uniform keys on distinct shards (hierarchical-validation.md
+/// §IV: "8 update operations (read followed by a write on the same object), each in a
+/// different data node", 800k objects of 1000 bytes). Object `j` lives in shard
+/// `j mod shards` (key `#s/oj`); with `distinct-shards=1` the `ops` shards are distinct
+/// when there are at least `ops` shards (otherwise they repeat as little as possible).
+struct Rmw {
+    ops: u32,
+    keys: u64,
+    value: usize,
+    distinct: bool,
+    /// Draw a transaction's shards from one aligned group of `span` consecutive shards
+    /// (0: from all): `span=4` on 8 shards keeps each transaction under one level-1
+    /// validator of a fanout-4 tree (§III-E's scenario).
+    span: u32,
+}
+
+impl Workload for Rmw {
+    fn spec(&self) -> String {
+        format!(
+            "rmw:ops={},keys={},value={},distinct-shards={},span={}",
+            self.ops, self.keys, self.value, self.distinct as u32, self.span
+        )
+    }
+    fn next_call(&mut self, rng: &mut Rng) -> Call {
+        self.next_call_at(rng, &Site::ANY)
+    }
+    fn next_call_at(&mut self, rng: &mut Rng, site: &Site) -> Call {
+        let shards = site.shards.max(1) as u64;
+        let span = self.span as u64;
+        let mut order: Vec<u64> = if span > 0 && span <= shards {
+            let g = rng.gen_range(0..shards / span);
+            (g * span..(g + 1) * span).collect()
+        } else {
+            (0..shards).collect()
+        };
+        let mut chosen: Vec<u64> = Vec::with_capacity(self.ops as usize);
+        while chosen.len() < self.ops as usize {
+            // A fresh random order of the shards for every `shards` operations.
+            for i in (1..order.len()).rev() {
+                order.swap(i, rng.gen_range(0..=i));
+            }
+            for &s in &order {
+                if chosen.len() == self.ops as usize {
+                    break;
+                }
+                let j = if self.distinct {
+                    // a uniform object of shard s (objects j ≡ s mod shards)
+                    let per = (self.keys - s).div_ceil(shards).max(1);
+                    s + shards * rng.gen_range(0..per)
+                } else {
+                    rng.gen_range(0..self.keys)
+                };
+                if !chosen.contains(&j) {
+                    chosen.push(j);
+                }
+            }
+        }
+        let mut args = Vec::with_capacity(2 + chosen.len());
+        args.push(Arg::U64(chosen.len() as u64));
+        args.push(Arg::U64(self.value as u64));
+        for j in chosen {
+            args.push(Arg::Key(Key::new(format!("#{}/o{j}", j % shards))));
+        }
+        Call {
+            program: "rmw".into(),
             args,
         }
     }
@@ -435,7 +532,7 @@ mod tests {
         let e = |s: &str| build(s).err().unwrap().to_string();
         assert_eq!(
             e("tpcx"),
-            "unknown workload `tpcx` (known: ycsb, bank, dependent-reads, chain, tpcc, script)"
+            "unknown workload `tpcx` (known: ycsb, bank, dependent-reads, chain, tpcc, script, rmw)"
         );
         assert!(e("ycsb:opz=3").contains("has no parameter `opz`"));
         assert!(e("ycsb:ops=x").contains("bad value for `ops`"));
@@ -520,5 +617,55 @@ mod tests {
         assert_eq!(r + wr, 2000);
         let frac = r as f64 / 2000.0;
         assert!((0.75..0.85).contains(&frac), "{frac}");
+    }
+
+    #[test]
+    fn rmw_touches_distinct_shards_within_its_span_and_increments() {
+        let mut w = build("rmw:ops=4,span=4,keys=8000,value=16").unwrap();
+        assert_eq!(w.spec(), "rmw:ops=4,keys=8000,value=16,distinct-shards=1,span=4");
+        let site = Site {
+            client_dc: 0,
+            dcs: 1,
+            shards: 8,
+        };
+        let reg = registry();
+        let mut rng = rng_for(3, 0);
+        for _ in 0..200 {
+            let call = w.next_call_at(&mut rng, &site);
+            let keys: Vec<Key> = call
+                .args
+                .iter()
+                .filter_map(|a| match a {
+                    Arg::Key(k) => Some(k.clone()),
+                    _ => None,
+                })
+                .collect();
+            let shards: std::collections::BTreeSet<u32> =
+                keys.iter().map(|k| meridian_core::shard_of(k, 8).0).collect();
+            assert_eq!(shards.len(), 4, "{keys:?}");
+            assert!(
+                shards.iter().all(|s| *s < 4) || shards.iter().all(|s| *s >= 4),
+                "{shards:?}"
+            );
+            // Each key is read, then written with the old counter plus one.
+            let mut exec = Execution::new(call);
+            let mut writes = vec![];
+            loop {
+                match exec.step(&reg).unwrap() {
+                    Step::Read(k) => exec.supply(k, Some(Value(7u64.to_le_bytes().to_vec()))),
+                    Step::Done { writes: w, .. } => {
+                        writes = w;
+                        break;
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+            assert_eq!(writes.len(), 4);
+            assert!(writes
+                .iter()
+                .all(|(_, v)| v.0.len() == 16 && v.0[..8] == 8u64.to_le_bytes()));
+        }
+        assert!(build("rmw:ops=0").is_err());
+        assert!(build("rmw:distinct-shards=2").is_err());
     }
 }

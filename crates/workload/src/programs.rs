@@ -8,6 +8,7 @@ use std::sync::Arc;
 pub fn registry() -> Registry {
     let mut r = Registry::new();
     r.register(Arc::new(YcsbProgram));
+    r.register(Arc::new(Rmw));
     r.register(Arc::new(Transfer));
     r.register(Arc::new(Chain));
     r.register(Arc::new(crate::partitioned::ChainOps));
@@ -46,6 +47,41 @@ impl Program for YcsbProgram {
                 Some(Arg::Bytes(b)) => tx.write(key, Value(b.clone())),
                 _ => return Err(Stop::Fault(format!("argument {} must be bytes", 2 + 2 * i))),
             }
+        }
+        Ok(())
+    }
+}
+
+/// Args: `U64(n)`, `U64(value bytes)`, then `n` keys: each is read, then written with a
+/// value of that many bytes whose first 8 hold the old value's counter plus one.
+struct Rmw;
+impl Program for Rmw {
+    fn name(&self) -> &'static str {
+        "rmw"
+    }
+    fn declared_keys(&self, args: &[Arg]) -> Option<Vec<Key>> {
+        Some(
+            args.iter()
+                .filter_map(|a| match a {
+                    Arg::Key(k) => Some(k.clone()),
+                    _ => None,
+                })
+                .collect(),
+        )
+    }
+    fn run(&self, args: &[Arg], tx: &mut Tx<'_>) -> Result<(), Stop> {
+        let n = arg_u64(args, 0, "op count")? as usize;
+        let len = (arg_u64(args, 1, "value bytes")? as usize).max(8);
+        for i in 0..n {
+            let key = arg_key(args, 2 + i, "key")?.clone();
+            let old = tx.read(&key)?;
+            let c = old
+                .as_ref()
+                .and_then(|v| v.0.get(..8))
+                .map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
+            let mut v = vec![0u8; len];
+            v[..8].copy_from_slice(&(c + 1).to_le_bytes());
+            tx.write(key, Value(v));
         }
         Ok(())
     }

@@ -7,6 +7,7 @@
 pub mod cluster;
 pub mod crossstitch;
 pub mod hacommit;
+pub mod hierval;
 pub mod rc;
 pub mod twopc;
 
@@ -33,6 +34,7 @@ pub fn all() -> Vec<&'static Experiment> {
         rc::EXPERIMENTS,
         hacommit::EXPERIMENTS,
         crossstitch::EXPERIMENTS,
+        hierval::EXPERIMENTS,
         cluster::EXPERIMENTS,
     ]
     .into_iter()

@@ -1,0 +1,318 @@
+//! The client of deferred execution (§III-B1–4): a global snapshot set by the first
+//! read, a read cache and buffered writes (the program's `Execution`), one commit
+//! request per involved data node; in `2pc-deferred` the client also coordinates 2PC.
+
+use super::*;
+use crate::kit::client as kit;
+use crate::ClientRole;
+use meridian_core::{AbortReason, Actor, ClientId, Ctx, DcId, Key, NodeId, Outcome, TimerId, TxnId, TxnRecord};
+use meridian_txn::{Call, Execution, Step};
+use std::collections::BTreeMap;
+
+const T_READ: TimerId = TimerId(1);
+const T_STATUS: TimerId = TimerId(2);
+const T_IDLE: TimerId = TimerId(3);
+
+/// One data node's share of a commit request: keys read, writes.
+type Part = (Vec<Key>, Vec<(Key, meridian_core::VersionId, meridian_core::Value)>);
+
+#[derive(Debug)]
+pub(super) enum Phase {
+    /// Reads outstanding.
+    Reading(Vec<Key>),
+    /// An interactive transaction waits for its caller.
+    Waiting,
+    /// Waiting for the outcome (hierarchy, or a one-node 2PC).
+    Committing,
+    /// `2pc-deferred`: collecting prepare results.
+    Voting,
+    /// `2pc-deferred`: decided commit at `ts`, collecting results.
+    Acking(u64),
+}
+
+#[derive(Debug)]
+pub(super) struct Current {
+    pub(super) exec: Execution,
+    pub(super) rec: TxnRecord,
+    snap: Option<u64>,
+    /// A read was answered in the past: the transaction can only commit read-only.
+    doomed: bool,
+    pub(super) phase: Phase,
+    nodes: Vec<NodeId>,
+    votes: BTreeMap<NodeId, u64>,
+    acks: BTreeSet<NodeId>,
+}
+
+/// A client of `hier-lock`, `hier-ts` or `2pc-deferred`.
+#[derive(Debug)]
+pub struct Client {
+    env: Env,
+    sh: Arc<Shared>,
+    id: ClientId,
+    dc: DcId,
+    /// The largest timestamp this client has seen (§III-B2: a transaction without
+    /// reads uses it as its snapshot; a first read's snapshot is at least it).
+    floor: u64,
+    pub(super) cur: Option<Current>,
+}
+
+impl Client {
+    /// A client on `node`.
+    pub(crate) fn new(env: Env, sh: Arc<Shared>, node: NodeId, id: ClientId) -> Self {
+        let dc = env.layout.dc_of(node);
+        Client {
+            env,
+            sh,
+            id,
+            dc,
+            floor: 0,
+            cur: None,
+        }
+    }
+
+    pub(super) fn step(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_mut() else { return };
+        match kit::next_step(&mut cur.exec, &self.env.registry) {
+            Step::Read(key) => {
+                // Before the snapshot is set only the first read goes out (it sets it).
+                let keys = if cur.exec.batch().is_empty() || cur.snap.is_none() {
+                    vec![key]
+                } else {
+                    cur.exec.batch().to_vec()
+                };
+                for k in &keys {
+                    let node = self.env.layout.primary(self.env.layout.shard_of(k));
+                    cx.send(
+                        node,
+                        Msg::Read {
+                            txn: cur.rec.id,
+                            key: k.clone(),
+                            snap: cur.snap,
+                            floor: self.floor,
+                        },
+                    );
+                }
+                cur.phase = Phase::Reading(keys);
+                cx.set_timer(self.env.timeouts.read, T_READ);
+            }
+            Step::Abort(reason) => self.finish(Outcome::Aborted, Some(reason), cx),
+            Step::Wait { output } => {
+                cur.phase = Phase::Waiting;
+                kit::wait_for_caller(cur.rec.id, output, self.env.timeouts.idle, T_IDLE, cx);
+            }
+            Step::Done { writes, .. } => {
+                cx.cancel_timer(T_READ);
+                cur.rec.commit_start = Some(cx.now());
+                if writes.is_empty() {
+                    // Read-only: serialized at its snapshot (in the past if a read was),
+                    // no commit messages (§III-B2).
+                    self.finish(Outcome::Committed, None, cx);
+                    return;
+                }
+                if cur.doomed {
+                    // A read-write transaction read in the past: abort before commit.
+                    self.finish(Outcome::Aborted, Some(AbortReason::NewerVersionInstalled), cx);
+                    return;
+                }
+                let finals = kit::number_writes(&mut cur.rec, writes);
+                let snap = cur.snap.unwrap_or(self.floor);
+                cur.snap = Some(snap);
+                let mut parts: BTreeMap<NodeId, Part> = BTreeMap::new();
+                let layout = &self.env.layout;
+                for r in &cur.rec.reads {
+                    let n = layout.primary(layout.shard_of(&r.key));
+                    parts.entry(n).or_default().0.push(r.key.clone());
+                }
+                for (k, (v, val)) in finals {
+                    let n = layout.primary(layout.shard_of(&k));
+                    parts.entry(n).or_default().1.push((k, v, val));
+                }
+                let nodes: Vec<NodeId> = parts.keys().copied().collect();
+                let txn = cur.rec.id;
+                for (n, (reads, writes)) in parts {
+                    cx.send(
+                        n,
+                        Msg::Commit {
+                            txn,
+                            snap,
+                            reads,
+                            writes,
+                            nodes: nodes.clone(),
+                        },
+                    );
+                }
+                cur.phase = if self.sh.p.mode == Mode::TwoPc && nodes.len() > 1 {
+                    cx.set_timer(self.env.timeouts.vote, T_STATUS);
+                    Phase::Voting
+                } else {
+                    cx.set_timer(self.env.timeouts.status, T_STATUS);
+                    Phase::Committing
+                };
+                cur.nodes = nodes;
+            }
+        }
+    }
+
+    fn finish(&mut self, outcome: Outcome, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.take() else { return };
+        kit::finish(cur.rec, &[T_READ, T_STATUS, T_IDLE], outcome, reason, cx);
+    }
+
+    /// `2pc-deferred`: sends the decision to every participant.
+    fn send_decision(&self, commit: bool, ts: u64, to: &[NodeId], cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_ref() else { return };
+        for n in to {
+            cx.send(
+                *n,
+                Msg::Decide {
+                    txn: cur.rec.id,
+                    commit,
+                    ts,
+                },
+            );
+        }
+    }
+}
+
+impl Actor for Client {
+    type Msg = Msg;
+
+    fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_mut() else { return };
+        match msg {
+            Msg::ReadReply {
+                txn,
+                key,
+                version,
+                value,
+                snap,
+                newer,
+            } if txn == cur.rec.id => {
+                let Phase::Reading(waiting) = &mut cur.phase else {
+                    return;
+                };
+                let Some(i) = waiting.iter().position(|k| *k == key) else {
+                    return;
+                };
+                waiting.swap_remove(i);
+                let all_in = waiting.is_empty();
+                if cur.snap.is_none() {
+                    cur.snap = Some(snap);
+                }
+                self.floor = self.floor.max(snap);
+                cur.doomed |= newer;
+                kit::supply_read(&mut cur.rec, &mut cur.exec, key, version, value);
+                if all_in {
+                    cx.cancel_timer(T_READ);
+                    self.step(cx);
+                }
+            }
+            Msg::Outcome { txn, commit, ts } if txn == cur.rec.id && matches!(cur.phase, Phase::Committing) => {
+                self.floor = self.floor.max(ts);
+                let reason = (!commit).then_some(AbortReason::ParticipantVotedNo);
+                let outcome = if commit { Outcome::Committed } else { Outcome::Aborted };
+                self.finish(outcome, reason, cx);
+            }
+            Msg::Vote { txn, ok, ts } if txn == cur.rec.id && matches!(cur.phase, Phase::Voting) => {
+                if !ok {
+                    let nodes = cur.nodes.clone();
+                    self.send_decision(false, 0, &nodes, cx);
+                    self.finish(Outcome::Aborted, Some(AbortReason::ParticipantVotedNo), cx);
+                    return;
+                }
+                cur.votes.insert(from, ts);
+                if cur.votes.len() == cur.nodes.len() {
+                    let ts = cur.votes.values().copied().max().unwrap_or(0);
+                    cur.phase = Phase::Acking(ts);
+                    let nodes = cur.nodes.clone();
+                    cx.set_timer(self.env.timeouts.status, T_STATUS);
+                    self.send_decision(true, ts, &nodes, cx);
+                }
+            }
+            Msg::Ack { txn, commit } if txn == cur.rec.id => {
+                let Phase::Acking(ts) = cur.phase else { return };
+                if !commit {
+                    // Cooperative termination aborted it while this client was silent.
+                    self.finish(Outcome::Aborted, Some(AbortReason::AbortedQueried), cx);
+                    return;
+                }
+                cur.acks.insert(from);
+                if cur.acks.len() == cur.nodes.len() {
+                    self.floor = self.floor.max(ts);
+                    self.finish(Outcome::Committed, None, cx);
+                }
+            }
+            Msg::Query { txn, .. } if txn == cur.rec.id => {
+                // A 2PC participant asks for the decision.
+                if let Phase::Acking(ts) = cur.phase {
+                    cx.send(from, Msg::Decide { txn, commit: true, ts });
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_ref() else { return };
+        match (t, &cur.phase) {
+            (T_READ, Phase::Reading(_)) => self.finish(Outcome::Aborted, Some(AbortReason::ReadTimedOut), cx),
+            (T_IDLE, Phase::Waiting) => self.finish(Outcome::Aborted, Some(AbortReason::IdleInteractive), cx),
+            (T_STATUS, Phase::Voting) => {
+                let nodes = cur.nodes.clone();
+                self.send_decision(false, 0, &nodes, cx);
+                self.finish(Outcome::Aborted, Some(AbortReason::VoteTimedOut), cx);
+            }
+            (T_STATUS, Phase::Acking(ts)) => {
+                let ts = *ts;
+                let missing: Vec<NodeId> = cur.nodes.iter().filter(|n| !cur.acks.contains(n)).copied().collect();
+                self.send_decision(true, ts, &missing, cx);
+                cx.set_timer(self.env.timeouts.status, T_STATUS);
+            }
+            (T_STATUS, Phase::Committing) => {
+                let vid = self.sh.tree.decider(&cur.nodes);
+                let to = match (self.sh.p.mode, vid) {
+                    (Mode::TwoPc, _) | (_, None) => cur.nodes[0],
+                    (_, Some(v)) => self.sh.tree.inner[v.0 as usize].host,
+                };
+                let vid = if self.sh.p.mode == Mode::TwoPc { None } else { vid };
+                cx.send(
+                    to,
+                    Msg::Query {
+                        txn: cur.rec.id,
+                        vid,
+                        nodes: cur.nodes.clone(),
+                        client: cx.me(),
+                        from_client: true,
+                    },
+                );
+                cx.set_timer(self.env.timeouts.status, T_STATUS);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_crash(&mut self) {
+        self.cur = None;
+    }
+}
+
+impl ClientRole for Client {
+    fn submit(&mut self, txn: TxnId, call: Call, cx: &mut Ctx<'_, Msg>) {
+        let rec = kit::new_record(txn, self.id, self.dc, &call, cx);
+        self.cur = Some(Current {
+            exec: Execution::new(call),
+            rec,
+            snap: None,
+            doomed: false,
+            phase: Phase::Committing,
+            nodes: vec![],
+            votes: BTreeMap::new(),
+            acks: BTreeSet::new(),
+        });
+        self.step(cx);
+    }
+
+    crate::kit::client::interactive_client!(role, T_IDLE);
+}
+
+crate::kit::client::interactive_client!(current);

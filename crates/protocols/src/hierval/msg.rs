@@ -1,0 +1,169 @@
+//! Messages of `hier-lock`, `hier-ts` and `2pc-deferred`.
+
+use super::Vid;
+use meridian_core::{Key, NodeId, TxnId, Value, VersionId};
+use serde::{Deserialize, Serialize};
+
+/// A message between clients, data nodes and validators.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Msg {
+    /// Client → data node: a snapshot read of `key`. `snap: None` is the transaction's
+    /// first read, which sets the snapshot (at least `floor`, the largest timestamp the
+    /// client has seen).
+    Read {
+        /// Transaction.
+        txn: TxnId,
+        /// Key to read.
+        key: Key,
+        /// The transaction's snapshot, if set.
+        snap: Option<u64>,
+        /// The client's largest seen timestamp (used when `snap` is `None`).
+        floor: u64,
+    },
+    /// Data node → client: the newest version at or below `snap`.
+    ReadReply {
+        /// Transaction.
+        txn: TxnId,
+        /// Key read.
+        key: Key,
+        /// Version read (`None`: the initial version).
+        version: Option<VersionId>,
+        /// Its value.
+        value: Option<Value>,
+        /// The snapshot the read used (the one it set, for a first read).
+        snap: u64,
+        /// A committed version newer than the snapshot exists (§III-B2: a read-write
+        /// transaction must abort; a read-only one is serialized in the past).
+        newer: bool,
+    },
+    /// Client → data node: the commit request of §III-B4 (hierarchy) or the prepare of
+    /// 2PC (`2pc-deferred`): the keys read and the writes on this node, and every node
+    /// the transaction involves.
+    Commit {
+        /// Transaction.
+        txn: TxnId,
+        /// Snapshot.
+        snap: u64,
+        /// Keys read on this node.
+        reads: Vec<Key>,
+        /// Writes on this node (key, version, value).
+        writes: Vec<(Key, VersionId, Value)>,
+        /// Every involved data node, sorted.
+        nodes: Vec<NodeId>,
+    },
+    /// `2pc-deferred` data node → client: the prepare result with the node's proposed
+    /// commit timestamp.
+    Vote {
+        /// Transaction.
+        txn: TxnId,
+        /// Prepared (locks held, validation passed).
+        ok: bool,
+        /// Proposed commit timestamp.
+        ts: u64,
+    },
+    /// The final decision to a data node: `2pc-deferred`'s commit/abort from the client,
+    /// or a validator's answer to a [`Msg::Query`] (the hierarchy sends decisions in
+    /// [`Msg::Batch`]).
+    Decide {
+        /// Transaction.
+        txn: TxnId,
+        /// Commit or abort.
+        commit: bool,
+        /// Commit timestamp.
+        ts: u64,
+    },
+    /// `2pc-deferred` data node → client: the commit/abort result (the outcome the
+    /// node applied: an abort if cooperative termination aborted it first).
+    Ack {
+        /// Transaction.
+        txn: TxnId,
+        /// Whether the node committed it.
+        commit: bool,
+    },
+    /// Decider (validator, or the single data node of a local transaction) → client.
+    Outcome {
+        /// Transaction.
+        txn: TxnId,
+        /// Committed.
+        commit: bool,
+        /// Commit timestamp (0 on abort).
+        ts: u64,
+    },
+    /// Validator → validator or data node: batched items (§III-D).
+    Batch(Vec<Item>),
+    /// A prepared data node that waited too long for the decision asks the decider
+    /// (validator `vid`, or in `2pc-deferred` the client); a client asks for a lost
+    /// outcome. An undecided decider then decides abort.
+    Query {
+        /// Transaction.
+        txn: TxnId,
+        /// The deciding validator (`None`: the data node itself, a local transaction,
+        /// or `2pc-deferred`'s client).
+        vid: Option<Vid>,
+        /// Every involved data node.
+        nodes: Vec<NodeId>,
+        /// The transaction's client node.
+        client: NodeId,
+        /// Asked by the client (answer with [`Msg::Outcome`]) rather than a data node.
+        from_client: bool,
+    },
+    /// `2pc-deferred` cooperative termination: a prepared participant whose client went
+    /// silent asks its peers what they know.
+    Peer {
+        /// Transaction.
+        txn: TxnId,
+    },
+    /// Answer to [`Msg::Peer`]: `Some(decision)` if known, `None` if prepared and
+    /// undecided (the answerer then refuses the client's decision: it is frozen).
+    PeerState {
+        /// Transaction.
+        txn: TxnId,
+        /// What the answerer knows: the decision and commit timestamp.
+        state: Option<(bool, u64)>,
+    },
+}
+
+/// One item of a validator's batch.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Item {
+    /// A child's (partial) validation of a distributed transaction, for validator `to`.
+    Up {
+        /// Validator it is for.
+        to: Vid,
+        /// Sender: a leaf (data node) or an inner validator.
+        from: Child,
+        /// Transaction.
+        txn: TxnId,
+        /// Validated so far.
+        ok: bool,
+        /// Commit timestamp so far (the max over the subtree).
+        ts: u64,
+        /// Snapshot.
+        snap: u64,
+        /// Every involved data node.
+        nodes: Vec<NodeId>,
+        /// The client node.
+        client: NodeId,
+        /// Keys read and written in the sender's subtree (`hier-ts` re-validates them;
+        /// `hier-lock` sends none).
+        keys: Vec<Key>,
+    },
+    /// The final decision, for the data node the batch goes to.
+    Decide {
+        /// Transaction.
+        txn: TxnId,
+        /// Commit or abort.
+        commit: bool,
+        /// Commit timestamp.
+        ts: u64,
+    },
+}
+
+/// A validator's child.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Child {
+    /// The leaf validator of a data node.
+    Leaf(NodeId),
+    /// An inner validator.
+    Inner(Vid),
+}
