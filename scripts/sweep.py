@@ -44,7 +44,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 
 PROTOCOLS = ["2pc-2pl", "2pc-occ", "2pc-2pl:copies=2", "rc", "replog", "hacommit",
              "hacommit:replicas=5", "hacommit-rc", "crossstitch", "pc-2pl", "pc-occ",
-             "hier-lock", "hier-lock:batch=4", "hier-ts:fanout=2", "2pc-deferred"]
+             "hier-lock", "hier-lock:batch=4", "hier-ts:fanout=2", "2pc-deferred", "catenae"]
 
 TOPOLOGIES = {"rc5": ["C", "V", "O", "I", "S"], "us3": ["NY", "CA", "TX"],
               "world3": ["LON", "CA", "HK"], "lan": ["L"], "two50": ["A", "B"]}

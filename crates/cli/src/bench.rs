@@ -333,6 +333,7 @@ pub fn run_bench(a: &BenchArgs, show_progress: bool) -> Result<BenchOutput> {
                 // and keys locked when it stops), so stalls are reported, not judged.
                 unresolved: 0,
                 within_tolerance: false,
+                stats: Default::default(),
             },
             wall.elapsed().as_secs_f64(),
         );

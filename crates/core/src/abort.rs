@@ -158,6 +158,15 @@ reasons! {
     QueryNotPrecommitted => "aborted on a query: the position had not precommitted",
     /// CrossStitch: a query found a position that never received the transaction.
     QueryNeverReceived => "aborted on a query: the position never received the transaction",
+    // ---- Catenae
+    /// Catenae: the program does not pre-declare its keys (catenae.md §VI-B).
+    Undeclared => "the protocol runs only pre-declared transactions and this program declares no key set",
+    /// Catenae: the program touched a key outside its declared set.
+    UndeclaredKey => "the program touched a key it did not declare",
+    /// Catenae: no majority of DCs executed the transaction with the same dependencies.
+    NoMajorityExecution => "no majority of DCs executed it with the same dependencies",
+    /// Catenae: the dependencies the DCs decided form a cycle through the transaction.
+    DependencyCycle => "the decided dependencies form a cycle",
 }
 
 impl AbortReason {
@@ -171,6 +180,8 @@ impl AbortReason {
                 | AbortReason::ProgramFault(_)
                 | AbortReason::Unrunnable(_)
                 | AbortReason::NotInteractive
+                | AbortReason::Undeclared
+                | AbortReason::UndeclaredKey
         )
     }
 }

@@ -4,6 +4,7 @@
 //! [`Protocol`], which tells a runtime how to build its server and client actors.
 //! Runtimes (the simulator, the TCP runtime) only deliver messages and fire timers.
 
+pub mod catenae;
 pub mod crossstitch;
 pub mod hacommit;
 pub mod hierval;
@@ -23,7 +24,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 /// Names of the protocols that exist, as accepted by `--protocol`.
-pub const PROTOCOLS: [&str; 12] = [
+pub const PROTOCOLS: [&str; 13] = [
     "2pc-2pl",
     "2pc-occ",
     "rc",
@@ -36,6 +37,7 @@ pub const PROTOCOLS: [&str; 12] = [
     "hier-lock",
     "hier-ts",
     "2pc-deferred",
+    "catenae",
 ];
 
 /// A deliberately broken variant of a protocol (`--protocol NAME:mutant=M`), accepted
@@ -153,6 +155,11 @@ pub trait Replica {
     /// if the protocol tracks it: the runtime checks that no transaction is committed
     /// at one participant and aborted at another.
     fn outcomes(&self) -> Option<Vec<(TxnId, bool)>> {
+        None
+    }
+    /// Protocol-specific counters (name, value), summed over servers into the run's
+    /// report (e.g. Catenae's speculation outcomes).
+    fn stats(&self) -> Option<Vec<(String, f64)>> {
         None
     }
 }

@@ -51,6 +51,7 @@ pub fn with_protocol<W: WithProtocol>(
             | "hier-lock"
             | "hier-ts"
             | "2pc-deferred"
+            | "catenae"
     ) {
         if let Some(k) = spec.params.keys().next() {
             return Err(ProtocolError::Invalid(format!(
@@ -90,6 +91,10 @@ pub fn with_protocol<W: WithProtocol>(
             mutant,
         }),
         "hier-lock" | "hier-ts" | "2pc-deferred" => w.with(hierval_for(&spec)?),
+        "catenae" => w.with(
+            crate::catenae::Catenae::from_params(spec.params.iter().map(|(k, v)| (*k, *v)))
+                .map_err(ProtocolError::Invalid)?,
+        ),
         other => return Err(ProtocolError::Unknown(other.to_string())),
     })
 }

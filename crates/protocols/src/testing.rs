@@ -293,6 +293,26 @@ pub fn ycsb_registry() -> meridian_txn::Registry {
         fn name(&self) -> &'static str {
             "ycsb"
         }
+        fn declared_keys(&self, args: &[Arg]) -> Option<Vec<meridian_core::Key>> {
+            Some(
+                args.iter()
+                    .filter_map(|a| match a {
+                        Arg::Key(k) => Some(k.clone()),
+                        _ => None,
+                    })
+                    .collect(),
+            )
+        }
+        fn declared_writes(&self, args: &[Arg]) -> Option<Vec<meridian_core::Key>> {
+            Some(
+                args.windows(2)
+                    .filter_map(|w| match w {
+                        [Arg::Key(k), Arg::Bytes(b)] if !b.is_empty() => Some(k.clone()),
+                        _ => None,
+                    })
+                    .collect(),
+            )
+        }
         fn run(&self, args: &[Arg], tx: &mut meridian_txn::Tx<'_>) -> Result<(), meridian_txn::Stop> {
             let n = meridian_txn::arg_u64(args, 0, "n")? as usize;
             for i in 0..n {

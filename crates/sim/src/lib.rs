@@ -497,6 +497,15 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
             },
             unresolved: sim.unresolved,
             within_tolerance,
+            stats: {
+                let mut m = std::collections::BTreeMap::new();
+                for s in &sim.servers {
+                    for (k, v) in s.stats().unwrap_or_default() {
+                        *m.entry(k).or_insert(0.0) += v;
+                    }
+                }
+                m
+            },
         },
         wall.elapsed().as_secs_f64(),
     );

@@ -132,6 +132,9 @@ pub struct SimReport {
     /// ([`meridian_protocols::FaultModel`]).
     #[serde(default = "yes")]
     pub within_tolerance: bool,
+    /// Protocol-specific counters summed over servers ([`meridian_protocols::Replica::stats`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub protocol_stats: BTreeMap<String, f64>,
     /// Message counts.
     pub messages: Messages,
     /// Checker verdict.
@@ -164,6 +167,8 @@ pub struct Counters {
     pub unresolved: u64,
     /// Whether the faults stayed within the protocol's tolerance.
     pub within_tolerance: bool,
+    /// Protocol-specific counters summed over servers.
+    pub stats: BTreeMap<String, f64>,
 }
 
 fn latency(mut v: Vec<Time>) -> Latency {
@@ -272,6 +277,7 @@ pub fn summarize(
         split_decisions: c.split_decisions,
         unresolved: c.unresolved,
         within_tolerance: c.within_tolerance,
+        protocol_stats: c.stats,
         messages: Messages {
             total: c.msgs_total,
             wan: c.msgs_wan,
@@ -323,6 +329,7 @@ mod tests {
             split_decisions: split,
             unresolved,
             within_tolerance: within,
+            stats: BTreeMap::new(),
         };
         summarize("x", &cfg, "ycsb".into(), &h, &check, None, c, 0.0).check
     }

@@ -157,6 +157,11 @@ pub trait Program: Send + Sync {
     fn declared_keys(&self, _args: &[Arg]) -> Option<Vec<Key>> {
         None
     }
+    /// The declared keys the program may write (a subset of [`Program::declared_keys`];
+    /// by default all of them). Empty means the transaction is read-only.
+    fn declared_writes(&self, args: &[Arg]) -> Option<Vec<Key>> {
+        self.declared_keys(args)
+    }
     /// Runs the program; must be a pure function of `args` and the values read.
     fn run(&self, args: &[Arg], tx: &mut Tx<'_>) -> Result<(), Stop>;
 }

@@ -9,6 +9,7 @@
 //! | `chain` | `ops=10, reads=0.8, keys=100000, value=1024` | `chain-ops`: crossstitch.md §5.2's synthetic chain: `ops` dependent reads/writes on distinct keys, the client's DC first |
 //! | `script` | `ops=4, reads=0.5, keys=1000, partial=0` | `interactive` ([`meridian_txn::script`]): `ops` reads or writes of uniform keys, then `Commit`; a fraction `partial` of scripts stop without it, as an interactive transaction whose caller is gone (they abort) |
 //! | `rmw` | `ops=8, keys=800000, value=1000, distinct-shards=1, span=0` | `rmw`: hierarchical-validation.md §IV-A2/B1: `ops` read-modify-writes (read a key, then write `value` bytes to it) of uniform keys, on `ops` distinct shards when `distinct-shards=1` (and there are that many); `span=S`: the shards of one transaction come from one aligned group of S shards |
+//! | `micro` | `records=100000, parts=1-5, dist=uniform, reads=0.5, value=10` | `micro`: catenae.md §VII-C's microbenchmark: each transaction accesses a uniform number in `parts` (`A-B` or `N`) of distinct records drawn `uniform`, `zipf1` or `zipf2` (zipfian with exponent 1 or 2); each access is a read with probability `reads`, else an update (read, then write) |
 //! | `tpcc` | `txn=order-status\|stock-level\|new-order\|payment` or `mix=standard`; `districts=10, customers=3000, items=100000` | `tpcc-*`: TPC-C-like transactions on rows partitioned across DCs (§5.3) |
 //!
 //! `chain` and `tpcc` place keys in DCs; see [`partitioned`].
@@ -31,7 +32,7 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WorkloadError {
     /// Unknown workload name.
-    #[error("unknown workload `{0}` (known: ycsb, bank, dependent-reads, chain, tpcc, script, rmw)")]
+    #[error("unknown workload `{0}` (known: ycsb, bank, dependent-reads, chain, tpcc, script, rmw, micro)")]
     UnknownName(String),
     /// Unknown parameter for this workload.
     #[error("workload `{name}` has no parameter `{key}` (known: {known})")]
@@ -250,6 +251,55 @@ pub fn build(spec: &str) -> Result<Box<dyn Workload>, WorkloadError> {
                 span,
             })
         }
+        "micro" => {
+            let records: u64 = p.get("records", 100_000)?;
+            let parts: String = p.get("parts", "1-5".to_string())?;
+            let dist: String = p.get("dist", "uniform".to_string())?;
+            let reads: f64 = p.get("reads", 0.5)?;
+            let value: usize = p.get("value", 10)?;
+            let (lo, hi) = match parts.split_once('-') {
+                Some((a, b)) => (a.trim().parse::<u32>(), b.trim().parse::<u32>()),
+                None => (parts.trim().parse::<u32>(), parts.trim().parse::<u32>()),
+            };
+            let (lo, hi) = match (lo, hi) {
+                (Ok(lo), Ok(hi)) if 1 <= lo && lo <= hi && hi <= 1000 => (lo, hi),
+                _ => {
+                    return Err(p.bad(
+                        "parts",
+                        format!("`{parts}`: expected N or A-B with 1 <= A <= B <= 1000"),
+                    ))
+                }
+            };
+            if records < hi as u64 {
+                return Err(p.bad("records", format!("must be at least the most parts ({hi})")));
+            }
+            if !(0.0..=1.0).contains(&reads) {
+                return Err(p.bad("reads", "must be a fraction in [0, 1]"));
+            }
+            if value > 1 << 20 {
+                return Err(p.bad("value", "at most 1 MiB"));
+            }
+            let exponent = match dist.as_str() {
+                "uniform" => 0.0,
+                "zipf1" => 1.0,
+                "zipf2" => 2.0,
+                other => return Err(p.bad("dist", format!("`{other}`: expected uniform, zipf1 or zipf2"))),
+            };
+            let zipf = if exponent > 0.0 {
+                Some(Zipf::new(records, exponent).map_err(|e| p.bad("dist", e.to_string()))?)
+            } else {
+                None
+            };
+            Box::new(Micro {
+                records,
+                lo,
+                hi,
+                dist,
+                reads,
+                value,
+                zipf,
+            })
+        }
         other => return Err(WorkloadError::UnknownName(other.to_string())),
     };
     p.finish()?;
@@ -320,6 +370,51 @@ impl Workload for Ycsb {
         }
         Call {
             program: "ycsb".into(),
+            args,
+        }
+    }
+}
+
+/// catenae.md §VII-C's microbenchmark (and §III-B's Fig. 1 setup): a uniform number of
+/// distinct records in `lo..=hi`, each read or updated. Records are `ycsb_key(i)`.
+struct Micro {
+    records: u64,
+    lo: u32,
+    hi: u32,
+    dist: String,
+    reads: f64,
+    value: usize,
+    zipf: Option<Zipf<f64>>,
+}
+
+impl Workload for Micro {
+    fn spec(&self) -> String {
+        format!(
+            "micro:records={},parts={}-{},dist={},reads={},value={}",
+            self.records, self.lo, self.hi, self.dist, self.reads, self.value
+        )
+    }
+    fn next_call(&mut self, rng: &mut Rng) -> Call {
+        let n = rng.gen_range(self.lo..=self.hi) as usize;
+        let mut chosen: Vec<u64> = Vec::with_capacity(n);
+        while chosen.len() < n {
+            let i = match &self.zipf {
+                Some(z) => z.sample(rng) as u64 - 1,
+                None => rng.gen_range(0..self.records),
+            };
+            if !chosen.contains(&i) {
+                chosen.push(i);
+            }
+        }
+        let mut args = Vec::with_capacity(2 + 2 * n);
+        args.push(Arg::U64(n as u64));
+        args.push(Arg::U64(self.value as u64));
+        for i in chosen {
+            args.push(Arg::Key(ycsb_key(i)));
+            args.push(Arg::U64(u64::from(!rng.gen_bool(self.reads))));
+        }
+        Call {
+            program: "micro".into(),
             args,
         }
     }
@@ -532,7 +627,7 @@ mod tests {
         let e = |s: &str| build(s).err().unwrap().to_string();
         assert_eq!(
             e("tpcx"),
-            "unknown workload `tpcx` (known: ycsb, bank, dependent-reads, chain, tpcc, script, rmw)"
+            "unknown workload `tpcx` (known: ycsb, bank, dependent-reads, chain, tpcc, script, rmw, micro)"
         );
         assert!(e("ycsb:opz=3").contains("has no parameter `opz`"));
         assert!(e("ycsb:ops=x").contains("bad value for `ops`"));
@@ -617,6 +712,52 @@ mod tests {
         assert_eq!(r + wr, 2000);
         let frac = r as f64 / 2000.0;
         assert!((0.75..0.85).contains(&frac), "{frac}");
+    }
+
+    #[test]
+    fn micro_accesses_parts_records_reading_or_updating_each() {
+        let mut w = build("micro:records=1000,parts=1-4,dist=zipf1,reads=0.5").unwrap();
+        assert_eq!(w.spec(), "micro:records=1000,parts=1-4,dist=zipf1,reads=0.5,value=10");
+        let reg = registry();
+        let prog = reg.get("micro").unwrap();
+        let mut rng = rng_for(6, 0);
+        let mut db = BTreeMap::new();
+        let mut sizes = std::collections::BTreeSet::new();
+        let (mut reads, mut writes) = (0, 0);
+        for _ in 0..300 {
+            let call = w.next_call(&mut rng);
+            let keys = prog.declared_keys(&call.args).unwrap();
+            let declared_writes = prog.declared_writes(&call.args).unwrap();
+            assert!((1..=4).contains(&keys.len()));
+            sizes.insert(keys.len());
+            let (r, step) = run(call, &mut db);
+            // every access reads; updates also write, and exactly the declared ones
+            assert_eq!(r, keys.len());
+            reads += r;
+            match step {
+                Step::Done { writes: ws, .. } => {
+                    let mut got: Vec<Key> = ws.iter().map(|(k, _)| k.clone()).collect();
+                    let mut want = declared_writes.clone();
+                    got.sort();
+                    want.sort();
+                    assert_eq!(got, want);
+                    writes += ws.len();
+                }
+                s => panic!("{s:?}"),
+            }
+        }
+        assert_eq!(sizes.len(), 4, "1..=4 records per transaction: {sizes:?}");
+        let frac = writes as f64 / reads as f64;
+        assert!((0.4..0.6).contains(&frac), "{frac}");
+        let e = |s: &str| build(s).err().unwrap().to_string();
+        assert!(e("micro:parts=0-3").contains("1 <= A <= B"));
+        assert!(e("micro:parts=5-2").contains("1 <= A <= B"));
+        assert!(e("micro:dist=zipf3").contains("uniform, zipf1 or zipf2"));
+        assert!(e("micro:records=3,parts=4").contains("at least"));
+        assert_eq!(
+            build("micro:parts=3").unwrap().spec(),
+            "micro:records=100000,parts=3-3,dist=uniform,reads=0.5,value=10"
+        );
     }
 
     #[test]

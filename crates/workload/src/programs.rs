@@ -9,6 +9,7 @@ pub fn registry() -> Registry {
     let mut r = Registry::new();
     r.register(Arc::new(YcsbProgram));
     r.register(Arc::new(Rmw));
+    r.register(Arc::new(Micro));
     r.register(Arc::new(Transfer));
     r.register(Arc::new(Chain));
     r.register(Arc::new(crate::partitioned::ChainOps));
@@ -31,6 +32,16 @@ impl Program for YcsbProgram {
             args.iter()
                 .filter_map(|a| match a {
                     Arg::Key(k) => Some(k.clone()),
+                    _ => None,
+                })
+                .collect(),
+        )
+    }
+    fn declared_writes(&self, args: &[Arg]) -> Option<Vec<Key>> {
+        Some(
+            args.windows(2)
+                .filter_map(|w| match w {
+                    [Arg::Key(k), Arg::Bytes(b)] if !b.is_empty() => Some(k.clone()),
                     _ => None,
                 })
                 .collect(),
@@ -82,6 +93,59 @@ impl Program for Rmw {
             let mut v = vec![0u8; len];
             v[..8].copy_from_slice(&(c + 1).to_le_bytes());
             tx.write(key, Value(v));
+        }
+        Ok(())
+    }
+}
+
+/// Args: `U64(n)`, `U64(value bytes)`, then `n` pairs `Key`, `U64(kind)`: kind 0 reads
+/// the key, kind 1 updates it (catenae.md §VII-C: "an update is translated to a read
+/// followed by a write on the same data partition"; the value's first 8 bytes hold the
+/// old value's counter plus one).
+struct Micro;
+impl Micro {
+    fn ops(args: &[Arg]) -> impl Iterator<Item = (&Key, bool)> {
+        args.get(2..).unwrap_or(&[]).chunks(2).filter_map(|c| match c {
+            [Arg::Key(k), Arg::U64(kind)] => Some((k, *kind == 1)),
+            _ => None,
+        })
+    }
+}
+impl Program for Micro {
+    fn name(&self) -> &'static str {
+        "micro"
+    }
+    fn declared_keys(&self, args: &[Arg]) -> Option<Vec<Key>> {
+        Some(Self::ops(args).map(|(k, _)| k.clone()).collect())
+    }
+    fn declared_writes(&self, args: &[Arg]) -> Option<Vec<Key>> {
+        Some(Self::ops(args).filter(|(_, w)| *w).map(|(k, _)| k.clone()).collect())
+    }
+    fn run(&self, args: &[Arg], tx: &mut Tx<'_>) -> Result<(), Stop> {
+        let n = arg_u64(args, 0, "op count")? as usize;
+        let len = (arg_u64(args, 1, "value bytes")? as usize).max(8);
+        for i in 0..n {
+            let key = arg_key(args, 2 + 2 * i, "key")?.clone();
+            let update = match args.get(3 + 2 * i) {
+                Some(Arg::U64(0)) => false,
+                Some(Arg::U64(1)) => true,
+                _ => {
+                    return Err(Stop::Fault(format!(
+                        "argument {} must be 0 (read) or 1 (update)",
+                        3 + 2 * i
+                    )))
+                }
+            };
+            let old = tx.read(&key)?;
+            if update {
+                let c = old
+                    .as_ref()
+                    .and_then(|v| v.0.get(..8))
+                    .map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
+                let mut v = vec![0u8; len];
+                v[..8].copy_from_slice(&(c + 1).to_le_bytes());
+                tx.write(key, Value(v));
+            }
         }
         Ok(())
     }

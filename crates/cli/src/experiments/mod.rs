@@ -4,6 +4,7 @@
 //! here and one line to [`all`]. This module also holds what every experiment shares:
 //! a checked run and its verdict column.
 
+pub mod catenae;
 pub mod cluster;
 pub mod crossstitch;
 pub mod hacommit;
@@ -35,6 +36,7 @@ pub fn all() -> Vec<&'static Experiment> {
         hacommit::EXPERIMENTS,
         crossstitch::EXPERIMENTS,
         hierval::EXPERIMENTS,
+        catenae::EXPERIMENTS,
         cluster::EXPERIMENTS,
     ]
     .into_iter()

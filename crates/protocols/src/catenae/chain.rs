@@ -1,0 +1,503 @@
+//! The chain server (§VI-C): footprints of the forward pass, the backward pass under
+//! Rule 1 and Rule 2, the resolver's implicit dependencies, the modelled time a
+//! transaction holds a record, and the committed multi-versioned store.
+
+use super::*;
+use rand::Rng as _;
+
+/// Where a transaction stands at this chain server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum St {
+    /// Forward pass left its footprints; the backward pass has not come back.
+    Footprint,
+    /// The backward pass arrived and waits (Rule 1 / Rule 2 / an earlier epoch).
+    Waiting,
+    /// Waiting for the resolver's answer.
+    Resolving,
+    /// Accessing its records here (a timer models the access time).
+    Holding,
+    /// Pre-committed here; it stays ordered here until commit or abort.
+    Precommitted,
+}
+
+#[derive(Debug)]
+struct CTxn {
+    chain: Arc<ChainTxn>,
+    pos: usize,
+    st: St,
+    deps: BTreeSet<TxnId>,
+    implicit: BTreeSet<TxnId>,
+    resolved: bool,
+    stalled: bool,
+    hops: u32,
+    timer: u64,
+}
+
+impl CTxn {
+    fn keys(&self) -> &[(Key, bool)] {
+        &self.chain.keys[self.pos]
+    }
+}
+
+/// The transactions on one key: footprints (epoch, write?) and, in the order they
+/// started accessing it, the unresolved ones that did.
+#[derive(Debug, Default)]
+struct KeyQ {
+    fps: BTreeMap<TxnId, (u64, bool)>,
+    started: Vec<TxnId>,
+}
+
+/// A chain server.
+#[derive(Debug)]
+pub struct Chain {
+    cfg: Arc<Catenae>,
+    pub(super) me: NodeId,
+    /// Committed versions, ordered by commit timestamp.
+    pub(super) store: MvStore,
+    keys: HashMap<Key, KeyQ>,
+    txns: HashMap<TxnId, CTxn>,
+    /// Per epoch: footprints expected here (once the manifest came) and arrived.
+    manifest: BTreeMap<u64, (Option<u32>, u32)>,
+    /// Every epoch below this has all its footprints here.
+    complete_below: u64,
+    /// Backward passes waiting here, in arrival order.
+    waiting: Vec<TxnId>,
+    timers: HashMap<u64, TxnId>,
+    next_timer: u64,
+    /// Transactions resolved here (so a duplicate forward pass is recognised).
+    done: HashSet<TxnId>,
+    /// Transactions that went ahead after waiting `stall` (the safety valve).
+    pub(super) stalls: u64,
+    /// Resolver queries sent.
+    pub(super) resolves: u64,
+}
+
+impl Chain {
+    /// The chain server on `me`.
+    pub fn new(cfg: Arc<Catenae>, me: NodeId) -> Chain {
+        Chain {
+            cfg,
+            me,
+            store: MvStore::new(),
+            keys: HashMap::default(),
+            txns: HashMap::default(),
+            manifest: BTreeMap::new(),
+            complete_below: 0,
+            waiting: vec![],
+            timers: HashMap::default(),
+            next_timer: 0,
+            done: HashSet::default(),
+            stalls: 0,
+            resolves: 0,
+        }
+    }
+
+    /// Keys with a footprint or an unresolved access here.
+    pub fn unresolved_keys(&self) -> usize {
+        self.keys
+            .values()
+            .filter(|q| !q.fps.is_empty() || !q.started.is_empty())
+            .count()
+    }
+
+    pub(super) fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+        match msg {
+            Msg::Manifest { counts } => {
+                let first = counts.iter().map(|(e, _)| *e).min();
+                for (eid, count) in counts {
+                    if eid >= self.complete_below {
+                        self.manifest.entry(eid).or_insert((None, 0)).0 = Some(count);
+                    }
+                }
+                self.advance_manifest();
+                let known = self.manifest.get(&self.complete_below).is_some_and(|m| m.0.is_some());
+                if first.is_some_and(|f| f > self.complete_below) && !known {
+                    // Manifests of older epochs were lost (e.g. while this node was
+                    // down): ask for them.
+                    cx.send(
+                        from,
+                        Msg::ManifestNack {
+                            eid: self.complete_below,
+                        },
+                    );
+                }
+                self.retry_waiting(cx);
+            }
+            Msg::Forward { chain, pos, hops } => self.on_forward(chain, pos, hops, cx),
+            Msg::Backward { chain, pos, deps, hops } => self.on_backward(chain, pos, deps, hops, cx),
+            Msg::Resolved { txn, wait_for } => {
+                if let Some(t) = self.txns.get_mut(&txn) {
+                    if t.st == St::Resolving {
+                        t.implicit.extend(wait_for);
+                        t.resolved = true;
+                        t.st = St::Waiting;
+                        self.try_start(txn, cx);
+                    }
+                }
+            }
+            Msg::Commit { txn, ts, writes } => {
+                cx.charge_ops(writes.len().max(1) as u32);
+                for (k, v, val) in writes {
+                    self.store.install(&k, v, val, ts);
+                }
+                self.resolve(txn, cx);
+                cx.send(from, Msg::Applied { txn });
+            }
+            Msg::Abort { txn } => {
+                self.resolve(txn, cx);
+                cx.send(from, Msg::Applied { txn });
+            }
+            Msg::RoRead {
+                txn,
+                attempt,
+                client,
+                snap,
+                keys,
+            } => {
+                cx.charge_ops(keys.len() as u32);
+                let reads = self.ro_read(snap, &keys);
+                cx.send(
+                    client,
+                    Msg::RoReply {
+                        txn,
+                        attempt,
+                        snap,
+                        reads,
+                    },
+                );
+            }
+            _ => {}
+        }
+    }
+
+    /// §VI-F: the committed versions below snapshot epoch `snap`, unless a key has an
+    /// unresolved writer of an epoch up to `snap` (inside its decision period) or the
+    /// footprints of those epochs are not all here yet: then `None` (retry).
+    fn ro_read(&self, snap: u64, keys: &[Key]) -> Option<Vec<RoRead>> {
+        if self.complete_below <= snap {
+            return None;
+        }
+        let bound = (snap + 1) << RANK_BITS;
+        let mut out = vec![];
+        for k in keys {
+            if let Some(q) = self.keys.get(k) {
+                if q.fps.values().any(|(e, w)| *w && *e <= snap) {
+                    return None;
+                }
+            }
+            let v = self
+                .store
+                .versions(k)
+                .iter()
+                .rev()
+                .find(|v| v.wts < bound && !v.tentative);
+            out.push((k.clone(), v.map(|v| v.id), v.map(|v| v.value.clone())));
+        }
+        Some(out)
+    }
+
+    fn advance_manifest(&mut self) {
+        while let Some((Some(n), got)) = self.manifest.get(&self.complete_below).copied() {
+            if got < n {
+                break;
+            }
+            self.manifest.remove(&self.complete_below);
+            self.complete_below += 1;
+        }
+    }
+
+    fn on_forward(&mut self, chain: Arc<ChainTxn>, pos: usize, hops: u32, cx: &mut Ctx<'_, Msg>) {
+        let id = chain.id;
+        if self.done.contains(&id) {
+            return; // resolved here already
+        }
+        if let Some(t) = self.txns.get(&id) {
+            // A re-sent forward pass (the coordinator's retransmission after a loss):
+            // pass on whatever this server already did.
+            let (st, deps, h) = (t.st, t.deps.iter().copied().collect::<Vec<_>>(), t.hops);
+            match st {
+                St::Footprint if pos + 1 < chain.servers.len() => {
+                    cx.send(
+                        chain.servers[pos + 1],
+                        Msg::Forward {
+                            chain: chain.clone(),
+                            pos: pos + 1,
+                            hops,
+                        },
+                    );
+                }
+                St::Precommitted if pos > 0 => cx.send_on_chain(
+                    chain.servers[pos - 1],
+                    Msg::Backward {
+                        chain: chain.clone(),
+                        pos: pos - 1,
+                        deps,
+                        hops: h,
+                    },
+                    h,
+                ),
+                St::Precommitted => cx.send_on_chain(chain.coord, Msg::Finished { txn: id, deps, hops: h }, h),
+                _ => {}
+            }
+            return;
+        }
+        cx.charge_ops(1);
+        for (k, w) in &chain.keys[pos] {
+            self.keys.entry(k.clone()).or_default().fps.insert(id, (chain.eid, *w));
+        }
+        self.manifest.entry(chain.eid).or_insert((None, 0)).1 += 1;
+        self.txns.insert(
+            id,
+            CTxn {
+                chain: chain.clone(),
+                pos,
+                st: St::Footprint,
+                deps: BTreeSet::new(),
+                implicit: BTreeSet::new(),
+                resolved: false,
+                stalled: false,
+                hops,
+                timer: 0,
+            },
+        );
+        self.advance_manifest();
+        if pos + 1 < chain.servers.len() {
+            cx.send(
+                chain.servers[pos + 1],
+                Msg::Forward {
+                    chain: chain.clone(),
+                    pos: pos + 1,
+                    hops,
+                },
+            );
+        } else {
+            // The last server of the chain turns the forward pass into the backward pass.
+            self.on_backward(chain, pos, vec![], hops, cx);
+        }
+        self.retry_waiting(cx);
+    }
+
+    fn on_backward(&mut self, chain: Arc<ChainTxn>, pos: usize, deps: Vec<TxnId>, hops: u32, cx: &mut Ctx<'_, Msg>) {
+        let id = chain.id;
+        let Some(t) = self.txns.get_mut(&id) else { return };
+        if t.st != St::Footprint || t.pos != pos {
+            return; // a duplicate
+        }
+        t.deps.extend(deps);
+        t.hops = t.hops.max(hops);
+        t.st = St::Waiting;
+        self.waiting.push(id);
+        let n = self.next_timer;
+        self.next_timer += 1;
+        self.timers.insert(T_STALL + n, id);
+        cx.set_timer(self.cfg.stall, TimerId(T_STALL + n));
+        self.try_start(id, cx);
+    }
+
+    /// Rule 1 and Rule 2: may `id` start accessing its records here?
+    fn try_start(&mut self, id: TxnId, cx: &mut Ctx<'_, Msg>) {
+        let Some(t) = self.txns.get(&id) else { return };
+        if t.st != St::Waiting {
+            return;
+        }
+        let eid = t.chain.eid;
+        if self.complete_below < eid && !t.stalled {
+            return; // footprints of an earlier epoch may still be on their way here
+        }
+        let mut candidates: BTreeSet<TxnId> = BTreeSet::new();
+        for (k, w) in t.keys() {
+            let Some(q) = self.keys.get(k) else { continue };
+            for x in &q.started {
+                let xw = q.fps.get(x).map(|f| f.1).unwrap_or(true);
+                if *x != id && (*w || xw) && self.txns.get(x).is_some_and(|o| o.st == St::Holding) {
+                    return; // Rule 2: a transaction in the middle of accessing the key
+                }
+            }
+            for (x, (xe, xw)) in &q.fps {
+                if *x == id || !(*w || *xw) || q.started.contains(x) {
+                    continue;
+                }
+                let must_follow = *xe < eid || t.deps.contains(x) || t.implicit.contains(x);
+                if must_follow && !t.stalled {
+                    return; // Rule 1: stay ordered behind a dependency (or an earlier epoch)
+                }
+                if *xe == eid {
+                    candidates.insert(*x);
+                }
+            }
+        }
+        // The Fig. 4 pattern: a transaction with dependencies is about to be ordered
+        // before others that left footprints here; ask the resolver.
+        if !t.deps.is_empty() && !candidates.is_empty() && !t.resolved && !t.stalled {
+            let coord = t.chain.coord;
+            let deps: Vec<TxnId> = t.deps.iter().copied().collect();
+            let t = self.txns.get_mut(&id).expect("present");
+            t.st = St::Resolving;
+            self.resolves += 1;
+            cx.send(
+                coord,
+                Msg::Resolve {
+                    txn: id,
+                    deps,
+                    candidates: candidates.into_iter().collect(),
+                },
+            );
+            return;
+        }
+        // Start: every conflicting transaction that accessed a key before becomes a
+        // dependency (Rule 1); all of them have pre-committed here (Rule 2).
+        let keys: Vec<(Key, bool)> = t.keys().to_vec();
+        let mut new_deps = vec![];
+        let mut hold: Time = 0;
+        for (k, w) in &keys {
+            let q = self.keys.entry(k.clone()).or_default();
+            for x in &q.started {
+                let xw = q.fps.get(x).map(|f| f.1).unwrap_or(true);
+                if *x != id && (*w || xw) {
+                    new_deps.push(*x);
+                }
+            }
+            if !q.started.contains(&id) {
+                q.started.push(id);
+            }
+            let j = self.cfg.jitter;
+            let f = if j > 0.0 { 1.0 + cx.rng().gen_range(-j..j) } else { 1.0 };
+            hold += (self.cfg.access_time(k) as f64 * f) as Time;
+        }
+        cx.charge_ops(keys.len() as u32);
+        let n = self.next_timer;
+        self.next_timer += 1;
+        let t = self.txns.get_mut(&id).expect("present");
+        t.deps.extend(new_deps);
+        if !t.deps.is_empty() {
+            cx.send(
+                t.chain.coord,
+                Msg::Edges {
+                    txn: id,
+                    deps: t.deps.iter().copied().collect(),
+                },
+            );
+        }
+        t.st = St::Holding;
+        t.timer = T_HOLD + n;
+        self.timers.insert(T_HOLD + n, id);
+        self.waiting.retain(|w| *w != id);
+        if hold == 0 {
+            // A zero-cost access model (unit tests): pre-commit at once.
+            self.timers.remove(&(T_HOLD + n));
+            self.precommit(id, cx);
+        } else {
+            cx.set_timer(hold, TimerId(T_HOLD + n));
+        }
+    }
+
+    pub(super) fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
+        let Some(id) = self.timers.remove(&t.0) else { return };
+        if t.0 >= T_STALL {
+            if let Some(x) = self.txns.get_mut(&id) {
+                if matches!(x.st, St::Waiting | St::Resolving) {
+                    self.stalls += 1;
+                    x.stalled = true;
+                    x.st = St::Waiting;
+                    self.try_start(id, cx);
+                }
+            }
+            return;
+        }
+        if self
+            .txns
+            .get(&id)
+            .is_some_and(|x| x.st == St::Holding && x.timer == t.0)
+        {
+            self.precommit(id, cx);
+        }
+    }
+
+    /// The access ended: pre-committed here, the backward pass moves on (or ends at
+    /// the coordinator).
+    fn precommit(&mut self, id: TxnId, cx: &mut Ctx<'_, Msg>) {
+        let x = self.txns.get_mut(&id).expect("holding");
+        x.st = St::Precommitted;
+        let deps: Vec<TxnId> = x.deps.iter().copied().collect();
+        let (chain, pos, hops) = (x.chain.clone(), x.pos, x.hops);
+        if !deps.is_empty() {
+            cx.send(
+                chain.coord,
+                Msg::Edges {
+                    txn: id,
+                    deps: deps.clone(),
+                },
+            );
+        }
+        if pos > 0 {
+            cx.send_on_chain(
+                chain.servers[pos - 1],
+                Msg::Backward {
+                    chain: chain.clone(),
+                    pos: pos - 1,
+                    deps,
+                    hops,
+                },
+                hops,
+            );
+        } else {
+            cx.send_on_chain(chain.coord, Msg::Finished { txn: id, deps, hops }, hops);
+        }
+        self.retry_waiting(cx);
+    }
+
+    /// The coordinator committed or aborted `id`: its footprints and order go.
+    fn resolve(&mut self, id: TxnId, cx: &mut Ctx<'_, Msg>) {
+        let Some(t) = self.txns.remove(&id) else { return };
+        self.done.insert(id);
+        for (k, _) in t.keys() {
+            if let Some(q) = self.keys.get_mut(k) {
+                q.fps.remove(&id);
+                q.started.retain(|x| *x != id);
+                if q.fps.is_empty() && q.started.is_empty() {
+                    self.keys.remove(k);
+                }
+            }
+        }
+        self.waiting.retain(|w| *w != id);
+        self.retry_waiting(cx);
+    }
+
+    fn retry_waiting(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let ws: Vec<TxnId> = self.waiting.clone();
+        for w in ws {
+            self.try_start(w, cx);
+        }
+    }
+
+    pub(super) fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {
+        // Timers were lost: restart holds and stall checks.
+        let mut ids: Vec<TxnId> = self
+            .txns
+            .iter()
+            .filter(|(_, t)| matches!(t.st, St::Holding | St::Waiting | St::Resolving))
+            .map(|(id, _)| *id)
+            .collect();
+        ids.sort();
+        self.timers.clear();
+        for id in ids {
+            let n = self.next_timer;
+            self.next_timer += 1;
+            let t = self.txns.get_mut(&id).expect("present");
+            match t.st {
+                St::Holding => {
+                    t.timer = T_HOLD + n;
+                    self.timers.insert(T_HOLD + n, id);
+                    cx.set_timer(self.cfg.access_base, TimerId(T_HOLD + n));
+                }
+                _ => {
+                    t.st = St::Waiting;
+                    t.resolved = false;
+                    self.timers.insert(T_STALL + n, id);
+                    cx.set_timer(self.cfg.stall, TimerId(T_STALL + n));
+                }
+            }
+        }
+        self.retry_waiting(cx);
+    }
+}

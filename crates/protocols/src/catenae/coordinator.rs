@@ -1,0 +1,967 @@
+//! The coordinator (§V, §VI-A, B, D, E): epochs and epoch messages with their
+//! distribution and validation payloads, scheduling of complete epochs, the forward
+//! dispatch of transaction chains, Paxos phase 2 among coordinators over the DCs'
+//! execution results, commit timestamps, catch-up and abort.
+
+use super::*;
+use std::hash::{Hash, Hasher};
+
+/// A transaction the coordinator scheduled.
+#[derive(Debug)]
+struct CoTxn {
+    entry: TxnEntry,
+    eid: u64,
+    comp: u64,
+    keys: Vec<(Key, bool)>,
+    chain: Option<Arc<ChainTxn>>,
+    /// Dependencies it executed with here (same component), once finished.
+    local: Option<Vec<TxnId>>,
+    /// Commit with these dependencies, or abort.
+    decision: Option<Result<Vec<TxnId>, AbortReason>>,
+    /// WAN hops on its causal chain here.
+    hops: u32,
+}
+
+/// Transactions of one epoch connected by conflicting accesses (the "conflicting
+/// set" of the light-weight static analysis of §V-B); a lone one is non-conflicting.
+#[derive(Debug)]
+struct Comp {
+    eid: u64,
+    members: Vec<TxnId>,
+    keys: Vec<Key>,
+}
+
+/// Counters the experiments read.
+#[derive(Debug, Default, Clone)]
+struct Stats {
+    scheduled: u64,
+    non_conflicting: u64,
+    conflicting_voted_all: u64,
+    identical: u64,
+    committed: u64,
+    no_majority: u64,
+    cycles: u64,
+    caught_up: u64,
+    dominant_checked: u64,
+    dominant_mismatch: u64,
+    nacks: u64,
+}
+
+/// A DC's coordinator.
+#[derive(Debug)]
+pub struct Coordinator {
+    cfg: Arc<Catenae>,
+    env: Env,
+    me: NodeId,
+    dc: DcId,
+    /// The resolver, co-located (§VII-B).
+    pub resolver: Resolver,
+    /// The open epoch.
+    cur: u64,
+    open: Payload,
+    /// Own sealed payloads.
+    mine: BTreeMap<u64, Arc<Payload>>,
+    /// Payloads received for epochs not yet scheduled.
+    got: BTreeMap<u64, BTreeMap<DcId, Arc<Payload>>>,
+    next_sched: u64,
+    seen: HashSet<TxnId>,
+    outcomes: HashMap<TxnId, Msg>,
+    txns: HashMap<TxnId, CoTxn>,
+    votes: HashMap<TxnId, BTreeMap<DcId, (Vec<TxnId>, u32)>>,
+    comps: HashMap<u64, Comp>,
+    next_comp: u64,
+    pending: HashMap<Key, BTreeSet<(u64, u64)>>,
+    /// The committed state, as the chain servers will hold it once commits arrive.
+    view: HashMap<Key, (VersionId, Value)>,
+    dispatch: HashMap<u64, Vec<Arc<ChainTxn>>>,
+    next_timer: u64,
+    /// Digests of committed writes, and dominant digests heard before commit here.
+    digests: HashMap<TxnId, u64>,
+    dominant_heard: HashMap<TxnId, u64>,
+    last_nack: BTreeMap<DcId, u64>,
+    /// Scheduled transactions not finished here yet: when the chain was last started.
+    unfinished: BTreeMap<TxnId, Time>,
+    /// Commits and aborts not yet acknowledged by a chain server: when sent, and what.
+    unacked: BTreeMap<TxnId, (Time, BTreeMap<NodeId, Msg>)>,
+    /// Manifest counts of the newest scheduled epochs.
+    manifests: BTreeMap<u64, BTreeMap<NodeId, u32>>,
+    stats: Stats,
+}
+
+impl Coordinator {
+    /// The coordinator on `me`.
+    pub fn new(cfg: Arc<Catenae>, env: Env, me: NodeId) -> Coordinator {
+        let dc = env.layout.dc_of(me);
+        Coordinator {
+            cfg,
+            env,
+            me,
+            dc,
+            resolver: Resolver::default(),
+            cur: 0,
+            open: Payload::default(),
+            mine: BTreeMap::new(),
+            got: BTreeMap::new(),
+            next_sched: 0,
+            seen: HashSet::default(),
+            outcomes: HashMap::default(),
+            txns: HashMap::default(),
+            votes: HashMap::default(),
+            comps: HashMap::default(),
+            next_comp: 0,
+            pending: HashMap::default(),
+            view: HashMap::default(),
+            dispatch: HashMap::default(),
+            next_timer: 0,
+            digests: HashMap::default(),
+            dominant_heard: HashMap::default(),
+            last_nack: BTreeMap::new(),
+            unfinished: BTreeMap::new(),
+            unacked: BTreeMap::new(),
+            manifests: BTreeMap::new(),
+            stats: Stats::default(),
+        }
+    }
+
+    fn n_dcs(&self) -> usize {
+        self.env.layout.topology.num_dcs()
+    }
+
+    fn majority(&self) -> usize {
+        self.n_dcs() / 2 + 1
+    }
+
+    fn coords(&self) -> Vec<NodeId> {
+        (0..self.n_dcs())
+            .map(|d| self.env.layout.server(DcId(d as u16), 0))
+            .filter(|n| *n != self.me)
+            .collect()
+    }
+
+    /// The counters, as [`Replica::stats`] reports them.
+    pub fn stats(&self) -> Vec<(String, f64)> {
+        let s = &self.stats;
+        vec![
+            ("scheduled".into(), s.scheduled as f64),
+            ("non_conflicting".into(), s.non_conflicting as f64),
+            ("conflicting_voted_all".into(), s.conflicting_voted_all as f64),
+            ("identical".into(), s.identical as f64),
+            ("committed".into(), s.committed as f64),
+            ("no_majority".into(), s.no_majority as f64),
+            ("cycles".into(), s.cycles as f64),
+            ("caught_up".into(), s.caught_up as f64),
+            ("dominant_checked".into(), s.dominant_checked as f64),
+            ("dominant_mismatch".into(), s.dominant_mismatch as f64),
+            ("nacks".into(), s.nacks as f64),
+            ("implicit".into(), self.resolver.implicit as f64),
+        ]
+    }
+
+    pub(super) fn on_start(&mut self, cx: &mut Ctx<'_, Msg>) {
+        self.cur = epoch_of(cx.now(), self.cfg.epoch);
+        self.next_sched = self.next_sched.max(self.cur);
+        self.arm(cx);
+        cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
+    }
+
+    /// Retransmissions: chains that never finished here are started again (chain
+    /// servers pass on what they already did), commits and aborts are re-sent until
+    /// acknowledged, and the newest manifests go out again.
+    fn sweep(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let (now, after) = (cx.now(), (self.cfg.stall / 2).min(self.env.timeouts.query));
+        let stale: Vec<TxnId> = self
+            .unfinished
+            .iter()
+            .filter(|(_, t)| now.saturating_sub(**t) >= after)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in stale {
+            if let Some(ch) = self.txns.get(&id).and_then(|t| t.chain.clone()) {
+                let hops = self.txns[&id].hops;
+                cx.send_on_chain(
+                    ch.servers[0],
+                    Msg::Forward {
+                        chain: ch,
+                        pos: 0,
+                        hops,
+                    },
+                    hops,
+                );
+            }
+            self.unfinished.insert(id, now);
+        }
+        for (_, (at, msgs)) in self.unacked.iter_mut() {
+            if now.saturating_sub(*at) >= after {
+                *at = now;
+                for (n, m) in msgs.iter() {
+                    cx.send(*n, m.clone());
+                }
+            }
+        }
+        self.send_manifests(cx);
+        cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
+    }
+
+    fn send_manifests(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let servers: Vec<NodeId> = self.env.layout.servers_in(self.dc).collect();
+        for n in servers {
+            let counts: Vec<(u64, u32)> = self
+                .manifests
+                .iter()
+                .rev()
+                .take(8)
+                .map(|(e, m)| (*e, m.get(&n).copied().unwrap_or(0)))
+                .collect();
+            if !counts.is_empty() {
+                cx.send(n, Msg::Manifest { counts });
+            }
+        }
+    }
+
+    fn arm(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let end = (self.cur + 1) * self.cfg.epoch;
+        cx.set_timer(end.saturating_sub(cx.now()).max(1), T_EPOCH);
+    }
+
+    pub(super) fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {
+        // Seal (empty) every epoch that passed while this node was down, then go on.
+        let now_e = epoch_of(cx.now(), self.cfg.epoch);
+        while self.cur < now_e {
+            self.seal(cx);
+        }
+        self.arm(cx);
+        cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
+        for (t, chains) in std::mem::take(&mut self.dispatch) {
+            let _ = t;
+            for c in chains {
+                cx.send(
+                    c.servers[0],
+                    Msg::Forward {
+                        chain: c.clone(),
+                        pos: 0,
+                        hops: 0,
+                    },
+                );
+            }
+        }
+    }
+
+    pub(super) fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
+        if t == T_EPOCH {
+            let now_e = epoch_of(cx.now(), self.cfg.epoch);
+            while self.cur < now_e {
+                self.seal(cx);
+            }
+            self.arm(cx);
+            self.try_schedule(cx);
+            self.nack_missing(cx);
+        } else if t == T_SWEEP {
+            self.sweep(cx);
+        } else if let Some(chains) = self.dispatch.remove(&t.0) {
+            for c in chains {
+                let hops = self.txns.get(&c.id).map(|x| x.hops).unwrap_or(0);
+                cx.send_on_chain(
+                    c.servers[0],
+                    Msg::Forward {
+                        chain: c.clone(),
+                        pos: 0,
+                        hops,
+                    },
+                    hops,
+                );
+            }
+        }
+    }
+
+    /// The epoch boundary: seal the open epoch's payload and send it, with the two
+    /// before it, to every other coordinator (§V-C).
+    fn seal(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let mut p = std::mem::take(&mut self.open);
+        p.eid = self.cur;
+        let p = Arc::new(p);
+        self.mine.insert(self.cur, p.clone());
+        if self.cur >= self.next_sched {
+            self.got.entry(self.cur).or_default().insert(self.dc, p);
+        }
+        let payloads: Vec<Arc<Payload>> = self
+            .mine
+            .range(self.cur.saturating_sub(2)..=self.cur)
+            .map(|(_, p)| p.clone())
+            .collect();
+        for c in self.coords() {
+            cx.send_on_chain(
+                c,
+                Msg::Epoch {
+                    dc: self.dc,
+                    payloads: payloads.clone(),
+                },
+                0,
+            );
+        }
+        // Keep a bounded history for re-sends.
+        while self.mine.len() > (1 << 20) {
+            self.mine.pop_first();
+        }
+        self.cur += 1;
+    }
+
+    /// Asks for an epoch that should have arrived long ago (all three copies lost).
+    fn nack_missing(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let max_one_way = (0..self.n_dcs())
+            .map(|d| self.env.layout.topology.one_way(self.dc, DcId(d as u16)))
+            .max()
+            .unwrap_or(0);
+        let lag = max_one_way / self.cfg.epoch + 5;
+        if self.cur <= self.next_sched + lag {
+            return;
+        }
+        let have = self.got.get(&self.next_sched);
+        for d in 0..self.n_dcs() {
+            let d = DcId(d as u16);
+            if d == self.dc || have.is_some_and(|h| h.contains_key(&d)) {
+                continue;
+            }
+            let last = self.last_nack.get(&d).copied().unwrap_or(0);
+            if last + lag <= self.cur {
+                self.last_nack.insert(d, self.cur);
+                self.stats.nacks += 1;
+                cx.send(self.env.layout.server(d, 0), Msg::EpochNack { eid: self.next_sched });
+            }
+        }
+    }
+
+    pub(super) fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+        match msg {
+            Msg::Submit { txn, call } => self.on_submit(from, txn, call, cx),
+            Msg::ReadOnly { txn, attempt, keys } => self.on_read_only(from, txn, attempt, keys, cx),
+            Msg::Epoch { dc, payloads } => {
+                cx.charge_ops(1);
+                for p in payloads {
+                    self.on_payload(dc, p, cx);
+                }
+                self.try_schedule(cx);
+            }
+            Msg::EpochNack { eid } => {
+                let payloads: Vec<Arc<Payload>> = self.mine.range(eid..).take(64).map(|(_, p)| p.clone()).collect();
+                if !payloads.is_empty() {
+                    cx.send_on_chain(from, Msg::Epoch { dc: self.dc, payloads }, 0);
+                }
+            }
+            Msg::Finished { txn, deps, hops } => self.on_finished(txn, deps, hops, cx),
+            Msg::ManifestNack { eid } => {
+                let counts: Vec<(u64, u32)> = self
+                    .manifests
+                    .range(eid..)
+                    .take(512)
+                    .map(|(e, m)| (*e, m.get(&from).copied().unwrap_or(0)))
+                    .collect();
+                cx.send(from, Msg::Manifest { counts });
+            }
+            Msg::Applied { txn } => {
+                if let Some((_, m)) = self.unacked.get_mut(&txn) {
+                    m.remove(&from);
+                    if m.is_empty() {
+                        self.unacked.remove(&txn);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_submit(&mut self, client: NodeId, txn: TxnId, call: Call, cx: &mut Ctx<'_, Msg>) {
+        if let Some(o) = self.outcomes.get(&txn) {
+            cx.send(client, o.clone());
+            return;
+        }
+        if !self.seen.insert(txn) {
+            return; // already in an epoch
+        }
+        cx.charge_ops(1);
+        self.open.txns.push(TxnEntry {
+            id: txn,
+            call,
+            client,
+            home: self.dc,
+            recv: cx.now(),
+            hops: cx.hops(),
+        });
+    }
+
+    /// §VI-F: read-only transactions read the snapshot of the last scheduled epoch at
+    /// the chain servers, concurrently, answering the client directly.
+    fn on_read_only(&mut self, client: NodeId, txn: TxnId, attempt: u32, keys: Vec<Key>, cx: &mut Ctx<'_, Msg>) {
+        if self.next_sched == 0 {
+            cx.send(
+                client,
+                Msg::RoReply {
+                    txn,
+                    attempt,
+                    snap: 0,
+                    reads: None,
+                },
+            );
+            return;
+        }
+        let snap = self.next_sched - 1;
+        let mut by: BTreeMap<NodeId, Vec<Key>> = BTreeMap::new();
+        for k in keys {
+            by.entry(server_of(&self.env, self.dc, &k)).or_default().push(k);
+        }
+        for (n, keys) in by {
+            cx.send(
+                n,
+                Msg::RoRead {
+                    txn,
+                    attempt,
+                    client,
+                    snap,
+                    keys,
+                },
+            );
+        }
+    }
+
+    fn on_payload(&mut self, dc: DcId, p: Arc<Payload>, cx: &mut Ctx<'_, Msg>) {
+        if p.eid < self.next_sched {
+            return; // already scheduled: we had it
+        }
+        let slot = self.got.entry(p.eid).or_default();
+        if slot.contains_key(&dc) {
+            return;
+        }
+        slot.insert(dc, p.clone());
+        for v in &p.votes {
+            self.record_vote(dc, v.txn, v.deps.clone(), v.hops + 1, cx);
+        }
+        for d in &p.dominant {
+            self.stats.dominant_checked += 1;
+            match self.digests.get(&d.txn) {
+                Some(mine) if *mine != d.digest => self.stats.dominant_mismatch += 1,
+                Some(_) => {}
+                None => {
+                    self.dominant_heard.insert(d.txn, d.digest);
+                }
+            }
+        }
+    }
+
+    fn try_schedule(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let n = self.n_dcs();
+        while self.next_sched < self.cur && self.got.get(&self.next_sched).is_some_and(|m| m.len() == n) {
+            let e = self.next_sched;
+            let ps = self.got.remove(&e).expect("present");
+            self.next_sched += 1;
+            self.schedule(e, ps, cx);
+        }
+    }
+
+    /// §VI-A, B: an epoch whose messages from every DC arrived is scheduled: its
+    /// transactions, in one deterministic order (receive time, then id), each chained
+    /// over its partitions in ascending order, dispatched with their arrival spacing.
+    fn schedule(&mut self, e: u64, ps: BTreeMap<DcId, Arc<Payload>>, cx: &mut Ctx<'_, Msg>) {
+        let boundary_hops = u32::from(self.n_dcs() > 1);
+        let mut entries: Vec<(TxnEntry, u32)> = vec![];
+        for (dc, p) in &ps {
+            for t in &p.txns {
+                let h = if *dc == self.dc { t.hops } else { t.hops + 1 };
+                entries.push((t.clone(), h.max(boundary_hops)));
+            }
+        }
+        entries.sort_by_key(|(t, _)| (t.recv, t.id));
+        // Static analysis: union transactions that conflict on a key.
+        let mut parent: Vec<usize> = (0..entries.len()).collect();
+        fn find(p: &mut [usize], mut i: usize) -> usize {
+            while p[i] != i {
+                p[i] = p[p[i]];
+                i = p[i];
+            }
+            i
+        }
+        let mut keysets: Vec<Result<Vec<(Key, bool)>, AbortReason>> = vec![];
+        let mut by_key: BTreeMap<Key, Vec<(usize, bool)>> = BTreeMap::new();
+        for (i, (t, _)) in entries.iter().enumerate() {
+            let ks = declared(&self.env, &t.call);
+            if let Ok(ks) = &ks {
+                for (k, w) in ks {
+                    by_key.entry(k.clone()).or_default().push((i, *w));
+                }
+            }
+            keysets.push(ks);
+        }
+        for acc in by_key.values() {
+            if acc.len() > 1 && acc.iter().any(|(_, w)| *w) {
+                for (j, _) in &acc[1..] {
+                    let (a, b) = (find(&mut parent, acc[0].0), find(&mut parent, *j));
+                    if a != b {
+                        parent[a.max(b)] = a.min(b);
+                    }
+                }
+            }
+        }
+        let mut comp_of: BTreeMap<usize, u64> = BTreeMap::new();
+        let mut manifest: BTreeMap<NodeId, u32> = self.env.layout.servers_in(self.dc).map(|n| (n, 0)).collect();
+        let e_start = e * self.cfg.epoch;
+        for (i, ((t, hops), ks)) in entries.iter().zip(keysets).enumerate() {
+            let root = find(&mut parent, i);
+            let comp = *comp_of.entry(root).or_insert_with(|| {
+                self.next_comp += 1;
+                self.next_comp
+            });
+            let (keys, decision) = match ks {
+                Ok(k) => (k, None),
+                Err(r) => (vec![], Some(Err(r))),
+            };
+            let chain = (!keys.is_empty()).then(|| {
+                let mut per: BTreeMap<NodeId, Vec<(Key, bool)>> = BTreeMap::new();
+                // Ascending partition order: by shard, then key.
+                let mut sorted = keys.clone();
+                sorted.sort_by_key(|(k, _)| (self.env.layout.shard_of(k), k.clone()));
+                let mut servers = vec![];
+                for (k, w) in sorted {
+                    let n = server_of(&self.env, self.dc, &k);
+                    if !servers.contains(&n) {
+                        servers.push(n);
+                    }
+                    per.entry(n).or_default().push((k, w));
+                }
+                for n in &servers {
+                    *manifest.entry(*n).or_insert(0) += 1;
+                }
+                Arc::new(ChainTxn {
+                    id: t.id,
+                    eid: e,
+                    keys: servers.iter().map(|n| per.remove(n).expect("grouped")).collect(),
+                    servers,
+                    coord: self.me,
+                })
+            });
+            let c = self.comps.entry(comp).or_insert_with(|| Comp {
+                eid: e,
+                members: vec![],
+                keys: vec![],
+            });
+            c.members.push(t.id);
+            for (k, _) in &keys {
+                if !c.keys.contains(k) {
+                    c.keys.push(k.clone());
+                }
+            }
+            self.stats.scheduled += 1;
+            self.txns.insert(
+                t.id,
+                CoTxn {
+                    entry: t.clone(),
+                    eid: e,
+                    comp,
+                    keys,
+                    chain: chain.clone(),
+                    local: if chain.is_none() { Some(vec![]) } else { None },
+                    decision,
+                    hops: *hops,
+                },
+            );
+            if let Some(ch) = chain {
+                self.unfinished.insert(t.id, cx.now() + self.cfg.epoch);
+                let offset = t.recv.saturating_sub(e_start).min(self.cfg.epoch - 1);
+                if offset == 0 {
+                    cx.send_on_chain(
+                        ch.servers[0],
+                        Msg::Forward {
+                            chain: ch,
+                            pos: 0,
+                            hops: *hops,
+                        },
+                        *hops,
+                    );
+                } else {
+                    let id = T_DISPATCH + self.next_timer;
+                    self.next_timer += 1;
+                    self.dispatch.entry(id).or_default().push(ch);
+                    cx.set_timer(offset, TimerId(id));
+                }
+            }
+        }
+        self.manifests.insert(e, manifest);
+        self.send_manifests(cx);
+        let mut comps: Vec<u64> = comp_of.values().copied().collect();
+        comps.sort();
+        comps.dedup();
+        for c in &comps {
+            let comp = &self.comps[c];
+            for k in &comp.keys {
+                self.pending.entry(k.clone()).or_default().insert((e, *c));
+            }
+            let members = comp.members.clone();
+            if members.len() == 1 {
+                // Non-conflicting: no validation (§VI-D1).
+                self.stats.non_conflicting += 1;
+                let t = self.txns.get_mut(&members[0]).expect("scheduled");
+                t.decision.get_or_insert(Ok(vec![]));
+            } else {
+                for m in members {
+                    self.check_decision(m);
+                }
+            }
+        }
+        for c in comps {
+            self.try_finalize(c, cx);
+        }
+    }
+
+    fn on_finished(&mut self, txn: TxnId, deps: Vec<TxnId>, hops: u32, cx: &mut Ctx<'_, Msg>) {
+        let Some(t) = self.txns.get_mut(&txn) else { return };
+        if t.local.is_some() {
+            return;
+        }
+        t.hops = t.hops.max(hops);
+        self.unfinished.remove(&txn);
+        let comp = &self.comps[&t.comp];
+        let mut local: Vec<TxnId> = deps.into_iter().filter(|d| comp.members.contains(d)).collect();
+        local.sort();
+        local.dedup();
+        t.local = Some(local.clone());
+        let (eid, c, multi) = (t.eid, t.comp, comp.members.len() > 1);
+        if multi {
+            // This DC's execution result: its vote, carried by the next epoch message.
+            let lo = self.cur + self.decision_delay();
+            self.open.votes.push(VoteEntry {
+                txn,
+                eid,
+                deps: local.clone(),
+                period: (lo, lo + self.cfg.tolerance),
+                hops,
+            });
+            self.record_vote(self.dc, txn, local, hops, cx);
+        }
+        self.try_finalize(c, cx);
+    }
+
+    /// Epochs until every DC is expected to have this DC's execution result.
+    fn decision_delay(&self) -> u64 {
+        let max_one_way = (0..self.n_dcs())
+            .map(|d| self.env.layout.topology.one_way(self.dc, DcId(d as u16)))
+            .max()
+            .unwrap_or(0);
+        max_one_way.div_ceil(self.cfg.epoch) + 1
+    }
+
+    fn record_vote(&mut self, dc: DcId, txn: TxnId, deps: Vec<TxnId>, hops: u32, cx: &mut Ctx<'_, Msg>) {
+        let n = self.n_dcs();
+        let vs = self.votes.entry(txn).or_default();
+        if vs.contains_key(&dc) {
+            return;
+        }
+        vs.insert(dc, (deps, hops));
+        if vs.len() == n {
+            self.stats.conflicting_voted_all += 1;
+            let first = &vs.values().next().expect("votes").0;
+            if vs.values().all(|(d, _)| d == first) {
+                self.stats.identical += 1;
+            }
+        }
+        if let Some(c) = self.txns.get(&txn).map(|t| t.comp) {
+            self.check_decision(txn);
+            self.try_finalize(c, cx);
+        }
+    }
+
+    /// Paxos phase 2 (§VI-D2): a value (dependency set) accepted by a majority of DCs
+    /// is chosen; when no value can reach a majority any more, the transaction aborts.
+    fn check_decision(&mut self, txn: TxnId) {
+        let (n, maj) = (self.n_dcs(), self.majority());
+        let Some(t) = self.txns.get(&txn) else { return };
+        if t.decision.is_some() {
+            return;
+        }
+        let Some(vs) = self.votes.get(&txn) else { return };
+        let mut count: BTreeMap<&Vec<TxnId>, (usize, u32)> = BTreeMap::new();
+        for (deps, hops) in vs.values() {
+            let c = count.entry(deps).or_insert((0, 0));
+            c.0 += 1;
+            c.1 = c.1.max(*hops);
+        }
+        let best = count
+            .iter()
+            .max_by_key(|(_, (c, _))| *c)
+            .map(|(d, c)| ((*d).clone(), *c));
+        let Some((deps, (c, hops))) = best else { return };
+        let t = self.txns.get_mut(&txn).expect("present");
+        if c >= maj {
+            t.decision = Some(Ok(deps));
+            t.hops = t.hops.max(hops);
+        } else if c + (n - vs.len()) < maj {
+            t.decision = Some(Err(AbortReason::NoMajorityExecution));
+            t.hops = t.hops.max(vs.values().map(|v| v.1).max().unwrap_or(0));
+            self.stats.no_majority += 1;
+        }
+    }
+
+    /// A component commits once every member is decided and finished here, and every
+    /// earlier epoch's transactions on its keys are done (§VI-E: dependencies first).
+    fn try_finalize(&mut self, first: u64, cx: &mut Ctx<'_, Msg>) {
+        let mut work = vec![first];
+        while let Some(c) = work.pop() {
+            let Some(comp) = self.comps.get(&c) else { continue };
+            let ready = comp.members.iter().all(|m| {
+                let t = &self.txns[m];
+                t.decision.is_some() && t.local.is_some()
+            }) && comp.keys.iter().all(|k| {
+                self.pending
+                    .get(k)
+                    .and_then(|s| s.first())
+                    .is_some_and(|(e, _)| *e == comp.eid)
+            });
+            if !ready {
+                continue;
+            }
+            let comp = self.comps.remove(&c).expect("present");
+            self.finalize(&comp, cx);
+            let mut next: BTreeSet<u64> = BTreeSet::new();
+            for k in &comp.keys {
+                if let Some(s) = self.pending.get_mut(k) {
+                    s.remove(&(comp.eid, c));
+                    if let Some((_, n)) = s.first() {
+                        next.insert(*n);
+                    }
+                    if s.is_empty() {
+                        self.pending.remove(k);
+                    }
+                }
+            }
+            work.extend(next.into_iter().rev());
+        }
+    }
+
+    /// Orders a component by its decided dependencies (a topological sort, ties by
+    /// transaction id), aborts what lies on or behind a cycle, and commits the rest
+    /// in that order: each transaction's program runs against the committed state
+    /// with its reads supplied, and its writes go to the chain servers with commit
+    /// timestamp (epoch, rank).
+    fn finalize(&mut self, comp: &Comp, cx: &mut Ctx<'_, Msg>) {
+        let mut indeg: BTreeMap<TxnId, usize> = BTreeMap::new();
+        let mut out: BTreeMap<TxnId, Vec<TxnId>> = BTreeMap::new();
+        let mut aborts: Vec<(TxnId, AbortReason)> = vec![];
+        for m in &comp.members {
+            match &self.txns[m].decision {
+                Some(Ok(_)) => {
+                    indeg.insert(*m, 0);
+                }
+                Some(Err(r)) => aborts.push((*m, r.clone())),
+                None => unreachable!("finalize runs on decided components"),
+            }
+        }
+        for m in &comp.members {
+            if let Some(Ok(deps)) = &self.txns[m].decision {
+                for d in deps {
+                    if indeg.contains_key(d) {
+                        *indeg.get_mut(m).expect("present") += 1;
+                        out.entry(*d).or_default().push(*m);
+                    }
+                }
+            }
+        }
+        // Transactions on a cycle of decided dependencies abort; the rest (including
+        // those that depended on them) are ordered by a topological sort.
+        let on_cycle: BTreeSet<TxnId> = indeg.keys().copied().filter(|t| reaches(&out, *t, *t)).collect();
+        for t in &on_cycle {
+            self.stats.cycles += 1;
+            aborts.push((*t, AbortReason::DependencyCycle));
+            for s in out.get(t).cloned().unwrap_or_default() {
+                if let Some(d) = indeg.get_mut(&s) {
+                    *d -= 1;
+                }
+            }
+            indeg.remove(t);
+        }
+        let mut ready: BTreeSet<TxnId> = indeg.iter().filter(|(_, d)| **d == 0).map(|(t, _)| *t).collect();
+        let mut order = vec![];
+        while let Some(t) = ready.pop_first() {
+            order.push(t);
+            for s in out.get(&t).cloned().unwrap_or_default() {
+                if let Some(d) = indeg.get_mut(&s) {
+                    *d -= 1;
+                    if *d == 0 {
+                        ready.insert(s);
+                    }
+                }
+            }
+        }
+        debug_assert_eq!(order.len(), indeg.len(), "only cycle members are left out");
+        let lone = comp.members.len() == 1;
+        for (rank, t) in order.into_iter().enumerate() {
+            let ts = (comp.eid << RANK_BITS) | (rank as u64 + 1);
+            self.commit(t, ts, lone, cx);
+        }
+        aborts.sort();
+        for (t, r) in aborts {
+            self.abort(t, r, cx);
+        }
+    }
+
+    fn commit(&mut self, txn: TxnId, ts: u64, lone: bool, cx: &mut Ctx<'_, Msg>) {
+        let t = self.txns.remove(&txn).expect("scheduled");
+        self.resolver.forget(txn);
+        if let (Some(Ok(dec)), Some(local)) = (&t.decision, &t.local) {
+            if dec != local {
+                self.stats.caught_up += 1; // this DC executed it with other dependencies
+            }
+        }
+        let run = rederive(&self.env, &t, &self.view);
+        cx.charge_ops((t.keys.len() as u32).max(1));
+        let (reads, writes) = match run {
+            Ok(rw) => rw,
+            Err(r) => {
+                self.txns.insert(txn, t);
+                self.abort(txn, r, cx);
+                return;
+            }
+        };
+        self.stats.committed += 1;
+        let mut finals: BTreeMap<Key, (VersionId, Value)> = BTreeMap::new();
+        for (i, (k, v)) in writes.iter().enumerate() {
+            finals.insert(k.clone(), (VersionId { txn, seq: i as u32 }, v.clone()));
+        }
+        let mut h = rustc_hash::FxHasher::default();
+        for (k, (v, val)) in &finals {
+            k.hash(&mut h);
+            v.hash(&mut h);
+            val.hash(&mut h);
+        }
+        let digest = h.finish();
+        if let Some(d) = self.dominant_heard.remove(&txn) {
+            if d != digest {
+                self.stats.dominant_mismatch += 1;
+            }
+        }
+        self.digests.insert(txn, digest);
+        let mut per: BTreeMap<NodeId, Vec<(Key, VersionId, Value)>> = BTreeMap::new();
+        if let Some(ch) = &t.chain {
+            for n in &ch.servers {
+                per.insert(*n, vec![]);
+            }
+        }
+        for (k, (v, val)) in finals {
+            per.entry(server_of(&self.env, self.dc, &k))
+                .or_default()
+                .push((k.clone(), v, val.clone()));
+            self.view.insert(k, (v, val));
+        }
+        let mut msgs = BTreeMap::new();
+        for (n, writes) in per {
+            let m = Msg::Commit { txn, ts, writes };
+            cx.send(n, m.clone());
+            msgs.insert(n, m);
+        }
+        if !msgs.is_empty() {
+            self.unacked.insert(txn, (cx.now(), msgs));
+        }
+        if t.entry.home == self.dc {
+            if lone && t.local.as_ref().is_some_and(|l| l.is_empty()) && t.chain.is_some() {
+                self.open.dominant.push(DominantEntry { txn, digest });
+            }
+            let msg = Msg::Outcome {
+                txn,
+                result: Ok((reads, writes)),
+                hops: t.hops,
+            };
+            self.outcomes.insert(txn, msg.clone());
+            cx.send_on_chain(t.entry.client, msg, t.hops);
+        }
+    }
+
+    fn abort(&mut self, txn: TxnId, reason: AbortReason, cx: &mut Ctx<'_, Msg>) {
+        let Some(t) = self.txns.remove(&txn) else { return };
+        self.resolver.forget(txn);
+        if let Some(ch) = &t.chain {
+            let mut msgs = BTreeMap::new();
+            for n in &ch.servers {
+                cx.send(*n, Msg::Abort { txn });
+                msgs.insert(*n, Msg::Abort { txn });
+            }
+            self.unacked.insert(txn, (cx.now(), msgs));
+        }
+        if t.entry.home == self.dc {
+            let msg = Msg::Outcome {
+                txn,
+                result: Err(reason),
+                hops: t.hops,
+            };
+            self.outcomes.insert(txn, msg.clone());
+            cx.send_on_chain(t.entry.client, msg, t.hops);
+        }
+    }
+}
+
+/// Whether `to` is reachable from `from` by one or more edges of `out`.
+fn reaches(out: &BTreeMap<TxnId, Vec<TxnId>>, from: TxnId, to: TxnId) -> bool {
+    let mut seen: BTreeSet<TxnId> = BTreeSet::new();
+    let mut stack: Vec<TxnId> = out.get(&from).cloned().unwrap_or_default();
+    while let Some(t) = stack.pop() {
+        if t == to {
+            return true;
+        }
+        if seen.insert(t) {
+            stack.extend(out.get(&t).into_iter().flatten().copied());
+        }
+    }
+    false
+}
+
+/// The chain server of `key` in DC `dc`.
+pub(super) fn server_of(env: &Env, dc: DcId, key: &Key) -> NodeId {
+    env.layout.replicas(env.layout.shard_of(key))[dc.0 as usize]
+}
+
+/// The declared keys of a call with their mode (true = may write), or why it cannot
+/// run under Catenae.
+pub(super) fn declared(env: &Env, call: &Call) -> Result<Vec<(Key, bool)>, AbortReason> {
+    let prog = env
+        .registry
+        .get(&call.program)
+        .map_err(|e| AbortReason::Unrunnable(e.to_string()))?;
+    let keys = prog.declared_keys(&call.args).ok_or(AbortReason::Undeclared)?;
+    let writes: BTreeSet<Key> = prog
+        .declared_writes(&call.args)
+        .ok_or(AbortReason::Undeclared)?
+        .into_iter()
+        .collect();
+    let mut out: BTreeMap<Key, bool> = BTreeMap::new();
+    for k in keys {
+        let w = writes.contains(&k);
+        *out.entry(k).or_insert(false) |= w;
+    }
+    for k in writes {
+        out.insert(k, true);
+    }
+    Ok(out.into_iter().collect())
+}
+
+/// Runs the transaction's program against the committed state `view` (reads
+/// supplied), refusing any key outside its declaration: its reads (with versions)
+/// and its writes in program order.
+#[allow(clippy::type_complexity)]
+fn rederive(env: &Env, t: &CoTxn, view: &HashMap<Key, (VersionId, Value)>) -> Result<Executed, AbortReason> {
+    let mut exec = Execution::new(t.entry.call.clone());
+    let mut reads = vec![];
+    loop {
+        match crate::kit::client::next_step(&mut exec, &env.registry) {
+            Step::Read(k) => {
+                if !t.keys.iter().any(|(d, _)| *d == k) {
+                    return Err(AbortReason::UndeclaredKey);
+                }
+                let v = view.get(&k);
+                reads.push((k.clone(), v.map(|x| x.0)));
+                exec.supply(k, v.map(|x| x.1.clone()));
+            }
+            Step::Done { writes, .. } => {
+                if writes.iter().any(|(k, _)| !t.keys.iter().any(|(d, w)| d == k && *w)) {
+                    return Err(AbortReason::UndeclaredKey);
+                }
+                return Ok((reads, writes));
+            }
+            Step::Abort(r) => return Err(r),
+            Step::Wait { .. } => return Err(AbortReason::NotInteractive),
+        }
+    }
+}

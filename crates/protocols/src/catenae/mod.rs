@@ -1,0 +1,377 @@
+//! Catenae (`catenae`), catenae.md §IV–VI and §VIII.
+//!
+//! # Roles (§IV, §VII-B)
+//!
+//! Every DC holds a full replica (`Placement::Full`): each of its nodes is the chain
+//! server of the shards it holds (shard = partition), and node 0 of each DC is also
+//! the DC's coordinator and transaction resolver. Clients submit to their DC's
+//! coordinator. No secondary coordinator is implemented (see departures).
+//!
+//! # Message pattern and critical path
+//!
+//! - **Epochs (§V).** Each coordinator cuts time into epochs (`epoch`, default 10 ms,
+//!   aligned on the runtime's clock) and at each boundary sends every other coordinator
+//!   one epoch message: the distribution payload (transactions received this epoch, with
+//!   receive timestamps), the validation payload (votes of conflicting transactions that
+//!   finished here, dominant results of non-conflicting ones) and the previous two
+//!   epochs' payloads. An epoch is scheduled once its payloads from every DC are in,
+//!   lower epochs first, in one order everywhere (receive time, then id); a missing
+//!   epoch is asked for again (`EpochNack`) after the farthest one-way delay plus 5 epochs.
+//! - **Chains (§VI-B, C).** Keys come from the program's declaration; a transaction's
+//!   chain visits its partitions in ascending shard order. The forward pass leaves
+//!   footprints; the last server turns it into the backward pass. At each server the
+//!   transaction waits (Rule 2) while a conflicting transaction is in the middle of
+//!   accessing one of its keys, or while a dependency (Rule 1), an implicit dependency
+//!   or a transaction of an earlier epoch has a footprint there and has not accessed it
+//!   yet; then every conflicting transaction that accessed the key before becomes a
+//!   dependency, and it holds its records for the modelled access time. The resolver
+//!   is asked when the Fig. 4 pattern forms (a transaction with dependencies about to
+//!   precede footprints of its own epoch); it answers with the candidates its
+//!   repository orders before it (implicit dependencies).
+//! - **Execution speed is modelled:** a record's access time is `access + per-byte ×
+//!   size(key)` (sizes 64 B..4 KiB drawn from the key, the same in every DC) times a
+//!   per-access CPU jitter from the node's rng (±`jitter`). Orders differ between DCs
+//!   only through those jitters and the network's; nothing sets the success rate.
+//! - **Validation (§VI-D, E).** A transaction alone in its epoch's conflict set (a static
+//!   analysis of the batch, the same in every DC) needs no validation: its home DC
+//!   answers as soon as it committed it and sends a dominant result (a digest of its
+//!   writes) that the others check (`dominant_mismatch`, always 0 in the tests). A
+//!   transaction of a conflict set is voted on: each DC's vote is the set of same-epoch
+//!   dependencies it executed with (Paxos phase 2 among coordinators; a DC accepts one
+//!   value, its own execution); a value with a majority is chosen, and when none can
+//!   reach a majority the transaction aborts. A DC whose vote lost catches up: it
+//!   commits with the majority's order.
+//! - **Commit.** A conflict set commits once all its members are decided and executed
+//!   here and every earlier epoch's transactions on its keys are done. Its members are
+//!   ordered by a topological sort of the decided dependencies (ties by id); members on
+//!   a cycle of decided dependencies abort. The commit timestamp is (epoch, rank).
+//!   Each transaction's program is re-run at the coordinator against the committed
+//!   state (its reads supplied, any undeclared key refused), and the writes go to the
+//!   chain servers, which install them by timestamp in their multi-version store (the
+//!   replica the checker reads).
+//! - **Read-only (§VI-F)** transactions read, concurrently at the local chain servers,
+//!   the snapshot of the last scheduled epoch; a key with an unresolved writer of an
+//!   epoch up to the snapshot (inside its decision period) makes the client retry
+//!   after 50 ms.
+//!
+//! Critical path (WAN one-way trips, asserted in tests): read-only 0; non-conflicting 1
+//! (the other DCs' epoch messages, then local execution); conflicting 2 (the home's
+//! epoch message out, the other DCs' votes back: one RTT to the nearest majority).
+//!
+//! # Where this departs from the paper, and why
+//!
+//! - **Values are re-derived at commit.** Chain servers order transactions and collect
+//!   dependencies but keep no speculative values; the coordinator re-runs each program
+//!   in commit order with reads supplied from the committed state (the brief allows
+//!   this). Because the commit order is a deterministic function of the batches and the
+//!   Paxos-chosen votes, every DC installs the same versions in the same order, and the
+//!   history is a serial execution in timestamp order, whatever the speculation did.
+//!   Consequence: catch-up is local, so the catch-up path takes one RTT, not the two of
+//!   §VIII-A (test `a_minority_dc_catches_up_with_the_majority_order` asserts 2 trips).
+//! - **Votes carry same-epoch dependencies only**, and across epochs a chain server
+//!   keeps transactions in epoch order on a shared key (each server learns per epoch how
+//!   many footprints to expect: `Manifest`). Across-epoch orders are therefore equal in
+//!   every DC by construction; speculation (and Fig. 1's success rate) is about the
+//!   races inside an epoch. The paper leaves cross-epoch races to validation.
+//! - **Decision periods** are computed (current epoch plus the farthest one-way delay,
+//!   width `tolerance`) and travel with votes, but the commit timestamp is (epoch, rank)
+//!   rather than the maximum epoch of their intersection: with the order fixed per epoch
+//!   the rank is what keeps per-key orders equal. Read-only snapshots use epoch ids.
+//! - **Acyclicity.** Rule 1 waits and the resolver's implicit dependencies keep each DC's
+//!   order acyclic in the common case; the resolver stores only edges it enforces.
+//!   Because its repository is updated asynchronously a cycle can still form; a
+//!   transaction that waits at one server longer than `stall` (500 ms) goes ahead, and
+//!   any cycle in the *decided* graph aborts its members deterministically at commit.
+//! - **Not implemented:** the secondary coordinator, the delay-tolerance and
+//!   majority-only modes of §VIII-B (an epoch waits for every DC: a DC outage blocks
+//!   scheduling until the DC is back, as the paper describes without majority mode).
+//! - **Durability.** Servers are modelled as forcing their state to a log before acting
+//!   (`on_crash` keeps it; not charged as log writes); lost timers are re-armed on
+//!   recovery, missed epochs are sealed empty, and coordinators retransmit unfinished
+//!   chains, unacknowledged commits/aborts and manifests. `fault_model` is `Durable`.
+//! - **Not strict:** a read-only transaction may miss a commit another DC already
+//!   acknowledged (its snapshot is this DC's last scheduled epoch).
+
+mod chain;
+mod client;
+mod coordinator;
+mod msg;
+mod resolver;
+
+pub use chain::Chain;
+pub use client::Client;
+pub use coordinator::Coordinator;
+pub use msg::*;
+pub use resolver::Resolver;
+
+use crate::{ClientRole, Env, Protocol, Replica};
+use meridian_core::{
+    ms, AbortReason, Actor, ClientId, Ctx, DcId, HomeRule, Key, NodeId, Outcome, Placement, ReadRec, ReplicaSnapshot,
+    Time, TimerId, TxnId, TxnRecord, Value, VersionId,
+};
+use meridian_storage::MvStore;
+use meridian_txn::{Call, Execution, Step};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// Bits of a commit timestamp below the epoch id (the rank inside the epoch).
+pub const RANK_BITS: u32 = 24;
+
+/// The `catenae` protocol and its options (`catenae:epoch=10ms,...`).
+#[derive(Clone, Debug)]
+pub struct Catenae {
+    /// Epoch length (§V; default 10 ms).
+    pub epoch: Time,
+    /// Fixed cost of accessing one record at a chain server.
+    pub access_base: Time,
+    /// Cost per byte of a record (record sizes are drawn from the key, §III-B).
+    pub per_byte: Time,
+    /// Per-access CPU jitter of a chain server, as a fraction (uniform in ±jitter).
+    pub jitter: f64,
+    /// Width of a decision period in epochs (the delay tolerance of §VI-E).
+    pub tolerance: u64,
+    /// Longest wait of a transaction at one chain server before it goes ahead anyway
+    /// (a safety valve against a dependency cycle the resolver did not see in time).
+    pub stall: Time,
+}
+
+impl Default for Catenae {
+    fn default() -> Self {
+        Catenae {
+            epoch: ms(10.0),
+            access_base: 20_000,
+            per_byte: 50,
+            jitter: 0.2,
+            tolerance: 5,
+            stall: ms(500.0),
+        }
+    }
+}
+
+impl Catenae {
+    /// Parses `catenae` options: `epoch=10ms`, `access=20us`, `per-byte=50ns`,
+    /// `jitter=0.2`, `tolerance=5` (epochs), `stall=500ms`.
+    pub fn from_params<'a>(params: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Catenae, String> {
+        let mut c = Catenae::default();
+        for (k, v) in params {
+            match k {
+                "epoch" => c.epoch = parse_time(k, v)?,
+                "access" => c.access_base = parse_time(k, v)?,
+                "per-byte" => c.per_byte = parse_time(k, v)?,
+                "stall" => c.stall = parse_time(k, v)?,
+                "jitter" => {
+                    c.jitter = v
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|j| (0.0..1.0).contains(j))
+                        .ok_or_else(|| format!("catenae: jitter={v} (expected a fraction in [0, 1))"))?
+                }
+                "tolerance" => {
+                    c.tolerance = v
+                        .parse::<u64>()
+                        .ok()
+                        .filter(|t| (1..=1000).contains(t))
+                        .ok_or_else(|| format!("catenae: tolerance={v} (expected 1..=1000 epochs)"))?
+                }
+                other => {
+                    return Err(format!(
+                    "catenae: unknown parameter `{other}` (known: epoch, access, per-byte, jitter, tolerance, stall)"
+                ))
+                }
+            }
+        }
+        if c.epoch < ms(0.1) || c.epoch > ms(1000.0) {
+            return Err(format!(
+                "catenae: epoch must be between 0.1 ms and 1 s, got {} ms",
+                c.epoch as f64 / 1e6
+            ));
+        }
+        if c.stall == 0 {
+            return Err("catenae: stall must be positive".into());
+        }
+        Ok(c)
+    }
+
+    /// The size in bytes of the record under `key`: drawn deterministically from the
+    /// key (64 B to 4 KiB), so every DC's copy of a record costs the same to access.
+    pub fn record_size(key: &Key) -> u64 {
+        let h = key.stable_hash().wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        64 + (h >> 40) % 4033
+    }
+
+    /// The modelled time to access `key` once, before CPU jitter.
+    pub fn access_time(&self, key: &Key) -> Time {
+        self.access_base + self.per_byte * Self::record_size(key)
+    }
+}
+
+/// Parses `10ms`, `500us`, `50ns`, `1s` or a bare number of milliseconds.
+fn parse_time(k: &str, v: &str) -> Result<Time, String> {
+    let bad = || format!("catenae: {k}={v} (expected a duration such as 10ms, 50us, 100ns)");
+    let (num, unit) = match v.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => (&v[..i], &v[i..]),
+        None => (v, "ms"),
+    };
+    let x: f64 = num.trim().parse().map_err(|_| bad())?;
+    if !x.is_finite() || x < 0.0 {
+        return Err(bad());
+    }
+    let scale = match unit {
+        "ns" => 1.0,
+        "us" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return Err(bad()),
+    };
+    Ok((x * scale) as Time)
+}
+
+/// The epoch a time falls in.
+pub(crate) fn epoch_of(t: Time, len: Time) -> u64 {
+    t / len
+}
+
+/// Timer of the coordinator's epoch boundary.
+pub(crate) const T_EPOCH: TimerId = TimerId(1);
+/// Timer of the coordinator's retransmission sweep.
+pub(crate) const T_SWEEP: TimerId = TimerId(2);
+/// Timer base of delayed dispatches (coordinator) and record holds (chain servers).
+pub(crate) const T_DISPATCH: u64 = 1 << 40;
+/// Timer base of chain-server record holds.
+pub(crate) const T_HOLD: u64 = 2 << 40;
+/// Timer base of chain-server stall checks.
+pub(crate) const T_STALL: u64 = 3 << 40;
+
+/// A Catenae server node: a chain server for its shards, and on the first node of each
+/// DC also the DC's coordinator and transaction resolver (§VII-B co-locates them).
+#[derive(Debug)]
+pub struct Server {
+    /// Chain server role.
+    pub chain: Chain,
+    /// Coordinator and resolver roles (node 0 of the DC).
+    pub coord: Option<Coordinator>,
+}
+
+impl Server {
+    /// The server on `node`.
+    pub fn new(cfg: Arc<Catenae>, env: Env, node: NodeId) -> Server {
+        let dc = env.layout.dc_of(node);
+        let is_coord = env.layout.server(dc, 0) == node;
+        Server {
+            chain: Chain::new(cfg.clone(), node),
+            coord: is_coord.then(|| Coordinator::new(cfg, env, node)),
+        }
+    }
+}
+
+impl Actor for Server {
+    type Msg = Msg;
+
+    fn on_start(&mut self, cx: &mut Ctx<'_, Msg>) {
+        if let Some(c) = self.coord.as_mut() {
+            c.on_start(cx);
+        }
+    }
+
+    fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+        match msg {
+            Msg::Forward { .. }
+            | Msg::Backward { .. }
+            | Msg::Manifest { .. }
+            | Msg::Commit { .. }
+            | Msg::Abort { .. }
+            | Msg::RoRead { .. }
+            | Msg::Resolved { .. } => self.chain.on_message(from, msg, cx),
+            Msg::Edges { txn, deps } => {
+                if let Some(c) = self.coord.as_mut() {
+                    c.resolver.add_edges(txn, &deps);
+                }
+            }
+            Msg::Resolve { txn, deps, candidates } => {
+                if let Some(c) = self.coord.as_mut() {
+                    cx.charge_ops(1);
+                    let wait_for = c.resolver.resolve(txn, &deps, &candidates);
+                    cx.send(from, Msg::Resolved { txn, wait_for });
+                }
+            }
+            Msg::Submit { .. }
+            | Msg::ReadOnly { .. }
+            | Msg::Epoch { .. }
+            | Msg::EpochNack { .. }
+            | Msg::Applied { .. }
+            | Msg::ManifestNack { .. }
+            | Msg::Finished { .. } => {
+                if let Some(c) = self.coord.as_mut() {
+                    c.on_message(from, msg, cx);
+                }
+            }
+            Msg::Outcome { .. } | Msg::RoReply { .. } => {}
+        }
+    }
+
+    fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
+        if t == T_EPOCH || t == T_SWEEP || (T_DISPATCH..T_HOLD).contains(&t.0) {
+            if let Some(c) = self.coord.as_mut() {
+                c.on_timer(t, cx);
+            }
+        } else {
+            self.chain.on_timer(t, cx);
+        }
+    }
+
+    /// Catenae's servers keep their state in a log forced before they act (module
+    /// docs): a crash loses only armed timers, which `on_recover` re-arms.
+    fn on_crash(&mut self) {}
+
+    fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {
+        self.chain.on_recover(cx);
+        if let Some(c) = self.coord.as_mut() {
+            c.on_recover(cx);
+        }
+    }
+}
+
+impl Replica for Server {
+    fn snapshot(&self) -> ReplicaSnapshot {
+        crate::kit::snapshot(self.chain.me, &self.chain.store)
+    }
+    fn locked_keys(&self) -> Option<usize> {
+        Some(self.chain.unresolved_keys())
+    }
+    fn stats(&self) -> Option<Vec<(String, f64)>> {
+        let mut s = self.coord.as_ref().map(|c| c.stats()).unwrap_or_default();
+        s.push(("stalls".into(), self.chain.stalls as f64));
+        s.push(("resolves".into(), self.chain.resolves as f64));
+        Some(s)
+    }
+}
+
+impl Protocol for Catenae {
+    type Msg = Msg;
+    type Server = Server;
+    type Client = Client;
+
+    fn name(&self) -> &'static str {
+        "catenae"
+    }
+    /// Serializable, not strict: a read-only transaction reads the snapshot of the
+    /// last epoch its DC scheduled, which may miss a transaction another DC already
+    /// acknowledged (module docs).
+    fn strict(&self) -> bool {
+        false
+    }
+    fn placement(&self, _home: HomeRule) -> Placement {
+        Placement::Full
+    }
+    fn server(&self, env: &Env, node: NodeId) -> Server {
+        Server::new(Arc::new(self.clone()), env.clone(), node)
+    }
+    fn client(&self, env: &Env, node: NodeId, id: ClientId) -> Client {
+        Client::new(env.clone(), node, id)
+    }
+}
+
+#[cfg(test)]
+mod tests;

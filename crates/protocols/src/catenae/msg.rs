@@ -1,0 +1,238 @@
+//! Catenae's messages: client requests, epoch messages among coordinators (transaction
+//! distribution and validation payloads), the two passes of a transaction chain, the
+//! resolver's queries, commits and read-only reads.
+
+use super::*;
+
+/// Key, version read, value read: one read of a read-only transaction.
+pub type RoRead = (Key, Option<VersionId>, Option<Value>);
+/// A committed execution: reads (key, version) and writes (program order).
+pub type Executed = (Vec<(Key, Option<VersionId>)>, Vec<(Key, Value)>);
+
+/// One transaction as the transaction-distribution payload carries it (§V-A).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TxnEntry {
+    /// The transaction.
+    pub id: TxnId,
+    /// The program and its arguments.
+    pub call: Call,
+    /// The client to answer (home DC only).
+    pub client: NodeId,
+    /// The DC whose coordinator received it.
+    pub home: DcId,
+    /// When the home coordinator received it (its physical clock, §V-C).
+    pub recv: Time,
+    /// WAN hops on the transaction's causal chain when the home coordinator received it.
+    pub hops: u32,
+}
+
+/// One DC's execution result of a conflicting transaction (§V-B): the dependencies it
+/// executed with (its same-epoch predecessors, sorted). It is that DC's Paxos phase-2
+/// accept of the value "commit with these dependencies".
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VoteEntry {
+    /// The transaction.
+    pub txn: TxnId,
+    /// Its epoch.
+    pub eid: u64,
+    /// The dependencies it executed with in the voting DC.
+    pub deps: Vec<TxnId>,
+    /// The voter's decision period `[lo, hi]` in epochs (§VI-E).
+    pub period: (u64, u64),
+    /// WAN hops on the transaction's causal chain when the voter finished it.
+    pub hops: u32,
+}
+
+/// The home DC's dominant result of a non-conflicting transaction (§VI-D1): it committed
+/// without validation; `digest` summarizes its writes so other DCs can check theirs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DominantEntry {
+    /// The transaction.
+    pub txn: TxnId,
+    /// Hash of its installed writes (keys, versions, values).
+    pub digest: u64,
+}
+
+/// What a coordinator says about one epoch of its own.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Payload {
+    /// The epoch id.
+    pub eid: u64,
+    /// Transactions received in this epoch (distribution payload).
+    pub txns: Vec<TxnEntry>,
+    /// Conflicting transactions that finished in this epoch, with their dependencies.
+    pub votes: Vec<VoteEntry>,
+    /// Dominant results of non-conflicting transactions committed in this epoch.
+    pub dominant: Vec<DominantEntry>,
+}
+
+/// A transaction as its chain servers see it: the servers in chain order (ascending
+/// shard) and each one's keys with their access mode (true = write).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChainTxn {
+    /// The transaction.
+    pub id: TxnId,
+    /// Its epoch.
+    pub eid: u64,
+    /// Chain servers, in chain order.
+    pub servers: Vec<NodeId>,
+    /// Keys at each server (same index), sorted, with `true` for a write.
+    pub keys: Vec<Vec<(Key, bool)>>,
+    /// The coordinator of this DC.
+    pub coord: NodeId,
+}
+
+/// Catenae messages.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Msg {
+    /// Client → its DC's coordinator: run this read-write transaction.
+    Submit {
+        /// Transaction.
+        txn: TxnId,
+        /// Program call.
+        call: Call,
+    },
+    /// Coordinator → client: the outcome, with the reads (versions) and the writes
+    /// (program order) of the committed execution.
+    Outcome {
+        /// Transaction.
+        txn: TxnId,
+        /// Reads and writes if committed, or why not.
+        result: Result<Executed, AbortReason>,
+        /// WAN hops on the transaction's causal chain at the decision (what the
+        /// simulator also counts; here so hand-driven tests can see it).
+        hops: u32,
+    },
+    /// Client → coordinator: a read-only transaction over these keys (§VI-F).
+    ReadOnly {
+        /// Transaction.
+        txn: TxnId,
+        /// Attempt number (a retry after 50 ms is a new attempt).
+        attempt: u32,
+        /// Declared keys.
+        keys: Vec<Key>,
+    },
+    /// Coordinator → chain server: read these keys at snapshot epoch `snap` and answer
+    /// `client` directly.
+    RoRead {
+        /// Transaction.
+        txn: TxnId,
+        /// Attempt number.
+        attempt: u32,
+        /// The client.
+        client: NodeId,
+        /// Snapshot epoch (every transaction of an epoch up to it is visible).
+        snap: u64,
+        /// Keys on this server.
+        keys: Vec<Key>,
+    },
+    /// Chain server → client: the values, or `None` when a key is inside an
+    /// uncommitted writer's decision period (the client retries after 50 ms).
+    RoReply {
+        /// Transaction.
+        txn: TxnId,
+        /// Attempt number.
+        attempt: u32,
+        /// The snapshot it answers.
+        snap: u64,
+        /// Key, version, value.
+        reads: Option<Vec<RoRead>>,
+    },
+    /// Coordinator → every other coordinator at each epoch boundary: this epoch's
+    /// payload and the previous two (redundancy, §V-C).
+    Epoch {
+        /// Sender's DC.
+        dc: DcId,
+        /// Payloads, oldest first.
+        payloads: Vec<Arc<Payload>>,
+    },
+    /// Coordinator → a coordinator whose epoch `eid` never arrived: send it again.
+    EpochNack {
+        /// The first missing epoch.
+        eid: u64,
+    },
+    /// Coordinator → chain server: epoch `eid` was scheduled and `count` transactions
+    /// of it have this server on their chain.
+    Manifest {
+        /// (epoch, transactions of it whose chain visits this server), for the newest
+        /// scheduled epochs (redundancy against loss, as with epoch messages).
+        counts: Vec<(u64, u32)>,
+    },
+    /// Forward pass (§VI-C1): leave footprints at `chain.servers[pos]`, go on.
+    Forward {
+        /// The transaction's chain.
+        chain: Arc<ChainTxn>,
+        /// Position of the receiving server.
+        pos: usize,
+        /// WAN hops of the transaction's chain in this DC.
+        hops: u32,
+    },
+    /// Backward pass (§VI-C2) arriving at `chain.servers[pos]`.
+    Backward {
+        /// The transaction's chain.
+        chain: Arc<ChainTxn>,
+        /// Position of the receiving server.
+        pos: usize,
+        /// Dependencies gathered so far (Rule 1).
+        deps: Vec<TxnId>,
+        /// WAN hops.
+        hops: u32,
+    },
+    /// First chain server → coordinator: the backward pass ended; these dependencies.
+    Finished {
+        /// Transaction.
+        txn: TxnId,
+        /// Every dependency it executed with here.
+        deps: Vec<TxnId>,
+        /// WAN hops.
+        hops: u32,
+    },
+    /// Chain server → resolver: `txn` was ordered after `deps` (repository update).
+    Edges {
+        /// The later transaction.
+        txn: TxnId,
+        /// Those it is ordered after.
+        deps: Vec<TxnId>,
+    },
+    /// Chain server → resolver: the Fig. 4 pattern formed; may `txn` go ahead of
+    /// `candidates` (footprints on its keys it would precede)?
+    Resolve {
+        /// The transaction about to pre-commit.
+        txn: TxnId,
+        /// Its explicit dependencies so far.
+        deps: Vec<TxnId>,
+        /// Transactions it would be ordered before.
+        candidates: Vec<TxnId>,
+    },
+    /// Resolver → chain server: `txn` must wait for `wait_for` (implicit dependencies).
+    Resolved {
+        /// Transaction.
+        txn: TxnId,
+        /// Implicit dependencies.
+        wait_for: Vec<TxnId>,
+    },
+    /// Coordinator → chain server: commit with timestamp `ts`, installing `writes`.
+    Commit {
+        /// Transaction.
+        txn: TxnId,
+        /// Commit timestamp (epoch in the high bits, rank in the low bits).
+        ts: u64,
+        /// This server's share of the writes.
+        writes: Vec<(Key, VersionId, Value)>,
+    },
+    /// Coordinator → chain server: the transaction aborted; drop its footprints.
+    Abort {
+        /// Transaction.
+        txn: TxnId,
+    },
+    /// Chain server → coordinator: the manifests from epoch `eid` on never arrived.
+    ManifestNack {
+        /// The first missing epoch.
+        eid: u64,
+    },
+    /// Chain server → coordinator: the commit or abort was applied here.
+    Applied {
+        /// Transaction.
+        txn: TxnId,
+    },
+}

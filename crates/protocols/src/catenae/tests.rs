@@ -1,0 +1,336 @@
+//! Catenae's paths staged by hand on `testing::Net` (gcp3: EU, US, AS; coordinators
+//! on nodes 0, 4, 8): the non-conflicting path (one WAN trip after the epoch), the
+//! conflicting path (a majority of equal execution results: one RTT), a DC that
+//! executed two conflicting transactions the other way round and catches up, and a
+//! program without declared keys refused by the client.
+
+use super::*;
+use crate::testing::{call, ycsb_call, ycsb_registry, Net};
+use meridian_core::{Layout, Topology};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+const CLIENT: NodeId = NodeId(12);
+
+fn env() -> Env {
+    let mut layout = Layout::new(Topology::preset("gcp3").unwrap(), Placement::Full).unwrap();
+    assert_eq!(layout.add_client(DcId(0)), CLIENT);
+    Env {
+        layout: Arc::new(layout),
+        registry: Arc::new(ycsb_registry()),
+        timeouts: Default::default(),
+    }
+}
+
+/// Zero-cost accesses so the hand-driven net needs no hold timers.
+fn proto() -> Catenae {
+    Catenae {
+        access_base: 0,
+        per_byte: 0,
+        jitter: 0.0,
+        ..Catenae::default()
+    }
+}
+
+fn net() -> Net<Catenae> {
+    let (p, e) = (proto(), env());
+    Net::new((0..12).map(|n| p.server(&e, NodeId(n))).collect())
+}
+
+fn txn(seq: u32) -> TxnId {
+    TxnId { client: seq, seq: 1 }
+}
+
+/// Fires every coordinator's epoch boundary once (10 ms) and delivers what follows.
+fn epoch(net: &mut Net<Catenae>) {
+    net.run_for(ms(10.0), ms(10.0), T_EPOCH);
+}
+
+/// The outcomes the hand-played client got: txn → (committed?, hops).
+fn outcomes(net: &Net<Catenae>) -> BTreeMap<TxnId, (bool, u32)> {
+    net.outside
+        .iter()
+        .filter_map(|(_, to, m)| match m {
+            Msg::Outcome { txn, result, hops } if *to == CLIENT => Some((*txn, (result.is_ok(), *hops))),
+            _ => None,
+        })
+        .collect()
+}
+
+fn stat(net: &Net<Catenae>, coord: usize, name: &str) -> f64 {
+    net.servers[coord]
+        .coord
+        .as_ref()
+        .unwrap()
+        .stats()
+        .into_iter()
+        .find(|(k, _)| k == name)
+        .unwrap()
+        .1
+}
+
+fn snapshots_agree(net: &Net<Catenae>) {
+    for s in 0..4 {
+        let a = net.servers[s].snapshot().keys;
+        for dc in 1..3 {
+            assert_eq!(a, net.servers[dc * 4 + s].snapshot().keys, "shard server {s}, DC {dc}");
+        }
+    }
+}
+
+/// §VI-D1: a transaction alone in its epoch is non-conflicting; its home DC answers
+/// as soon as it executed it, one WAN trip after the epoch boundary (it waited for
+/// the other DCs' epoch messages), with no validation round.
+#[test]
+fn non_conflicting_commits_one_wan_trip_after_the_epoch() {
+    let mut net = net();
+    net.send(
+        CLIENT,
+        NodeId(0),
+        Msg::Submit {
+            txn: txn(1),
+            call: ycsb_call(&[("a", b"1"), ("b", b"")]),
+        },
+    );
+    epoch(&mut net);
+    let o = outcomes(&net);
+    assert_eq!(o.get(&txn(1)), Some(&(true, 1)), "{o:?}");
+    // The dominant result reaches the other DCs with the next epoch message.
+    epoch(&mut net);
+    assert_eq!(stat(&net, 4, "dominant_checked"), 1.0);
+    assert_eq!(stat(&net, 4, "dominant_mismatch"), 0.0);
+    snapshots_agree(&net);
+}
+
+/// §VI-D2, E: two transactions of one epoch writing one key conflict; every DC
+/// executes them in the same order, each votes, and the home DC commits once a
+/// majority's results are in: one RTT (two one-way trips).
+#[test]
+fn conflicting_commits_after_a_majority_one_rtt() {
+    let mut net = net();
+    net.send(
+        CLIENT,
+        NodeId(0),
+        Msg::Submit {
+            txn: txn(1),
+            call: ycsb_call(&[("k", b"1")]),
+        },
+    );
+    net.send(
+        CLIENT,
+        NodeId(4),
+        Msg::Submit {
+            txn: txn(2),
+            call: ycsb_call(&[("k", b"2")]),
+        },
+    );
+    epoch(&mut net);
+    assert!(
+        outcomes(&net).is_empty(),
+        "conflicting transactions wait for validation"
+    );
+    epoch(&mut net);
+    let o = outcomes(&net);
+    assert_eq!(o.get(&txn(1)), Some(&(true, 2)), "{o:?}");
+    assert_eq!(o.get(&txn(2)), Some(&(true, 2)), "{o:?}");
+    assert_eq!(stat(&net, 0, "identical"), 2.0);
+    assert_eq!(stat(&net, 0, "caught_up"), 0.0);
+    snapshots_agree(&net);
+}
+
+/// §VI-E "Transaction Catch Up", §VIII-A: DC AS executes the two transactions the other
+/// way round (T1's forward pass there is held back until T2 pre-committed). The
+/// majority (EU, US) decides; AS is in the minority for both and catches up, installing
+/// the majority's order; every DC ends with the same versions. The decision still
+/// takes two one-way trips: the minority re-applies locally (module docs).
+#[test]
+fn a_minority_dc_catches_up_with_the_majority_order() {
+    let mut net = net();
+    let k = Key::from("k");
+    let as_server = env().layout.replicas(env().layout.shard_of(&k))[2];
+    let held: Rc<RefCell<Option<(NodeId, NodeId, Msg)>>> = Rc::default();
+    let h = held.clone();
+    net.drop_once = Some(Box::new(move |from, to, m| {
+        let hit = to == as_server && matches!(m, Msg::Forward { chain, .. } if chain.id == txn(1));
+        if hit {
+            *h.borrow_mut() = Some((from, to, m.clone()));
+        }
+        hit
+    }));
+    net.send(
+        CLIENT,
+        NodeId(0),
+        Msg::Submit {
+            txn: txn(1),
+            call: ycsb_call(&[("k", b"1")]),
+        },
+    );
+    net.send(
+        CLIENT,
+        NodeId(4),
+        Msg::Submit {
+            txn: txn(2),
+            call: ycsb_call(&[("k", b"2")]),
+        },
+    );
+    epoch(&mut net);
+    let (from, to, m) = held.borrow_mut().take().expect("T1's forward pass in AS was held back");
+    net.send(from, to, m);
+    epoch(&mut net);
+    epoch(&mut net);
+    let o = outcomes(&net);
+    assert_eq!(o.get(&txn(1)), Some(&(true, 2)), "{o:?}");
+    assert_eq!(o.get(&txn(2)), Some(&(true, 2)), "{o:?}");
+    assert_eq!(stat(&net, 8, "caught_up"), 2.0, "AS executed both against the majority");
+    assert_eq!(stat(&net, 0, "caught_up"), 0.0);
+    snapshots_agree(&net);
+    // The majority's order: T2 after T1, so T2's version is the latest everywhere.
+    let ks = net.servers[as_server.0 as usize].snapshot().keys;
+    let latest = ks.get(&k).unwrap().versions.last().copied().unwrap();
+    assert_eq!(latest.txn, txn(2));
+}
+
+/// §VI-E "Transaction Abort": three transactions of one epoch on one key, executed in
+/// three different orders (T1 T2 T3 in EU, T2 T3 T1 in US, T3 T1 T2 in AS): no
+/// dependency set has a majority for any of them, so all three abort, everywhere,
+/// and nothing is installed.
+#[test]
+fn no_majority_aborts() {
+    let mut net = net();
+    let l = env().layout;
+    // A key off shard 0, so its chain servers are not the coordinators.
+    let k = (0..)
+        .map(|i| Key::new(format!("k{i}")))
+        .find(|k| l.shard_of(k).0 != 0)
+        .unwrap();
+    let kname = String::from_utf8(k.as_bytes().to_vec()).unwrap();
+    let (us, asia) = (l.replicas(l.shard_of(&k))[1], l.replicas(l.shard_of(&k))[2]);
+    net.down.insert(us);
+    net.down.insert(asia);
+    for (i, coord) in [(1, 0), (2, 4), (3, 8)] {
+        net.send(
+            CLIENT,
+            NodeId(coord),
+            Msg::Submit {
+                txn: txn(i),
+                call: ycsb_call(&[(&kname, b"v")]),
+            },
+        );
+    }
+    epoch(&mut net);
+    net.down.clear();
+    for (server, coord, order) in [(us, 4, [2, 3, 1]), (asia, 8, [3, 1, 2])] {
+        net.send(NodeId(coord), server, Msg::Manifest { counts: vec![(0, 3)] });
+        for i in order {
+            let chain = Arc::new(ChainTxn {
+                id: txn(i),
+                eid: 0,
+                servers: vec![server],
+                keys: vec![vec![(k.clone(), true)]],
+                coord: NodeId(coord),
+            });
+            net.send(NodeId(coord), server, Msg::Forward { chain, pos: 0, hops: 1 });
+        }
+    }
+    for _ in 0..3 {
+        epoch(&mut net);
+    }
+    let o = outcomes(&net);
+    assert_eq!(o.len(), 3, "{o:?}");
+    assert!(o.values().all(|(committed, hops)| !committed && *hops == 2), "{o:?}");
+    for c in [0, 4, 8] {
+        assert_eq!(stat(&net, c, "no_majority"), 3.0, "coordinator {c}");
+        assert_eq!(stat(&net, c, "committed"), 0.0);
+    }
+    snapshots_agree(&net);
+    assert!(net.servers[us.0 as usize]
+        .snapshot()
+        .keys
+        .get(&k)
+        .is_none_or(|s| s.versions.is_empty()));
+    assert_eq!(net.servers[us.0 as usize].chain.unresolved_keys(), 0);
+}
+
+/// A read-only transaction is answered by the local chain servers: no WAN trip.
+#[test]
+fn read_only_is_local() {
+    let mut net = net();
+    net.send(
+        CLIENT,
+        NodeId(0),
+        Msg::Submit {
+            txn: txn(1),
+            call: ycsb_call(&[("a", b"1")]),
+        },
+    );
+    epoch(&mut net);
+    epoch(&mut net);
+    let before = net.outside.len();
+    net.send(
+        CLIENT,
+        NodeId(0),
+        Msg::ReadOnly {
+            txn: txn(2),
+            attempt: 1,
+            keys: vec![Key::from("a")],
+        },
+    );
+    let replies: Vec<&Msg> = net.outside[before..].iter().map(|(_, _, m)| m).collect();
+    assert_eq!(replies.len(), 1);
+    match replies[0] {
+        Msg::RoReply { reads: Some(r), .. } => {
+            assert_eq!(r[0].1.map(|v| v.txn), Some(txn(1)), "it sees the committed write");
+        }
+        m => panic!("{m:?}"),
+    }
+    let sent_wan = net.outside[before..]
+        .iter()
+        .any(|(f, t, _)| env().layout.dc_of(*f) != DcId(0) || (t.0 < 12 && env().layout.dc_of(*t) != DcId(0)));
+    assert!(!sent_wan);
+}
+
+/// §VI-B: a program that does not declare its keys is refused by the client with a
+/// typed reason, and nothing is sent.
+#[test]
+fn undeclared_program_is_refused() {
+    struct Free;
+    impl meridian_txn::Program for Free {
+        fn name(&self) -> &'static str {
+            "free"
+        }
+        fn run(&self, _: &[meridian_txn::Arg], tx: &mut meridian_txn::Tx<'_>) -> Result<(), meridian_txn::Stop> {
+            tx.write(Key::from("x"), Value::from_u64(1));
+            Ok(())
+        }
+    }
+    let mut reg = ycsb_registry();
+    reg.register(Arc::new(Free));
+    let mut e = env();
+    e.registry = Arc::new(reg);
+    let mut c = proto().client(&e, CLIENT, ClientId(0));
+    let fx = call(&mut c, 0, CLIENT, |c, cx| {
+        c.submit(
+            txn(1),
+            Call {
+                program: "free".into(),
+                args: vec![],
+            },
+            cx,
+        )
+    });
+    assert!(fx.sent().is_empty());
+    assert_eq!(fx.records.len(), 1);
+    assert_eq!(fx.records[0].outcome, Outcome::Aborted);
+    assert_eq!(fx.records[0].abort_reason, Some(AbortReason::Undeclared));
+}
+
+/// Bad options are one clear error.
+#[test]
+fn bad_options_are_refused() {
+    assert!(Catenae::from_params([("epoch", "0ms")]).unwrap_err().contains("epoch"));
+    assert!(Catenae::from_params([("bogus", "1")])
+        .unwrap_err()
+        .contains("unknown parameter"));
+    assert!(Catenae::from_params([("jitter", "2")]).is_err());
+    assert_eq!(Catenae::from_params([("epoch", "20ms")]).unwrap().epoch, ms(20.0));
+}
