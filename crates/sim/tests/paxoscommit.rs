@@ -203,3 +203,40 @@ fn test_pc_is_deterministic() {
         assert_eq!(sim(p, &c).history, sim(p, &c).history, "{p}");
     }
 }
+
+/// Found by `meridian campaign` (pc-2pl, seeds 102 and 105 of the first 2,000): a DC
+/// cut off from the others for 20 s dropped the locks of a transaction whose home had
+/// gone silent and recorded that as an *abort*; the other two DCs committed it, and
+/// when the partition healed the cut-off DC answered their re-sent commit with nothing
+/// (it "knew" the outcome) and never installed the writes: `not-durable` on its
+/// replicas. Dropping locks is not a decision; the DC now learns the outcome.
+#[test]
+fn test_pc_a_dc_cut_off_from_its_peers_installs_what_they_committed() {
+    let cases = [
+        (
+            "world3",
+            "ycsb:reads=0",
+            16,
+            105,
+            "partition:a=LON,b=CA,at=1s,for=20s;partition:a=LON,b=HK,at=1s,for=20s",
+        ),
+        (
+            "rc5",
+            "chain",
+            32,
+            102,
+            "partition:a=C,b=V,at=1s,for=20s;partition:a=C,b=O,at=1s,for=20s;\
+             partition:a=C,b=I,at=1s,for=20s;partition:a=C,b=S,at=1s,for=20s",
+        ),
+    ];
+    for (topo, wl, clients, seed, faults) in cases {
+        let mut c = SimConfig::new(Topology::preset(topo).unwrap(), wl);
+        c.txns = 300;
+        c.clients = clients;
+        c.seed = seed;
+        c.faults = faults.into();
+        let r = sim("pc-2pl", &c).report;
+        assert_clean_and_live(&format!("pc-2pl {topo} seed {seed}"), &r);
+        assert!(r.committed > 100, "{topo}: {}", r.committed);
+    }
+}

@@ -23,8 +23,8 @@ impl Server {
         mode: LockMode,
         cx: &mut Ctx<'_, Msg>,
     ) {
-        if self.done.contains_key(&txn) || self.acc.contains_key(&txn) {
-            return; // finished, or in its commit round: a late or repeated request
+        if self.done.contains_key(&txn) || self.acc.contains_key(&txn) || self.refused.contains_key(&txn) {
+            return; // finished, in its commit round, or its locks dropped: a late or repeated request
         }
         cx.charge_ops(1);
         let now = cx.now();
@@ -100,8 +100,12 @@ impl Server {
             return;
         }
         self.holders.remove(&txn);
-        if !self.acc.contains_key(&txn) {
-            self.done.entry(txn).or_insert(false);
+        if !self.acc.contains_key(&txn) && !self.done.contains_key(&txn) {
+            // Not a decision: a commit round for it may still be under way among the
+            // other DCs (this DC was cut off from its home), and its outcome must be
+            // learned and installed here like any other (it used to be recorded as an
+            // abort, so this DC refused the commit and never installed it).
+            self.refused.insert(txn, cx.now());
         }
         if let Some(h) = self.held_since.remove(&txn) {
             self.holds.add(h, cx.hops());
@@ -337,6 +341,7 @@ impl Server {
         let value = a.value.clone();
         let reason = a.reason.clone();
         self.done.insert(txn, commit);
+        self.refused.remove(&txn);
         self.holders.remove(&txn);
         let rec = Rec::Decided {
             txn,

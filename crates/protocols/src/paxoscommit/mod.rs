@@ -101,7 +101,11 @@
 //!   cannot commit; the client keeps asking its home (`Status` every second) and the
 //!   restarted home, which does not know it, aborts it for good (forced) and releases
 //!   its locks everywhere; other DCs also drop locks of a transaction whose home has
-//!   been silent for the idle time-out. After its DC voted, the other DCs decide
+//!   been silent for the idle time-out. Dropping locks is not a decision: such a DC
+//!   refuses further lock requests for the transaction, votes no if its commit round
+//!   still reaches it, and learns and installs the outcome the others decided (a DC
+//!   cut off from its peers for 20 s used to record the drop as an abort and never
+//!   install their commit). After its DC voted, the other DCs decide
 //!   without it; the restarted home replays its vote, learns the outcome from its
 //!   peers and answers the client. Nothing committed is lost: votes and commits are
 //!   forced, installed writes are forced before they are acknowledged, and the store

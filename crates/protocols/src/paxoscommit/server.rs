@@ -104,8 +104,14 @@ pub struct Server {
     pub(super) locks: LockTable,
     pub(super) holders: HashMap<TxnId, Holder>,
     pub(super) acc: HashMap<TxnId, ATxn>,
-    /// Coordinator: outcomes known here.
+    /// Coordinator: outcomes known here (decisions only: a commit round's outcome, or
+    /// the home's own abort).
     pub(super) done: HashMap<TxnId, bool>,
+    /// Coordinator: transactions whose locks this DC dropped before voting on them
+    /// (their home aborted them, or went silent), with when: a late lock request for
+    /// one is not granted again. Not an outcome: this DC has not voted, and votes no
+    /// (its locks are gone) if a commit round for it still arrives.
+    pub(super) refused: HashMap<TxnId, Time>,
     /// Home coordinator: transactions it runs.
     pub(super) home: HashMap<TxnId, HTxn>,
     /// Home coordinator: decided transactions' values, to answer a client that asks
@@ -142,6 +148,7 @@ impl Server {
             holders: HashMap::default(),
             acc: HashMap::default(),
             done: HashMap::default(),
+            refused: HashMap::default(),
             home: HashMap::default(),
             answers: HashMap::default(),
             last_ts: 0,
@@ -228,6 +235,7 @@ impl Server {
                 self.resend_commit(id, cx);
             }
             self.answers.retain(|_, (_, t)| now.saturating_sub(*t) < to.tombstone);
+            self.refused.retain(|_, t| now.saturating_sub(*t) < to.tombstone);
         }
         if self.log.len() >= self.compact_at {
             self.compact();
