@@ -13,7 +13,8 @@
 //! a DC outage; a partition between two DCs (up to 20 s, longer than a replicated
 //! log's lease); one DC cut off from all others (its servers up: a minority side that
 //! cannot get anything chosen); a crash of one server; or message loss, duplication
-//! and reordering alone. Many mixes go
+//! and reordering alone; a quarter of the runs add clock skew (every clock off by up
+//! to 50 ms, 500 ms or 2 s). Many mixes go
 //! beyond what a protocol promises (its `Protocol::fault_model`): those runs are
 //! counted apart, and must still be safe, but may stall.
 //!
@@ -303,7 +304,16 @@ fn draw(protocol: &str, seed: u64, txns: Option<u64>) -> RunArgs {
             .collect()
     };
     let workload = wls.choose(&mut r).expect("a workload").to_string();
-    let faults = faults_for(&mut r, dcs);
+    let mut faults = faults_for(&mut r, dcs);
+    // Clock skew on a quarter of the runs, from a stream of its own (so the rest of a
+    // seed's draw is the same with or without it): every server's and client's clock
+    // off by up to 50 ms, 500 ms or 2 s. Within every protocol's tolerance: safety
+    // must hold under any skew; strictness is reported, not required.
+    let mut sk = rng_for(seed, stream(protocol) ^ 0x5ce3_c10c);
+    if sk.gen_bool(0.25) {
+        let max = [50u32, 500, 2000].choose(&mut sk).expect("non-empty");
+        faults = format!("{faults};skew:max={max}ms");
+    }
     let drawn_txns = *[300u64, 500, 1000].choose(&mut r).expect("non-empty");
     let clients = *[8u32, 16, 32].choose(&mut r).expect("non-empty");
     RunArgs {

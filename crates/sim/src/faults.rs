@@ -66,6 +66,10 @@ pub struct FaultPlan {
     pub reorder: f64,
     /// Scheduled faults (time, fault), in time order.
     pub events: Vec<(Time, Fault)>,
+    /// Clock skew of servers: (server, offset in ns, either sign), for the whole run.
+    pub server_skew: Vec<(u32, i64)>,
+    /// Clock skew of clients: (client index, offset in ns).
+    pub client_skew: Vec<(u32, i64)>,
     /// The spec it was parsed from.
     pub spec: String,
 }
@@ -86,7 +90,27 @@ impl FaultPlan {
 
     /// Whether any fault is planned.
     pub fn is_empty(&self) -> bool {
-        self.loss == 0.0 && self.dup == 0.0 && self.reorder == 0.0 && self.events.is_empty()
+        self.loss == 0.0
+            && self.dup == 0.0
+            && self.reorder == 0.0
+            && self.events.is_empty()
+            && self.server_skew.is_empty()
+            && self.client_skew.is_empty()
+    }
+
+    /// Each node's clock offset from true time (servers first, then clients), shifted
+    /// so the smallest is 0: only differences between clocks matter, and no clock then
+    /// reads below 0 at the start. All zeros without skew.
+    pub fn clock_offsets(&self, servers: u32, clients: u32) -> Vec<Time> {
+        let mut off = vec![0i64; (servers + clients) as usize];
+        for &(n, d) in &self.server_skew {
+            off[n as usize] = d;
+        }
+        for &(c, d) in &self.client_skew {
+            off[(servers + c) as usize] = d;
+        }
+        let min = off.iter().copied().min().unwrap_or(0).min(0);
+        off.iter().map(|d| (d - min) as Time).collect()
     }
 
     /// Parses a spec for a deployment with `servers` servers and `clients` clients;
@@ -118,6 +142,7 @@ impl FaultPlan {
                 "client-crash" => &["client", "at"],
                 "outage" => &["dc", "at", "for"],
                 "partition" => &["a", "b", "at", "for"],
+                "skew" => &["node", "client", "by", "max"],
                 "random" => &[
                     "crashes",
                     "client-crashes",
@@ -129,7 +154,7 @@ impl FaultPlan {
                     "window",
                     "serial",
                 ],
-                _ => return Err(err(format!("unknown fault `{name}` (known: loss, dup, reorder, crash, client-crash, outage, partition, random)"))),
+                _ => return Err(err(format!("unknown fault `{name}` (known: loss, dup, reorder, crash, client-crash, outage, partition, skew, random)"))),
             };
             if let Some(k) = kv.keys().find(|k| !allowed.contains(k)) {
                 return Err(err(format!(
@@ -207,6 +232,54 @@ impl FaultPlan {
                             down: dur("for")?,
                         },
                     ));
+                }
+                "skew" => {
+                    // A signed duration: `250ms`, `-1.5s`.
+                    let signed = |k: &str| -> Result<i64, FaultError> {
+                        let v = need(k)?;
+                        let (neg, mag) = match v.trim().strip_prefix('-') {
+                            Some(m) => (true, m),
+                            None => (false, v),
+                        };
+                        let t = parse_duration(mag).map_err(&err)?;
+                        if t > 3_600_000_000_000 {
+                            return Err(err(format!("`{k}={v}`: at most an hour of skew")));
+                        }
+                        Ok(if neg { -(t as i64) } else { t as i64 })
+                    };
+                    match (kv.get("node"), kv.get("client"), kv.get("max")) {
+                        (Some(n), None, None) => {
+                            let node: u32 = n.parse().map_err(|_| err("`node` must be a server number".into()))?;
+                            if node >= servers {
+                                return Err(err(format!("no server {node} (servers are 0..{servers})")));
+                            }
+                            plan.server_skew.push((node, signed("by")?));
+                        }
+                        (None, Some(c), None) => {
+                            let client: u32 = c.parse().map_err(|_| err("`client` must be a client number".into()))?;
+                            if client >= clients {
+                                return Err(err(format!("no client {client} (clients are 0..{clients})")));
+                            }
+                            plan.client_skew.push((client, signed("by")?));
+                        }
+                        (None, None, Some(_)) if !kv.contains_key("by") => {
+                            // Every server's and client's clock off by a uniform
+                            // amount in [-max, max].
+                            let max = signed("max")?.unsigned_abs() as i64;
+                            let draw = |rng: &mut Rng| if max == 0 { 0 } else { rng.gen_range(-max..=max) };
+                            for n in 0..servers {
+                                plan.server_skew.push((n, draw(rng)));
+                            }
+                            for c in 0..clients {
+                                plan.client_skew.push((c, draw(rng)));
+                            }
+                        }
+                        _ => {
+                            return Err(err(
+                                "skew takes node=N,by=D or client=C,by=D (D may be negative) or max=D".into(),
+                            ))
+                        }
+                    }
                 }
                 "random" => {
                     let window = match kv.get("window") {
@@ -313,6 +386,13 @@ impl FaultPlan {
             if p > 0.0 {
                 items.push(format!("{name}:p={p}"));
             }
+        }
+        let signed = |t: i64| format!("{}{}", if t < 0 { "-" } else { "" }, d(t.unsigned_abs()));
+        for &(n, t) in &self.server_skew {
+            items.push(format!("skew:node={n},by={}", signed(t)));
+        }
+        for &(c, t) in &self.client_skew {
+            items.push(format!("skew:client={c},by={}", signed(t)));
         }
         for (at, f) in &self.events {
             items.push(match f {
@@ -542,6 +622,41 @@ mod tests {
         assert!(plan(s).within(per_group, &layout));
         let later = "crash:node=0,at=1s,for=2s;partition:a=A,b=B,at=8.5s,for=2s;crash:node=2,at=16s,for=2s";
         assert!(plan(later).within(global, &layout));
+    }
+
+    #[test]
+    fn skew_parses_signed_offsets_draws_bounded_ones_and_writes_them_out() {
+        let topo = Topology::preset("us3").unwrap();
+        let mut rng = meridian_core::rng_for(1, 0);
+        let p = FaultPlan::parse("skew:node=2,by=-1.5s;skew:client=1,by=250ms", &topo, 9, 4, &mut rng).unwrap();
+        assert_eq!(p.server_skew, vec![(2, -1_500_000_000)]);
+        assert_eq!(p.client_skew, vec![(1, 250_000_000)]);
+        assert!(!p.is_empty());
+        // Offsets are shifted so the slowest clock reads true time plus 0.
+        let off = p.clock_offsets(9, 4);
+        assert_eq!(off[2], 0);
+        assert_eq!(off[0], 1_500_000_000);
+        assert_eq!(off[9 + 1], 1_750_000_000);
+        let explicit = p.explicit(&topo);
+        assert_eq!(explicit, "skew:node=2,by=-1500ms;skew:client=1,by=250ms");
+        let again = FaultPlan::parse(&explicit, &topo, 9, 4, &mut rng).unwrap();
+        assert_eq!((again.server_skew, again.client_skew), (p.server_skew, p.client_skew));
+        let m = FaultPlan::parse("skew:max=300ms", &topo, 9, 4, &mut rng).unwrap();
+        assert_eq!((m.server_skew.len(), m.client_skew.len()), (9, 4));
+        assert!(m
+            .server_skew
+            .iter()
+            .chain(&m.client_skew)
+            .all(|(_, d)| d.abs() <= 300_000_000));
+        assert!(m.server_skew.iter().any(|(_, d)| *d != 0));
+        let mut e = |s: &str| FaultPlan::parse(s, &topo, 9, 4, &mut rng).unwrap_err().to_string();
+        assert!(e("skew:node=9,by=1s").contains("no server 9"));
+        assert!(e("skew:client=4,by=1s").contains("no client 4"));
+        assert!(e("skew:node=1").contains("needs `by=`"));
+        assert!(e("skew:node=1,client=2,by=1s").contains("skew takes"));
+        assert!(e("skew:max=1s,by=2s").contains("skew takes"));
+        assert!(e("skew:node=1,by=2h").contains("bad duration unit"));
+        assert!(e("skew:node=1,by=-2").contains("needs a unit"));
     }
 
     #[test]

@@ -79,6 +79,13 @@ pub struct Coordinator {
     digests: HashMap<TxnId, u64>,
     dominant_heard: HashMap<TxnId, u64>,
     last_nack: BTreeMap<DcId, u64>,
+    /// Per DC (this one included): its epochs below this are empty, because its
+    /// coordinator started later (`Msg::Started`). Epoch ids are clock readings, so a
+    /// coordinator whose clock runs ahead starts at a later epoch than the others; every
+    /// coordinator schedules from epoch 0 and counts the epochs before another's start
+    /// as empty (without this, a clock 200 ms ahead made the others wait forever for
+    /// its first 20 epochs, and it dropped their transactions of those epochs).
+    empty_before: BTreeMap<DcId, u64>,
     /// Scheduled transactions not finished here yet: when the chain was last started.
     unfinished: BTreeMap<TxnId, Time>,
     /// Commits and aborts not yet acknowledged by a chain server: when sent, and what.
@@ -116,6 +123,7 @@ impl Coordinator {
             digests: HashMap::default(),
             dominant_heard: HashMap::default(),
             last_nack: BTreeMap::new(),
+            empty_before: BTreeMap::new(),
             unfinished: BTreeMap::new(),
             unacked: BTreeMap::new(),
             manifests: BTreeMap::new(),
@@ -159,7 +167,19 @@ impl Coordinator {
 
     pub(super) fn on_start(&mut self, cx: &mut Ctx<'_, Msg>) {
         self.cur = epoch_of(cx.now(), self.cfg.epoch);
-        self.next_sched = self.next_sched.max(self.cur);
+        if self.cur > 0 {
+            self.empty_before.insert(self.dc, self.cur);
+            for c in self.coords() {
+                cx.send_on_chain(
+                    c,
+                    Msg::Started {
+                        dc: self.dc,
+                        first: self.cur,
+                    },
+                    0,
+                );
+            }
+        }
         self.arm(cx);
         cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
     }
@@ -318,7 +338,7 @@ impl Coordinator {
         let have = self.got.get(&self.next_sched);
         for d in 0..self.n_dcs() {
             let d = DcId(d as u16);
-            if d == self.dc || have.is_some_and(|h| h.contains_key(&d)) {
+            if d == self.dc || have.is_some_and(|h| h.contains_key(&d)) || self.is_empty_epoch(d, self.next_sched) {
                 continue;
             }
             let last = self.last_nack.get(&d).copied().unwrap_or(0);
@@ -340,6 +360,15 @@ impl Coordinator {
                     self.on_payload(dc, p, cx);
                 }
                 self.try_schedule(cx);
+            }
+            Msg::Started { dc, first } => {
+                let e = self.empty_before.entry(dc).or_insert(0);
+                *e = (*e).max(first);
+                self.try_schedule(cx);
+            }
+            Msg::EpochNack { eid } if eid < self.empty_before.get(&self.dc).copied().unwrap_or(0) => {
+                let first = self.empty_before[&self.dc];
+                cx.send_on_chain(from, Msg::Started { dc: self.dc, first }, 0);
             }
             Msg::EpochNack { eid } => {
                 let payloads: Vec<Arc<Payload>> = self.mine.range(eid..).take(64).map(|(_, p)| p.clone()).collect();
@@ -446,11 +475,20 @@ impl Coordinator {
         }
     }
 
+    /// Whether DC `d`'s epoch `e` is known empty because its coordinator started after it.
+    fn is_empty_epoch(&self, d: DcId, e: u64) -> bool {
+        e < self.empty_before.get(&d).copied().unwrap_or(0)
+    }
+
     fn try_schedule(&mut self, cx: &mut Ctx<'_, Msg>) {
         let n = self.n_dcs();
-        while self.next_sched < self.cur && self.got.get(&self.next_sched).is_some_and(|m| m.len() == n) {
+        while self.next_sched < self.cur {
             let e = self.next_sched;
-            let ps = self.got.remove(&e).expect("present");
+            let have = |d: u16| self.got.get(&e).is_some_and(|m| m.contains_key(&DcId(d)));
+            if !(0..n as u16).all(|d| have(d) || self.is_empty_epoch(DcId(d), e)) {
+                break;
+            }
+            let ps = self.got.remove(&e).unwrap_or_default();
             self.next_sched += 1;
             self.schedule(e, ps, cx);
         }

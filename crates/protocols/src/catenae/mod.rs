@@ -300,6 +300,7 @@ impl Actor for Server {
             | Msg::ReadOnly { .. }
             | Msg::Epoch { .. }
             | Msg::EpochNack { .. }
+            | Msg::Started { .. }
             | Msg::Applied { .. }
             | Msg::ManifestNack { .. }
             | Msg::Finished { .. } => {

@@ -146,6 +146,15 @@ pub enum Msg {
         /// Payloads, oldest first.
         payloads: Vec<Arc<Payload>>,
     },
+    /// Coordinator → every other coordinator, when it starts after epoch 0 (a clock
+    /// ahead of the others', or a later start): its epochs before `first` are empty,
+    /// as it had not started. Re-sent in answer to a nack for one of them.
+    Started {
+        /// Sender's DC.
+        dc: DcId,
+        /// Its first epoch.
+        first: u64,
+    },
     /// Coordinator → a coordinator whose epoch `eid` never arrived: send it again.
     EpochNack {
         /// The first missing epoch.
