@@ -348,5 +348,27 @@ fn catenae_coordinators_with_skewed_clocks_schedule_the_same_epochs() {
         let r = run("catenae", "us3", "bank", 400, 16, 3, faults);
         assert_clean(&format!("catenae {faults}"), &r);
         assert_eq!(r.committed, 400, "{faults}");
+
+/// `meridian campaign` (issue 19), a DC cut off from the others for 20 s, seeds that
+/// ended `not-durable` on one replica: a leader of the cut-off DC stepping down
+/// released its transactions' locks one by one, and a share still waiting for a lock
+/// was granted it and proposed its PREPARE from the deposed leader, stamped with its
+/// successor's ballot, into a slot the successor had already chosen (a COMMIT). The
+/// acceptors, the successor itself among them, took it as the leader's and replaced
+/// the chosen entry. A node that does not lead proposes nothing, and an acceptor
+/// takes `Accept` only from its ballot's proposer.
+#[test]
+fn replog_a_deposed_leader_does_not_overwrite_a_chosen_entry() {
+    for seed in [701, 783, 789, 795, 799] {
+        let r = run(
+            "replog",
+            "world3",
+            "ycsb:keys=50",
+            300,
+            16,
+            seed,
+            "partition:a=HK,b=LON,at=1s,for=20s;partition:a=HK,b=CA,at=1s,for=20s",
+        );
+        assert_clean(&format!("replog seed {seed}"), &r);
     }
 }

@@ -142,6 +142,11 @@ impl Server {
     // ------------------------------------------------------------ 2PC at leaders
 
     /// Leader lost: transactions it was serving abort (their clients time out).
+    ///
+    /// The shard's lock table goes as a whole, after every share of the shard is
+    /// dropped: releasing the locks share by share granted them to shares still waiting,
+    /// and a share granted its last lock went on to propose its PREPARE from a node
+    /// that no longer led (see [`Server::propose`]).
     pub(super) fn drop_leader_state(&mut self, s: ShardId, cx: &mut Ctx<'_, Msg>) {
         let mut mine: Vec<TxnId> = self.ptxns.keys().filter(|(_, sh)| *sh == s).map(|(t, _)| *t).collect();
         mine.sort();
@@ -159,9 +164,9 @@ impl Server {
                         hops,
                     );
                 }
-                self.release(id, s, cx);
             }
         }
+        self.locks.remove(&s);
         let coord: Vec<TxnId> = self
             .ctxns
             .iter()

@@ -6,9 +6,16 @@ use super::*;
 
 impl Server {
     /// Leader: appends an entry to the group's log and replicates it.
+    ///
+    /// Only the leader proposes: a node that does not lead has no slot to assign and
+    /// no ballot of its own (its `promised` is its leader's), so a proposal from it is
+    /// dropped, never sent under another node's ballot.
     pub(super) fn propose(&mut self, s: ShardId, entry: Entry, cx: &mut Ctx<'_, Msg>) {
         let me = self.me;
         let g = self.groups.get_mut(&s).expect("group");
+        if !g.leading {
+            return;
+        }
         let slot = g.next_slot;
         g.next_slot += 1;
         self.send_accept(s, slot, entry, cx);
@@ -53,6 +60,12 @@ impl Server {
     ) {
         let now = cx.now();
         let Some(g) = self.groups.get_mut(&s) else { return };
+        // A ballot has one proposer: an `Accept` under it from anyone else is not the
+        // leader's and must not replace what the leader put in that slot, possibly a
+        // chosen entry.
+        if from != ballot.node {
+            return;
+        }
         if ballot < g.promised {
             let promised = g.promised;
             cx.send(from, Msg::Nack { shard: s, promised });
@@ -287,6 +300,10 @@ impl Server {
     ) {
         let now = cx.now();
         let Some(g) = self.groups.get_mut(&s) else { return };
+        // Only the ballot's proposer announces what it chose (as for `Accept`).
+        if from != ballot.node {
+            return;
+        }
         if ballot < g.promised {
             let promised = g.promised;
             cx.send(from, Msg::Nack { shard: s, promised });

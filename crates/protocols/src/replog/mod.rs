@@ -27,6 +27,12 @@
 //!   applied in slot order by every replica, so every replica installs a key's versions
 //!   in the same order. Followers learn the chosen prefix from later accepts and
 //!   heartbeats, and fetch entries they missed (`CatchUp`).
+//! - **One proposer per ballot.** Only a leader proposes, under its own ballot; an
+//!   acceptor takes `Accept` and `Heartbeat` only from the node that owns the ballot.
+//!   A leader that steps down drops its shares and the shard's lock table at once
+//!   (not lock by lock, which granted locks to shares still waiting and had them
+//!   propose from a deposed leader, under the successor's ballot, into slots the
+//!   successor had chosen), so a chosen entry is never replaced.
 //! - **Leases and failover**: the leader heartbeats every sweep; a follower that has not
 //!   heard from a leader for the lease (10 s by default, as in Spanner) — plus a random
 //!   back-off — runs Paxos phase 1 with a higher ballot; acceptors refuse to promise
