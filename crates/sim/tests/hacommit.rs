@@ -5,7 +5,7 @@ use meridian_core::{HomeRule, Topology, DEFAULT_INTRA_RTT_MS};
 use meridian_sim::{run_named, SimConfig, SimOutput};
 
 mod common;
-use common::assert_clean;
+use common::{assert_clean, assert_clean_and_live};
 
 fn sim(p: &str, c: &SimConfig) -> SimOutput {
     run_named(p, c, &mut |_, _| {}).unwrap()
@@ -126,6 +126,26 @@ fn test_faults_never_lose_or_split_a_commit() {
             assert_eq!(r.locked_at_end, Some(0), "{p} {topo} seed {seed}");
         }
     }
+}
+
+/// Campaign seed 6874: one 20 s partition between the two DCs of `two50`. The replica
+/// in B stood for views it could not win; once the partition healed it won one with
+/// the state of a follower in A that held the replicated votes of three payments (and
+/// an older one) all writing the warehouse row, committed in the old view but not yet
+/// known as such there. The new leader re-took their exclusive locks through the
+/// wound-wait queue: the first was granted, the others queued, and an older reader
+/// (7:15) passed them in the queue, got its shared lock as soon as the first applied,
+/// and read a version the queued, committed payments had already overwritten (G-single,
+/// a lost update of the warehouse YTD). Voted transactions' locks are now held at once.
+#[test]
+fn test_new_leader_holds_every_voted_lock_seed_6874() {
+    let mut c = SimConfig::new(Topology::preset("two50").unwrap(), "tpcc:mix=standard");
+    c.txns = 300;
+    c.clients = 16;
+    c.seed = 6874;
+    c.faults = "partition:a=A,b=B,at=2000ms,for=20000ms".into();
+    let r = sim("hacommit", &c).report;
+    assert_clean_and_live("hacommit seed 6874", &r);
 }
 
 /// Same seed, same run.

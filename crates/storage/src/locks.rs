@@ -233,6 +233,21 @@ impl LockTable {
         }
     }
 
+    /// Makes `txn` a holder of `key` in `mode` at once, whatever else holds it: for a
+    /// transaction that already passed its lock point elsewhere (a vote replicated by a
+    /// replica group's old leader, re-installed by the new one). Conflicting holders may
+    /// then coexist (the old leader granted them one after the other); every later
+    /// request conflicting with any of them waits until all of them are released.
+    pub fn hold(&mut self, txn: TxnId, prio: Prio, key: &Key, mode: LockMode) {
+        let entry = self.keys.entry(key.clone()).or_default();
+        entry.waiters.retain(|w| w.txn != txn);
+        entry.grant(Req { txn, mode, prio });
+        let keys = self.by_txn.entry(txn).or_default();
+        if !keys.contains(key) {
+            keys.push(key.clone());
+        }
+    }
+
     /// Whether `txn` holds `key` in `mode` (or stronger).
     pub fn holds(&self, txn: TxnId, key: &Key, mode: LockMode) -> bool {
         self.keys.get(key).is_some_and(|e| {
@@ -382,6 +397,30 @@ mod tests {
             g,
             vec![Grant {
                 txn: t(9),
+                key: k("a"),
+                mode: Shared
+            }]
+        );
+    }
+
+    #[test]
+    fn held_locks_block_older_requests_until_all_are_released() {
+        let mut lt = LockTable::new(Policy::WoundWait);
+        lt.hold(t(5), p(5), &k("a"), Exclusive);
+        lt.hold(t(6), p(6), &k("a"), Exclusive);
+        assert!(lt.holds(t(5), &k("a"), Exclusive) && lt.holds(t(6), &k("a"), Exclusive));
+        // An older request does not pass them: it waits for both.
+        assert_eq!(
+            lt.acquire(t(1), p(1), &k("a"), Shared),
+            Acquired::Waiting {
+                wound: vec![t(5), t(6)]
+            }
+        );
+        assert_eq!(lt.release_all(t(5)), vec![]);
+        assert_eq!(
+            lt.release_all(t(6)),
+            vec![Grant {
+                txn: t(1),
                 key: k("a"),
                 mode: Shared
             }]

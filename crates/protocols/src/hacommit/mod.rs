@@ -59,6 +59,17 @@
 //!   leader). Followers apply when the leader tells them (`Decided`, re-sent until they
 //!   confirm). A ballot-0 ABORT is final at once (the client never proposes COMMIT
 //!   too), so aborts release their locks without waiting.
+//! - **Locks of a new leader.** A vote is replicated before it is sent so that it "can
+//!   be kept consistent during the change of leaders" (§VI-B); under 2PL that includes
+//!   its locks. The old leader granted them one after the other, so the merged voted
+//!   transactions may conflict among themselves (one committed, the next voted on the
+//!   version it wrote, neither known as chosen yet). The new leader therefore installs
+//!   every voted transaction's locks as held at once ([`LockTable::hold`]), not as
+//!   requests: queued behind the first, the others could be passed by an older
+//!   newcomer (wound-wait orders the queue by age), which would read a version a
+//!   committed transaction is still to overwrite here (campaign seed 6874, a G-single
+//!   after a 20 s partition). A newcomer waits until every voted transaction holding a
+//!   conflicting lock on the key is decided.
 //! - **Version order.** The leader gives each yes vote a sequence number, replicated
 //!   with the context; every replica installs versions ordered by it, so replicas that
 //!   learn decisions in different orders still agree. A new leader continues above the

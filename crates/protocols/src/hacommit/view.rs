@@ -248,15 +248,22 @@ impl Server {
         voted.sort_by_key(|(id, _)| *id);
         let now = cx.now();
         let soon = self.env.timeouts.sweep;
+        // The locks are held at once, not requested: the old leader granted them one
+        // after the other, so two voted transactions may conflict (the earlier one
+        // committed, but not known as chosen here yet). Queued behind the first, the
+        // others could be passed by an older newcomer (wound-wait orders the queue by
+        // age), which would then read or overwrite a key a committed transaction is
+        // still to write here. Held, they keep every newcomer waiting until all of them
+        // are decided.
         for (id, c) in voted {
             let prio = (c.ts, id);
             if !self.rc {
                 for k in &c.reads {
-                    self.locks.acquire(id, prio, k, LockMode::Shared);
+                    self.locks.hold(id, prio, k, LockMode::Shared);
                 }
             }
             for (k, _, _) in &c.writes {
-                self.locks.acquire(id, prio, k, LockMode::Exclusive);
+                self.locks.hold(id, prio, k, LockMode::Exclusive);
             }
             if let Some(t) = self.txns.get_mut(&(shard, id)) {
                 if t.accepted.is_some() {
