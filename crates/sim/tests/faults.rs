@@ -348,6 +348,8 @@ fn catenae_coordinators_with_skewed_clocks_schedule_the_same_epochs() {
         let r = run("catenae", "us3", "bank", 400, 16, 3, faults);
         assert_clean(&format!("catenae {faults}"), &r);
         assert_eq!(r.committed, 400, "{faults}");
+    }
+}
 
 /// `meridian campaign` (issue 19), a DC cut off from the others for 20 s, seeds that
 /// ended `not-durable` on one replica: a leader of the cut-off DC stepping down
