@@ -854,6 +854,12 @@ impl<P: Protocol> Sim<'_, P> {
                 r.commit_start = r.commit_start.map(|t| t.saturating_sub(off));
                 r.end = r.end.map(|t| t.saturating_sub(off));
             }
+            if off > 0 || self.clock_off.iter().any(|&o| o > 0) {
+                // Some protocols report `commit_start` from a server's clock: under
+                // skew it may fall outside the client's [start, end]; keep it inside.
+                let end = r.end.unwrap_or(Time::MAX);
+                r.commit_start = r.commit_start.map(|t| t.clamp(r.start, end.max(r.start)));
+            }
             self.last_done = self.now;
             let client = r.id.client as usize;
             self.records.push(r);

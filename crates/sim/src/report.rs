@@ -249,11 +249,16 @@ pub fn summarize(
         aborted: count(Outcome::Aborted),
         unknown: count(Outcome::Unknown),
         abort_reasons: reasons,
-        latency_ms: latency(committed.iter().filter_map(|t| Some(t.end? - t.start)).collect()),
+        latency_ms: latency(
+            committed
+                .iter()
+                .filter_map(|t| Some(t.end?.saturating_sub(t.start)))
+                .collect(),
+        ),
         commit_latency_ms: latency(
             committed
                 .iter()
-                .filter_map(|t| Some(t.end? - t.commit_start?))
+                .filter_map(|t| Some(t.end?.saturating_sub(t.commit_start?)))
                 .collect(),
         ),
         throughput_tps: if span > 0.0 {
