@@ -95,6 +95,7 @@
 mod chain;
 mod client;
 mod coordinator;
+mod declare;
 mod msg;
 mod resolver;
 

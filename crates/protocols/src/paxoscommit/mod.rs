@@ -21,7 +21,7 @@
 //!   program reads together) to every DC's coordinator; each, once the lock is granted
 //!   (at once or after waiting), has its DC's data server answer the home with the
 //!   newest committed version. "The coordinator is able to lock a data partition when
-//!   the majority of DCs are able to lock [it]": the home waits for a majority of
+//!   the majority of DCs are able to lock \[it\]": the home waits for a majority of
 //!   answers per key and uses the version with the largest commit timestamp.
 //! - **Writes** are buffered by the program; when it finishes, the home locks every
 //!   written key exclusively at every DC the same way (`Lock`/`Locked`, a majority
