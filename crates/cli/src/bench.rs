@@ -229,6 +229,7 @@ pub fn run_bench(a: &BenchArgs, show_progress: bool) -> Result<BenchOutput> {
         }
         let elapsed = start.elapsed();
         let mut txns = std::mem::take(&mut *records.lock().expect("records lock"));
+        txns.extend(client.host().take_earlier_attempts());
         txns.extend(client.host().in_flight().await);
         let client_after = client.host().counters().await;
         tokio::time::sleep(settle).await;

@@ -201,6 +201,31 @@ fn e2e_hacommit_rc() {
 fn e2e_crossstitch() {
     e2e("crossstitch");
 }
+// The protocols of wave 2 on a real cluster too (they had only run in the simulator).
+#[test]
+fn e2e_pc_2pl() {
+    e2e("pc-2pl");
+}
+#[test]
+fn e2e_pc_occ() {
+    e2e("pc-occ");
+}
+#[test]
+fn e2e_hier_lock() {
+    e2e("hier-lock");
+}
+#[test]
+fn e2e_hier_ts() {
+    e2e("hier-ts");
+}
+#[test]
+fn e2e_2pc_deferred() {
+    e2e("2pc-deferred");
+}
+#[test]
+fn e2e_catenae() {
+    e2e("catenae");
+}
 
 /// `kill -9` a server in the middle of a benchmark, restart it from its journal: no
 /// acknowledged commit is lost (the checker's durability verdict covers every

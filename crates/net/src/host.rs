@@ -205,6 +205,10 @@ struct Stats {
     peers: AtomicU32,
     /// Why a server last refused a connection of this process.
     refused: Mutex<Option<String>>,
+    /// Records of attempts a call made before its last one (a protocol that retries an
+    /// aborted call as a new transaction, `pc-occ`, records both): history, not the
+    /// call's answer.
+    earlier_attempts: Mutex<Vec<TxnRecord>>,
 }
 
 impl Stats {
@@ -341,8 +345,27 @@ impl<P: Protocol> Core<P> {
                 },
             }
         }
-        for mut r in recs.drain(..) {
+        // One step may close several records of one call: the attempts it made before
+        // the last (a retry under a new id, recorded in the same step). The last is the
+        // call's answer; the earlier ones are kept for the history. (The first attempt
+        // used to answer the call and free its slot, and the retry's record was lost:
+        // its writes were "written by no recorded transaction".)
+        let n = recs.len();
+        let mut busy_id = None;
+        for (i, mut r) in recs.drain(..).enumerate() {
             r.wan_trips = hops;
+            if i + 1 < n {
+                if self.busy.contains_key(&r.id) {
+                    busy_id = Some(r.id);
+                }
+                self.stats.earlier_attempts.lock().expect("stats lock").push(r);
+                continue;
+            }
+            if let Some(id) = busy_id.filter(|id| *id != r.id && !self.busy.contains_key(&r.id)) {
+                if let Some(b) = self.busy.remove(&id) {
+                    self.busy.insert(r.id, b);
+                }
+            }
             self.finished(r);
         }
         self.out = out;
@@ -1293,6 +1316,12 @@ impl ClientHost {
     /// Servers this process has a live connection to.
     pub fn connected(&self) -> u32 {
         self.stats.peers.load(Ordering::Relaxed)
+    }
+
+    /// Takes the records of attempts calls made before their last one (see
+    /// `Stats::earlier_attempts`): a benchmark adds them to its history.
+    pub fn take_earlier_attempts(&self) -> Vec<TxnRecord> {
+        std::mem::take(&mut *self.stats.earlier_attempts.lock().expect("stats lock"))
     }
 
     /// Why a server last refused this process's connection, if one did.
