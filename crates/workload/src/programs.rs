@@ -86,13 +86,7 @@ impl Program for Rmw {
         for i in 0..n {
             let key = arg_key(args, 2 + i, "key")?.clone();
             let old = tx.read(&key)?;
-            let c = old
-                .as_ref()
-                .and_then(|v| v.0.get(..8))
-                .map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
-            let mut v = vec![0u8; len];
-            v[..8].copy_from_slice(&(c + 1).to_le_bytes());
-            tx.write(key, Value(v));
+            tx.write(key, bumped(old.as_ref(), len));
         }
         Ok(())
     }
@@ -138,17 +132,22 @@ impl Program for Micro {
             };
             let old = tx.read(&key)?;
             if update {
-                let c = old
-                    .as_ref()
-                    .and_then(|v| v.0.get(..8))
-                    .map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
-                let mut v = vec![0u8; len];
-                v[..8].copy_from_slice(&(c + 1).to_le_bytes());
-                tx.write(key, Value(v));
+                tx.write(key, bumped(old.as_ref(), len));
             }
         }
         Ok(())
     }
+}
+
+/// A value of `len` (at least 8) bytes whose first 8 hold `old`'s counter plus one
+/// (an absent or short value counts 0): the write of a read-modify-write.
+fn bumped(old: Option<&Value>, len: usize) -> Value {
+    let c = old
+        .and_then(|v| v.0.get(..8))
+        .map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
+    let mut v = vec![0u8; len.max(8)];
+    v[..8].copy_from_slice(&(c + 1).to_le_bytes());
+    Value(v)
 }
 
 /// Args: from, to, amount, initial balance. Aborts itself on insufficient funds.
