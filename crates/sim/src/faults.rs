@@ -100,8 +100,11 @@ impl FaultPlan {
 
     /// Each node's clock offset from true time (servers first, then clients), shifted
     /// so the smallest is 0: only differences between clocks matter, and no clock then
-    /// reads below 0 at the start. All zeros without skew.
+    /// reads below 0 at the start. Empty without skew (every clock reads true time).
     pub fn clock_offsets(&self, servers: u32, clients: u32) -> Vec<Time> {
+        if self.server_skew.is_empty() && self.client_skew.is_empty() {
+            return vec![];
+        }
         let mut off = vec![0i64; (servers + clients) as usize];
         for &(n, d) in &self.server_skew {
             off[n as usize] = d;
