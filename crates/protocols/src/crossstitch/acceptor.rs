@@ -43,6 +43,9 @@ impl Server {
         decision: Decision,
         cx: &mut Ctx<'_, Msg>,
     ) {
+        if ballot != 0 {
+            self.admit_ballot(ballot, cx);
+        }
         let ok = self.accept(txn, ts, ballot, &decision, cx.now());
         cx.send(from, Msg::Accepted { txn, ballot, ok });
     }
@@ -58,6 +61,7 @@ impl Server {
         if self.forgot(ts) || !self.may_accept_ballot(ts, ballot) || !self.syncing.is_empty() {
             return;
         }
+        self.admit_ballot(ballot, cx);
         let a = self.acceptor(txn, cx.now());
         let ok = ballot > a.promised;
         if ok {

@@ -82,14 +82,23 @@
 //!   serves, resolves copied uncommitted versions by asking, refuses to execute or
 //!   accept for transactions that started before it crashed (it may have forgotten
 //!   what it did for them), answers queries about them with "unknown" (never
-//!   AbortReason::Aborted), and refuses writes below its restart time (the read timestamps it
-//!   lost cannot be trusted). To know when it crashed it keeps one durable word, a
-//!   watermark "alive until", rewritten every sweep.
+//!   AbortReason::Aborted), and refuses writes below them (the read timestamps it
+//!   lost cannot be trusted). To know which transactions it may have acted on it keeps
+//!   two durable words: a watermark above every transaction timestamp it has acted on,
+//!   raised with a synced write *before* it acts on one at or above it (reserving two
+//!   sweeps ahead, and pushed ahead by its own clock every sweep, so the write is
+//!   rare), and the same for the ballots it promised. The rule compares transaction
+//!   timestamps with transaction timestamps only: it reads no clock, so it holds under
+//!   any skew between clients and servers (a first version compared the clients'
+//!   timestamps with the server's own clock and lost updates under 2 s of skew). A
+//!   client whose clock is behind a restarted server's watermark is refused there
+//!   until its clock passes it: skew costs liveness for that long, never safety.
 //! - **Forgetful acceptors.** Restarted servers re-sync data, not acceptor state, so
-//!   in a recovery's phase 1 a server stays silent about transactions that began before
-//!   its crash: its "nothing accepted" could otherwise complete a majority that misses
-//!   a COMMIT chosen by the final server and one replica before the crash. The
-//!   watermark is written at start, not at the first sweep. Queries and recoveries
+//!   in a recovery's phase 1 a server stays silent about transactions it may have acted
+//!   on before its crash: its "nothing accepted" could otherwise complete a majority
+//!   that misses a COMMIT chosen by the final server and one replica before the crash;
+//!   in phase 2 it accepts only ballots above its ballot watermark. The watermark is
+//!   written at start, not at the first sweep. Queries and recoveries
 //!   started from re-synced tentative versions carry the transaction's timestamp (the
 //!   versions' write timestamp), without which every restarted acceptor stays silent.
 //! - **Recovery back-off.** Askers re-ask every sweep, faster than a WAN round trip; a
