@@ -36,6 +36,12 @@
 //! | `b-unsafe` | beyond tolerance, any other anomaly | yes |
 //! | `error` | the run did not start (a bad combination of flags) | yes |
 //!
+//! After the verdicts: `committed` (transactions committed over all the protocol's
+//! runs, so that a protocol committing nothing cannot pass vacuously) and `slowest`
+//! with its `seed`: the longest any answered transaction waited for its outcome in a
+//! run within tolerance, faults included, which is the liveness bound the campaign
+//! observed.
+//!
 //! The shrinker replays a failing run with its drawn faults written out one by one
 //! (`SimReport::fault_schedule`, the same run), then drops faults, halves the
 //! transactions and the clients, as long as the run still fails the same way.
@@ -492,6 +498,9 @@ pub fn campaign(a: &CampaignArgs) -> Result<ExitCode> {
     // Committed transactions per protocol over all its runs: a protocol that commits
     // nothing passes every check vacuously, and the summary shows it.
     let mut committed: BTreeMap<String, u64> = BTreeMap::new();
+    // The liveness bound: the slowest transaction of any run within tolerance, in
+    // milliseconds, and its seed.
+    let mut slowest: BTreeMap<String, (f64, u64)> = BTreeMap::new();
     let mut failures: Vec<Done> = vec![];
     std::thread::scope(|scope| {
         for _ in 0..jobs.min(total) {
@@ -531,6 +540,12 @@ pub fn campaign(a: &CampaignArgs) -> Result<ExitCode> {
         drop(tx);
         for d in rx {
             *committed.entry(d.protocol.clone()).or_default() += d.report.as_ref().map_or(0, |r| r.committed);
+            if let Some(r) = d.report.as_ref().filter(|r| r.within_tolerance) {
+                let e = slowest.entry(d.protocol.clone()).or_insert((0.0, r.seed));
+                if r.slowest_ms > e.0 {
+                    *e = (r.slowest_ms, r.seed);
+                }
+            }
             *counts
                 .entry(d.protocol.clone())
                 .or_default()
@@ -594,6 +609,9 @@ pub fn campaign(a: &CampaignArgs) -> Result<ExitCode> {
                         .collect();
                     row.insert("runs", c.map_or(0, |c| c.values().sum()));
                     row.insert("committed", committed.get(p).copied().unwrap_or(0));
+                    let (ms, seed) = slowest.get(p).copied().unwrap_or_default();
+                    row.insert("slowest_ms", ms.round() as u64);
+                    row.insert("slowest_seed", seed);
                     (p.clone(), row)
                 })
                 .collect(),
@@ -606,14 +624,19 @@ pub fn campaign(a: &CampaignArgs) -> Result<ExitCode> {
         for v in Verdict::ALL {
             print!(" {:>8}", v.column());
         }
-        println!(" {:>10}", "committed");
+        println!(" {:>10} {:>9} {:>6}", "committed", "slowest", "seed");
         for p in &protos {
             let c = counts.get(p);
             print!("{p:w$} {:>6}", c.map_or(0, |c| c.values().sum::<u64>()));
             for v in Verdict::ALL {
                 print!(" {:>8}", c.and_then(|c| c.get(&v)).copied().unwrap_or(0));
             }
-            println!(" {:>10}", committed.get(p).copied().unwrap_or(0));
+            let (ms, seed) = slowest.get(p).copied().unwrap_or_default();
+            println!(
+                " {:>10} {:>8.1}s {seed:>6}",
+                committed.get(p).copied().unwrap_or(0),
+                ms / 1e3
+            );
         }
         let ran: u64 = counts.values().flat_map(|c| c.values()).sum();
         println!("{ran} runs in {wall:.1} s, {} failing", failures.len());

@@ -128,6 +128,10 @@ pub struct SimReport {
     /// liveness phase): must be 0 when the faults were within the protocol's tolerance.
     #[serde(default)]
     pub unresolved: u64,
+    /// The longest any answered transaction (committed or aborted) waited for its
+    /// outcome, start to end, in milliseconds: the run's liveness bound.
+    #[serde(default)]
+    pub slowest_ms: f64,
     /// Whether the fault plan stayed within the protocol's stated fault tolerance
     /// ([`meridian_protocols::FaultModel`]).
     #[serde(default = "yes")]
@@ -281,6 +285,13 @@ pub fn summarize(
         locked_at_end: c.locked_at_end,
         split_decisions: c.split_decisions,
         unresolved: c.unresolved,
+        slowest_ms: h
+            .txns
+            .iter()
+            .filter(|t| t.outcome != Outcome::Unknown)
+            .filter_map(|t| Some(t.end?.saturating_sub(t.start)))
+            .max()
+            .map_or(0.0, |x| round3(to_ms(x))),
         within_tolerance: c.within_tolerance,
         protocol_stats: c.stats,
         messages: Messages {
