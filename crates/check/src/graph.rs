@@ -164,6 +164,15 @@ impl Graph {
         None
     }
 
+    /// Every edge between transactions (`from < n`), any kind.
+    pub fn pairs(&self, n: usize) -> Vec<(usize, usize)> {
+        let mut out = vec![];
+        for (a, es) in self.adj.iter().enumerate().take(n) {
+            out.extend(es.iter().filter(|e| (e.0 as usize) < n).map(|e| (a, e.0 as usize)));
+        }
+        out
+    }
+
     /// A cycle among `comp` using only edges passing `keep`.
     pub fn cycle_within(&self, comp: &[usize], keep: impl Fn(EdgeKind) -> bool) -> Option<Vec<Edge>> {
         let sub = self.sub_sccs(comp, &keep);

@@ -39,12 +39,19 @@
 //! their reads, if unrecorded, add no edges. Once counted committed, all their writes
 //! must be held like an acknowledged commit's.
 //!
+//! Without replica records (a history from another system), a key's version order is
+//! first inferred from what the history fixes (`infer_orders`), then, where it stays
+//! open, searched for (search.rs): an order found decides the verdict, an exhausted
+//! search proves that none exists, and a search out of budget leaves it "unknown"
+//! (never "holds").
+//!
 //! A version that was read but is held by no replica (every copy lost it) has no
 //! position in the version order: it adds its `wr` edge but no `ww`/`rw` edge, and no
 //! fractured-read judgement rests on it; its loss is reported as not durable.
 
 mod graph;
 pub mod jsonl;
+mod search;
 
 use graph::{Edge, EdgeKind, Graph};
 use meridian_core::{shard_of, Key, NodeId, Outcome, ReplicaSnapshot, TxnId, TxnRecord, VersionId};
@@ -181,6 +188,10 @@ pub struct Report {
     /// verdict reported `true` then means "no anomaly found", not "holds".
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unknown: Vec<String>,
+    /// How verdicts were reached where the history gave no version order (the search
+    /// for one, and what it spent).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl Report {
@@ -196,6 +207,11 @@ impl Report {
                 .unknown
                 .iter()
                 .any(|u| u.starts_with("key ") || u.contains("does not list") || u.contains("cut short"))
+    }
+    /// Whether strict serializability could not be decided: serializability could not,
+    /// or the search for an order that respects real time ran out of budget.
+    pub fn strict_unknown(&self) -> bool {
+        self.strict_serializable && (self.order_unknown() || self.unknown.iter().any(|u| u.starts_with("real time")))
     }
     /// Whether durability could not be decided: a replica's final state is missing.
     pub fn durability_unknown(&self) -> bool {
@@ -224,6 +240,9 @@ type Partial<'h> = (&'h Key, Vec<VersionId>, Vec<Vec<bool>>);
 /// Most versions of one key whose order the checker infers (the closure is cubic).
 const MAX_INFERRED: usize = 2000;
 
+/// Placements the search for a version order may spend, per level (strict, plain).
+pub const SEARCH_BUDGET: u64 = 1_000_000;
+
 /// Upper bound on anomalies of one kind listed in a report (the verdict is unaffected).
 const MAX_PER_KIND: usize = 20;
 
@@ -241,6 +260,14 @@ struct Checker<'h> {
     /// the versions and `before[a][b]` (version a precedes b in every order the
     /// history allows).
     partial: Vec<Partial<'h>>,
+    /// Keys with too many versions to order partly: their versions (the search
+    /// orders them).
+    big: Vec<(&'h Key, Vec<VersionId>)>,
+    /// Version orders found by the search, used instead of inferring.
+    given: HashMap<&'h Key, Vec<VersionId>>,
+    /// The graph's edges between transactions, kept for the search (only when some
+    /// key's order is not fixed).
+    edges: Vec<(usize, usize)>,
     /// Why a verdict could not be decided.
     unknown: Vec<String>,
     /// The history is known to be incomplete (a file cut short).
@@ -258,19 +285,116 @@ struct Checker<'h> {
 
 /// Checks a history.
 pub fn check(h: &History) -> Report {
-    check_history(h, false)
+    check_history(h, false, SEARCH_BUDGET)
 }
 
 /// Checks a history known to be incomplete (a file cut short): a read or an installed
 /// version whose writer the history does not list is then unknown, not an anomaly.
 pub fn check_incomplete(h: &History) -> Report {
-    check_history(h, true)
+    check_history(h, true, SEARCH_BUDGET)
 }
 
-fn check_history(h: &History, incomplete: bool) -> Report {
-    let mut c = Checker::new(h);
-    c.incomplete = incomplete;
-    c.run();
+fn check_history(h: &History, incomplete: bool, budget: u64) -> Report {
+    fn run_with<'h>(h: &'h History, incomplete: bool, given: HashMap<&'h Key, Vec<VersionId>>) -> Checker<'h> {
+        let mut c = Checker::new(h);
+        c.incomplete = incomplete;
+        c.given = given;
+        c.run();
+        c
+    }
+    let run = |given| run_with(h, incomplete, given);
+    let c = run(HashMap::default());
+    let decided = c.anomalies.iter().any(|a| a.kind.breaks_serializability());
+    if (c.partial.is_empty() && c.big.is_empty()) || decided {
+        return finish(c);
+    }
+    // Some key's version order is fixed neither by the replicas nor by the history:
+    // search for one (search.rs), first respecting real time, then not.
+    let (versions, inputs) = c.search_input();
+    let start: Vec<u64> = c.txn_of.iter().map(|t| t.start).collect();
+    let end: Vec<Option<u64>> = c
+        .txn_of
+        .iter()
+        .map(|t| t.end.filter(|_| t.outcome == Outcome::Committed))
+        .collect();
+    let inp = search::Input {
+        n: c.txn_of.len(),
+        edges: &c.edges,
+        keys: &inputs,
+        start: &start,
+        end: &end,
+    };
+    let keys = versions.len();
+    let (strict, spent_strict) = search::search(&inp, true, budget);
+    if let search::Outcome::Found(o) = &strict {
+        let mut r = finish(run(c.orders_from(o, &versions)));
+        r.notes.push(format!(
+            "version order of {keys} key(s) no replica records: found by search, a serial order that respects real time ({spent_strict} placements)"
+        ));
+        return r;
+    }
+    let (plain, spent) = search::search(&inp, false, budget);
+    let no_rt_order = || Anomaly {
+        kind: Kind::RealTime,
+        txns: vec![],
+        detail: format!("no serial order respects real time (exhaustive search, {spent_strict} placements)"),
+    };
+    match plain {
+        search::Outcome::Found(o) => {
+            let mut c2 = run(c.orders_from(&o, &versions));
+            match strict {
+                search::Outcome::Budget => {
+                    c2.anomalies.retain(|a| a.kind != Kind::RealTime);
+                    c2.unknown.push(format!(
+                        "real time: the search for a serial order that respects it ran out of budget ({spent_strict} placements)"
+                    ));
+                }
+                _ if !c2.anomalies.iter().any(|a| a.kind == Kind::RealTime) => c2.anomalies.push(no_rt_order()),
+                _ => {}
+            }
+            let mut r = finish(c2);
+            r.notes.push(format!(
+                "version order of {keys} key(s) no replica records: found by search, a serial order ({spent} placements)"
+            ));
+            r
+        }
+        search::Outcome::Exhausted => {
+            // No order makes the history serializable: show the cycle under one.
+            let mut by_end: Vec<usize> = (0..c.txn_of.len()).collect();
+            by_end.sort_by_key(|i| (end[*i].unwrap_or(start[*i]), *i));
+            let mut c2 = run(c.orders_from(&by_end, &versions));
+            if !c2.anomalies.iter().any(|a| a.kind.breaks_serializability()) {
+                c2.anomalies.push(Anomaly {
+                    kind: Kind::G2,
+                    txns: vec![],
+                    detail: format!(
+                        "no version order makes the history serializable (exhaustive search, {spent} placements)"
+                    ),
+                });
+            }
+            let mut r = finish(c2);
+            r.notes.push(format!(
+                "version order of {keys} key(s) no replica records: no order makes the history serializable (exhaustive search, {spent} placements); the cycles shown are under the order of commit times"
+            ));
+            r
+        }
+        search::Outcome::Budget => {
+            let mut c = c;
+            if matches!(strict, search::Outcome::Exhausted) {
+                c.anomalies.push(no_rt_order());
+            }
+            let mut r = finish(c);
+            r.notes.push(format!(
+                "version order of {keys} key(s) no replica records: the search ran out of budget ({spent} placements), serializability unknown"
+            ));
+            r
+        }
+    }
+}
+
+/// The report of a checker that has run.
+fn finish(mut c: Checker<'_>) -> Report {
+    let h = c.h;
     if c.unlisted > 0 {
         c.unknown.push(format!(
             "{} reads or installed versions of transactions the incomplete history does not list",
@@ -303,6 +427,7 @@ fn check_history(h: &History, incomplete: bool) -> Report {
         anomalies,
         committed: c.txn_of.len(),
         unknown: c.unknown,
+        notes: vec![],
     }
 }
 
@@ -322,6 +447,9 @@ impl<'h> Checker<'h> {
             finals,
             order: HashMap::default(),
             partial: vec![],
+            big: vec![],
+            given: HashMap::default(),
+            edges: vec![],
             unknown: vec![],
             incomplete: false,
             unlisted: 0,
@@ -343,6 +471,9 @@ impl<'h> Checker<'h> {
         self.infer_orders();
         self.durability();
         let g = self.build_graph();
+        if !self.partial.is_empty() || !self.big.is_empty() {
+            self.edges = g.pairs(self.txn_of.len());
+        }
         let comps = self.cycles(&g);
         self.real_time(g, &comps);
     }
@@ -464,6 +595,15 @@ impl<'h> Checker<'h> {
         for (k, mut vs) in writes {
             vs.sort_unstable();
             vs.dedup();
+            if let Some(order) = self.given.remove(k) {
+                debug_assert_eq!(order.len(), vs.len(), "a found order holds every version");
+                for (i, v) in order.iter().enumerate() {
+                    self.pos.insert(*v, i);
+                }
+                self.order.insert(k, Cow::Owned(order));
+                self.sorted_keys.push(k);
+                continue;
+            }
             let n = vs.len();
             let ix: HashMap<VersionId, usize> = vs.iter().enumerate().map(|(i, v)| (*v, i)).collect();
             let mut before = vec![vec![false; n]; n];
@@ -483,6 +623,7 @@ impl<'h> Checker<'h> {
                 self.unknown.push(format!(
                     "key {k}: {n} versions and no recorded order (more than {MAX_INFERRED} to infer)"
                 ));
+                self.big.push((k, vs));
                 continue;
             }
             // transitive closure
@@ -518,6 +659,57 @@ impl<'h> Checker<'h> {
             }
         }
         self.sorted_keys.sort_unstable();
+    }
+
+    /// The keys whose order is not fixed, their versions, and what the search needs
+    /// of each.
+    #[allow(clippy::type_complexity)]
+    fn search_input(&self) -> (Vec<(&'h Key, Vec<VersionId>)>, Vec<search::KeyInput>) {
+        let mut keys: Vec<(&'h Key, Vec<VersionId>)> = self.partial.iter().map(|(k, vs, _)| (*k, vs.clone())).collect();
+        keys.extend(self.big.iter().cloned());
+        let key_ix: HashMap<&Key, usize> = keys.iter().enumerate().map(|(i, (k, _))| (*k, i)).collect();
+        let mut inputs: Vec<search::KeyInput> = keys
+            .iter()
+            .map(|(_, vs)| search::KeyInput {
+                writers: vs.iter().map(|v| self.node_of.get(&v.txn).copied()).collect(),
+                readers: vec![vec![]; vs.len()],
+                init_readers: vec![],
+            })
+            .collect();
+        let ver_ix: Vec<HashMap<VersionId, usize>> = keys
+            .iter()
+            .map(|(_, vs)| vs.iter().enumerate().map(|(i, v)| (*v, i)).collect())
+            .collect();
+        for (ti, t) in self.txn_of.iter().enumerate() {
+            for r in &t.reads {
+                let Some(&ki) = key_ix.get(&r.key) else { continue };
+                match r.version {
+                    None => inputs[ki].init_readers.push(ti),
+                    Some(v) if v.txn == t.id => {}
+                    Some(v) => {
+                        if let Some(&vi) = ver_ix[ki].get(&v) {
+                            inputs[ki].readers[vi].push(ti);
+                        }
+                    }
+                }
+            }
+        }
+        (keys, inputs)
+    }
+
+    /// Version orders of `keys` that follow the serial order `serial`.
+    fn orders_from(&self, serial: &[usize], keys: &[(&'h Key, Vec<VersionId>)]) -> HashMap<&'h Key, Vec<VersionId>> {
+        let mut at = vec![usize::MAX; self.txn_of.len()];
+        for (i, t) in serial.iter().enumerate() {
+            at[*t] = i;
+        }
+        keys.iter()
+            .map(|(k, vs)| {
+                let mut o = vs.clone();
+                o.sort_by_key(|v| (self.node_of.get(&v.txn).map_or(usize::MAX, |x| at[*x]), *v));
+                (*k, o)
+            })
+            .collect()
     }
 
     /// The version `t` installs for `k` (its last write to it), if it wrote `k`.

@@ -373,7 +373,7 @@ fn run_check(file: &PathBuf, json: bool) -> Result<ExitCode> {
             h.txns.len(),
             r.committed,
             v(r.serializable, r.order_unknown()),
-            v(r.strict_serializable, r.order_unknown() && r.strict_serializable),
+            v(r.strict_serializable, r.strict_unknown()),
             r.atomic,
             v(r.durable, r.durability_unknown())
         );
@@ -382,6 +382,9 @@ fn run_check(file: &PathBuf, json: bool) -> Result<ExitCode> {
         }
         for u in &r.unknown {
             println!("  unknown: {u}");
+        }
+        for n in &r.notes {
+            println!("  note: {n}");
         }
     }
     Ok(if r.ok() { ExitCode::SUCCESS } else { ExitCode::from(3) })
