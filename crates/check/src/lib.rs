@@ -49,6 +49,7 @@
 //! position in the version order: it adds its `wr` edge but no `ww`/`rw` edge, and no
 //! fractured-read judgement rests on it; its loss is reported as not durable.
 
+pub mod foreign;
 mod graph;
 pub mod jsonl;
 mod search;
@@ -263,6 +264,9 @@ struct Checker<'h> {
     /// Keys with too many versions to order partly: their versions (the search
     /// orders them).
     big: Vec<(&'h Key, Vec<VersionId>)>,
+    /// Version-order chains the history's reads fix (list-append reads of a foreign
+    /// history).
+    chains: &'h [(Key, Vec<VersionId>)],
     /// Version orders found by the search, used instead of inferring.
     given: HashMap<&'h Key, Vec<VersionId>>,
     /// The graph's edges between transactions, kept for the search (only when some
@@ -285,24 +289,34 @@ struct Checker<'h> {
 
 /// Checks a history.
 pub fn check(h: &History) -> Report {
-    check_history(h, false, SEARCH_BUDGET)
+    check_history(h, &[], false, SEARCH_BUDGET)
+}
+
+/// Checks a history another tool wrote ([`foreign`]): its reads' version-order chains
+/// join what the history fixes, and, with no replica states, durability is unknown.
+pub fn check_foreign(f: &foreign::Foreign) -> Report {
+    let mut r = check_history(&f.history, &f.chains, false, SEARCH_BUDGET);
+    r.unknown
+        .push("no final state recorded (a history from another system): durability is not judged".into());
+    r.notes.extend(f.notes.iter().cloned());
+    r
 }
 
 /// Checks a history known to be incomplete (a file cut short): a read or an installed
 /// version whose writer the history does not list is then unknown, not an anomaly.
 pub fn check_incomplete(h: &History) -> Report {
-    check_history(h, true, SEARCH_BUDGET)
+    check_history(h, &[], true, SEARCH_BUDGET)
 }
 
-fn check_history(h: &History, incomplete: bool, budget: u64) -> Report {
-    fn run_with<'h>(h: &'h History, incomplete: bool, given: HashMap<&'h Key, Vec<VersionId>>) -> Checker<'h> {
+fn check_history<'h>(h: &'h History, chains: &'h [(Key, Vec<VersionId>)], incomplete: bool, budget: u64) -> Report {
+    let run = |given: HashMap<&'h Key, Vec<VersionId>>| {
         let mut c = Checker::new(h);
         c.incomplete = incomplete;
+        c.chains = chains;
         c.given = given;
         c.run();
         c
-    }
-    let run = |given| run_with(h, incomplete, given);
+    };
     let c = run(HashMap::default());
     let decided = c.anomalies.iter().any(|a| a.kind.breaks_serializability());
     if (c.partial.is_empty() && c.big.is_empty()) || decided {
@@ -448,6 +462,7 @@ impl<'h> Checker<'h> {
             order: HashMap::default(),
             partial: vec![],
             big: vec![],
+            chains: &[],
             given: HashMap::default(),
             edges: vec![],
             unknown: vec![],
@@ -592,6 +607,10 @@ impl<'h> Checker<'h> {
                 }
             }
         }
+        let mut chains: HashMap<&Key, Vec<&[VersionId]>> = HashMap::default();
+        for (k, c) in self.chains {
+            chains.entry(k).or_default().push(c);
+        }
         for (k, mut vs) in writes {
             vs.sort_unstable();
             vs.dedup();
@@ -607,6 +626,13 @@ impl<'h> Checker<'h> {
             let n = vs.len();
             let ix: HashMap<VersionId, usize> = vs.iter().enumerate().map(|(i, v)| (*v, i)).collect();
             let mut before = vec![vec![false; n]; n];
+            for chain in chains.get(k).into_iter().flatten() {
+                for w in chain.windows(2) {
+                    if let (Some(&a), Some(&b)) = (ix.get(&w[0]), ix.get(&w[1])) {
+                        before[a][b] = true;
+                    }
+                }
+            }
             for t in &self.txn_of {
                 let Some(u) = self.final_of(t.id, k).and_then(|u| ix.get(&u).copied()) else {
                     continue;

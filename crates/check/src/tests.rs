@@ -498,7 +498,7 @@ fn an_order_the_history_does_not_fix_is_found_by_search_or_unknown_never_holds()
     assert!(!r.strict_serializable && !r.strict_unknown());
     assert!(r.notes.iter().any(|n| n.contains("found by search")), "{:?}", r.notes);
     // With no budget the search cannot answer: unknown, not "holds".
-    let r = check_history(&h, false, 0);
+    let r = check_history(&h, &[], false, 0);
     assert!(r.ok(), "{:?}", r.anomalies);
     assert!(r.order_unknown(), "{:?}", r.unknown);
     assert!(

@@ -51,13 +51,17 @@ enum Cmd {
     /// Many seeded simulations per protocol under drawn faults; failing seeds are
     /// printed as the command that replays them, and shrunk.
     Campaign(campaign::CampaignArgs),
-    /// Check a history file (JSON lines, see the README).
+    /// Check a history file: Meridian's JSON lines, or another tool's (see the README).
     Check {
-        /// History file written by `meridian sim --history`.
+        /// History file: written by `meridian sim --history` or `bench --history`, or a
+        /// Jepsen (EDN/JSON) or flat JSON transaction history.
         file: PathBuf,
         /// Print the verdict as JSON.
         #[arg(long)]
         json: bool,
+        /// History format: auto, meridian, jepsen-edn, jepsen-json or flat.
+        #[arg(long, default_value = "auto")]
+        format: String,
     },
 }
 
@@ -351,9 +355,20 @@ fn run_sim(a: &SimArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn run_check(file: &PathBuf, json: bool) -> Result<ExitCode> {
-    let f = std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
-    let (h, cut) = meridian_check::jsonl::read_lenient(std::io::BufReader::new(f))?;
+fn run_check(file: &PathBuf, json: bool, format: &str) -> Result<ExitCode> {
+    use meridian_check::foreign::{self, Format};
+    let format: Option<Format> = match format {
+        "auto" => None,
+        f => Some(f.parse().map_err(anyhow::Error::msg)?),
+    };
+    let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let format = format.unwrap_or_else(|| foreign::detect(&text));
+    if format != Format::Meridian {
+        let f = foreign::read(&text, format).with_context(|| format!("reading {} as {format}", file.display()))?;
+        let r = meridian_check::check_foreign(&f);
+        return print_check(&f.history, &r, json);
+    }
+    let (h, cut) = meridian_check::jsonl::read_lenient(text.as_bytes())?;
     let mut r = if cut.is_some() {
         meridian_check::check_incomplete(&h)
     } else {
@@ -363,6 +378,10 @@ fn run_check(file: &PathBuf, json: bool) -> Result<ExitCode> {
         // An incomplete history: what it lacks is unknown, not an anomaly.
         r.unknown.insert(0, c);
     }
+    print_check(&h, &r, json)
+}
+
+fn print_check(h: &meridian_check::History, r: &meridian_check::Report, json: bool) -> Result<ExitCode> {
     if json {
         println!("{}", serde_json::to_string(&r)?);
     } else {
@@ -427,7 +446,7 @@ fn main() -> ExitCode {
     let res = match &cli.cmd {
         Cmd::Sim(a) => run_sim(a),
         Cmd::Compare(a) => compare::run(a.experiment.as_deref(), &a.run),
-        Cmd::Check { file, json } => run_check(file, *json),
+        Cmd::Check { file, json, format } => run_check(file, *json, format),
         Cmd::Campaign(a) => campaign::campaign(a),
         Cmd::Server(a) => cluster::server(a).map(|()| ExitCode::SUCCESS),
         Cmd::Cluster { cmd } => cluster::cluster(cmd).map(|()| ExitCode::SUCCESS),

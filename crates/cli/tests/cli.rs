@@ -178,6 +178,37 @@ fn test_cli_history_file_checks_and_corruption_is_reported() {
     assert!(stderr(&o).contains("history line"), "{}", stderr(&o));
 }
 
+/// Issue 20: `meridian check` reads other tools' histories (here Jepsen EDN, detected
+/// by its text), finds a write skew in one, and names the line and field of a
+/// malformed one in a single error.
+#[test]
+fn test_cli_check_reads_a_jepsen_history() {
+    let dir = std::env::temp_dir().join(format!("meridian-jepsen-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let h = dir.join("history.edn");
+    std::fs::write(
+        &h,
+        "{:type :invoke, :f :txn, :value [[:r :x nil] [:r :y nil] [:w :x 1]], :process 0, :time 10}\n\
+         {:type :invoke, :f :txn, :value [[:r :x nil] [:r :y nil] [:w :y 1]], :process 1, :time 11}\n\
+         {:type :ok, :f :txn, :value [[:r :x nil] [:r :y nil] [:w :x 1]], :process 0, :time 20}\n\
+         {:type :ok, :f :txn, :value [[:r :x nil] [:r :y nil] [:w :y 1]], :process 1, :time 21}\n",
+    )
+    .unwrap();
+    let o = meridian(&["check", h.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("serializable=false") && out.contains("G2:"), "{out}");
+    assert!(out.contains("durable=unknown"), "{out}");
+    std::fs::write(&h, "{:type :ok, :f :txn, :value [[:r 1]], :process 0}\n").unwrap();
+    let o = meridian(&["check", h.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("line 1, field :value"), "{}", stderr(&o));
+    let o = meridian(&["check", "--format", "xml", h.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("unknown history format 'xml'"), "{}", stderr(&o));
+}
+
 #[test]
 fn test_cli_compare_runs_every_protocol() {
     let o = meridian(&["compare", "--txns", "200"]);
