@@ -83,8 +83,9 @@ pub struct RunArgs {
     /// Seed for everything random.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Faults, e.g. `random` or `crash:node=2,at=1s,for=2s;loss:p=0.01` (see docs/SIMULATOR.md).
-    #[arg(long, default_value = "")]
+    /// Faults, e.g. `random` or `crash:node=2,at=1s,for=2s;loss:p=0.01` (see
+    /// docs/SIMULATOR.md; default: none).
+    #[arg(long, default_value = "", hide_default_value = true)]
     faults: String,
     /// DC(s) clients live in, comma-separated (default: spread over all DCs).
     #[arg(long)]

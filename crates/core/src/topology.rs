@@ -42,9 +42,9 @@ pub enum TopologyError {
         /// Parser message.
         msg: String,
     },
-    /// A DC named in a link or flag is not in `dcs`.
-    #[error("unknown DC `{0}`")]
-    UnknownDc(String),
+    /// A DC named in a link or flag is not in `dcs` (the second field lists them).
+    #[error("unknown DC `{0}` (the topology's DCs: {1})")]
+    UnknownDc(String, String),
     /// The same DC is listed twice.
     #[error("DC `{0}` is listed twice")]
     DuplicateDc(String),
@@ -270,9 +270,18 @@ impl Topology {
 
     /// Parses and validates a TOML topology (see the module docs).
     pub fn from_toml(text: &str, default_name: &str) -> Result<Topology, TopologyError> {
-        let raw: RawTopology = toml::from_str(text).map_err(|e| TopologyError::Parse {
-            file: default_name.to_string(),
-            msg: e.message().to_string(),
+        let raw: RawTopology = toml::from_str(text).map_err(|e| {
+            // Name the line and column of the problem, counted from 1.
+            let at = e.span().map(|sp| {
+                let before = &text[..sp.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+                format!("line {line}, column {col}: ")
+            });
+            TopologyError::Parse {
+                file: default_name.to_string(),
+                msg: format!("{}{}", at.unwrap_or_default(), e.message().trim().replace('\n', "; ")),
+            }
         })?;
         let n = raw.dcs.len();
         if n == 0 {
@@ -290,7 +299,7 @@ impl Topology {
             raw.dcs
                 .iter()
                 .position(|d| d == name)
-                .ok_or_else(|| TopologyError::UnknownDc(name.to_string()))
+                .ok_or_else(|| TopologyError::UnknownDc(name.to_string(), raw.dcs.join(", ")))
         };
         let rtt = match (raw.rtt_ms, raw.link) {
             (Some(_), Some(_)) => {
@@ -312,6 +321,12 @@ impl Topology {
                         m.iter().map(|r| r.len()).collect::<Vec<_>>()
                     );
                     return Err(TopologyError::MatrixShape { n, got });
+                }
+                if let Some(i) = (0..n).find(|i| m[*i][*i] != 0.0) {
+                    return Err(TopologyError::Invalid(format!(
+                        "rtt_ms[{i}][{i}] is {} ms: a DC's RTT to itself must be 0 (set the RTT inside a DC with intra_rtt_ms)",
+                        m[i][i]
+                    )));
                 }
                 m
             }
@@ -396,7 +411,7 @@ impl Topology {
             .iter()
             .position(|d| d.eq_ignore_ascii_case(name))
             .map(|i| DcId(i as u16))
-            .ok_or_else(|| TopologyError::UnknownDc(name.to_string()))
+            .ok_or_else(|| TopologyError::UnknownDc(name.to_string(), self.dcs.join(", ")))
     }
 
     /// Number of DCs.
@@ -515,7 +530,9 @@ impl Layout {
                     let d = match home {
                         HomeRule::Spread => s % ndc,
                         HomeRule::Dc(d) if (d.0 as u32) < ndc => d.0 as u32,
-                        HomeRule::Dc(d) => return Err(TopologyError::UnknownDc(format!("#{}", d.0))),
+                        HomeRule::Dc(d) => {
+                            return Err(TopologyError::UnknownDc(format!("#{}", d.0), topology.dcs.join(", ")))
+                        }
                     };
                     Ok((0..k).map(|j| server(d, s + j)).collect())
                 }
@@ -529,7 +546,9 @@ impl Layout {
                     let d0 = match home {
                         HomeRule::Spread => s % ndc,
                         HomeRule::Dc(d) if (d.0 as u32) < ndc => d.0 as u32,
-                        HomeRule::Dc(d) => return Err(TopologyError::UnknownDc(format!("#{}", d.0))),
+                        HomeRule::Dc(d) => {
+                            return Err(TopologyError::UnknownDc(format!("#{}", d.0), topology.dcs.join(", ")))
+                        }
                     };
                     Ok((0..k).map(|j| server((d0 + j) % ndc, s + j / ndc)).collect())
                 }
@@ -674,7 +693,14 @@ mod tests {
         let e = err("dcs=[\"A\",\"B\"]\nnodes_per_dc=2\nshards=4\nrtt_ms=[[0,50],[60,0]]\n");
         assert!(e.contains("asymmetric RTT: A->B is 50 ms but B->A is 60 ms"), "{e}");
         let e = err("dcs=[\"A\",\"B\"]\nnodes_per_dc=2\nshards=4\n[[link]]\na=\"A\"\nb=\"Z\"\nrtt_ms=5\n");
-        assert_eq!(e, "unknown DC `Z`");
+        assert_eq!(e, "unknown DC `Z` (the topology's DCs: A, B)");
+        // Issue 23: a non-zero diagonal was accepted silently; a syntax error named no
+        // line or column.
+        let e = err("dcs=[\"A\",\"B\"]\nnodes_per_dc=2\nshards=4\nrtt_ms=[[5,50],[50,0]]\n");
+        assert!(e.contains("rtt_ms[0][0] is 5 ms"), "{e}");
+        let e = err("dcs=[\"A\",\"B\"]\nnodes_per_dc=2\nshards=4x\nrtt_ms=[[0,50],[50,0]]\n");
+        assert!(e.contains("line 3, column 9"), "{e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
         let e = err("dcs=[\"A\",\"B\"]\nnodes_per_dc=2\nshards=4\nrtt_ms=[[0,-5],[-5,0]]\n");
         assert!(e.contains("bad RTT between A and B: -5 ms"), "{e}");
         let e = err("dcs=[\"A\",\"B\"]\nshards=4\nrtt_ms=[[0,5],[5,0]]\n");
