@@ -164,6 +164,77 @@ impl Graph {
         None
     }
 
+    /// A cycle within `comp` that snapshot isolation forbids: one with no two adjacent
+    /// `rw` edges (Cerone and Gotsman, "Analysing snapshot isolation", PODC 2016: a
+    /// history is SI iff every cycle of its dependency graph has two adjacent
+    /// anti-dependencies). Found as a cycle of the graph whose edges are the `ww`/`wr`
+    /// edges and each `ww`/`wr` edge followed by an `rw` edge; returned expanded into
+    /// the dependency graph's edges.
+    pub fn si_cycle(&self, comp: &[usize]) -> Option<Vec<Edge>> {
+        let members: HashMap<usize, ()> = comp.iter().map(|v| (*v, ())).collect();
+        let mut h = Graph::new(self.adj.len());
+        let mut direct: HashMap<(usize, usize), Edge> = HashMap::default();
+        let mut via: HashMap<(usize, usize), (Edge, Edge)> = HashMap::default();
+        for &a in comp {
+            for &(b, kind, key) in &self.adj[a] {
+                let b = b as usize;
+                if !members.contains_key(&b) || !matches!(kind, EdgeKind::Ww | EdgeKind::Wr) {
+                    continue;
+                }
+                let d = Edge {
+                    from: a,
+                    to: b,
+                    kind,
+                    key,
+                };
+                h.add(a, b, kind, key);
+                direct.entry((a, b)).or_insert(d);
+                for &(c, k2, key2) in &self.adj[b] {
+                    let c = c as usize;
+                    if k2 == EdgeKind::Rw && members.contains_key(&c) {
+                        let r = Edge {
+                            from: b,
+                            to: c,
+                            kind: EdgeKind::Rw,
+                            key: key2,
+                        };
+                        if c == a {
+                            // a -ww/wr-> b -rw-> a: a cycle of two (a lost update).
+                            return Some(vec![d, r]);
+                        }
+                        h.add(a, c, EdgeKind::Rw, key2);
+                        via.entry((a, c)).or_insert((
+                            d,
+                            Edge {
+                                from: b,
+                                to: c,
+                                kind: EdgeKind::Rw,
+                                key: key2,
+                            },
+                        ));
+                    }
+                }
+            }
+        }
+        for sub in h.sccs(|_| true) {
+            let Some(cyc) = h.cycle_within(&sub, |_| true) else {
+                continue;
+            };
+            let mut out = vec![];
+            for e in cyc {
+                if e.kind == EdgeKind::Rw {
+                    let (d, r) = via[&(e.from, e.to)];
+                    out.push(d);
+                    out.push(r);
+                } else {
+                    out.push(direct[&(e.from, e.to)]);
+                }
+            }
+            return Some(out);
+        }
+        None
+    }
+
     /// Every edge between transactions (`from < n`), any kind.
     pub fn pairs(&self, n: usize) -> Vec<(usize, usize)> {
         let mut out = vec![];

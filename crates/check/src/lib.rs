@@ -167,6 +167,21 @@ impl fmt::Display for Anomaly {
     }
 }
 
+/// One isolation level's verdict.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Level {
+    /// `read-committed`, `read-atomic`, `snapshot-isolation`, `serializable`,
+    /// `strict-serializable`.
+    pub name: String,
+    /// Whether it holds; `None`: the history cannot decide (no version order, a
+    /// search out of budget, an incomplete file).
+    pub holds: Option<bool>,
+    /// For a level that fails, the smallest counterexample found: the anomaly's name,
+    /// its transactions and edges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counterexample: Option<String>,
+}
+
 /// The checker's verdict.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -193,6 +208,10 @@ pub struct Report {
     /// for one, and what it spent).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The isolation levels the history satisfies, weakest first (whatever the
+    /// protocol claims).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub levels: Vec<Level>,
 }
 
 impl Report {
@@ -272,6 +291,8 @@ struct Checker<'h> {
     /// The graph's edges between transactions, kept for the search (only when some
     /// key's order is not fixed).
     edges: Vec<(usize, usize)>,
+    /// A cycle snapshot isolation forbids (no two adjacent `rw` edges), printed.
+    si_violation: Option<String>,
     /// Why a verdict could not be decided.
     unknown: Vec<String>,
     /// The history is known to be incomplete (a file cut short).
@@ -387,6 +408,12 @@ fn check_history<'h>(h: &'h History, chains: &'h [(Key, Vec<VersionId>)], incomp
                 });
             }
             let mut r = finish(c2);
+            // Under the order chosen, weaker levels may fail where another order would
+            // satisfy them: keep only what the history alone shows.
+            let alone = levels(&c);
+            for (l, a) in r.levels.iter_mut().zip(alone).take(3) {
+                *l = a;
+            }
             r.notes.push(format!(
                 "version order of {keys} key(s) no replica records: no order makes the history serializable (exhaustive search, {spent} placements); the cycles shown are under the order of commit times"
             ));
@@ -415,6 +442,7 @@ fn finish(mut c: Checker<'_>) -> Report {
             c.unlisted
         ));
     }
+    let levels = levels(&c);
     let mut anomalies = c.anomalies;
     let strict_ok = !anomalies.iter().any(|a| a.kind == Kind::RealTime);
     if !h.meta.strict {
@@ -442,7 +470,47 @@ fn finish(mut c: Checker<'_>) -> Report {
         committed: c.txn_of.len(),
         unknown: c.unknown,
         notes: vec![],
+        levels,
     }
+}
+
+/// Which levels hold, from the anomalies found (before a protocol's claims filter
+/// them). Read committed is Adya's PL-2 (no G0, G1a, G1b, G1c); read atomic adds no
+/// fractured reads; snapshot isolation adds no cycle without two adjacent `rw` edges;
+/// serializable, no cycle; strict serializable, none with real-time edges either.
+/// Without a version order for every key (or with an incomplete file), a level not
+/// shown to fail is unknown.
+fn levels(c: &Checker<'_>) -> Vec<Level> {
+    use Kind::*;
+    let first = |kinds: &[Kind]| {
+        c.anomalies
+            .iter()
+            .find(|a| kinds.contains(&a.kind))
+            .map(|a| a.to_string())
+    };
+    let open = c.unknown.iter().any(|u| u.starts_with("key ")) || c.incomplete;
+    let strict_open = open || c.unknown.iter().any(|u| u.starts_with("real time"));
+    let rc = first(&[G0, G1a, G1b, G1c]);
+    let ra = rc.clone().or_else(|| first(&[FracturedRead]));
+    let si = ra.clone().or_else(|| c.si_violation.clone());
+    let ser = si.clone().or_else(|| first(&[GSingle, G2, LostUpdate]));
+    let sser = ser.clone().or_else(|| first(&[RealTime]));
+    let level = |name: &str, bad: Option<String>, open: bool| Level {
+        name: name.into(),
+        holds: match (&bad, open) {
+            (Some(_), _) => Some(false),
+            (None, true) => None,
+            (None, false) => Some(true),
+        },
+        counterexample: bad,
+    };
+    vec![
+        level("read-committed", rc, open),
+        level("read-atomic", ra, open),
+        level("snapshot-isolation", si, open),
+        level("serializable", ser, open),
+        level("strict-serializable", sser, strict_open),
+    ]
 }
 
 impl<'h> Checker<'h> {
@@ -465,6 +533,7 @@ impl<'h> Checker<'h> {
             chains: &[],
             given: HashMap::default(),
             edges: vec![],
+            si_violation: None,
             unknown: vec![],
             incomplete: false,
             unlisted: 0,
@@ -1056,6 +1125,18 @@ impl<'h> Checker<'h> {
             let txns = cyc.iter().map(|e| self.txn_of[e.from].id).collect();
             let d = self.fmt_cycle(g, &cyc);
             self.push(kind, txns, d);
+            if self.si_violation.is_none() {
+                if let Some(c) = g.si_cycle(comp) {
+                    let kind = if c.iter().all(|e| e.kind != EdgeKind::Rw) {
+                        "G1c"
+                    } else if c.len() == 2 && self.is_lost_update(g, &c) {
+                        "lost-update"
+                    } else {
+                        "G-SI"
+                    };
+                    self.si_violation = Some(format!("{kind}: {}", self.fmt_cycle(g, &c)));
+                }
+            }
         }
         comps
     }

@@ -577,3 +577,153 @@ fn a_history_cut_short_is_incomplete_not_anomalous() {
     // The same history checked as complete: T2 read a write nobody made.
     assert_eq!(kinds(&h), vec![Kind::G1a]);
 }
+
+/// Issue 20: the corpus. One hand-made history per anomaly, with the levels it must
+/// satisfy (read committed, read atomic, snapshot isolation, serializable, strict
+/// serializable), checked with its version order and without it. Without the order a
+/// verdict may be unknown, never a false "holds" — except where the anomaly lives only
+/// in the version order (G0: without it, the writes may well have been serial, and
+/// the checker says so).
+#[test]
+fn corpus_levels_with_and_without_the_version_order() {
+    let aborted = |mut t: TxnRecord| {
+        t.outcome = Outcome::Aborted;
+        t
+    };
+    type Case = (&'static str, History, [bool; 5]);
+    let (t, f) = (true, false);
+    let cases: Vec<Case> = vec![
+        (
+            "serial",
+            hist(
+                vec![txn(1, &[], &["x"]), txn(2, &[("x", Some(v(1, 0)))], &["x"])],
+                &[("x", &[v(1, 0), v(2, 0)])],
+            ),
+            [t, t, t, t, t],
+        ),
+        (
+            "G0",
+            hist(
+                vec![txn(1, &[], &["x", "y"]), txn(2, &[], &["x", "y"])],
+                &[("x", &[v(1, 0), v(2, 0)]), ("y", &[v(2, 1), v(1, 1)])],
+            ),
+            [f, f, f, f, f],
+        ),
+        (
+            "G1a",
+            hist(
+                vec![aborted(txn(1, &[], &["x"])), txn(2, &[("x", Some(v(1, 0)))], &[])],
+                &[],
+            ),
+            [f, f, f, f, f],
+        ),
+        (
+            "G1b",
+            hist(
+                vec![txn(1, &[], &["x", "x"]), txn(2, &[("x", Some(v(1, 0)))], &[])],
+                &[("x", &[v(1, 1)])],
+            ),
+            [f, f, f, f, f],
+        ),
+        (
+            "G1c",
+            hist(
+                vec![
+                    txn(1, &[("y", Some(v(2, 0)))], &["x"]),
+                    txn(2, &[("x", Some(v(1, 0)))], &["y"]),
+                ],
+                &[("x", &[v(1, 0)]), ("y", &[v(2, 0)])],
+            ),
+            [f, f, f, f, f],
+        ),
+        (
+            "fractured read",
+            hist(
+                vec![
+                    txn(1, &[], &["x", "y"]),
+                    txn(2, &[("x", Some(v(1, 0))), ("y", None)], &[]),
+                ],
+                &[("x", &[v(1, 0)]), ("y", &[v(1, 1)])],
+            ),
+            [t, f, f, f, f],
+        ),
+        (
+            "read skew (G-single)",
+            hist(
+                vec![
+                    txn(1, &[], &["x"]),
+                    txn(2, &[("x", Some(v(1, 0)))], &["y"]),
+                    txn(3, &[("y", Some(v(2, 0))), ("x", None)], &[]),
+                ],
+                &[("x", &[v(1, 0)]), ("y", &[v(2, 0)])],
+            ),
+            [t, t, f, f, f],
+        ),
+        (
+            "lost update",
+            hist(
+                vec![
+                    txn(0, &[], &["x"]),
+                    txn(1, &[("x", Some(v(0, 0)))], &["x"]),
+                    txn(2, &[("x", Some(v(0, 0)))], &["x"]),
+                ],
+                &[("x", &[v(0, 0), v(1, 0), v(2, 0)])],
+            ),
+            [t, t, f, f, f],
+        ),
+        (
+            "write skew (G2)",
+            hist(
+                vec![
+                    txn(1, &[("x", None), ("y", None)], &["x"]),
+                    txn(2, &[("x", None), ("y", None)], &["y"]),
+                ],
+                &[("x", &[v(1, 0)]), ("y", &[v(2, 0)])],
+            ),
+            [t, t, t, f, f],
+        ),
+        (
+            "real-time",
+            hist(
+                vec![txn(1, &[], &["x"]), txn(2, &[("x", None)], &[])],
+                &[("x", &[v(1, 0)])],
+            ),
+            [t, t, t, t, f],
+        ),
+    ];
+    for (name, h, want) in cases {
+        let r = check(&h);
+        let got: Vec<Option<bool>> = r.levels.iter().map(|l| l.holds).collect();
+        let names: Vec<&str> = r.levels.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "read-committed",
+                "read-atomic",
+                "snapshot-isolation",
+                "serializable",
+                "strict-serializable"
+            ]
+        );
+        assert_eq!(got, want.map(Some).to_vec(), "{name}: {:?}", r.levels);
+        for l in r.levels.iter().filter(|l| l.holds == Some(false)) {
+            assert!(
+                l.counterexample.is_some(),
+                "{name}: {} fails without a counterexample",
+                l.name
+            );
+        }
+        let without = check(&no_order(h));
+        for (l, w) in without.levels.iter().zip(want) {
+            if name == "G0" {
+                assert_eq!(l.holds, Some(true), "{name} without order: {}", l.name);
+            } else {
+                assert!(
+                    l.holds == Some(w) || l.holds.is_none(),
+                    "{name} without order: {:?}",
+                    without.levels
+                );
+            }
+        }
+    }
+}

@@ -397,8 +397,29 @@ fn print_check(h: &meridian_check::History, r: &meridian_check::Report, json: bo
             r.atomic,
             v(r.durable, r.durability_unknown())
         );
+        let lv: Vec<String> = r
+            .levels
+            .iter()
+            .map(|l| {
+                format!(
+                    "{}={}",
+                    l.name,
+                    l.holds.map_or("unknown".to_string(), |b| b.to_string())
+                )
+            })
+            .collect();
+        println!("  levels: {}", lv.join(" "));
         for a in &r.anomalies {
             println!("  {a}");
+        }
+        // The smallest counterexample of each level that fails and that the protocol's
+        // claims let pass (the anomalies above are what breaks the claims).
+        for l in r.levels.iter().filter(|l| l.holds == Some(false)) {
+            if let Some(c) = &l.counterexample {
+                if !r.anomalies.iter().any(|a| a.to_string() == *c) {
+                    println!("  {} fails: {c}", l.name);
+                }
+            }
         }
         for u in &r.unknown {
             println!("  unknown: {u}");

@@ -309,11 +309,15 @@ fn test_every_protocol_checks_the_same_without_replica_records() {
                 without.durability_unknown(),
                 "{p}: durability cannot be judged without replicas"
             );
+            let level =
+                |r: &meridian_check::Report, name: &str| r.levels.iter().find(|l| l.name == name).and_then(|l| l.holds);
             if p.ends_with("-rc") {
                 // Read committed claims no serializability; without the replicas'
                 // order the search may not settle that it fails (its budget), but
                 // it never claims it holds.
                 assert!(!with.serializable, "{p}: read committed, lost updates expected");
+                assert_eq!(level(with, "read-committed"), Some(true), "{p}: {:?}", with.levels);
+                assert_eq!(level(with, "serializable"), Some(false), "{p}: {:?}", with.levels);
                 assert!(
                     !without.serializable || without.order_unknown(),
                     "{p}: {:?}",
@@ -321,6 +325,7 @@ fn test_every_protocol_checks_the_same_without_replica_records() {
                 );
                 continue;
             }
+            assert_eq!(level(with, "serializable"), Some(true), "{p}: {:?}", with.levels);
             assert!(!without.order_unknown(), "{p} {workload}: {:?}", without.unknown);
             assert_eq!(with.serializable, without.serializable, "{p} {workload}");
             // Strictness asks for *some* order that respects real time: the
