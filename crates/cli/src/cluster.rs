@@ -39,6 +39,18 @@ pub enum ClusterCmd {
         #[arg(long, default_value = "meridian-cluster")]
         dir: PathBuf,
     },
+    /// Ask every server how it is: up or down, DC, role, peers, locks, load, traffic.
+    Status {
+        /// The directory `cluster up` used (its cluster.toml).
+        #[arg(long, default_value = "meridian-cluster")]
+        dir: PathBuf,
+        /// A cluster file instead of `--dir`.
+        #[arg(long)]
+        cluster: Option<PathBuf>,
+        /// Print one JSON object (an array of nodes).
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `meridian cluster up` flags.
@@ -71,14 +83,20 @@ pub struct UpArgs {
     timeout: String,
 }
 
+/// Logs to stderr, filtered by `MERIDIAN_LOG` (default `info`); one JSON object per line
+/// with `MERIDIAN_LOG_FORMAT=json`.
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("MERIDIAN_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
+    let b = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .try_init();
+        .with_ansi(false);
+    let _ = if std::env::var("MERIDIAN_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json")) {
+        b.json().try_init()
+    } else {
+        b.try_init()
+    };
 }
 
 /// A tokio runtime for the commands that need one.
@@ -125,7 +143,90 @@ pub fn cluster(c: &ClusterCmd) -> Result<()> {
     match c {
         ClusterCmd::Up(a) => up(a),
         ClusterCmd::Down { dir } => down(dir),
+        ClusterCmd::Status { dir, cluster, json } => {
+            let path = cluster.clone().unwrap_or_else(|| dir.join("cluster.toml"));
+            status(&path, *json)
+        }
     }
+}
+
+/// One server's answer to `cluster status`.
+#[derive(serde::Serialize)]
+struct NodeStatus {
+    node: u32,
+    dc: String,
+    addr: String,
+    up: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<meridian_net::wire::Status>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+/// `meridian cluster status`: every server's status, or why it did not answer. Exits
+/// with an error if any server is down.
+fn status(path: &Path, json: bool) -> Result<()> {
+    let c = load(path)?;
+    let npd = c.topology.nodes_per_dc;
+    let rt = runtime()?;
+    let nodes: Vec<NodeStatus> = rt.block_on(async {
+        let mut out = vec![];
+        for (i, a) in c.addrs.iter().enumerate() {
+            let (status, error) = match host::ask::<()>(c.id(), *a, Wire::StatusReq, Duration::from_secs(2)).await {
+                Ok(Wire::Status(s)) => (Some(s), None),
+                Ok(_) => (None, Some("unexpected answer".to_string())),
+                Err(e) => (None, Some(e.to_string())),
+            };
+            out.push(NodeStatus {
+                node: i as u32,
+                dc: c.topology.dcs[i / npd as usize].clone(),
+                addr: a.to_string(),
+                up: status.is_some(),
+                status,
+                error,
+            });
+        }
+        out
+    });
+    let down = nodes.iter().filter(|n| !n.up).count();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&nodes)?);
+    } else {
+        println!(
+            "{:>4} {:6} {:21} {:5} {:>5} {:>6} {:>6} {:>10} {:>10} {:>8}  role",
+            "node", "dc", "addr", "state", "peers", "locked", "queued", "inputs", "sent", "uptime"
+        );
+        for n in &nodes {
+            match &n.status {
+                Some(s) => println!(
+                    "{:>4} {:6} {:21} {:5} {:>5} {:>6} {:>6} {:>10} {:>10} {:>7}s  {}",
+                    n.node,
+                    n.dc,
+                    n.addr,
+                    "up",
+                    s.peers_connected,
+                    s.locked.map_or("-".to_string(), |l| l.to_string()),
+                    s.queued,
+                    s.counters.inputs,
+                    s.counters.sent,
+                    s.uptime_ms / 1000,
+                    s.role.as_deref().unwrap_or("-")
+                ),
+                None => println!(
+                    "{:>4} {:6} {:21} {:5}  {}",
+                    n.node,
+                    n.dc,
+                    n.addr,
+                    "DOWN",
+                    n.error.as_deref().unwrap_or("")
+                ),
+            }
+        }
+    }
+    if down > 0 {
+        bail!("{down} of {} servers down", nodes.len());
+    }
+    Ok(())
 }
 
 fn up(a: &UpArgs) -> Result<()> {

@@ -461,7 +461,13 @@ fn main() -> ExitCode {
     };
     if matches!(
         cli.cmd,
-        Cmd::Sim(_) | Cmd::Compare(_) | Cmd::Check { .. } | Cmd::Campaign(_)
+        Cmd::Sim(_)
+            | Cmd::Compare(_)
+            | Cmd::Check { .. }
+            | Cmd::Campaign(_)
+            | Cmd::Cluster {
+                cmd: cluster::ClusterCmd::Status { .. }
+            }
     ) {
         quiet_broken_pipe();
     }

@@ -439,3 +439,53 @@ fn bad_cluster_files_and_flags_are_one_clear_error() {
         text(&o)
     );
 }
+
+/// Issue 23: `meridian cluster status` shows every server's state, role and counters;
+/// the counters move under a bench, and a killed server is shown down (exit non-zero).
+#[test]
+fn cluster_status_shows_roles_counters_and_a_down_node() {
+    let c = Local::up("replog", "us3", &["--no-delay"]);
+    let status = || {
+        let o = meridian()
+            .args(["cluster", "status", "--json", "--cluster"])
+            .arg(c.file())
+            .output()
+            .expect("status");
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+        (o.status.success(), v)
+    };
+    let (ok, before) = status();
+    assert!(ok, "{before}");
+    let nodes = before.as_array().unwrap();
+    assert_eq!(nodes.len(), 6);
+    assert!(nodes.iter().all(|n| n["up"] == true), "{before}");
+    assert!(
+        nodes
+            .iter()
+            .any(|n| n["status"]["role"].as_str().unwrap_or("").contains("leader of")),
+        "{before}"
+    );
+    finish(&c, c.bench(&["--clients", "3", "--duration", "1s", "--settle", "1s"]));
+    let (_, after) = status();
+    let inputs = |v: &serde_json::Value| -> u64 {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["status"]["counters"]["inputs"].as_u64().unwrap_or(0))
+            .sum()
+    };
+    assert!(inputs(&after) > inputs(&before), "{before}\n{after}");
+    signal("-9", &c.pid(1));
+    // Wait (generously) until the kill shows.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let (ok, v) = status();
+        if !ok && v[1]["up"] == false {
+            assert!(v[1]["error"].as_str().is_some(), "{v}");
+            assert_eq!(v[0]["up"], true, "{v}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "node 1 still shown up: {v}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}

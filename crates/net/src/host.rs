@@ -250,6 +250,7 @@ struct Core<P: Protocol> {
     next_seq: HashMap<NodeId, u32>,
     client_ids: HashMap<NodeId, ClientId>,
     drop_warned: u64,
+    started: std::time::Instant,
 }
 
 /// The environment every actor of a cluster shares.
@@ -292,6 +293,7 @@ impl<P: Protocol> Core<P> {
             next_seq: HashMap::default(),
             client_ids: HashMap::default(),
             drop_warned: 0,
+            started: std::time::Instant::now(),
         }
     }
 
@@ -536,11 +538,22 @@ impl<P: Protocol> Core<P> {
             } => self.deliver_later(from, to, hops, sent_at, msg),
             Event::Status(reply) => {
                 let node = self.locals.keys().next().copied().unwrap_or(NodeId(u32::MAX));
+                let server = match self.locals.values().next() {
+                    Some(Local {
+                        role: Role::Server(s), ..
+                    }) => Some(s),
+                    _ => None,
+                };
                 let st = Status {
                     node,
                     protocol: self.cluster.file.protocol.clone(),
                     peers_connected: self.stats.peers.load(Ordering::Relaxed),
                     replayed: self.replayed,
+                    role: server.and_then(|s| s.role()),
+                    locked: server.and_then(|s| s.locked_keys()).map(|n| n as u64),
+                    queued: self.due.len() as u64,
+                    uptime_ms: self.started.elapsed().as_millis() as u64,
+                    counters: self.stats.snapshot(),
                 };
                 let _ = reply.try_send(encode(&Wire::<P::Msg>::Status(st)));
             }

@@ -56,6 +56,22 @@ pub struct Status {
     pub peers_connected: u32,
     /// Inputs it replayed from its journal at start.
     pub replayed: u64,
+    /// Its role now (leader/follower/primary/replica of which shards), if the protocol
+    /// has roles that change.
+    #[serde(default)]
+    pub role: Option<String>,
+    /// Keys it holds or awaits locks on (or holds uncommitted versions of).
+    #[serde(default)]
+    pub locked: Option<u64>,
+    /// Messages and timers waiting in its event loop (its load).
+    #[serde(default)]
+    pub queued: u64,
+    /// Milliseconds since the process started.
+    #[serde(default)]
+    pub uptime_ms: u64,
+    /// Its traffic counters.
+    #[serde(default)]
+    pub counters: Counters,
 }
 
 /// A server's state at the end of a benchmark: what the checker needs, and counters.

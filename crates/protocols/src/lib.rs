@@ -162,6 +162,26 @@ pub trait Replica {
     fn stats(&self) -> Option<Vec<(String, f64)>> {
         None
     }
+    /// This server's role now, for `meridian cluster status` (e.g. "leader of s0, s3;
+    /// follower of s1"), if the protocol has roles that change.
+    fn role(&self) -> Option<String> {
+        None
+    }
+}
+
+/// "leader of s0, s3; follower of s1": shards grouped by a role name, in order.
+pub fn roles_text(roles: impl IntoIterator<Item = (&'static str, meridian_core::ShardId)>) -> String {
+    let mut by: Vec<(&'static str, Vec<String>)> = vec![];
+    for (r, s) in roles {
+        match by.iter_mut().find(|(n, _)| *n == r) {
+            Some((_, v)) => v.push(format!("s{}", s.0)),
+            None => by.push((r, vec![format!("s{}", s.0)])),
+        }
+    }
+    by.iter()
+        .map(|(r, v)| format!("{r} of {}", v.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Exclusive-lock holding times measured in cross-DC one-way trips: from the input that

@@ -563,6 +563,20 @@ impl Replica for Server {
     fn snapshot(&self) -> ReplicaSnapshot {
         crate::kit::snapshot(self.me, &self.store)
     }
+    fn role(&self) -> Option<String> {
+        let l = &self.env.layout;
+        let roles = l.shards_of(self.me).into_iter().map(|s| {
+            let r = if !self.syncing.is_empty() {
+                "re-syncing"
+            } else if l.primary(s) == self.me {
+                "primary"
+            } else {
+                "replica"
+            };
+            (r, s)
+        });
+        Some(crate::roles_text(roles))
+    }
     /// Keys holding an uncommitted version (a transaction not yet resolved here).
     fn locked_keys(&self) -> Option<usize> {
         Some(self.pending_tentatives())

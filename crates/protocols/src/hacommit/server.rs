@@ -533,4 +533,15 @@ impl Replica for Server {
     fn locked_keys(&self) -> Option<usize> {
         Some(self.locks.len())
     }
+    fn role(&self) -> Option<String> {
+        Some(crate::roles_text(self.groups.iter().map(|(s, g)| {
+            let r = match g.status {
+                Status::Normal if g.leader() == self.me => "leader",
+                Status::Normal => "follower",
+                Status::Candidate { .. } => "candidate",
+                Status::Syncing => "syncing",
+            };
+            (r, *s)
+        })))
+    }
 }

@@ -359,4 +359,11 @@ impl Replica for Server {
     fn locked_keys(&self) -> Option<usize> {
         Some(self.locks.values().map(LockTable::len).sum())
     }
+    fn role(&self) -> Option<String> {
+        Some(crate::roles_text(
+            self.groups
+                .keys()
+                .map(|s| (if self.leads(*s) { "leader" } else { "follower" }, *s)),
+        ))
+    }
 }
