@@ -206,6 +206,8 @@ pub fn run_bench(a: &BenchArgs, show_progress: bool) -> Result<BenchOutput> {
         }
         let tty = std::io::stderr().is_terminal();
         let mut last = Instant::now();
+        // Records already counted in an earlier progress line.
+        let mut seen = 0usize;
         while !tasks.iter().all(|t| t.is_finished()) {
             tokio::time::sleep(Duration::from_millis(100)).await;
             if Instant::now() > end + drain {
@@ -215,13 +217,31 @@ pub fn run_bench(a: &BenchArgs, show_progress: bool) -> Result<BenchOutput> {
                 last = Instant::now();
                 let el = start.elapsed().as_secs_f64();
                 let c = committed.load(std::sync::atomic::Ordering::Relaxed);
+                // Commit latency of the transactions finished since the last line.
+                let mut lat: Vec<u64> = {
+                    let recs = records.lock().expect("records lock");
+                    let new = recs[seen.min(recs.len())..]
+                        .iter()
+                        .filter(|r| r.outcome == Outcome::Committed)
+                        .filter_map(|r| Some(r.end?.saturating_sub(r.start)))
+                        .collect();
+                    seen = recs.len();
+                    new
+                };
+                lat.sort_unstable();
+                let pct = |p: f64| {
+                    lat.get(((lat.len() as f64 * p).ceil() as usize).clamp(1, lat.len().max(1)) - 1)
+                        .map_or("-".to_string(), |ns| format!("{:.1}", *ns as f64 / 1e6))
+                };
                 eprintln!(
-                    "bench {:>5.1}s / {:.0}s: {} done, {} committed ({:.0}/s)",
+                    "bench {:>5.1}s / {:.0}s: {} done, {} committed ({:.0}/s), latency p50 {} ms p99 {} ms",
                     el,
                     duration.as_secs_f64(),
                     done.load(std::sync::atomic::Ordering::Relaxed),
                     c,
-                    c as f64 / el.max(1e-9)
+                    c as f64 / el.max(1e-9),
+                    pct(0.5),
+                    pct(0.99)
                 );
             }
         }

@@ -81,6 +81,9 @@ pub struct UpArgs {
     /// How long to wait for the cluster to come up (with a unit: 20s).
     #[arg(long, default_value = "30s")]
     timeout: String,
+    /// Print what was started as one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Logs to stderr, filtered by `MERIDIAN_LOG` (default `info`); one JSON object per line
@@ -292,6 +295,23 @@ fn up(a: &UpArgs) -> Result<()> {
         None
     };
     match wait_ready(&cluster, Duration::from_nanos(timeout), &mut exited) {
+        Ok(()) if a.json => {
+            let v = serde_json::json!({
+                "protocol": cluster.file.protocol,
+                "topology": cluster.topology.name,
+                "nodes": cluster.addrs.iter().zip(&pids).enumerate().map(|(i, (addr, pid))| serde_json::json!({
+                    "node": i, "addr": addr.to_string(), "pid": pid,
+                    "dc": cluster.topology.dcs[i / cluster.topology.nodes_per_dc as usize],
+                })).collect::<Vec<_>>(),
+                "delay": file.delay,
+                "durable": a.durable,
+                "cluster_file": path.display().to_string(),
+                "dir": dir.display().to_string(),
+                "stop": format!("meridian cluster down --dir {}", a.dir.display()),
+            });
+            println!("{v}");
+            Ok(())
+        }
         Ok(()) => {
             println!(
                 "cluster up: {} on {} ({} nodes, ports {}..{}, WAN delay {}{})\ncluster file: {}\nlogs: {}/n<ID>.log\nstop: meridian cluster down --dir {}",

@@ -8,9 +8,12 @@ use meridian_protocols::PROTOCOLS;
 use meridian_sim::SimReport;
 use std::process::ExitCode;
 
-pub fn run(experiment: Option<&str>, args: &RunArgs) -> Result<ExitCode> {
+pub fn run(experiment: Option<&str>, args: &RunArgs, json: bool) -> Result<ExitCode> {
+    if json && experiment.is_some() {
+        bail!("--json prints the default comparison; an experiment prints its paper tables (see docs/EVALUATION.md)");
+    }
     match experiment {
-        None => default_compare(args),
+        None => default_compare(args, json),
         Some("list") => {
             for e in experiments::all() {
                 println!("{:18} {}", e.name, e.about);
@@ -35,8 +38,21 @@ pub fn verdict(r: &SimReport) -> String {
     }
 }
 
-fn default_compare(args: &RunArgs) -> Result<ExitCode> {
+fn default_compare(args: &RunArgs, json: bool) -> Result<ExitCode> {
     let cfg = args.config()?;
+    if json {
+        let mut code = ExitCode::SUCCESS;
+        let mut reports = vec![];
+        for p in PROTOCOLS {
+            let out = meridian_sim::run_named(p, &cfg, &mut progress(p))?;
+            if !out.report.check.ok() {
+                code = ExitCode::from(3);
+            }
+            reports.push(out.report);
+        }
+        println!("{}", serde_json::to_string(&reports)?);
+        return Ok(code);
+    }
     println!(
         "topology {}  workload {}  txns {}  clients {}  seed {}{}",
         cfg.topology.name,

@@ -51,6 +51,12 @@ enum Cmd {
     /// Many seeded simulations per protocol under drawn faults; failing seeds are
     /// printed as the command that replays them, and shrunk.
     Campaign(campaign::CampaignArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell), e.g.
+    /// `meridian completions bash > ~/.local/share/bash-completion/completions/meridian`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
     /// Check a history file: Meridian's JSON lines, or another tool's (see the README).
     Check {
         /// History file: written by `meridian sim --history` or `bench --history`, or a
@@ -139,6 +145,9 @@ struct CompareArgs {
     /// A named experiment instead of the default comparison (`list` shows them).
     #[arg(long)]
     experiment: Option<String>,
+    /// Print the default comparison as one JSON array of `sim --json` reports.
+    #[arg(long)]
+    json: bool,
     #[command(flatten)]
     run: RunArgs,
 }
@@ -245,25 +254,29 @@ impl RunArgs {
 
 /// A progress bar on a terminal, nothing otherwise.
 pub fn progress(label: &str) -> impl FnMut(u64, u64) {
-    let bar = if std::io::stderr().is_terminal() {
-        let b = ProgressBar::new(0);
-        b.set_style(
-            ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} txns {elapsed}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
-        );
-        b.set_prefix(label.to_string());
-        Some(b)
-    } else {
-        None
-    };
+    // Drawn only on a terminal, and only once the total is known (a bar of 0/0 would
+    // show full).
+    let tty = std::io::stderr().is_terminal();
+    let label = label.to_string();
+    let mut bar: Option<ProgressBar> = None;
     move |done, total| {
-        if let Some(b) = &bar {
-            b.set_length(total);
-            b.set_position(done);
-            if done >= total {
-                b.finish_and_clear();
-            }
+        if !tty || total == 0 {
+            return;
+        }
+        let b = bar.get_or_insert_with(|| {
+            let b = ProgressBar::new(total);
+            b.set_style(
+                ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} txns, {per_sec}, eta {eta} ({elapsed})")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> "),
+            );
+            b.set_prefix(label.clone());
+            b
+        });
+        b.set_length(total);
+        b.set_position(done);
+        if done >= total {
+            b.finish_and_clear();
         }
     }
 }
@@ -465,6 +478,7 @@ fn main() -> ExitCode {
             | Cmd::Compare(_)
             | Cmd::Check { .. }
             | Cmd::Campaign(_)
+            | Cmd::Completions { .. }
             | Cmd::Cluster {
                 cmd: cluster::ClusterCmd::Status { .. }
             }
@@ -473,12 +487,17 @@ fn main() -> ExitCode {
     }
     let res = match &cli.cmd {
         Cmd::Sim(a) => run_sim(a),
-        Cmd::Compare(a) => compare::run(a.experiment.as_deref(), &a.run),
+        Cmd::Compare(a) => compare::run(a.experiment.as_deref(), &a.run, a.json),
         Cmd::Check { file, json, format } => run_check(file, *json, format),
         Cmd::Campaign(a) => campaign::campaign(a),
         Cmd::Server(a) => cluster::server(a).map(|()| ExitCode::SUCCESS),
         Cmd::Cluster { cmd } => cluster::cluster(cmd).map(|()| ExitCode::SUCCESS),
         Cmd::Bench(a) => bench::bench(a),
+        Cmd::Completions { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(*shell, &mut Cli::command(), "meridian", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
     };
     match res {
         Ok(code) => code,

@@ -209,6 +209,27 @@ fn test_cli_check_reads_a_jepsen_history() {
     assert!(stderr(&o).contains("unknown history format 'xml'"), "{}", stderr(&o));
 }
 
+/// Issue 23: `--json` on `compare`, shell completions.
+#[test]
+fn test_cli_compare_json_and_completions() {
+    let o = meridian(&["compare", "--json", "--topology", "us3", "--txns", "60"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON array");
+    let reports = v.as_array().expect("array");
+    assert!(reports.len() >= 10, "{v}");
+    assert!(reports.iter().all(|r| r["check"]["serializable"].is_boolean()), "{v}");
+    let o = meridian(&["compare", "--json", "--experiment", "rc-fig3"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--json prints the default comparison"),
+        "{}",
+        stderr(&o)
+    );
+    let o = meridian(&["completions", "bash"]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("_meridian"));
+}
+
 #[test]
 fn test_cli_compare_runs_every_protocol() {
     let o = meridian(&["compare", "--txns", "200"]);
