@@ -329,7 +329,7 @@ fn up(a: &UpArgs) -> Result<()> {
             Ok(())
         }
         Err(e) => {
-            let _ = down(&dir);
+            let _ = stop(&dir);
             Err(e.context(format!(
                 "the cluster did not come up; see the logs in {}",
                 dir.display()
@@ -382,25 +382,44 @@ pub fn wait_ready(c: &Cluster, timeout: Duration, exited: &mut dyn FnMut() -> Op
 }
 
 fn down(dir: &Path) -> Result<()> {
+    let n = stop(dir)?;
+    println!("cluster down: stopped {n} processes");
+    Ok(())
+}
+
+/// Stops the processes of `dir/pids` that are still running (SIGTERM, SIGKILL after
+/// 5 s) and removes the file; returns how many were running.
+fn stop(dir: &Path) -> Result<usize> {
     let pidfile = dir.join("pids");
     let text = std::fs::read_to_string(&pidfile)
         .with_context(|| format!("no cluster to stop in {} (no pids file)", dir.display()))?;
-    let pids: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let alive = |p: &&str| Path::new(&format!("/proc/{p}")).exists();
+    let pids: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .filter(alive)
+        .collect();
+    let kill = |args: &[&str]| {
+        let _ = std::process::Command::new("kill")
+            .args(args)
+            .stderr(std::process::Stdio::null())
+            .status();
+    };
     for p in &pids {
-        let _ = std::process::Command::new("kill").arg(p).status();
+        kill(&[p]);
     }
     // wait for them to go (kill -9 after 5 s)
     let start = Instant::now();
     while pids.iter().any(|p| Path::new(&format!("/proc/{p}")).exists()) {
         if start.elapsed() > Duration::from_secs(5) {
             for p in &pids {
-                let _ = std::process::Command::new("kill").args(["-9", p]).status();
+                kill(&["-9", p]);
             }
             break;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
     std::fs::remove_file(&pidfile)?;
-    println!("cluster down: stopped {} processes", pids.len());
-    Ok(())
+    Ok(pids.len())
 }

@@ -489,3 +489,29 @@ fn cluster_status_shows_roles_counters_and_a_down_node() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// Issue 23: `cluster up` on a busy port: one clear error naming the node and port,
+/// nothing else (it used to leak `kill: (N): No such process` for the node that had
+/// already exited).
+#[test]
+fn cluster_up_on_a_busy_port_is_one_clear_error() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let base = free_base(6);
+    let _busy = std::net::TcpListener::bind(("127.0.0.1", base + 2)).expect("bind");
+    let o = meridian()
+        .args(["cluster", "up", "--protocol", "rc", "--topology", "us3", "--dir"])
+        .arg(dir.path())
+        .args(["--base-port", &base.to_string()])
+        .output()
+        .expect("cluster up");
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{}", text(&o));
+    assert!(
+        err.contains("Address already in use") && err.contains("node 2"),
+        "{}",
+        text(&o)
+    );
+    assert!(o.stdout.is_empty(), "{}", text(&o));
+    assert!(!dir.path().join("pids").exists(), "the started nodes are stopped");
+}
