@@ -25,6 +25,9 @@ pub struct ServerArgs {
     /// Keep the node's journal here (overrides the cluster file's data_dir).
     #[arg(long)]
     data_dir: Option<PathBuf>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9400).
+    #[arg(long)]
+    metrics: Option<std::net::SocketAddr>,
 }
 
 /// `meridian cluster` subcommands.
@@ -84,6 +87,9 @@ pub struct UpArgs {
     /// Print what was started as one JSON object.
     #[arg(long)]
     json: bool,
+    /// Serve each node's Prometheus metrics at http://127.0.0.1:(P+i)/metrics.
+    #[arg(long)]
+    metrics_base_port: Option<u16>,
 }
 
 /// Logs to stderr, filtered by `MERIDIAN_LOG` (default `info`); one JSON object per line
@@ -130,6 +136,7 @@ pub fn server(a: &ServerArgs) -> Result<()> {
     }
     let opts = ServerOptions {
         data_dir: a.data_dir.clone(),
+        metrics: a.metrics,
     };
     with_protocol(
         &cluster.file.protocol,
@@ -269,6 +276,11 @@ fn up(a: &UpArgs) -> Result<()> {
             .args(["server", "--cluster"])
             .arg(&path)
             .args(["--node", &n.to_string()])
+            .args(
+                a.metrics_base_port
+                    .map(|p| vec!["--metrics".to_string(), format!("127.0.0.1:{}", p as u32 + n)])
+                    .unwrap_or_default(),
+            )
             .stdin(std::process::Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)

@@ -515,3 +515,42 @@ fn cluster_up_on_a_busy_port_is_one_clear_error() {
     assert!(o.stdout.is_empty(), "{}", text(&o));
     assert!(!dir.path().join("pids").exists(), "the started nodes are stopped");
 }
+
+/// Issue 23: each server's Prometheus endpoint (`cluster up --metrics-base-port`):
+/// scraped before and after a bench, its counters move.
+#[test]
+fn metrics_endpoint_counters_move_under_a_bench() {
+    let mbase = free_base(6);
+    // CrossStitch reports the outcomes it applied (not every protocol does).
+    let c = Local::up(
+        "crossstitch",
+        "us3",
+        &["--no-delay", "--metrics-base-port", &mbase.to_string()],
+    );
+    let scrape = |node: u16| -> String {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", mbase + node)).expect("metrics port");
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        assert!(out.starts_with("HTTP/1.1 200 OK"), "{out}");
+        out
+    };
+    let value = |text: &str, metric: &str| -> u64 {
+        text.lines()
+            .filter(|l| l.starts_with(metric))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum()
+    };
+    let before: u64 = (0..6).map(|n| value(&scrape(n), "meridian_inputs_total")).sum();
+    finish(&c, c.bench(&["--clients", "3", "--duration", "1s", "--settle", "1s"]));
+    let texts: Vec<String> = (0..6).map(scrape).collect();
+    let after: u64 = texts.iter().map(|t| value(t, "meridian_inputs_total")).sum();
+    assert!(after > before, "{before} -> {after}");
+    let committed: u64 = texts
+        .iter()
+        .map(|t| value(t, "meridian_outcomes_applied_total{node"))
+        .sum();
+    assert!(committed > 0, "{}", texts[0]);
+}

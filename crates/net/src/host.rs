@@ -126,7 +126,7 @@ impl Routes {
 }
 
 /// An input for the event loop from a connection.
-enum Event<M> {
+pub(crate) enum Event<M> {
     Net {
         from: NodeId,
         to: NodeId,
@@ -554,6 +554,11 @@ impl<P: Protocol> Core<P> {
                     queued: self.due.len() as u64,
                     uptime_ms: self.started.elapsed().as_millis() as u64,
                     counters: self.stats.snapshot(),
+                    applied: server.and_then(|s| s.outcomes()).map(|o| {
+                        let c = o.iter().filter(|(_, c)| *c).count() as u64;
+                        (c, o.len() as u64 - c)
+                    }),
+                    journal_entries: self.journal.as_ref().map(|j| j.len()),
                 };
                 let _ = reply.try_send(encode(&Wire::<P::Msg>::Status(st)));
             }
@@ -978,6 +983,8 @@ pub struct ServerOptions {
     /// Write the journal here and replay it at start (overrides the cluster file's
     /// `data_dir`).
     pub data_dir: Option<std::path::PathBuf>,
+    /// Serve Prometheus metrics over HTTP here (`GET /metrics`).
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 /// How a server with no state to replay begins.
@@ -1153,6 +1160,13 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
             }
         }
     });
+    if let Some(maddr) = opts.metrics {
+        let ml = TcpListener::bind(maddr)
+            .await
+            .map_err(|e| format!("node {}: cannot serve metrics on {maddr}: {e}", node.0))?;
+        info!(node = node.0, addr = %maddr, "metrics on http://{maddr}/metrics");
+        tokio::spawn(crate::metrics::serve::<P::Msg>(ml, inbox_tx.clone(), node));
+    }
     info!(node = node.0, %addr, protocol = %cluster.file.protocol, "serving");
     drop(inbox_tx);
     core.end_batch();

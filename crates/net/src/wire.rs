@@ -72,6 +72,12 @@ pub struct Status {
     /// Its traffic counters.
     #[serde(default)]
     pub counters: Counters,
+    /// Outcomes it applied: (committed, aborted), if the protocol tracks them.
+    #[serde(default)]
+    pub applied: Option<(u64, u64)>,
+    /// Entries in its input journal (with `--durable`).
+    #[serde(default)]
+    pub journal_entries: Option<u64>,
 }
 
 /// A server's state at the end of a benchmark: what the checker needs, and counters.

@@ -1,0 +1,203 @@
+//! A server's Prometheus metrics endpoint (`meridian server --metrics ADDR`,
+//! `meridian cluster up --metrics-base-port P`): `GET /metrics` answers the text
+//! exposition format, built with `prometheus-client` from the node's status, taken
+//! from its event loop at each scrape (the same answer `meridian cluster status`
+//! gets). Counters: inputs handled, messages sent (and to other DCs), dropped, outcomes
+//! applied by outcome; gauges: peers connected, inputs queued, keys locked, journal
+//! entries, uptime. Transaction latencies are measured by clients, not servers
+//! (`meridian bench` reports them).
+
+use crate::host::Event;
+use crate::wire::{Status, Wire};
+use meridian_core::NodeId;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tracing::debug;
+
+/// Accepts scrapes until the process ends.
+pub(crate) async fn serve<M: Send + 'static>(l: TcpListener, inbox: mpsc::Sender<Event<M>>, node: NodeId) {
+    loop {
+        let Ok((s, _)) = l.accept().await else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        let inbox = inbox.clone();
+        tokio::spawn(async move {
+            if let Err(e) = answer(s, inbox, node).await {
+                debug!("metrics scrape: {e}");
+            }
+        });
+    }
+}
+
+async fn answer<M>(mut s: TcpStream, inbox: mpsc::Sender<Event<M>>, node: NodeId) -> std::io::Result<()> {
+    // The request head, up to 8 KiB.
+    let mut head = Vec::with_capacity(512);
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 8192 {
+        let n = tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf))
+            .await
+            .map_err(|_| std::io::Error::other("request timed out"))??;
+        if n == 0 {
+            break;
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    let line = String::from_utf8_lossy(&head);
+    let (code, body) = if line.starts_with("GET /metrics ") || line.starts_with("GET /metrics?") {
+        match status(&inbox).await {
+            Some(st) => ("200 OK", render(node, &st)),
+            None => (
+                "503 Service Unavailable",
+                "the node's event loop did not answer\n".to_string(),
+            ),
+        }
+    } else {
+        ("404 Not Found", "only GET /metrics is served here\n".to_string())
+    };
+    let resp = format!(
+        "HTTP/1.1 {code}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(resp.as_bytes()).await?;
+    s.shutdown().await
+}
+
+/// The node's status, from its event loop.
+async fn status<M>(inbox: &mpsc::Sender<Event<M>>) -> Option<Status> {
+    let (tx, mut rx) = mpsc::channel(1);
+    inbox.send(Event::Status(tx)).await.ok()?;
+    let bytes = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.ok()??;
+    // A whole frame: skip its 4-byte length.
+    match crate::decode::<Wire<()>>(bytes.get(4..)?) {
+        Ok(Wire::Status(s)) => Some(s),
+        _ => None,
+    }
+}
+
+/// The text exposition of one status.
+pub(crate) fn render(node: NodeId, st: &Status) -> String {
+    let mut r = Registry::with_prefix_and_labels(
+        "meridian",
+        [
+            (
+                std::borrow::Cow::from("node"),
+                std::borrow::Cow::from(node.0.to_string()),
+            ),
+            (
+                std::borrow::Cow::from("protocol"),
+                std::borrow::Cow::from(st.protocol.clone()),
+            ),
+        ]
+        .into_iter(),
+    );
+    let counter = |r: &mut Registry, name: &str, help: &str, v: u64| {
+        let c: Counter = Counter::default();
+        c.inc_by(v);
+        r.register(name, help, c);
+    };
+    let gauge = |r: &mut Registry, name: &str, help: &str, v: i64| {
+        let g: Gauge = Gauge::default();
+        g.set(v);
+        r.register(name, help, g);
+    };
+    counter(&mut r, "inputs", "Messages and timers handled", st.counters.inputs);
+    counter(&mut r, "messages_sent", "Messages sent", st.counters.sent);
+    counter(
+        &mut r,
+        "messages_sent_wan",
+        "Messages sent to another DC",
+        st.counters.sent_wan,
+    );
+    counter(
+        &mut r,
+        "messages_dropped",
+        "Messages dropped (queue full or no route)",
+        st.counters.dropped,
+    );
+    if let Some((c, a)) = st.applied {
+        let f: Family<Vec<(String, String)>, Counter> = Family::default();
+        f.get_or_create(&vec![("outcome".into(), "committed".into())]).inc_by(c);
+        f.get_or_create(&vec![("outcome".into(), "aborted".into())]).inc_by(a);
+        r.register("outcomes_applied", "Transaction outcomes this server applied", f);
+    }
+    gauge(
+        &mut r,
+        "peers_connected",
+        "Other servers connected",
+        st.peers_connected as i64,
+    );
+    gauge(
+        &mut r,
+        "queue_depth",
+        "Messages and timers waiting in the event loop",
+        st.queued as i64,
+    );
+    if let Some(l) = st.locked {
+        gauge(
+            &mut r,
+            "locked_keys",
+            "Keys locked or holding uncommitted versions",
+            l as i64,
+        );
+    }
+    if let Some(j) = st.journal_entries {
+        gauge(&mut r, "journal_entries", "Entries in the input journal", j as i64);
+    }
+    gauge(
+        &mut r,
+        "uptime_seconds",
+        "Seconds since the process started",
+        (st.uptime_ms / 1000) as i64,
+    );
+    let mut out = String::new();
+    let _ = encode(&mut out, &r);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::Counters;
+
+    #[test]
+    fn renders_the_text_exposition_format() {
+        let st = Status {
+            node: NodeId(3),
+            protocol: "replog".into(),
+            peers_connected: 5,
+            replayed: 0,
+            role: None,
+            locked: Some(2),
+            queued: 7,
+            uptime_ms: 12_000,
+            counters: Counters {
+                inputs: 100,
+                sent: 90,
+                sent_wan: 40,
+                dropped: 0,
+            },
+            applied: Some((30, 4)),
+            journal_entries: None,
+        };
+        let t = render(NodeId(3), &st);
+        assert!(t.contains("# TYPE meridian_inputs counter"), "{t}");
+        assert!(
+            t.contains("meridian_inputs_total{node=\"3\",protocol=\"replog\"} 100"),
+            "{t}"
+        );
+        assert!(t.contains("outcome=\"aborted\""), "{t}");
+        assert!(
+            t.contains("meridian_queue_depth{node=\"3\",protocol=\"replog\"} 7"),
+            "{t}"
+        );
+        assert!(t.ends_with("# EOF\n"), "{t}");
+    }
+}
