@@ -399,3 +399,16 @@ fn crossstitch_restart_rule_holds_under_client_clock_skew() {
         assert!(r.committed > 100, "seed {seed}: {}", r.committed);
     }
 }
+
+/// `meridian campaign` (issue 19), seed 6358: Catenae's coordinator of a DC that was
+/// down for 20 s asked for the epochs it missed one DC at a time, 64 epochs per round
+/// trip, and caught up 40 epochs a second while 100 new ones were cut: it never
+/// caught up, and its DC never installed what the others committed (`not-durable`).
+/// Every DC is now asked from its own first missing epoch, up to 1,024 per answer.
+#[test]
+fn catenae_a_coordinator_down_for_20s_catches_up() {
+    for faults in ["outage:dc=S,at=2s,for=20s", "crash:node=12,at=2s,for=40s"] {
+        let r = run("catenae", "rc5", "bank", 500, 32, 6358, faults);
+        assert_clean(&format!("catenae {faults}"), &r);
+    }
+}
