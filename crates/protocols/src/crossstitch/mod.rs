@@ -86,8 +86,10 @@
 //!   lost cannot be trusted). To know which transactions it may have acted on it keeps
 //!   two durable words: a watermark above every transaction timestamp it has acted on,
 //!   raised with a synced write *before* it acts on one at or above it (reserving two
-//!   sweeps ahead, and pushed ahead by its own clock every sweep, so the write is
-//!   rare), and the same for the ballots it promised. The rule compares transaction
+//!   sweeps' worth of timestamps, so about two writes a second), and the same for the
+//!   ballots it promised. Nothing else raises it: a restarted server refuses exactly
+//!   the timestamps it may have acted on, which keeps the refusals of transactions it
+//!   never saw short. The rule compares transaction
 //!   timestamps with transaction timestamps only: it reads no clock, so it holds under
 //!   any skew between clients and servers (a first version compared the clients'
 //!   timestamps with the server's own clock and lost updates under 2 s of skew). A

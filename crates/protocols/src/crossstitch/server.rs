@@ -166,7 +166,9 @@ pub struct Server {
     /// A small durable watermark, kept across a crash: every transaction this server
     /// has acted on has a timestamp (in clock units, `ts / TS_SCALE`) below it. It is
     /// raised, with a synced write, before the server acts on a transaction at or
-    /// above it ([`Server::admit`]), and pushed ahead once per sweep. It is compared
+    /// above it ([`Server::admit`]), two sweeps' worth of timestamps at a time; no
+    /// clock pushes it (a server clock ahead would make a restarted server refuse
+    /// transactions it never saw, which cost a campaign run its liveness). It is compared
     /// only with transaction timestamps, never with this server's clock, so clients'
     /// clocks may be skewed against the servers' by any amount.
     pub(super) mark_ts: Time,
@@ -261,11 +263,6 @@ impl Server {
     pub(super) fn sweep(&mut self, cx: &mut Ctx<'_, Msg>) {
         let now = cx.now();
         let t = self.env.timeouts.clone();
-        // The watermark covers the next period of this server's own clock (one small
-        // durable write per sweep), so transactions from clients whose clocks agree
-        // with it rarely need the synced write of `admit`.
-        self.mark_ts = self.mark_ts.max(now + 2 * t.sweep);
-        cx.charge_log_append(8);
         if !self.syncing.is_empty() {
             for n in self.syncing.clone() {
                 cx.send(n, Msg::SyncReq);
@@ -457,11 +454,11 @@ impl Actor for Server {
     type Msg = Msg;
 
     fn on_start(&mut self, cx: &mut Ctx<'_, Msg>) {
-        // The watermark covers this server's first period too: written before it
-        // handles anything, not at the first sweep, or a crash before that sweep (at
-        // start, or soon after a restart) would leave a watermark that claims nothing
-        // was seen since (an older) one.
-        self.mark_ts = self.mark_ts.max(cx.now() + 2 * self.env.timeouts.sweep);
+        // The watermark exists from the start (1: nothing acted on yet), written
+        // before anything is handled; only a process that lost even this word (a
+        // restart with no disk on a real cluster) finds 0, and then assumes it may
+        // have acted on anything started before its restart.
+        self.mark_ts = self.mark_ts.max(1);
         cx.charge_log_sync(8);
         cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
     }

@@ -320,10 +320,13 @@ fn a_crash_before_the_first_sweep_still_marks_earlier_transactions_forgotten() {
     call(&mut s, 0, NodeId(0), |s, cx| s.on_start(cx));
     // A transaction that began at 50 ms, handled here, then a crash at 100 ms.
     let ts = ms(50.0) * TS_SCALE;
+    call(&mut s, ms(60.0), NodeId(0), |s, cx| s.admit(ts, cx));
     s.on_crash();
     call(&mut s, ms(1_000.0), NodeId(0), |s, cx| s.on_recover(cx));
     assert!(s.forgot(ts), "a transaction of 50 ms may have been forgotten");
     assert!(!s.may_accept_ballot(ts, 0), "its ballot 0 must be refused");
+    // One it never acted on, far beyond the reserve, is not refused.
+    assert!(!s.forgot(ms(5_000.0) * TS_SCALE));
 }
 
 /// Issue 14, C2: COMMIT is chosen at ballot 0 by the final server and one transaction
@@ -352,8 +355,10 @@ fn recovery_does_not_count_a_forgetful_acceptor_as_one_that_accepted_nothing() {
         rec: None,
         chain: vec![],
     };
-    // Ballot 0: the final server and replica `a` accept COMMIT (chosen).
+    // Ballot 0: the final server (which ran the transaction: its `Exec` raised the
+    // watermark) and replica `a` accept COMMIT (chosen).
     let now = ms(150.0);
+    call(servers.get_mut(&fin).unwrap(), now, fin, |s, cx| s.admit(ts, cx));
     assert!(servers.get_mut(&fin).unwrap().accept(txn, ts, 0, &commit, now));
     let m = Msg::Accept {
         txn,
