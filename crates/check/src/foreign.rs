@@ -225,14 +225,7 @@ fn edn_op(v: &edn_format::Value, at: String) -> Result<Op, ForeignError> {
     };
     let get = |name: &str| m.get(&Value::Keyword(Keyword::from_name(name)));
     let field = |name: &str| format!("{at}, field :{name}");
-    let typ = match get("type").and_then(edn_str).as_deref() {
-        Some("invoke") => Type::Invoke,
-        Some("ok") => Type::Ok,
-        Some("fail") => Type::Fail,
-        Some("info") => Type::Info,
-        Some(t) => return Err(err(field("type"), format!("'{t}' is not invoke, ok, fail or info"))),
-        None => return Err(err(field("type"), "missing")),
-    };
+    let typ = op_type(get("type").and_then(edn_str).as_deref(), field("type"))?;
     let txn = get("f").and_then(edn_str).as_deref() == Some("txn");
     let process = get("process").and_then(edn_str);
     let time = match get("time") {
@@ -284,6 +277,18 @@ fn edn_op(v: &edn_format::Value, at: String) -> Result<Op, ForeignError> {
         ops,
         time,
     })
+}
+
+/// An operation's `:type` (EDN) or `"type"` (JSON); `at` names the field.
+fn op_type(t: Option<&str>, at: String) -> Result<Type, ForeignError> {
+    match t {
+        Some("invoke") => Ok(Type::Invoke),
+        Some("ok") => Ok(Type::Ok),
+        Some("fail") => Ok(Type::Fail),
+        Some("info") => Ok(Type::Info),
+        Some(t) => Err(err(at, format!("'{t}' is not invoke, ok, fail or info"))),
+        None => Err(err(at, "missing")),
+    }
 }
 
 fn mkind(f: Option<&str>) -> Option<MKind> {
@@ -366,14 +371,7 @@ fn json_op(v: &serde_json::Value, at: String) -> Result<Op, ForeignError> {
             "expected an operation object {\"type\": ..., \"f\": ..., \"value\": ...}",
         ));
     };
-    let typ = match m.get("type").and_then(json_str).as_deref() {
-        Some("invoke") => Type::Invoke,
-        Some("ok") => Type::Ok,
-        Some("fail") => Type::Fail,
-        Some("info") => Type::Info,
-        Some(t) => return Err(err(field("type"), format!("'{t}' is not invoke, ok, fail or info"))),
-        None => return Err(err(field("type"), "missing")),
-    };
+    let typ = op_type(m.get("type").and_then(json_str).as_deref(), field("type"))?;
     let txn = m.get("f").and_then(json_str).as_deref() == Some("txn");
     let time = match m.get("time") {
         None | Some(serde_json::Value::Null) => None,
