@@ -422,11 +422,9 @@ fn jepsen(ops: Vec<Op>) -> Result<Foreign, ForeignError> {
         let time = o.time.unwrap_or(i as u64 + 1);
         match o.typ {
             Type::Invoke => {
-                if let Some(prev) = open.insert(p, txns.len()) {
-                    // A process invoked again without completing: the earlier one's
-                    // outcome is unknown.
-                    let _ = prev;
-                }
+                // A process that invokes again without completing leaves the earlier
+                // transaction's outcome unknown (it stays `Outcome::Unknown`).
+                open.insert(p, txns.len());
                 txns.push(Pending {
                     client,
                     start: time,

@@ -299,17 +299,21 @@ mod tests {
         }
     }
 
-    #[test]
-    fn two_blind_writes_and_a_reader_are_ordered() {
-        // T0 and T1 write x; T2 reads T0's x. Edges: wr 0 -> 2.
-        let keys = [key(&[0, 1], &[&[2], &[]], &[])];
-        let inp = Input {
+    /// T0 and T1 write x; T2 reads T0's x (edge: wr 0 -> 2).
+    fn blind_writes(keys: &[KeyInput]) -> Input<'_> {
+        Input {
             n: 3,
             edges: &[(0, 2)],
-            keys: &keys,
+            keys,
             start: &[0, 0, 0],
             end: &[Some(1), Some(2), Some(3)],
-        };
+        }
+    }
+
+    #[test]
+    fn two_blind_writes_and_a_reader_are_ordered() {
+        let keys = [key(&[0, 1], &[&[2], &[]], &[])];
+        let inp = blind_writes(&keys);
         match search(&inp, false, 1000).0 {
             Outcome::Found(o) => {
                 let p = |t| o.iter().position(|x| *x == t).unwrap();
@@ -337,13 +341,7 @@ mod tests {
     #[test]
     fn a_budget_too_small_is_budget_not_an_answer() {
         let keys = [key(&[0, 1], &[&[2], &[]], &[])];
-        let inp = Input {
-            n: 3,
-            edges: &[(0, 2)],
-            keys: &keys,
-            start: &[0, 0, 0],
-            end: &[Some(1), Some(2), Some(3)],
-        };
+        let inp = blind_writes(&keys);
         assert!(matches!(search(&inp, false, 2).0, Outcome::Budget));
         assert!(matches!(search(&inp, false, 3).0, Outcome::Found(_)));
     }

@@ -40,19 +40,34 @@ pub fn verdict(r: &SimReport) -> String {
 
 fn default_compare(args: &RunArgs, json: bool) -> Result<ExitCode> {
     let cfg = args.config()?;
-    if json {
-        let mut code = ExitCode::SUCCESS;
-        let mut reports = vec![];
-        for p in PROTOCOLS {
-            let out = meridian_sim::run_named(p, &cfg, &mut progress(p))?;
-            if !out.report.check.ok() {
-                code = ExitCode::from(3);
-            }
-            reports.push(out.report);
-        }
-        println!("{}", serde_json::to_string(&reports)?);
-        return Ok(code);
+    // `--json`: the reports, printed together once every protocol ran.
+    let mut reports = vec![];
+    if !json {
+        print_header(&cfg)?;
     }
+    let mut code = ExitCode::SUCCESS;
+    for p in PROTOCOLS {
+        let out = meridian_sim::run_named(p, &cfg, &mut progress(p))?;
+        let r = out.report;
+        if !r.check.ok() {
+            if !json {
+                eprintln!("{p}: check FAILED; reproduce with: {}", args.repro(p));
+            }
+            code = ExitCode::from(3);
+        }
+        if json {
+            reports.push(r);
+        } else {
+            print_row(p, &r);
+        }
+    }
+    if json {
+        println!("{}", serde_json::to_string(&reports)?);
+    }
+    Ok(code)
+}
+
+fn print_header(cfg: &meridian_sim::SimConfig) -> Result<()> {
     println!(
         "topology {}  workload {}  txns {}  clients {}  seed {}{}",
         cfg.topology.name,
@@ -70,27 +85,21 @@ fn default_compare(args: &RunArgs, json: bool) -> Result<ExitCode> {
         "{:10} {:>9} {:>8} {:>9} {:>9} {:>11} {:>9} {:>8} {:>9}  check",
         "protocol", "committed", "aborted", "p50 ms", "p99 ms", "commit p50", "tput/s", "WAN trips", "msgs/txn"
     );
-    let mut code = ExitCode::SUCCESS;
-    for p in PROTOCOLS {
-        let out = meridian_sim::run_named(p, &cfg, &mut progress(p))?;
-        let r = &out.report;
-        println!(
-            "{:10} {:>9} {:>8} {:>9.1} {:>9.1} {:>11.1} {:>9.1} {:>9.2} {:>9.1}  {}",
-            p,
-            r.committed,
-            r.aborted,
-            r.latency_ms.p50,
-            r.latency_ms.p99,
-            r.commit_latency_ms.p50,
-            r.throughput_tps,
-            r.wan_trips.mean,
-            r.messages.per_txn,
-            verdict(r)
-        );
-        if !r.check.ok() {
-            eprintln!("{p}: check FAILED; reproduce with: {}", args.repro(p));
-            code = ExitCode::from(3);
-        }
-    }
-    Ok(code)
+    Ok(())
+}
+
+fn print_row(p: &str, r: &SimReport) {
+    println!(
+        "{:10} {:>9} {:>8} {:>9.1} {:>9.1} {:>11.1} {:>9.1} {:>9.2} {:>9.1}  {}",
+        p,
+        r.committed,
+        r.aborted,
+        r.latency_ms.p50,
+        r.latency_ms.p99,
+        r.commit_latency_ms.p50,
+        r.throughput_tps,
+        r.wan_trips.mean,
+        r.messages.per_txn,
+        verdict(r)
+    );
 }
