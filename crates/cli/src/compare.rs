@@ -21,7 +21,7 @@ pub fn run(experiment: Option<&str>, args: &RunArgs, json: bool) -> Result<ExitC
             Ok(ExitCode::SUCCESS)
         }
         Some(name) => match experiments::all().into_iter().find(|e| e.name == name) {
-            Some(e) => (e.run)(args),
+            Some(e) => experiments::run_live(e, args),
             None => bail!(
                 "unknown experiment `{name}` (known: {})",
                 experiments::all().iter().map(|e| e.name).collect::<Vec<_>>().join(", ")

@@ -20,17 +20,20 @@ pub const EXPERIMENTS: &[Experiment] = &[
     Experiment {
         name: "cat-fig1",
         about: "catenae.md Fig. 1: speculation success rate vs arrival rate (uniform, zipf 1, zipf 2; 10,000 records)",
-        run: |a| super::with_ctx(a, fig1),
+        run: fig1,
+        sim: true,
     },
     Experiment {
         name: "cat-fig5",
         about: "catenae.md Fig. 5: latency, throughput, abort rate vs clients; read-only/read-write, uniform/zipf 1; catenae, pc-2pl, pc-occ",
-        run: |a| super::with_ctx(a, fig5),
+        run: fig5,
+        sim: true,
     },
     Experiment {
         name: "cat-fig6",
         about: "catenae.md Fig. 6: commit latency vs epoch length 5..30 ms (uniform read-write)",
-        run: |a| super::with_ctx(a, fig6),
+        run: fig6,
+        sim: true,
     },
 ];
 

@@ -7,13 +7,11 @@
 //!   to the simulator on the same topology, workload and clients: commit latency
 //!   measured / simulated.
 
-use super::Experiment;
+use super::{f, Ctx, Experiment};
 use crate::bench::{run_bench, BenchArgs};
-use crate::RunArgs;
 use anyhow::{bail, Context, Result};
 use meridian_protocols::PROTOCOLS;
 use std::path::Path;
-use std::process::ExitCode;
 
 /// A base port with `n` free ports after it.
 fn free_base(n: u16) -> u16 {
@@ -89,26 +87,35 @@ pub const EXPERIMENTS: &[Experiment] = &[
     Experiment {
         name: "cluster-loopback",
         about: "real local clusters, no added delay: throughput and p50/p99 per protocol, one DC and three",
-        run: loopback,
+        run: |cx| loopback(cx),
+        sim: false,
     },
     Experiment {
         name: "cluster-rc5",
         about: "real local clusters with rc5's delays emulated: commit latency next to the simulator's",
-        run: rc5,
+        run: |cx| rc5(cx),
+        sim: false,
     },
 ];
 
-fn loopback(args: &RunArgs) -> Result<ExitCode> {
+fn loopback(cx: &mut Ctx) -> Result<()> {
+    let args = cx.args;
     let secs = 5;
-    println!(
+    cx.say(format!(
         "real clusters on loopback, no added delay: {} closed-loop clients, {secs} s each, workload {}",
         args.clients, args.workload
-    );
-    println!(
-        "{:12} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9}  check",
-        "protocol", "DCs", "nodes", "committed", "aborted", "tput/s", "p50 ms", "p99 ms"
-    );
-    let mut failed = false;
+    ));
+    cx.table(&[
+        "protocol",
+        "DCs",
+        "nodes",
+        "committed",
+        "aborted",
+        "tput/s",
+        "p50 ms",
+        "p99 ms",
+        "check",
+    ]);
     for topo in ["lan", "us3"] {
         for p in PROTOCOLS {
             let up = Up::start(p, topo, false)?;
@@ -118,35 +125,41 @@ fn loopback(args: &RunArgs) -> Result<ExitCode> {
             )?;
             let r = &out.report;
             let t = meridian_core::Topology::preset(topo).expect("preset");
-            println!(
-                "{:12} {:>6} {:>6} {:>9} {:>9} {:>9.1} {:>9.2} {:>9.2}  {}",
-                p,
-                t.num_dcs(),
-                t.num_dcs() as u32 * t.nodes_per_dc,
-                r.committed,
-                r.aborted,
-                r.throughput_tps,
-                r.latency_ms.p50,
-                r.latency_ms.p99,
-                if r.check.ok() { "ok" } else { "FAIL" }
-            );
-            failed |= !r.check.ok();
+            cx.row(vec![
+                p.to_string(),
+                t.num_dcs().to_string(),
+                (t.num_dcs() as u32 * t.nodes_per_dc).to_string(),
+                r.committed.to_string(),
+                r.aborted.to_string(),
+                f(r.throughput_tps, 1),
+                f(r.latency_ms.p50, 2),
+                f(r.latency_ms.p99, 2),
+                if r.check.ok() { "ok" } else { "FAIL" }.into(),
+            ]);
+            cx.failed |= !r.check.ok();
         }
     }
-    Ok(if failed { ExitCode::from(3) } else { ExitCode::SUCCESS })
+    Ok(())
 }
 
-fn rc5(args: &RunArgs) -> Result<ExitCode> {
+fn rc5(cx: &mut Ctx) -> Result<()> {
+    let args = cx.args;
     let secs = 20;
-    println!(
+    cx.say(format!(
         "rc5 with WAN delay emulated (one machine) vs the simulator: {} clients, workload {}, {secs} s per cluster run",
         args.clients, args.workload
-    );
-    println!(
-        "{:12} {:>9} {:>11} {:>11} {:>7} {:>11} {:>11} {:>7}  check",
-        "protocol", "committed", "real p50", "sim p50", "ratio", "real mean", "sim mean", "ratio"
-    );
-    let mut failed = false;
+    ));
+    cx.table(&[
+        "protocol",
+        "committed",
+        "real p50",
+        "sim p50",
+        "ratio",
+        "real mean",
+        "sim mean",
+        "ratio",
+        "check",
+    ]);
     for p in PROTOCOLS {
         let up = Up::start(p, "rc5", true)?;
         let real = run_bench(
@@ -164,25 +177,25 @@ fn rc5(args: &RunArgs) -> Result<ExitCode> {
             &[],
         )?;
         cfg.seed = args.seed;
-        let sim = super::run_checked(p, &cfg, &mut failed)?.report;
+        let sim = cx.run(p, &cfg)?.report;
         let (a, b) = (&real.commit_latency_ms, &sim.commit_latency_ms);
-        println!(
-            "{:12} {:>9} {:>11.1} {:>11.1} {:>7.3} {:>11.1} {:>11.1} {:>7.3}  {}",
-            p,
-            real.committed,
-            a.p50,
-            b.p50,
-            a.p50 / b.p50.max(1e-9),
-            a.mean,
-            b.mean,
-            a.mean / b.mean.max(1e-9),
+        cx.row(vec![
+            p.to_string(),
+            real.committed.to_string(),
+            f(a.p50, 1),
+            f(b.p50, 1),
+            f(a.p50 / b.p50.max(1e-9), 3),
+            f(a.mean, 1),
+            f(b.mean, 1),
+            f(a.mean / b.mean.max(1e-9), 3),
             if real.check.ok() && sim.check.ok() {
                 "ok"
             } else {
                 "FAIL"
             }
-        );
-        failed |= !real.check.ok();
+            .into(),
+        ]);
+        cx.failed |= !real.check.ok();
     }
-    Ok(if failed { ExitCode::from(3) } else { ExitCode::SUCCESS })
+    Ok(())
 }

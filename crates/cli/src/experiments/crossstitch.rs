@@ -28,32 +28,38 @@ pub const EXPERIMENTS: &[Experiment] = &[
     Experiment {
         name: "cs-fig12",
         about: "crossstitch.md Fig. 12: worst-case round trips of order-status and stock-level, 2PC vs crossstitch",
-        run: |a| super::with_ctx(a, fig12),
+        run: fig12,
+        sim: true,
     },
     Experiment {
         name: "cs-fig4",
         about: "crossstitch.md Fig. 4: one-DC completion time vs chain length, crossstitch vs 2PC",
-        run: |a| super::with_ctx(a, fig4),
+        run: fig4,
+        sim: true,
     },
     Experiment {
         name: "cs-fig8",
         about: "crossstitch.md Fig. 8: completion time vs DC round-trip latency 50..150 ms on two DCs",
-        run: |a| super::with_ctx(a, fig8),
+        run: fig8,
+        sim: true,
     },
     Experiment {
         name: "cs-fig11",
         about: "crossstitch.md Fig. 11: committed throughput on us3, world3, far3",
-        run: |a| super::with_ctx(a, fig11),
+        run: fig11,
+        sim: true,
     },
     Experiment {
         name: "cs-fig13",
         about: "crossstitch.md Fig. 13: TPC-C order-status completion time vs DC latency",
-        run: |a| super::with_ctx(a, |cx| tpcc_latency(cx, "order-status", 13, 4.0)),
+        run: |cx| tpcc_latency(cx, "order-status", 13, 4.0),
+        sim: true,
     },
     Experiment {
         name: "cs-fig14",
         about: "crossstitch.md Fig. 14: TPC-C stock-level (single item) completion time vs DC latency",
-        run: |a| super::with_ctx(a, |cx| tpcc_latency(cx, "stock-level", 14, 5.0)),
+        run: |cx| tpcc_latency(cx, "stock-level", 14, 5.0),
+        sim: true,
     },
 ];
 

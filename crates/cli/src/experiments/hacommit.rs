@@ -42,23 +42,27 @@ pub const EXPERIMENTS: &[Experiment] = &[
     Experiment {
         name: "hacommit-fig2",
         about: "hacommit.md Fig. 2: commit latency vs operations per transaction, hacommit vs 2pc-2pl vs rc (LAN)",
-        run: |a| super::with_ctx(a, fig2),
+        run: fig2,
+        sim: true,
     },
     Experiment {
         name: "hacommit-fig6",
         about: "hacommit.md Figs. 6/7: throughput and latency vs operations per transaction, hacommit vs rc (LAN)",
-        run: |a| super::with_ctx(a, fig6),
+        run: fig6,
+        sim: true,
     },
     Experiment {
         name: "hacommit-faults",
         about: "hacommit.md §VII-C, Figs. 3/4: five replicas lose one, two, then three; commits per second",
-        run: |a| super::with_ctx(a, faults),
+        run: faults,
+        sim: true,
     },
     Experiment {
         name: "hacommit-fig5",
         about:
             "hacommit.md §VII-C, Fig. 5: clients crash mid-transaction; recovery proposers finish their transactions",
-        run: |a| super::with_ctx(a, fig5),
+        run: fig5,
+        sim: true,
     },
 ];
 

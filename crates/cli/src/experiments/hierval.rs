@@ -38,32 +38,38 @@ pub const EXPERIMENTS: &[Experiment] = &[
     Experiment {
         name: "hv-analysis",
         about: "hierarchical-validation.md §III-E: formula vs counted messages, 2PC vs hierarchy, unbatched and batched",
-        run: |a| super::with_ctx(a, analysis),
+        run: analysis,
+        sim: true,
     },
     Experiment {
         name: "hv-fig2",
         about: "hierarchical-validation.md Fig. 2: throughput vs clients, validation off, 2PC and hier-lock/hier-ts at batch 1/10/50",
-        run: |a| super::with_ctx(a, fig2),
+        run: fig2,
+        sim: true,
     },
     Experiment {
         name: "hv-fig3",
         about: "hierarchical-validation.md Fig. 3: latency vs clients, validation off, the seven systems of §IV-B",
-        run: |a| super::with_ctx(a, fig3),
+        run: fig3,
+        sim: true,
     },
     Experiment {
         name: "hv-fig4",
         about: "hierarchical-validation.md Fig. 4: latency vs batch size at 100 clients",
-        run: |a| super::with_ctx(a, fig4),
+        run: fig4,
+        sim: true,
     },
     Experiment {
         name: "hv-fig5",
         about: "hierarchical-validation.md Fig. 5: throughput vs clients, validation on, serial (paper) and pipelined (beyond it)",
-        run: |a| super::with_ctx(a, fig5),
+        run: fig5,
+        sim: true,
     },
     Experiment {
         name: "hv-fig6",
         about: "hierarchical-validation.md Fig. 6: latency vs clients, validation on, serial and pipelined",
-        run: |a| super::with_ctx(a, fig6),
+        run: fig6,
+        sim: true,
     },
 ];
 

@@ -18,14 +18,19 @@ use meridian_core::Topology;
 use meridian_sim::{SimConfig, SimOutput};
 use std::process::ExitCode;
 
-/// A named experiment: what `--experiment NAME` runs.
+/// A named experiment: what `--experiment NAME` runs and `meridian report` collects.
 pub struct Experiment {
-    /// Its `--experiment` name.
+    /// Its `--experiment` name (also its block in docs/EVALUATION.md and its figure's
+    /// file name).
     pub name: &'static str,
     /// What it reproduces (paper, figure, what is compared).
     pub about: &'static str,
-    /// Runs it with the command's flags; exit 3 if any run's check failed.
-    pub run: fn(&RunArgs) -> Result<ExitCode>,
+    /// Runs it into `cx`: tables, text, figures and claims, in order. A failed check
+    /// sets `cx.failed` (exit 3).
+    pub run: fn(&mut Ctx) -> Result<()>,
+    /// False for experiments on real clusters (wall-clock, ports, processes), which
+    /// `meridian report` leaves out.
+    pub sim: bool,
 }
 
 /// Every experiment, in `--experiment list` order.
@@ -44,25 +49,431 @@ pub fn all() -> Vec<&'static Experiment> {
     .collect()
 }
 
-/// Runs `f` as an experiment: its checked runs set the exit code.
-pub fn with_ctx(args: &RunArgs, f: fn(&mut Ctx) -> Result<()>) -> Result<ExitCode> {
-    let mut cx = Ctx::new(args);
-    f(&mut cx)?;
+/// Runs `e` live (`compare --experiment`): blocks print as they finish; a failed check
+/// exits 3.
+pub fn run_live(e: &Experiment, args: &RunArgs) -> Result<ExitCode> {
+    let mut cx = Ctx::new(args, true, false);
+    (e.run)(&mut cx)?;
+    cx.flush();
     Ok(cx.exit_code())
 }
 
-/// An experiment in progress: the run flags and whether any check failed.
+/// What an experiment produces, in order.
+#[derive(Clone, Debug)]
+pub enum Block {
+    /// A paragraph (consecutive `say` lines join into one).
+    Text(String),
+    /// A table of formatted cells.
+    Table(Table),
+    /// A chart: our series beside the paper's.
+    Figure(Figure),
+    /// One measurable claim of a paper, for the report's summary table.
+    Claim(Claim),
+}
+
+/// A table: a header and rows of formatted cells.
+#[derive(Clone, Debug, Default)]
+pub struct Table {
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// Plain text, columns aligned (the first to the left, the rest to the right).
+    pub fn text(&self) -> String {
+        let cols = self
+            .header
+            .len()
+            .max(self.rows.iter().map(|r| r.len()).max().unwrap_or(0));
+        let mut w = vec![0usize; cols];
+        for r in std::iter::once(&self.header).chain(&self.rows) {
+            for (i, c) in r.iter().enumerate() {
+                w[i] = w[i].max(c.chars().count());
+            }
+        }
+        let mut out = String::new();
+        for r in std::iter::once(&self.header).chain(&self.rows) {
+            let mut line = String::new();
+            for (i, c) in r.iter().enumerate() {
+                if i == 0 {
+                    line.push_str(&format!("{c:<width$}", width = w[0]));
+                } else {
+                    line.push_str(&format!("  {c:>width$}", width = w[i]));
+                }
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out
+    }
+
+    /// A Markdown table.
+    pub fn markdown(&self) -> String {
+        let esc = |c: &String| c.replace('|', "\\|");
+        let mut out = format!("| {} |\n", self.header.iter().map(esc).collect::<Vec<_>>().join(" | "));
+        out.push_str(&format!("|{}\n", "---|".repeat(self.header.len())));
+        for r in &self.rows {
+            out.push_str(&format!("| {} |\n", r.iter().map(esc).collect::<Vec<_>>().join(" | ")));
+        }
+        out
+    }
+}
+
+/// Where a series' points come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// Measured by this run.
+    Ours,
+    /// Stated as a number in the paper's text or tables.
+    PaperText,
+    /// Read off the paper's figure (approximate).
+    PaperFigure,
+}
+
+/// One curve (or bar group) of a figure.
+#[derive(Clone, Debug)]
+pub struct Series {
+    pub name: String,
+    pub source: Source,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A chart of one reproduced paper figure.
+#[derive(Clone, Debug)]
+pub struct Figure {
+    /// File stem under `docs/figures/` (the experiment's name, or name plus a suffix).
+    pub file: String,
+    pub title: String,
+    /// Axis labels, with units.
+    pub x: String,
+    pub y: String,
+    /// Names for x = 0, 1, 2, ... when the x axis is categorical (DC sets, placements).
+    pub categories: Vec<String>,
+    /// A logarithmic y axis.
+    pub log_y: bool,
+    pub series: Vec<Series>,
+}
+
+impl Figure {
+    /// An empty figure; add series with [`Figure::ours`] and [`Figure::paper`].
+    pub fn new(file: &str, title: &str, x: &str, y: &str) -> Self {
+        Figure {
+            file: file.into(),
+            title: title.into(),
+            x: x.into(),
+            y: y.into(),
+            categories: vec![],
+            log_y: false,
+            series: vec![],
+        }
+    }
+
+    /// Categorical x: point i is drawn at `cats[i]`.
+    pub fn categories(mut self, cats: &[&str]) -> Self {
+        self.categories = cats.iter().map(|c| c.to_string()).collect();
+        self
+    }
+
+    pub fn log_y(mut self) -> Self {
+        self.log_y = true;
+        self
+    }
+
+    /// A measured series.
+    pub fn ours(mut self, name: &str, points: Vec<(f64, f64)>) -> Self {
+        self.series.push(Series {
+            name: name.into(),
+            source: Source::Ours,
+            points,
+        });
+        self
+    }
+
+    /// A paper series: `source` says whether from its text or read off its figure.
+    pub fn paper(mut self, name: &str, source: Source, points: Vec<(f64, f64)>) -> Self {
+        self.series.push(Series {
+            name: name.into(),
+            source,
+            points,
+        });
+        self
+    }
+}
+
+/// How a claim fared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Reproduced,
+    Partly,
+    NotReproduced,
+    /// The claim does not apply to a simulation (e.g. a prototype's CPU overhead).
+    NotApplicable,
+    /// The experiment is not built yet.
+    NotBuilt,
+}
+
+impl Status {
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Reproduced => "reproduced",
+            Status::Partly => "partly",
+            Status::NotReproduced => "not reproduced",
+            Status::NotApplicable => "not applicable",
+            Status::NotBuilt => "not built",
+        }
+    }
+
+    /// By the ratio ours/paper: within `tol` of 1 reproduced, within `2 tol` partly,
+    /// else not reproduced.
+    pub fn by_ratio(ratio: f64, tol: f64) -> Status {
+        let d = (ratio - 1.0).abs();
+        if !ratio.is_finite() {
+            Status::NotReproduced
+        } else if d <= tol {
+            Status::Reproduced
+        } else if d <= 2.0 * tol {
+            Status::Partly
+        } else {
+            Status::NotReproduced
+        }
+    }
+}
+
+/// One measurable claim of a paper, with our figure beside it.
+#[derive(Clone, Debug)]
+pub struct Claim {
+    /// The paper's file under `../shared/papers/`, e.g. `replicated-commit.md`.
+    pub paper: &'static str,
+    /// Where the claim is, e.g. `Fig. 3` or `§4.3`.
+    pub at: String,
+    /// The claim, in a few words.
+    pub claim: String,
+    /// The paper's value, formatted (with its unit).
+    pub paper_value: String,
+    /// Ours, formatted the same way.
+    pub ours: String,
+    /// Ours / paper, where both are numbers.
+    pub ratio: Option<f64>,
+    pub status: Status,
+    /// Where not reproduced (or partly): the measured cause, in one line.
+    pub cause: String,
+}
+
+impl Claim {
+    /// A numeric claim: status by ratio within `tol` (see [`Status::by_ratio`]); unit
+    /// appended to both values; `cause` is kept only when not reproduced.
+    #[allow(clippy::too_many_arguments)]
+    pub fn numeric(
+        paper: &'static str,
+        at: &str,
+        claim: &str,
+        paper_value: f64,
+        ours: f64,
+        unit: &str,
+        tol: f64,
+        cause: &str,
+    ) -> Claim {
+        let ratio = ours / paper_value;
+        let status = Status::by_ratio(ratio, tol);
+        let fmt = |x: f64| {
+            let s = if x.abs() >= 100.0 {
+                format!("{x:.0}")
+            } else if x.abs() >= 10.0 {
+                format!("{x:.1}")
+            } else {
+                format!("{x:.2}")
+            };
+            if unit.is_empty() {
+                s
+            } else {
+                format!("{s} {unit}")
+            }
+        };
+        Claim {
+            paper,
+            at: at.into(),
+            claim: claim.into(),
+            paper_value: fmt(paper_value),
+            ours: fmt(ours),
+            ratio: Some(ratio),
+            status,
+            cause: if status == Status::Reproduced {
+                String::new()
+            } else {
+                cause.into()
+            },
+        }
+    }
+
+    /// A claim judged by hand-written rule (a shape, an order, a yes/no): `holds` gives
+    /// reproduced or not reproduced.
+    pub fn shape(
+        paper: &'static str,
+        at: &str,
+        claim: &str,
+        paper_value: &str,
+        ours: String,
+        holds: bool,
+        cause: &str,
+    ) -> Claim {
+        Claim {
+            paper,
+            at: at.into(),
+            claim: claim.into(),
+            paper_value: paper_value.into(),
+            ours,
+            ratio: None,
+            status: if holds {
+                Status::Reproduced
+            } else {
+                Status::NotReproduced
+            },
+            cause: if holds { String::new() } else { cause.into() },
+        }
+    }
+
+    /// Overrides the status (e.g. partly: the shape holds but the values do not).
+    pub fn with_status(mut self, s: Status, cause: &str) -> Claim {
+        self.status = s;
+        self.cause = if s == Status::Reproduced {
+            String::new()
+        } else {
+            cause.into()
+        };
+        self
+    }
+}
+
+/// An experiment in progress: the run flags, whether any check failed, and what it
+/// produced.
 pub struct Ctx<'a> {
     pub args: &'a RunArgs,
     pub failed: bool,
+    /// `meridian report --quick`: every sweep at a small scale ([`Ctx::n`],
+    /// [`Ctx::sweep`]), to check that each experiment runs and checks clean.
+    pub quick: bool,
+    /// Print blocks as they finish (`compare`) or only collect them (`report`).
+    live: bool,
+    /// Blocks printed so far (live mode).
+    printed: usize,
+    pub blocks: Vec<Block>,
 }
 
 impl<'a> Ctx<'a> {
-    pub fn new(args: &'a RunArgs) -> Self {
-        Ctx { args, failed: false }
+    pub fn new(args: &'a RunArgs, live: bool, quick: bool) -> Self {
+        Ctx {
+            args,
+            failed: false,
+            quick,
+            live,
+            printed: 0,
+            blocks: vec![],
+        }
     }
 
-    /// A config on `topo` with `clients` spread over `client_dcs` (names; empty: all).
+    /// A line of text (consecutive lines join into one paragraph).
+    pub fn say(&mut self, line: impl Into<String>) {
+        let line = line.into();
+        if let Some(Block::Text(t)) = self.blocks.last_mut() {
+            t.push('\n');
+            t.push_str(&line);
+        } else {
+            self.push(Block::Text(line));
+        }
+    }
+
+    /// Starts a table; [`Ctx::row`] adds to it.
+    pub fn table(&mut self, header: &[&str]) {
+        self.push(Block::Table(Table {
+            header: header.iter().map(|h| h.to_string()).collect(),
+            rows: vec![],
+        }));
+    }
+
+    /// A row of the table started last.
+    pub fn row(&mut self, cells: Vec<String>) {
+        match self.blocks.last_mut() {
+            Some(Block::Table(t)) => t.rows.push(cells),
+            _ => {
+                // A row after other output: it continues the last table.
+                let t = self.blocks.iter_mut().rev().find_map(|b| match b {
+                    Block::Table(t) => Some(t),
+                    _ => None,
+                });
+                t.expect("row() before any table()").rows.push(cells);
+            }
+        }
+    }
+
+    pub fn figure(&mut self, f: Figure) {
+        self.push(Block::Figure(f));
+    }
+
+    pub fn claim(&mut self, c: Claim) {
+        self.push(Block::Claim(c));
+    }
+
+    fn push(&mut self, b: Block) {
+        self.blocks.push(b);
+        if self.live {
+            // Everything but the new block is complete: print it.
+            self.print_upto(self.blocks.len() - 1);
+        }
+    }
+
+    /// Prints whatever is left (live mode).
+    pub fn flush(&mut self) {
+        if self.live {
+            self.print_upto(self.blocks.len());
+        }
+    }
+
+    fn print_upto(&mut self, end: usize) {
+        while self.printed < end {
+            match &self.blocks[self.printed] {
+                Block::Text(t) => println!("{t}"),
+                Block::Table(t) => print!("{}", t.text()),
+                Block::Figure(f) => println!("(figure: {}.svg, written by `meridian report`)", f.file),
+                Block::Claim(c) => println!(
+                    "claim {} {}: {} | paper {} | ours {}{} | {}{}",
+                    c.paper,
+                    c.at,
+                    c.claim,
+                    c.paper_value,
+                    c.ours,
+                    c.ratio.map_or(String::new(), |r| format!(" | ratio {r:.2}")),
+                    c.status.label(),
+                    if c.cause.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", c.cause)
+                    }
+                ),
+            }
+            self.printed += 1;
+        }
+    }
+
+    /// `full`, or a tenth of it (at least 30) in quick mode: transaction counts.
+    pub fn n(&self, full: u64) -> u64 {
+        if self.quick {
+            (full / 10).max(30).min(full)
+        } else {
+            full
+        }
+    }
+
+    /// The points of a sweep; in quick mode only its first and last.
+    pub fn sweep<T: Copy>(&self, points: &[T]) -> Vec<T> {
+        if self.quick && points.len() > 2 {
+            vec![points[0], points[points.len() - 1]]
+        } else {
+            points.to_vec()
+        }
+    }
+
+    /// A config on `topo` with `clients` spread over `client_dcs` (names; empty: all);
+    /// `txns` is scaled down in quick mode ([`Ctx::n`]).
     pub fn cfg(
         &self,
         topo: &Topology,
@@ -71,12 +482,24 @@ impl<'a> Ctx<'a> {
         clients: u32,
         client_dcs: &[&str],
     ) -> Result<SimConfig> {
-        config(self.args, topo, workload, txns, clients, client_dcs)
+        config(self.args, topo, workload, self.n(txns), clients, client_dcs)
     }
 
     /// A checked run (a failed check makes the experiment exit 3).
     pub fn run(&mut self, protocol: &str, cfg: &SimConfig) -> Result<SimOutput> {
-        run_checked(protocol, cfg, &mut self.failed)
+        let out = if self.live {
+            meridian_sim::run_named(protocol, cfg, &mut progress(protocol))?
+        } else {
+            meridian_sim::run_named(protocol, cfg, &mut |_, _| {})?
+        };
+        if !out.report.check.ok() {
+            self.failed = true;
+            eprintln!("{protocol}: check FAILED on {}:", cfg.topology.name);
+            for a in out.report.check.anomalies.iter().take(5) {
+                eprintln!("  {a}");
+            }
+        }
+        Ok(out)
     }
 
     /// 0, or 3 if any check failed.
@@ -87,6 +510,16 @@ impl<'a> Ctx<'a> {
             ExitCode::SUCCESS
         }
     }
+}
+
+/// A number with `d` decimals (table cells).
+pub fn f(x: f64, d: usize) -> String {
+    format!("{x:.d$}")
+}
+
+/// An optional paper value with `d` decimals, or `-`.
+pub fn fo(x: Option<f64>, d: usize) -> String {
+    x.map_or("-".into(), |v| format!("{v:.d$}"))
 }
 
 /// The run flags' config on `topo` with `workload`, `txns` and `clients`, clients spread
@@ -107,20 +540,6 @@ pub fn config(
     c.client_dcs = client_dcs.iter().map(|d| topo.dc(d)).collect::<Result<_, _>>()?;
     c.faults = String::new();
     Ok(c)
-}
-
-/// Runs `protocol` on `cfg`; a failed check prints its first anomalies and sets `failed`
-/// (the experiment then exits 3).
-pub fn run_checked(protocol: &str, cfg: &SimConfig, failed: &mut bool) -> Result<SimOutput> {
-    let out = meridian_sim::run_named(protocol, cfg, &mut progress(protocol))?;
-    if !out.report.check.ok() {
-        *failed = true;
-        eprintln!("{protocol}: check FAILED on {}:", cfg.topology.name);
-        for a in out.report.check.anomalies.iter().take(5) {
-            eprintln!("  {a}");
-        }
-    }
-    Ok(out)
 }
 
 /// The verdict column: `ok` or `FAIL`.

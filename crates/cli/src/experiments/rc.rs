@@ -40,32 +40,38 @@ pub const EXPERIMENTS: &[Experiment] = &[
     Experiment {
         name: "rc-fig3",
         about: "replicated-commit.md Fig. 3: commit latency for DC sets C .. CVOIS, rc vs replog",
-        run: |a| super::with_ctx(a, fig3),
+        run: fig3,
+        sim: true,
     },
     Experiment {
         name: "rc-fig4",
         about: "replicated-commit.md Fig. 4: replog leader placements C/C/C, C/V/O, V/O/I, S/S/S vs rc",
-        run: |a| super::with_ctx(a, fig4),
+        run: fig4,
+        sim: true,
     },
     Experiment {
         name: "rc-fig5",
         about: "replicated-commit.md Fig. 5 and §4.3: transaction latency vs operations per transaction, crossover",
-        run: |a| super::with_ctx(a, fig5),
+        run: fig5,
+        sim: true,
     },
     Experiment {
         name: "rc-fig6",
         about: "replicated-commit.md Fig. 6: throughput (committed ops/s) vs number of clients",
-        run: |a| super::with_ctx(a, fig6),
+        run: fig6,
+        sim: true,
     },
     Experiment {
         name: "rc-fig7",
         about: "replicated-commit.md Fig. 7: contention, commits out of 2500 for 150..6000 items",
-        run: |a| super::with_ctx(a, fig7),
+        run: fig7,
+        sim: true,
     },
     Experiment {
         name: "rc-fig10",
         about: "replicated-commit.md Fig. 10: DC C goes down for a minute; commit latency of C's clients",
-        run: |a| super::with_ctx(a, fig10),
+        run: fig10,
+        sim: true,
     },
 ];
 
