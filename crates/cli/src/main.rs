@@ -6,6 +6,7 @@ mod campaign;
 mod cluster;
 mod compare;
 mod experiments;
+mod report;
 
 /// mimalloc: the simulator allocates many small messages and keys; paired runs of
 /// simbench were faster with it than with the system allocator on every try.
@@ -51,6 +52,9 @@ enum Cmd {
     /// Many seeded simulations per protocol under drawn faults; failing seeds are
     /// printed as the command that replays them, and shrunk.
     Campaign(campaign::CampaignArgs),
+    /// Run every paper experiment (in parallel) and write docs/EVALUATION.md, its data
+    /// (evaluation.json) and its figures (figures/*.svg).
+    Report(report::ReportArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell), e.g.
     /// `meridian completions bash > ~/.local/share/bash-completion/completions/meridian`.
     Completions {
@@ -478,6 +482,7 @@ fn main() -> ExitCode {
             | Cmd::Compare(_)
             | Cmd::Check { .. }
             | Cmd::Campaign(_)
+            | Cmd::Report(_)
             | Cmd::Completions { .. }
             | Cmd::Cluster {
                 cmd: cluster::ClusterCmd::Status { .. }
@@ -490,6 +495,7 @@ fn main() -> ExitCode {
         Cmd::Compare(a) => compare::run(a.experiment.as_deref(), &a.run, a.json),
         Cmd::Check { file, json, format } => run_check(file, *json, format),
         Cmd::Campaign(a) => campaign::campaign(a),
+        Cmd::Report(a) => report::report(a),
         Cmd::Server(a) => cluster::server(a).map(|()| ExitCode::SUCCESS),
         Cmd::Cluster { cmd } => cluster::cluster(cmd).map(|()| ExitCode::SUCCESS),
         Cmd::Bench(a) => bench::bench(a),

@@ -423,3 +423,83 @@ fn test_cli_mutants_exist_only_in_test_builds_and_name_their_protocol() {
         stderr(&o)
     );
 }
+
+/// The text between a generated block's markers in `md`.
+fn generated<'a>(md: &'a str, name: &str) -> &'a str {
+    let begin = md
+        .find(&format!("<!-- BEGIN GENERATED {name}:"))
+        .unwrap_or_else(|| panic!("no block {name}"));
+    let end = md[begin..].find(&format!("<!-- END GENERATED {name} -->")).expect("end") + begin;
+    &md[begin..end]
+}
+
+/// `meridian report --quick`: every simulated experiment runs at a small scale, checks
+/// clean, fills its block of EVALUATION.md and draws its figures; a second run of some
+/// of them writes the same blocks and the same figures.
+#[test]
+fn test_cli_report_quick_runs_every_experiment_and_is_repeatable() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("a");
+    let o = meridian(&["report", "--quick", "--out", out.to_str().expect("utf-8")]);
+    assert!(o.status.success(), "report --quick failed: {}", stderr(&o));
+    let md = std::fs::read_to_string(out.join("EVALUATION.md")).expect("EVALUATION.md");
+    let data: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("evaluation.json")).expect("json")).expect("parses");
+    let exps = data["experiments"].as_array().expect("experiments");
+    let list = meridian(&["compare", "--experiment", "list"]);
+    let sims: Vec<String> = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| !n.starts_with("cluster-"))
+        .map(String::from)
+        .collect();
+    assert_eq!(exps.len(), sims.len(), "every simulated experiment ran");
+    let mut figures = 0;
+    for e in exps {
+        let name = e["name"].as_str().expect("name");
+        assert_eq!(e["failed"], false, "{name} checked clean");
+        let block = generated(&md, name);
+        assert!(block.contains('|'), "{name}'s block has a table");
+        assert!(!block.contains("FAIL"), "{name}: {block}");
+        for b in e["blocks"].as_array().expect("blocks") {
+            if let Some(f) = b.get("Figure") {
+                let file = out.join("figures").join(format!("{}.svg", f["file"].as_str().expect("file")));
+                let svg = std::fs::read_to_string(&file).expect("figure written");
+                assert!(svg.starts_with("<svg") && svg.contains("</svg>"), "{}", file.display());
+                figures += 1;
+            }
+        }
+    }
+    assert!(figures >= 20, "only {figures} figures");
+    let summary = generated(&md, "summary");
+    assert!(summary.contains("reproduced") && summary.contains("not built"), "{summary}");
+    assert!(!summary.contains("| measured |"), "no status says measured");
+
+    // Again, some of them, one job: the same blocks and figures.
+    let out2 = dir.path().join("b");
+    let o = meridian(&[
+        "report",
+        "--quick",
+        "--only",
+        "2pc,cs-fig8,hv-analysis",
+        "--jobs",
+        "1",
+        "--out",
+        out2.to_str().expect("utf-8"),
+    ]);
+    assert!(o.status.success(), "report --only failed: {}", stderr(&o));
+    let md2 = std::fs::read_to_string(out2.join("EVALUATION.md")).expect("EVALUATION.md");
+    for name in ["2pc-round-trips", "cs-fig8", "hv-analysis"] {
+        assert_eq!(generated(&md, name), generated(&md2, name), "{name} differs between runs");
+    }
+    for f in ["2pc-round-trips.svg", "cs-fig8.svg"] {
+        assert_eq!(
+            std::fs::read(out.join("figures").join(f)).expect("a"),
+            std::fs::read(out2.join("figures").join(f)).expect("b"),
+            "{f} differs between runs"
+        );
+    }
+    let bad = meridian(&["report", "--quick", "--only", "rc-fig99", "--out", out2.to_str().expect("utf-8")]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("unknown experiment or paper `rc-fig99`"), "{}", stderr(&bad));
+}

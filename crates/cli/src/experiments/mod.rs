@@ -14,6 +14,7 @@ pub mod twopc;
 
 use crate::{progress, RunArgs};
 use anyhow::Result;
+use serde::{Deserialize, Serialize};
 use meridian_core::Topology;
 use meridian_sim::{SimConfig, SimOutput};
 use std::process::ExitCode;
@@ -59,7 +60,7 @@ pub fn run_live(e: &Experiment, args: &RunArgs) -> Result<ExitCode> {
 }
 
 /// What an experiment produces, in order.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Block {
     /// A paragraph (consecutive `say` lines join into one).
     Text(String),
@@ -72,7 +73,7 @@ pub enum Block {
 }
 
 /// A table: a header and rows of formatted cells.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Table {
     pub header: Vec<String>,
     pub rows: Vec<Vec<String>>,
@@ -120,7 +121,7 @@ impl Table {
 }
 
 /// Where a series' points come from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Source {
     /// Measured by this run.
     Ours,
@@ -131,7 +132,7 @@ pub enum Source {
 }
 
 /// One curve (or bar group) of a figure.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Series {
     pub name: String,
     pub source: Source,
@@ -139,7 +140,7 @@ pub struct Series {
 }
 
 /// A chart of one reproduced paper figure.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Figure {
     /// File stem under `docs/figures/` (the experiment's name, or name plus a suffix).
     pub file: String,
@@ -201,7 +202,7 @@ impl Figure {
 }
 
 /// How a claim fared.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Status {
     Reproduced,
     Partly,
@@ -240,10 +241,10 @@ impl Status {
 }
 
 /// One measurable claim of a paper, with our figure beside it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Claim {
     /// The paper's file under `../shared/papers/`, e.g. `replicated-commit.md`.
-    pub paper: &'static str,
+    pub paper: String,
     /// Where the claim is, e.g. `Fig. 3` or `§4.3`.
     pub at: String,
     /// The claim, in a few words.
@@ -264,7 +265,7 @@ impl Claim {
     /// appended to both values; `cause` is kept only when not reproduced.
     #[allow(clippy::too_many_arguments)]
     pub fn numeric(
-        paper: &'static str,
+        paper: &str,
         at: &str,
         claim: &str,
         paper_value: f64,
@@ -290,7 +291,7 @@ impl Claim {
             }
         };
         Claim {
-            paper,
+            paper: paper.into(),
             at: at.into(),
             claim: claim.into(),
             paper_value: fmt(paper_value),
@@ -308,7 +309,7 @@ impl Claim {
     /// A claim judged by hand-written rule (a shape, an order, a yes/no): `holds` gives
     /// reproduced or not reproduced.
     pub fn shape(
-        paper: &'static str,
+        paper: &str,
         at: &str,
         claim: &str,
         paper_value: &str,
@@ -317,7 +318,7 @@ impl Claim {
         cause: &str,
     ) -> Claim {
         Claim {
-            paper,
+            paper: paper.into(),
             at: at.into(),
             claim: claim.into(),
             paper_value: paper_value.into(),

@@ -57,7 +57,7 @@ fn round_trips(cx: &mut Ctx) -> Result<()> {
             "dependent remote reads k",
             "one-way WAN trips per transaction",
         )
-        .paper("paper: 2(k+1)", Source::PaperText, paper)
+        .paper("2(k+1)", Source::PaperText, paper)
         .ours("2pc-2pl", ours),
     );
     Ok(())
