@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 pub fn run(experiment: Option<&str>, args: &RunArgs, json: bool) -> Result<ExitCode> {
     if json && experiment.is_some() {
-        bail!("--json prints the default comparison; an experiment prints its paper tables (see docs/EVALUATION.md)");
+        bail!("--json prints the default comparison; an experiment prints its paper tables (`meridian report` writes them as docs/EVALUATION.md and evaluation.json)");
     }
     match experiment {
         None => default_compare(args, json),

@@ -145,11 +145,25 @@ pub fn report(a: &ReportArgs) -> Result<ExitCode> {
     }
 
     let t0 = Instant::now();
+    // Longest first, by the last run's wall times (unknown ones first of all).
+    let mut chosen = chosen;
+    let last = |n: &str| {
+        old.experiments
+            .iter()
+            .find(|d| d.name == n)
+            .map_or(f64::MAX, |d| d.wall_s)
+    };
+    chosen.sort_by(|a, b| last(b.name).total_cmp(&last(a.name)));
     let ran = run_all(&chosen, a.quick, jobs)?;
     let wall_s = t0.elapsed().as_secs_f64();
 
     // Merge: what ran replaces its old entry; registry order.
-    let mut data = Data { quick: a.quick, experiments: vec![], wall_s, jobs };
+    let mut data = Data {
+        quick: a.quick,
+        experiments: vec![],
+        wall_s,
+        jobs,
+    };
     for e in experiments::all().into_iter().filter(|e| e.sim) {
         if let Some(d) = ran.iter().find(|d| d.name == e.name) {
             data.experiments.push(d.clone());
@@ -196,10 +210,9 @@ pub fn report(a: &ReportArgs) -> Result<ExitCode> {
     }
 }
 
-/// Runs `chosen` on `jobs` threads, longest first, with one progress bar.
+/// Runs `chosen` on `jobs` threads, in order, with one progress bar.
 fn run_all(chosen: &[&'static Experiment], quick: bool, jobs: usize) -> Result<Vec<ExpData>> {
     let args = RunArgs::defaults();
-    // Longest first (the order the registry names the slow ones is a fair guess).
     let queue: Mutex<Vec<&Experiment>> = Mutex::new(chosen.iter().rev().copied().collect());
     let done: Mutex<Vec<Result<ExpData>>> = Mutex::new(vec![]);
     let bar = if std::io::stderr().is_terminal() {
@@ -265,16 +278,61 @@ fn claims(data: &Data) -> impl Iterator<Item = &Claim> {
 /// Measurable claims of the papers that no experiment tests yet: (paper, where,
 /// claim, why not).
 pub const NOT_BUILT: &[(&str, &str, &str, &str)] = &[
-    ("replicated-commit.md", "Fig. 8", "latency vs percentage of reads", "no read-ratio sweep experiment"),
-    ("replicated-commit.md", "Fig. 9", "latency vs number of operations per DC", "no experiment"),
-    ("replicated-commit.md", "Fig. 11", "behaviour under a network partition", "no experiment"),
-    ("crossstitch.md", "Fig. 5", "completion time vs chain length across DCs", "no experiment"),
-    ("crossstitch.md", "Fig. 6", "throughput vs number of clients", "no experiment"),
+    (
+        "replicated-commit.md",
+        "Fig. 8",
+        "latency vs percentage of reads",
+        "no read-ratio sweep experiment",
+    ),
+    (
+        "replicated-commit.md",
+        "Fig. 9",
+        "latency vs number of operations per DC",
+        "no experiment",
+    ),
+    (
+        "replicated-commit.md",
+        "Fig. 11",
+        "behaviour under a network partition",
+        "no experiment",
+    ),
+    (
+        "crossstitch.md",
+        "Fig. 5",
+        "completion time vs chain length across DCs",
+        "no experiment",
+    ),
+    (
+        "crossstitch.md",
+        "Fig. 6",
+        "throughput vs number of clients",
+        "no experiment",
+    ),
     ("crossstitch.md", "Fig. 7", "abort rate vs contention", "no experiment"),
-    ("crossstitch.md", "Fig. 9", "completion time under a server failure", "no experiment"),
-    ("crossstitch.md", "Fig. 10", "fail-over time", "no experiment (and no fail-over within the detection timeout on real clusters, issue 16)"),
-    ("crossstitch.md", "Fig. 15", "TPC-C new-order completion time", "no experiment"),
-    ("catenae.md", "Fig. 7", "TPC-C throughput and latency", "no TPC-C experiment for catenae (issue 17)"),
+    (
+        "crossstitch.md",
+        "Fig. 9",
+        "completion time under a server failure",
+        "no experiment",
+    ),
+    (
+        "crossstitch.md",
+        "Fig. 10",
+        "fail-over time",
+        "no experiment (and no fail-over within the detection timeout on real clusters, issue 16)",
+    ),
+    (
+        "crossstitch.md",
+        "Fig. 15",
+        "TPC-C new-order completion time",
+        "no experiment",
+    ),
+    (
+        "catenae.md",
+        "Fig. 7",
+        "TPC-C throughput and latency",
+        "no TPC-C experiment for catenae (issue 17)",
+    ),
 ];
 
 /// The generated blocks' names in `template`, in order; an error on a malformed or
@@ -285,13 +343,19 @@ fn parse_markers(template: &str) -> Result<Vec<String>> {
     for (i, line) in template.lines().enumerate() {
         if let Some(n) = marker(line, "BEGIN") {
             if let Some((o, at)) = &open {
-                bail!("EVALUATION.md line {}: block `{n}` opens inside `{o}` (opened line {at})", i + 1);
+                bail!(
+                    "EVALUATION.md line {}: block `{n}` opens inside `{o}` (opened line {at})",
+                    i + 1
+                );
             }
             open = Some((n, i + 1));
         } else if let Some(n) = marker(line, "END") {
             match open.take() {
                 Some((o, _)) if o == n => names.push(n),
-                Some((o, at)) => bail!("EVALUATION.md line {}: END of `{n}` closes `{o}` (opened line {at})", i + 1),
+                Some((o, at)) => bail!(
+                    "EVALUATION.md line {}: END of `{n}` closes `{o}` (opened line {at})",
+                    i + 1
+                ),
                 None => bail!("EVALUATION.md line {}: END of `{n}` without its BEGIN", i + 1),
             }
         }
@@ -307,7 +371,11 @@ fn parse_markers(template: &str) -> Result<Vec<String>> {
 fn marker(line: &str, kind: &str) -> Option<String> {
     let rest = line.trim().strip_prefix("<!--")?.trim_start();
     let rest = rest.strip_prefix(kind)?.trim_start().strip_prefix("GENERATED")?;
-    let name = rest.split_whitespace().next()?.trim_end_matches("-->").trim_end_matches(':');
+    let name = rest
+        .split_whitespace()
+        .next()?
+        .trim_end_matches("-->")
+        .trim_end_matches(':');
     (!name.is_empty()).then(|| name.to_string())
 }
 
@@ -412,7 +480,11 @@ fn experiment_md(d: &ExpData, quick: bool) -> String {
                 c.paper_value,
                 c.ours,
                 c.ratio.map_or(String::new(), |r| format!(", ratio {r:.2}")),
-                if c.cause.is_empty() { String::new() } else { format!(". {}", c.cause) }
+                if c.cause.is_empty() {
+                    String::new()
+                } else {
+                    format!(". {}", c.cause)
+                }
             ));
         }
         s.push('\n');
@@ -423,7 +495,8 @@ fn experiment_md(d: &ExpData, quick: bool) -> String {
 fn summary(data: &Data) -> String {
     let cs: Vec<&Claim> = claims(data).collect();
     let count = |s: Status| cs.iter().filter(|c| c.status == s).count();
-    let mut s = format!(
+    let mut s =
+        format!(
         "{} claims measured: {} reproduced, {} partly, {} not reproduced, {} not applicable; {} not built yet.{}\n\n",
         cs.len(),
         count(Status::Reproduced),
@@ -450,7 +523,9 @@ fn summary(data: &Data) -> String {
         ));
     }
     for (paper, at, claim, why) in NOT_BUILT {
-        s.push_str(&format!("| {paper} | {at} | {claim} | – | – | – | not built | {why} |\n"));
+        s.push_str(&format!(
+            "| {paper} | {at} | {claim} | – | – | – | not built | {why} |\n"
+        ));
     }
     s.push('\n');
     s
@@ -481,7 +556,12 @@ fn timing(data: &Data) -> String {
 /// (stated) or dotted (read off a figure) with crosses.
 fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
     use plotters::prelude::*;
-    let pts = || f.series.iter().flat_map(|s| s.points.iter().copied()).filter(|(x, y)| x.is_finite() && y.is_finite());
+    let pts = || {
+        f.series
+            .iter()
+            .flat_map(|s| s.points.iter().copied())
+            .filter(|(x, y)| x.is_finite() && y.is_finite())
+    };
     if pts().next().is_none() {
         bail!("figure {} has no finite points", f.file);
     }
@@ -563,7 +643,12 @@ fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
             // they coincide). A paper series takes the colour of the measured series
             // it names (same name, or a name that starts with it), else a colour of
             // its own from the end of the palette.
-            let ours: Vec<&str> = f.series.iter().filter(|s| s.source == Source::Ours).map(|s| s.name.as_str()).collect();
+            let ours: Vec<&str> = f
+                .series
+                .iter()
+                .filter(|s| s.source == Source::Ours)
+                .map(|s| s.name.as_str())
+                .collect();
             let mut spare = palette.len();
             legend.clear();
             let mut order: Vec<&experiments::Series> = f.series.iter().filter(|s| s.source == Source::Ours).collect();
@@ -635,7 +720,12 @@ fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
             legend_area.draw(&PathElement::new(vec![(6, y), (34, y)], style))?;
             legend_area.draw(&Circle::new((20, y), 3, color.filled()))?;
         } else {
-            legend_area.draw(&plotters::element::DashedPathElement::new(vec![(6, y), (34, y)], 5, *gap, style.stroke_width(1)))?;
+            legend_area.draw(&plotters::element::DashedPathElement::new(
+                vec![(6, y), (34, y)],
+                5,
+                *gap,
+                style.stroke_width(1),
+            ))?;
             legend_area.draw(&Cross::new((20, y), 5, style))?;
         }
         for (k, line) in wrap(label, 30).iter().enumerate() {
@@ -690,7 +780,11 @@ mod tests {
     fn every_simulated_experiment_has_a_block_in_evaluation_md() {
         let names = parse_markers(TEMPLATE).expect("markers parse");
         for e in experiments::all().into_iter().filter(|e| e.sim) {
-            assert!(names.iter().any(|n| n == e.name), "docs/EVALUATION.md has no block for {}", e.name);
+            assert!(
+                names.iter().any(|n| n == e.name),
+                "docs/EVALUATION.md has no block for {}",
+                e.name
+            );
         }
         for n in &names {
             assert!(
@@ -714,7 +808,11 @@ mod tests {
     #[test]
     fn render_keeps_prose_and_rewrites_blocks() {
         let t = "prose\n<!-- BEGIN GENERATED timing -->\nold\n<!-- END GENERATED timing -->\nmore prose\n";
-        let d = Data { wall_s: 1.0, jobs: 2, ..Data::default() };
+        let d = Data {
+            wall_s: 1.0,
+            jobs: 2,
+            ..Data::default()
+        };
         let out = render(t, &d).expect("render");
         assert!(out.starts_with("prose\n<!-- BEGIN GENERATED timing"));
         assert!(!out.contains("old"));
@@ -724,7 +822,10 @@ mod tests {
 
     #[test]
     fn only_names_papers_or_experiments() {
-        assert!(select(Some("rc")).expect("rc").iter().all(|e| e.name.starts_with("rc-")));
+        assert!(select(Some("rc"))
+            .expect("rc")
+            .iter()
+            .all(|e| e.name.starts_with("rc-")));
         assert_eq!(select(Some("rc-fig3,rc-fig3")).expect("one").len(), 1);
         let e = select(Some("rc-fig99")).err().expect("an error").to_string();
         assert!(e.contains("unknown experiment or paper `rc-fig99`"), "{e}");

@@ -381,7 +381,7 @@ fn test_cli_campaign_refuses_an_unknown_protocol_before_running() {
 /// Issue 19's mutation check: each deliberately broken protocol variant (built only
 /// with the `mutants` feature, which the tests enable) is caught by the campaign
 /// within the stated number of seeds, counted from seed 1. The bounds are the first
-/// failing seed of each, rounded up (docs/EVALUATION.md, "Fault campaign").
+/// failing seed of each, rounded up (docs/MEASUREMENTS.md, "Fault campaign").
 #[test]
 fn test_cli_campaign_catches_every_mutant() {
     for (protocol, seeds) in [
@@ -429,7 +429,10 @@ fn generated<'a>(md: &'a str, name: &str) -> &'a str {
     let begin = md
         .find(&format!("<!-- BEGIN GENERATED {name}:"))
         .unwrap_or_else(|| panic!("no block {name}"));
-    let end = md[begin..].find(&format!("<!-- END GENERATED {name} -->")).expect("end") + begin;
+    let end = md[begin..]
+        .find(&format!("<!-- END GENERATED {name} -->"))
+        .expect("end")
+        + begin;
     &md[begin..end]
 }
 
@@ -463,7 +466,9 @@ fn test_cli_report_quick_runs_every_experiment_and_is_repeatable() {
         assert!(!block.contains("FAIL"), "{name}: {block}");
         for b in e["blocks"].as_array().expect("blocks") {
             if let Some(f) = b.get("Figure") {
-                let file = out.join("figures").join(format!("{}.svg", f["file"].as_str().expect("file")));
+                let file = out
+                    .join("figures")
+                    .join(format!("{}.svg", f["file"].as_str().expect("file")));
                 let svg = std::fs::read_to_string(&file).expect("figure written");
                 assert!(svg.starts_with("<svg") && svg.contains("</svg>"), "{}", file.display());
                 figures += 1;
@@ -472,7 +477,10 @@ fn test_cli_report_quick_runs_every_experiment_and_is_repeatable() {
     }
     assert!(figures >= 20, "only {figures} figures");
     let summary = generated(&md, "summary");
-    assert!(summary.contains("reproduced") && summary.contains("not built"), "{summary}");
+    assert!(
+        summary.contains("reproduced") && summary.contains("not built"),
+        "{summary}"
+    );
     assert!(!summary.contains("| measured |"), "no status says measured");
 
     // Again, some of them, one job: the same blocks and figures.
@@ -490,7 +498,11 @@ fn test_cli_report_quick_runs_every_experiment_and_is_repeatable() {
     assert!(o.status.success(), "report --only failed: {}", stderr(&o));
     let md2 = std::fs::read_to_string(out2.join("EVALUATION.md")).expect("EVALUATION.md");
     for name in ["2pc-round-trips", "cs-fig8", "hv-analysis"] {
-        assert_eq!(generated(&md, name), generated(&md2, name), "{name} differs between runs");
+        assert_eq!(
+            generated(&md, name),
+            generated(&md2, name),
+            "{name} differs between runs"
+        );
     }
     for f in ["2pc-round-trips.svg", "cs-fig8.svg"] {
         assert_eq!(
@@ -499,7 +511,18 @@ fn test_cli_report_quick_runs_every_experiment_and_is_repeatable() {
             "{f} differs between runs"
         );
     }
-    let bad = meridian(&["report", "--quick", "--only", "rc-fig99", "--out", out2.to_str().expect("utf-8")]);
+    let bad = meridian(&[
+        "report",
+        "--quick",
+        "--only",
+        "rc-fig99",
+        "--out",
+        out2.to_str().expect("utf-8"),
+    ]);
     assert_eq!(bad.status.code(), Some(2));
-    assert!(stderr(&bad).contains("unknown experiment or paper `rc-fig99`"), "{}", stderr(&bad));
+    assert!(
+        stderr(&bad).contains("unknown experiment or paper `rc-fig99`"),
+        "{}",
+        stderr(&bad)
+    );
 }

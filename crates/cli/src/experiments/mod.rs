@@ -14,9 +14,9 @@ pub mod twopc;
 
 use crate::{progress, RunArgs};
 use anyhow::Result;
-use serde::{Deserialize, Serialize};
 use meridian_core::Topology;
 use meridian_sim::{SimConfig, SimOutput};
+use serde::{Deserialize, Serialize};
 use std::process::ExitCode;
 
 /// A named experiment: what `--experiment NAME` runs and `meridian report` collects.
@@ -277,7 +277,7 @@ impl Claim {
         let ratio = ours / paper_value;
         let status = Status::by_ratio(ratio, tol);
         let fmt = |x: f64| {
-            let s = if x.abs() >= 100.0 {
+            let s = if x.abs() >= 100.0 || (x.fract() == 0.0 && x.abs() < 1e9) {
                 format!("{x:.0}")
             } else if x.abs() >= 10.0 {
                 format!("{x:.1}")
@@ -415,9 +415,12 @@ impl<'a> Ctx<'a> {
     }
 
     fn push(&mut self, b: Block) {
+        // Live mode prints what is complete: a table may still get rows until the next
+        // text or table (claims and figures may come between its rows), so only those
+        // two close what came before.
+        let closes = matches!(b, Block::Text(_) | Block::Table(_));
         self.blocks.push(b);
-        if self.live {
-            // Everything but the new block is complete: print it.
+        if self.live && closes {
             self.print_upto(self.blocks.len() - 1);
         }
     }

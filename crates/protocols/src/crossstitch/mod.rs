@@ -96,7 +96,7 @@
 //!   client whose clock is behind a restarted server's watermark is refused there
 //!   until its clock passes it: skew costs liveness for that long, never safety.
 //!   Open: with up to 2 s of skew and serial crashes, 3 of 10,000 campaign seeds still
-//!   end with a transaction unresolved (docs/EVALUATION.md, "Ten thousand seeds").
+//!   end with a transaction unresolved (docs/MEASUREMENTS.md, "Ten thousand seeds").
 //! - **Forgetful acceptors.** Restarted servers re-sync data, not acceptor state, so
 //!   in a recovery's phase 1 a server stays silent about transactions it may have acted
 //!   on before its crash: its "nothing accepted" could otherwise complete a majority
