@@ -45,6 +45,10 @@ impl CTxn {
 struct KeyQ {
     fps: BTreeMap<TxnId, (u64, bool)>,
     started: Vec<TxnId>,
+    /// The members of `started`, for constant-time membership (under a hot key
+    /// `started` holds every unresolved transaction that touched it, and Rule 1's scan
+    /// asks about each footprint).
+    started_set: HashSet<TxnId>,
 }
 
 /// A chain server.
@@ -260,6 +264,7 @@ impl Chain {
                 timer: 0,
             },
         );
+        let below = self.complete_below;
         self.advance_manifest();
         if pos + 1 < chain.servers.len() {
             cx.send(
@@ -274,7 +279,11 @@ impl Chain {
             // The last server of the chain turns the forward pass into the backward pass.
             self.on_backward(chain, pos, vec![], hops, cx);
         }
-        self.retry_waiting(cx);
+        // A new footprint only adds constraints, so a waiting transaction can start
+        // now only if the epoch boundary moved (see `retry_touching`).
+        if self.complete_below != below {
+            self.retry_waiting(cx);
+        }
     }
 
     fn on_backward(&mut self, chain: Arc<ChainTxn>, pos: usize, deps: Vec<TxnId>, hops: u32, cx: &mut Ctx<'_, Msg>) {
@@ -314,7 +323,7 @@ impl Chain {
                 }
             }
             for (x, (xe, xw)) in &q.fps {
-                if *x == id || !(*w || *xw) || q.started.contains(x) {
+                if *x == id || !(*w || *xw) || q.started_set.contains(x) {
                     continue;
                 }
                 let must_follow = *xe < eid || t.deps.contains(x) || t.implicit.contains(x);
@@ -357,7 +366,7 @@ impl Chain {
                     new_deps.push(*x);
                 }
             }
-            if !q.started.contains(&id) {
+            if q.started_set.insert(id) {
                 q.started.push(id);
             }
             let j = self.cfg.jitter;
@@ -443,24 +452,56 @@ impl Chain {
         } else {
             cx.send_on_chain(chain.coord, Msg::Finished { txn: id, deps, hops }, hops);
         }
-        self.retry_waiting(cx);
+        let keys: Vec<Key> = chain.keys[pos].iter().map(|(k, _)| k.clone()).collect();
+        self.retry_touching(keys, cx);
     }
 
     /// The coordinator committed or aborted `id`: its footprints and order go.
     fn resolve(&mut self, id: TxnId, cx: &mut Ctx<'_, Msg>) {
         let Some(t) = self.txns.remove(&id) else { return };
         self.done.insert(id);
+        let touched: Vec<Key> = t.keys().iter().map(|(k, _)| k.clone()).collect();
         for (k, _) in t.keys() {
             if let Some(q) = self.keys.get_mut(k) {
                 q.fps.remove(&id);
-                q.started.retain(|x| *x != id);
+                if q.started_set.remove(&id) {
+                    q.started.retain(|x| *x != id);
+                }
                 if q.fps.is_empty() && q.started.is_empty() {
                     self.keys.remove(k);
                 }
             }
         }
         self.waiting.retain(|w| *w != id);
-        self.retry_waiting(cx);
+        self.retry_touching(touched, cx);
+    }
+
+    /// Retries, in `waiting` order, the waiting transactions on one of `keys` (or on a
+    /// key of a transaction that starts during the pass). A waiting transaction is
+    /// blocked as of its last try, and only four things unblock one: a conflicting
+    /// holder pre-commits or a footprint is resolved (both on the keys passed here),
+    /// the epoch boundary moves (`retry_waiting`, every transaction), or its own stall
+    /// timer or resolver answer (which retry it alone). So the others would fail again
+    /// and are skipped: the same outcome as `retry_waiting`, without its cost of every
+    /// waiting transaction times every transaction on a hot key.
+    fn retry_touching(&mut self, keys: Vec<Key>, cx: &mut Ctx<'_, Msg>) {
+        let mut touched: HashSet<Key> = keys.into_iter().collect();
+        let ws: Vec<TxnId> = self.waiting.clone();
+        for w in ws {
+            let hit = self
+                .txns
+                .get(&w)
+                .is_some_and(|t| t.st == St::Waiting && t.keys().iter().any(|(k, _)| touched.contains(k)));
+            if !hit {
+                continue;
+            }
+            self.try_start(w, cx);
+            if let Some(t) = self.txns.get(&w) {
+                if t.st != St::Waiting {
+                    touched.extend(t.keys().iter().map(|(k, _)| k.clone()));
+                }
+            }
+        }
     }
 
     fn retry_waiting(&mut self, cx: &mut Ctx<'_, Msg>) {
