@@ -48,6 +48,10 @@ pub struct ReportArgs {
     /// Experiments run at once (default: one per core).
     #[arg(long)]
     jobs: Option<usize>,
+    /// Run nothing: rewrite EVALUATION.md and the figures from OUT/evaluation.json
+    /// (after editing the prose, say).
+    #[arg(long, conflicts_with_all = ["quick", "only", "jobs"])]
+    no_run: bool,
 }
 
 /// One experiment's result, as kept in `evaluation.json`.
@@ -144,6 +148,22 @@ pub fn report(a: &ReportArgs) -> Result<ExitCode> {
         }
     }
 
+    if a.no_run {
+        if old.experiments.is_empty() {
+            bail!(
+                "--no-run: {} holds no experiments; run `meridian report` first",
+                json_path.display()
+            );
+        }
+        write_out(&a.out, &template, &old)?;
+        println!(
+            "rewrote {} and its figures from {}",
+            template_path.display(),
+            json_path.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+
     let t0 = Instant::now();
     // Longest first, by the last run's wall times (unknown ones first of all).
     let mut chosen = chosen;
@@ -173,18 +193,7 @@ pub fn report(a: &ReportArgs) -> Result<ExitCode> {
             }
         }
     }
-    for d in &data.experiments {
-        for b in &d.blocks {
-            if let Block::Figure(f) = b {
-                let path = a.out.join("figures").join(format!("{}.svg", f.file));
-                draw(f, &d.name, &path).with_context(|| format!("drawing {}", path.display()))?;
-            }
-        }
-    }
-    let md = render(&template, &data)?;
-    std::fs::write(&template_path, md).with_context(|| format!("cannot write {}", template_path.display()))?;
-    std::fs::write(&json_path, serde_json::to_string_pretty(&data)? + "\n")
-        .with_context(|| format!("cannot write {}", json_path.display()))?;
+    write_out(&a.out, &template, &data)?;
 
     let failed: Vec<&str> = ran.iter().filter(|d| d.failed).map(|d| d.name.as_str()).collect();
     let claims: Vec<&Claim> = claims(&data).collect();
@@ -208,6 +217,26 @@ pub fn report(a: &ReportArgs) -> Result<ExitCode> {
         eprintln!("check FAILED in: {}", failed.join(", "));
         Ok(ExitCode::from(3))
     }
+}
+
+/// Writes OUT/figures/*.svg, OUT/EVALUATION.md (from `template`) and
+/// OUT/evaluation.json from `data`.
+fn write_out(out: &Path, template: &str, data: &Data) -> Result<()> {
+    for d in &data.experiments {
+        for b in &d.blocks {
+            if let Block::Figure(f) = b {
+                let path = out.join("figures").join(format!("{}.svg", f.file));
+                draw(f, &d.name, &path).with_context(|| format!("drawing {}", path.display()))?;
+            }
+        }
+    }
+    let md = render(template, data)?;
+    let template_path = out.join("EVALUATION.md");
+    std::fs::write(&template_path, md).with_context(|| format!("cannot write {}", template_path.display()))?;
+    let json_path = out.join("evaluation.json");
+    std::fs::write(&json_path, serde_json::to_string_pretty(data)? + "\n")
+        .with_context(|| format!("cannot write {}", json_path.display()))?;
+    Ok(())
 }
 
 /// Runs `chosen` on `jobs` threads, in order, with one progress bar.
@@ -453,7 +482,7 @@ fn experiment_md(d: &ExpData, quick: bool) -> String {
                 s.push_str(&format!(
                     "*{}. {}. Numbers: `meridian compare --experiment {}`; figure: `meridian report --only {}`.*\n\n",
                     f.title,
-                    kinds.join("; "),
+                    capitalize(&kinds.join("; ")),
                     d.name,
                     d.name
                 ));
@@ -742,6 +771,12 @@ fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
     }
     root.present()?;
     Ok(())
+}
+
+/// `s` with its first letter in capitals.
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map_or(String::new(), |f| f.to_uppercase().chain(c).collect())
 }
 
 /// A series name without a leading "paper" (the legend adds it).

@@ -488,7 +488,7 @@ fn table(cx: &mut Ctx, what: &str, validate: bool, pipeline: bool) -> Result<Gro
 }
 
 /// The root's per-message cap at batch 1 (EVALUATION.md, Figs. 2 and 3).
-const ROOT_CAP: &str = "the root handles 8 votes per transaction, one message each, one input at a time: at 4 cores it caps batch 1 at ~4.1k txn/s; batch 10 already lifts that cap";
+const ROOT_CAP: &str = "the root handles 8 votes per transaction, one message each, one input at a time: at 4 cores it caps batch 1 below 2PC; batch 10 already lifts that cap";
 
 fn fig2(cx: &mut Ctx) -> Result<()> {
     cx.say("Fig. 2: throughput (committed txn/s) vs clients, validation off (§IV-B), rmw 8 ops on 8 distinct nodes, 800k objects");
