@@ -127,9 +127,17 @@ pub fn report(a: &ReportArgs) -> Result<ExitCode> {
     std::fs::create_dir_all(a.out.join("figures"))
         .with_context(|| format!("cannot create {}", a.out.join("figures").display()))?;
     let json_path = a.out.join("evaluation.json");
+    // A missing file is a first run; an unreadable one is an error, never silently
+    // empty (`--only` would then drop every other experiment's data).
     let old: Data = match std::fs::read_to_string(&json_path) {
-        Ok(s) => serde_json::from_str(&s).unwrap_or_default(),
-        Err(_) => Data::default(),
+        Ok(s) => serde_json::from_str(&s).with_context(|| {
+            format!(
+                "{} is not a report's data (delete it to start over)",
+                json_path.display()
+            )
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Data::default(),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", json_path.display())),
     };
     let template_path = a.out.join("EVALUATION.md");
     let template = match std::fs::read_to_string(&template_path) {
@@ -589,14 +597,15 @@ fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
         f.series
             .iter()
             .flat_map(|s| s.points.iter().copied())
-            .filter(|(x, y)| x.is_finite() && y.is_finite())
+            .filter(|(x, y)| x.is_finite() && y.is_finite() && (!f.log_y || *y > 0.0))
     };
     if pts().next().is_none() {
         bail!("figure {} has no finite points", f.file);
     }
+    let categorical = !f.categories.is_empty();
     let (mut x0, mut x1) = pts().fold((f64::MAX, f64::MIN), |(a, b), (x, _)| (a.min(x), b.max(x)));
     let (mut y0, mut y1) = pts().fold((f64::MAX, f64::MIN), |(a, b), (_, y)| (a.min(y), b.max(y)));
-    if !f.categories.is_empty() {
+    if categorical {
         x0 = -0.5;
         x1 = f.categories.len() as f64 - 0.5;
     } else {
@@ -605,18 +614,19 @@ fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
         x1 += pad;
     }
     if f.log_y {
-        y0 = pts().map(|(_, y)| y).filter(|y| *y > 0.0).fold(f64::MAX, f64::min) / 1.5;
+        y0 /= 1.5;
         y1 *= 1.5;
     } else {
+        // From zero, with a little room below so a series at 0 is not hidden by the
+        // axis line.
         y0 = y0.min(0.0);
         y1 = if y1 <= y0 { y0 + 1.0 } else { y1 + (y1 - y0) * 0.08 };
+        y0 -= (y1 - y0) * 0.015;
     }
     let root = SVGBackend::new(path, (960, 460)).into_drawing_area();
     root.fill(&WHITE)?;
     let (top, foot) = root.split_vertically(430);
     let (chart_area, legend_area) = top.split_horizontally(700);
-    // (label, colour, dash gap: 0 = solid line with dots, else dashed with crosses)
-    let mut legend: Vec<(String, RGBColor, u32)> = vec![];
     foot.draw(&Text::new(
         format!("meridian report --only {experiment}"),
         (10, 8),
@@ -632,14 +642,66 @@ fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
         RGBColor(23, 190, 207),
         RGBColor(127, 127, 127),
     ];
+    // Who is drawn how: measured series each get a colour and a marker shape (so two
+    // series that coincide stay visible); a paper series takes the colour of the
+    // measured series it belongs to (`of`, else the longest common name prefix),
+    // else a spare colour, and is drawn dashed with crosses.
+    let ours: Vec<&str> = f
+        .series
+        .iter()
+        .filter(|s| s.source == Source::Ours)
+        .map(|s| s.name.as_str())
+        .collect();
+    let mut spare = palette.len();
+    let mut styled: Vec<(&experiments::Series, RGBColor, usize)> = vec![];
+    for s in f.series.iter().filter(|s| s.source == Source::Ours) {
+        let i = styled.len();
+        styled.push((s, palette[i % palette.len()], i));
+    }
+    for s in f.series.iter().filter(|s| s.source != Source::Ours) {
+        let want = bare(&s.name).to_lowercase();
+        let hit = match &s.of {
+            Some(o) => ours.iter().position(|n| n == o),
+            None => ours
+                .iter()
+                .enumerate()
+                .map(|(i, n)| {
+                    let n = n.to_lowercase();
+                    (i, want.chars().zip(n.chars()).take_while(|(a, b)| a == b).count())
+                })
+                .filter(|(_, k)| *k >= 2)
+                .max_by_key(|(i, k)| (*k, usize::MAX - i))
+                .map(|(i, _)| i),
+        };
+        let color = match hit {
+            Some(i) => palette[i % palette.len()],
+            None => {
+                spare = if spare == 0 { palette.len() - 1 } else { spare - 1 };
+                palette[spare]
+            }
+        };
+        styled.push((s, color, 0));
+    }
+    // Integer quantities (counts, operations) get labels on integers only.
+    let int_x = !categorical && f.series.iter().all(|s| s.points.iter().all(|(x, _)| x.fract() == 0.0));
+    let int_y = !f.log_y
+        && f.series
+            .iter()
+            .all(|s| s.points.iter().all(|(_, y)| !y.is_finite() || y.fract() == 0.0));
     let cats = f.categories.clone();
+    let int_axis = |v: f64| {
+        if (v - v.round()).abs() < 1e-9 {
+            num(v)
+        } else {
+            String::new()
+        }
+    };
     let xfmt = move |x: &f64| -> String {
         if cats.is_empty() {
-            let r = x.round();
-            if (x - r).abs() < 1e-9 {
-                format!("{r}")
+            if int_x {
+                int_axis(*x)
             } else {
-                format!("{x:.1}")
+                num(*x)
             }
         } else {
             let i = x.round();
@@ -650,12 +712,28 @@ fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
             }
         }
     };
+    let log_y = f.log_y;
+    let yfmt = move |y: &f64| {
+        if log_y {
+            // 1, 2 and 5 of each decade; the other ticks stay as grid lines.
+            let m = y / 10f64.powf(y.log10().floor());
+            if [1.0, 2.0, 5.0].iter().any(|k| (m - k).abs() < 1e-6) || (m - 10.0).abs() < 1e-6 {
+                num(*y)
+            } else {
+                String::new()
+            }
+        } else if int_y {
+            int_axis(*y)
+        } else {
+            num(*y)
+        }
+    };
     let mut b = ChartBuilder::on(&chart_area);
     b.caption(&f.title, ("sans-serif", 18))
         .margin(12)
         .x_label_area_size(40)
-        .y_label_area_size(64);
-    // One drawing routine for both y scales.
+        .y_label_area_size(70);
+    let mut legend: Vec<(String, RGBColor, usize, bool)> = vec![];
     macro_rules! body {
         ($chart:expr) => {{
             let mut chart = $chart;
@@ -663,78 +741,92 @@ fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
             mesh.x_desc(f.x.as_str())
                 .y_desc(f.y.as_str())
                 .x_label_formatter(&xfmt)
-                .light_line_style(RGBColor(235, 235, 235));
-            if !f.categories.is_empty() {
+                .y_label_formatter(&yfmt)
+                .light_line_style(RGBColor(238, 238, 238));
+            if categorical {
                 mesh.x_labels(f.categories.len() + 1);
             }
+            if f.log_y {
+                // Labels at 1, 2, 5 (and more) of each decade, not only its powers.
+                mesh.y_labels(20);
+            }
             mesh.draw()?;
-            // Ours first, the paper's on top (dashed, so both stay visible where
-            // they coincide). A paper series takes the colour of the measured series
-            // it names (same name, or a name that starts with it), else a colour of
-            // its own from the end of the palette.
-            let ours: Vec<&str> = f
-                .series
-                .iter()
-                .filter(|s| s.source == Source::Ours)
-                .map(|s| s.name.as_str())
-                .collect();
-            let mut spare = palette.len();
-            legend.clear();
-            let mut order: Vec<&experiments::Series> = f.series.iter().filter(|s| s.source == Source::Ours).collect();
-            order.extend(f.series.iter().filter(|s| s.source != Source::Ours));
-            for s in order {
-                let p: Vec<(f64, f64)> = s
-                    .points
-                    .iter()
-                    .copied()
-                    .filter(|(x, y)| x.is_finite() && y.is_finite() && (!f.log_y || *y > 0.0))
-                    .collect();
-                let color = match s.source {
-                    Source::Ours => palette[ours.iter().position(|n| *n == s.name).unwrap_or(0) % palette.len()],
-                    _ => {
-                        // The measured series sharing the longest name prefix.
-                        let want = bare(&s.name).to_lowercase();
-                        let hit = ours
-                            .iter()
-                            .enumerate()
-                            .map(|(i, n)| {
-                                let n = n.to_lowercase();
-                                (i, want.chars().zip(n.chars()).take_while(|(a, b)| a == b).count())
-                            })
-                            .filter(|(_, k)| *k >= 2)
-                            .max_by_key(|(i, k)| (*k, usize::MAX - i));
-                        match hit {
-                            Some((i, _)) => palette[i % palette.len()],
-                            None => {
-                                spare = if spare == 0 { palette.len() - 1 } else { spare - 1 };
-                                palette[spare]
-                            }
-                        }
+            for (s, color, shape) in &styled {
+                let style = ShapeStyle::from(color).stroke_width(2);
+                let thin = ShapeStyle::from(color).stroke_width(1);
+                // Runs of drawable points; a non-finite y (or 0 on a log axis) breaks
+                // the line.
+                let mut runs: Vec<Vec<(f64, f64)>> = vec![vec![]];
+                for &(x, y) in &s.points {
+                    if x.is_finite() && y.is_finite() && (!f.log_y || y > 0.0) {
+                        runs.last_mut().expect("a run").push((x, y));
+                    } else if !runs.last().expect("a run").is_empty() {
+                        runs.push(vec![]);
                     }
-                };
-                let style = ShapeStyle::from(&color).stroke_width(2);
-                match s.source {
-                    Source::Ours => {
-                        chart.draw_series(LineSeries::new(p.clone(), style))?;
-                        chart.draw_series(p.iter().map(|&q| Circle::new(q, 3, color.filled())))?;
-                        legend.push((s.name.clone(), color, 0));
-                    }
-                    src => {
-                        let (label, gap) = if src == Source::PaperText {
-                            (format!("paper: {}", bare(&s.name)), 5)
+                }
+                let all: Vec<(f64, f64)> = runs.iter().flatten().copied().collect();
+                let ours = s.source == Source::Ours;
+                let gap: u32 = if s.source == Source::PaperText { 5 } else { 2 };
+                // Categorical x: markers only (a line between categories suggests a
+                // trend that is not there).
+                if !categorical {
+                    for r in runs.iter().filter(|r| r.len() > 1) {
+                        if ours {
+                            chart.draw_series(LineSeries::new(r.clone(), style))?;
                         } else {
-                            (format!("paper (read off fig.): {}", bare(&s.name)), 2)
-                        };
-                        let thin = ShapeStyle::from(&color).stroke_width(1);
-                        if p.len() > 1 {
-                            chart.draw_series(DashedLineSeries::new(p.clone(), 5, gap, thin))?;
+                            chart.draw_series(DashedLineSeries::new(r.clone(), 5u32, gap, thin))?;
                         }
-                        chart.draw_series(p.iter().map(|&q| Cross::new(q, 6, style)))?;
-                        legend.push((label, color, gap));
                     }
+                }
+                if ours {
+                    for &q in &all {
+                        marker(&mut chart, q, *shape, *color)?;
+                    }
+                    legend.push((s.name.clone(), *color, *shape, true));
+                } else {
+                    chart.draw_series(all.iter().map(|&q| Cross::new(q, 6, style)))?;
+                    let label = if s.source == Source::PaperText {
+                        format!("paper: {}", bare(&s.name))
+                    } else {
+                        format!("paper (read off fig.): {}", bare(&s.name))
+                    };
+                    legend.push((label, *color, gap as usize, false));
                 }
             }
         }};
+    }
+    /// Marker `shape` (0 filled circle, 1 triangle, 2 hollow square, 3 hollow circle,
+    /// 4 diamond) at `q`.
+    fn marker<DB: DrawingBackend, CT: plotters::coord::CoordTranslate<From = (f64, f64)>>(
+        chart: &mut ChartContext<'_, DB, CT>,
+        q: (f64, f64),
+        shape: usize,
+        color: RGBColor,
+    ) -> Result<()>
+    where
+        DB::ErrorType: 'static,
+    {
+        let s2 = ShapeStyle::from(&color).stroke_width(2);
+        let r = match shape % 5 {
+            0 => chart
+                .draw_series(std::iter::once(Circle::new(q, 4, color.filled())))
+                .map(|_| ()),
+            1 => chart
+                .draw_series(std::iter::once(TriangleMarker::new(q, 6, color.filled())))
+                .map(|_| ()),
+            2 => chart
+                .draw_series(std::iter::once(
+                    EmptyElement::at(q) + Rectangle::new([(-5, -5), (5, 5)], s2),
+                ))
+                .map(|_| ()),
+            3 => chart.draw_series(std::iter::once(Circle::new(q, 7, s2))).map(|_| ()),
+            _ => chart
+                .draw_series(std::iter::once(
+                    EmptyElement::at(q) + Polygon::new(vec![(0, -6), (6, 0), (0, 6), (-6, 0)], color.filled()),
+                ))
+                .map(|_| ()),
+        };
+        r.map_err(|e| anyhow::anyhow!("{e}"))
     }
     if f.log_y {
         body!(b.build_cartesian_2d(x0..x1, (y0..y1).log_scale())?);
@@ -743,18 +835,32 @@ fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
     }
     // The legend, beside the plot so it never hides a point; long labels wrap.
     let mut y = 50i32;
-    for (label, color, gap) in &legend {
+    for (label, color, shape_or_gap, ours) in &legend {
         let style = ShapeStyle::from(color).stroke_width(2);
-        if *gap == 0 {
-            legend_area.draw(&PathElement::new(vec![(6, y), (34, y)], style))?;
-            legend_area.draw(&Circle::new((20, y), 3, color.filled()))?;
+        if *ours {
+            if !categorical {
+                legend_area.draw(&PathElement::new(vec![(6, y), (34, y)], style))?;
+            }
+            let q = (20, y);
+            match shape_or_gap % 5 {
+                0 => legend_area.draw(&Circle::new(q, 4, color.filled()))?,
+                1 => legend_area.draw(&TriangleMarker::new(q, 6, color.filled()))?,
+                2 => legend_area.draw(&Rectangle::new([(15, y - 5), (25, y + 5)], style))?,
+                3 => legend_area.draw(&Circle::new(q, 7, style))?,
+                _ => legend_area.draw(&Polygon::new(
+                    vec![(20, y - 6), (26, y), (20, y + 6), (14, y)],
+                    color.filled(),
+                ))?,
+            }
         } else {
-            legend_area.draw(&plotters::element::DashedPathElement::new(
-                vec![(6, y), (34, y)],
-                5,
-                *gap,
-                style.stroke_width(1),
-            ))?;
+            if !categorical {
+                legend_area.draw(&plotters::element::DashedPathElement::new(
+                    vec![(6, y), (34, y)],
+                    5,
+                    *shape_or_gap as u32,
+                    style.stroke_width(1),
+                ))?;
+            }
             legend_area.draw(&Cross::new((20, y), 5, style))?;
         }
         for (k, line) in wrap(label, 30).iter().enumerate() {
@@ -771,6 +877,42 @@ fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
     }
     root.present()?;
     Ok(())
+}
+
+/// A tick label: no trailing zeros, thousands grouped, at most 3 significant decimals.
+fn num(x: f64) -> String {
+    if !x.is_finite() {
+        return String::new();
+    }
+    let a = x.abs();
+    let s = if a >= 100.0 || x.fract().abs() < 1e-9 {
+        format!("{:.0}", x)
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    };
+    let s = if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    };
+    // Group the integer part's thousands with a thin space.
+    let (sign, rest) = s.strip_prefix('-').map_or(("", s.as_str()), |r| ("-", r));
+    let (int, frac) = rest.split_once('.').map_or((rest, None), |(i, f)| (i, Some(f)));
+    if int.len() <= 4 {
+        return s.clone();
+    }
+    let mut g = String::new();
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            g.push('\u{2009}');
+        }
+        g.push(c);
+    }
+    format!("{sign}{g}{}", frac.map_or(String::new(), |f| format!(".{f}")))
 }
 
 /// `s` with its first letter in capitals.
@@ -853,6 +995,29 @@ mod tests {
         assert!(!out.contains("old"));
         assert!(out.ends_with("<!-- END GENERATED timing -->\nmore prose\n"));
         assert_eq!(render(&out, &d).expect("render"), out, "rendering is a fixed point");
+    }
+
+    #[test]
+    fn a_gap_survives_the_data_file() {
+        let f = Figure::new("g", "t", "x", "y").ours("s", vec![(1.0, 2.0), (2.0, f64::NAN), (3.0, 4.0)]);
+        let d = Data {
+            experiments: vec![ExpData {
+                name: "e".into(),
+                about: String::new(),
+                blocks: vec![Block::Figure(f)],
+                failed: false,
+                wall_s: 0.0,
+            }],
+            ..Data::default()
+        };
+        let json = serde_json::to_string(&d).expect("serializes");
+        assert!(json.contains("null"), "{json}");
+        let back: Data = serde_json::from_str(&json).expect("parses back");
+        let Block::Figure(g) = &back.experiments[0].blocks[0] else {
+            panic!("a figure")
+        };
+        assert_eq!(g.series[0].points[0], (1.0, 2.0));
+        assert!(g.series[0].points[1].1.is_nan());
     }
 
     #[test]

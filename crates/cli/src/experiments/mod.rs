@@ -136,7 +136,30 @@ pub enum Source {
 pub struct Series {
     pub name: String,
     pub source: Source,
+    /// Points; a non-finite y breaks the line there (no data in that interval). In
+    /// JSON a gap's y is `null`.
+    #[serde(with = "gaps")]
     pub points: Vec<(f64, f64)>,
+    /// For a paper series: the measured series it is the paper's version of (drawn in
+    /// its colour). When unset, the measured series with the longest common name
+    /// prefix.
+    #[serde(default)]
+    pub of: Option<String>,
+}
+
+/// Points whose non-finite y (a gap) is `null` in JSON, which has no NaN.
+mod gaps {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(points: &[(f64, f64)], s: S) -> Result<S::Ok, S::Error> {
+        let v: Vec<(f64, Option<f64>)> = points.iter().map(|&(x, y)| (x, y.is_finite().then_some(y))).collect();
+        v.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(f64, f64)>, D::Error> {
+        let v: Vec<(f64, Option<f64>)> = Vec::deserialize(d)?;
+        Ok(v.into_iter().map(|(x, y)| (x, y.unwrap_or(f64::NAN))).collect())
+    }
 }
 
 /// A chart of one reproduced paper figure.
@@ -186,6 +209,7 @@ impl Figure {
             name: name.into(),
             source: Source::Ours,
             points,
+            of: None,
         });
         self
     }
@@ -196,7 +220,16 @@ impl Figure {
             name: name.into(),
             source,
             points,
+            of: None,
         });
+        self
+    }
+
+    /// Names the measured series the last paper series belongs to (same colour).
+    pub fn of(mut self, ours: &str) -> Self {
+        if let Some(s) = self.series.last_mut() {
+            s.of = Some(ours.into());
+        }
         self
     }
 }

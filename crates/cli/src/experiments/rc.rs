@@ -710,7 +710,9 @@ fn fig7(cx: &mut Ctx) -> Result<()> {
         .ours("replog wound-wait", series(2))
         .ours("replog no-wait", series(3))
         .paper("paper rc", Source::PaperText, vec![(150.0, 36.0)])
-        .paper("paper replog", Source::PaperText, vec![(150.0, 22.32)]),
+        .of("rc")
+        .paper("paper replog", Source::PaperText, vec![(150.0, 22.32)])
+        .of("replog no-wait"),
     );
     Ok(())
 }

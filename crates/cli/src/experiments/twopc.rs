@@ -58,6 +58,7 @@ fn round_trips(cx: &mut Ctx) -> Result<()> {
             "one-way WAN trips per transaction",
         )
         .paper("2(k+1)", Source::PaperText, paper)
+        .of("2pc-2pl")
         .ours("2pc-2pl", ours),
     );
     Ok(())
