@@ -751,6 +751,29 @@ fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
                 mesh.y_labels(20);
             }
             mesh.draw()?;
+            // Marked events and intervals, under the data.
+            let (lo, hi) = (y0, y1);
+            for (a, z, label) in &f.marks {
+                let grey = RGBColor(150, 150, 150);
+                if z > a {
+                    chart.draw_series(std::iter::once(Rectangle::new(
+                        [(*a, lo), (*z, hi)],
+                        RGBColor(200, 200, 200).mix(0.35).filled(),
+                    )))?;
+                } else {
+                    chart.draw_series(DashedLineSeries::new(
+                        vec![(*a, lo), (*a, hi)],
+                        4u32,
+                        3u32,
+                        ShapeStyle::from(&grey).stroke_width(1),
+                    ))?;
+                }
+                chart.draw_series(std::iter::once(Text::new(
+                    label.clone(),
+                    (*a, hi),
+                    ("sans-serif", 12).into_font().color(&RGBColor(90, 90, 90)),
+                )))?;
+            }
             for (s, color, shape) in &styled {
                 let style = ShapeStyle::from(color).stroke_width(2);
                 let thin = ShapeStyle::from(color).stroke_width(1);

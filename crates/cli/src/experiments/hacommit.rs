@@ -639,7 +639,10 @@ fn faults(cx: &mut Ctx) -> Result<()> {
             &x,
             "mean transaction latency (ms)",
         )
-        .ours("hacommit, 5 replicas (buckets with commits)", lat),
+        .ours("hacommit, 5 replicas (buckets with commits)", lat)
+        .mark(15.0 * k, 15.0 * k, " R5 crashes")
+        .mark(30.0 * k, 30.0 * k, " R4 crashes")
+        .mark(45.0 * k, 55.0 * k, " R3 cut off"),
     );
     cx.figure(
         Figure::new(
@@ -648,7 +651,10 @@ fn faults(cx: &mut Ctx) -> Result<()> {
             &x,
             "throughput (commits/s)",
         )
-        .ours("hacommit, 5 replicas", tput),
+        .ours("hacommit, 5 replicas", tput)
+        .mark(15.0 * k, 15.0 * k, " R5 crashes")
+        .mark(30.0 * k, 30.0 * k, " R4 crashes")
+        .mark(45.0 * k, 55.0 * k, " R3 cut off"),
     );
     cx.say(
         "  (the paper's Figs. 3/4 are described only in words, with failures at 50, 100 and 180 s: the charts \

@@ -176,6 +176,10 @@ pub struct Figure {
     /// A logarithmic y axis.
     pub log_y: bool,
     pub series: Vec<Series>,
+    /// Events and intervals on the x axis, drawn as grey vertical lines or bands with a
+    /// label: (from, to, label); from == to is an instant.
+    #[serde(default)]
+    pub marks: Vec<(f64, f64, String)>,
 }
 
 impl Figure {
@@ -189,7 +193,14 @@ impl Figure {
             categories: vec![],
             log_y: false,
             series: vec![],
+            marks: vec![],
         }
+    }
+
+    /// An event at `x` (from == to) or an interval, labelled (a crash, an outage).
+    pub fn mark(mut self, from: f64, to: f64, label: &str) -> Self {
+        self.marks.push((from, to, label.into()));
+        self
     }
 
     /// Categorical x: point i is drawn at `cats[i]`.

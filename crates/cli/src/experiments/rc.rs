@@ -881,7 +881,8 @@ fn fig10(cx: &mut Ctx) -> Result<()> {
             Source::PaperText,
             vec![(mid(0), 90.0), (mid(1), 160.0)],
         )
-        .paper("paper rc, I's clients", Source::PaperText, vec![(mid(0), 165.0)]),
+        .paper("paper rc, I's clients", Source::PaperText, vec![(mid(0), 165.0)])
+        .mark(wsec as f64, 2.0 * wsec as f64, " DC C down"),
     );
     cx.say("The paper's Fig. 10 plots every tenth commit; its text gives the levels above (\"around\"), drawn as points at the window middles.");
     Ok(())
