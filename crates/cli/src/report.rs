@@ -70,8 +70,11 @@ pub struct Data {
     /// Whether this was a `--quick` run (its figures are not the evaluation's).
     pub quick: bool,
     pub experiments: Vec<ExpData>,
-    /// Wall time of the last run and the jobs it used.
+    /// Wall time of the last run, how many experiments it ran (`--only` runs fewer
+    /// than the file holds) and the jobs it used.
     pub wall_s: f64,
+    #[serde(default)]
+    pub ran: usize,
     pub jobs: usize,
 }
 
@@ -190,6 +193,7 @@ pub fn report(a: &ReportArgs) -> Result<ExitCode> {
         quick: a.quick,
         experiments: vec![],
         wall_s,
+        ran: ran.len(),
         jobs,
     };
     for e in experiments::all().into_iter().filter(|e| e.sim) {
@@ -570,7 +574,8 @@ fn summary(data: &Data) -> String {
 
 fn timing(data: &Data) -> String {
     let mut s = format!(
-        "Last run: {} experiments in {:.1} s of wall time on {} job(s){} (the only part of this file that differs between two runs).\n\n",
+        "Last run: {} of the {} experiments in {:.1} s of wall time on {} job(s){} (the only part of this file that differs between two runs; the table gives each experiment's time when it last ran).\n\n",
+        data.ran,
         data.experiments.len(),
         data.wall_s,
         data.jobs,
