@@ -553,10 +553,12 @@ fn compose_file(c: &Cluster, a: &ComposeArgs, user: &str, net: [u8; 3]) -> Strin
          \x20   ipam:\n\
          \x20     config:\n\
          \x20       - subnet: {subnet}\n\
-         \x20         ip_range: {dynamic}\n",
+         \x20         ip_range: {a0}.{a1}.{a2}.{COMPOSE_DYNAMIC_FROM}/25\n",
         image = a.image,
         subnet = a.subnet,
-        dynamic = format!("{}.{}.{}.{}/25", net[0], net[1], net[2], COMPOSE_DYNAMIC_FROM),
+        a0 = net[0],
+        a1 = net[1],
+        a2 = net[2],
     );
     y
 }
