@@ -272,8 +272,73 @@ fn kill9_replog_leader_restart_recovers_from_the_journal() {
     kill9("replog", 0, "12s");
 }
 #[test]
+fn kill9_hacommit_restart_resumes_from_the_journal() {
+    kill9("hacommit", 2, "1s");
+}
+#[test]
 fn kill9_crossstitch_restart_recovers() {
     kill9("crossstitch", 3, "1s");
+}
+
+/// Every server of a journalled cluster killed at once and restarted (a power cut, or
+/// `docker-compose down` and `up`): the cluster serves again, and nothing committed
+/// before is lost. HACommit and CrossStitch replicas are designed to forget and re-sync
+/// from the others; with every replica restarting there is no one to re-sync from,
+/// so a restart from a journal resumes where the node stopped instead (this used to
+/// leave every HACommit replica `syncing` forever).
+fn whole_cluster_restart(protocol: &str) {
+    let c = Local::up(protocol, "us3", &["--no-delay", "--durable"]);
+    let bench = |c: &Local| {
+        finish(
+            c,
+            c.bench(&[
+                "--clients",
+                "4",
+                "--duration",
+                "2s",
+                "--workload",
+                "bank",
+                "--settle",
+                "2s",
+            ]),
+        )
+    };
+    let r = bench(&c);
+    assert!(r["committed"].as_u64().unwrap() >= 10, "before: {r}");
+    let servers = std::fs::read_to_string(c.dir.path().join("pids"))
+        .expect("pids")
+        .lines()
+        .count() as u32;
+    for n in 0..servers {
+        signal("-9", &c.pid(n));
+    }
+    let gone = |n: u32| !Path::new(&format!("/proc/{}", c.pid(n))).exists();
+    let start = std::time::Instant::now();
+    while !(0..servers).all(gone) && start.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for n in 0..servers {
+        c.restart(n);
+    }
+    let o = meridian()
+        .args(["cluster", "status", "--wait", "60s", "--cluster"])
+        .arg(c.file())
+        .output()
+        .expect("status");
+    assert!(o.status.success(), "after the restart: {}", text(&o));
+    let r = bench(&c);
+    assert!(r["committed"].as_u64().unwrap() >= 10, "after: {r}");
+    assert_eq!(r["check"]["anomalies"].as_array().unwrap().len(), 0, "after: {r}");
+    assert!(r["check"]["durable"].as_bool().unwrap(), "after: {r}");
+}
+
+#[test]
+fn whole_hacommit_cluster_restarted_from_its_journals_serves_again() {
+    whole_cluster_restart("hacommit");
+}
+#[test]
+fn whole_crossstitch_cluster_restarted_from_its_journals_serves_again() {
+    whole_cluster_restart("crossstitch");
 }
 
 /// Users re-run benchmarks against the same cluster: the second run's history lists

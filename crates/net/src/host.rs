@@ -241,6 +241,12 @@ struct Core<P: Protocol> {
     replaying: bool,
     need_sync: bool,
     replayed: u64,
+    /// Timers the replayed inputs left armed (node, id, deadline): re-armed when a
+    /// node resumes where it stopped.
+    replay_timers: BTreeMap<(NodeId, TimerId), Time>,
+    /// Every batch that sends is fsynced first (a node that resumes from its journal
+    /// must never have told anyone what its journal could lose).
+    sync_every_send: bool,
     // client processes
     free: Vec<NodeId>,
     waiting: VecDeque<Job>,
@@ -286,6 +292,8 @@ impl<P: Protocol> Core<P> {
             replaying: false,
             need_sync: false,
             replayed: 0,
+            replay_timers: BTreeMap::new(),
+            sync_every_send: false,
             free: vec![],
             waiting: VecDeque::new(),
             busy: HashMap::default(),
@@ -326,6 +334,7 @@ impl<P: Protocol> Core<P> {
                 Command::Send { to, msg, chain } => self.send(node, to, msg, chain.unwrap_or(hops), now),
                 Command::SetTimer { id, after } => {
                     if self.replaying {
+                        self.replay_timers.insert((node, id), now + after);
                         continue;
                     }
                     let local = self.locals.get_mut(&node).expect("local node");
@@ -335,6 +344,9 @@ impl<P: Protocol> Core<P> {
                     self.schedule(now + after, Due::Timer { node, id, gen });
                 }
                 Command::CancelTimer { id } => {
+                    if self.replaying {
+                        self.replay_timers.remove(&(node, id));
+                    }
                     if let Some(l) = self.locals.get_mut(&node) {
                         l.timers.remove(&id);
                     }
@@ -503,11 +515,8 @@ impl<P: Protocol> Core<P> {
     /// batch's frames go.
     fn end_batch(&mut self) {
         if let Some(j) = &mut self.journal {
-            let res = if std::mem::take(&mut self.need_sync) {
-                j.sync()
-            } else {
-                j.flush()
-            };
+            let sync = std::mem::take(&mut self.need_sync) || (self.sync_every_send && !self.outbox.is_empty());
+            let res = if sync { j.sync() } else { j.flush() };
             if let Err(err) = res {
                 panic_free_exit(&format!("journal sync failed: {err}"));
             }
@@ -1067,7 +1076,36 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
             }
             core.replaying = false;
             core.journal = Some(journal);
-            if core.replayed > 0 {
+            let forgetful = matches!(p.fault_model(), meridian_protocols::FaultModel::Forgetful { .. });
+            core.sync_every_send = forgetful;
+            if core.replayed > 0 && forgetful {
+                // A protocol whose replicas are designed to forget (HACommit,
+                // CrossStitch) recovers a forgotten replica from the others. Had this
+                // node done so here, a restart of every replica at once (a power cut,
+                // `docker-compose down` and `up`) would leave no one to recover from,
+                // and the cluster would stay re-syncing for ever. With a journal it
+                // need not forget: the replayed state is exactly what it had when it
+                // stopped, and every message it ever sent left after the input that
+                // caused it was fsynced (`sync_every_send`). So it resumes where it
+                // stopped, as after a pause in which every message to it was lost (a
+                // partition, which the protocol tolerates), with the timers its inputs
+                // left armed firing now if their time has passed.
+                info!(
+                    node = node.0,
+                    inputs = core.replayed,
+                    "replayed the journal; resuming where it stopped"
+                );
+                let timers: Vec<((NodeId, TimerId), Time)> =
+                    std::mem::take(&mut core.replay_timers).into_iter().collect();
+                for ((n, id), at) in timers {
+                    core.seq += 1;
+                    let gen = core.seq;
+                    if let Some(l) = core.locals.get_mut(&n) {
+                        l.timers.insert(id, gen);
+                    }
+                    core.schedule(at.max(now), Due::Timer { node: n, id, gen });
+                }
+            } else if core.replayed > 0 {
                 info!(
                     node = node.0,
                     inputs = core.replayed,
@@ -1188,12 +1226,16 @@ impl<P: Protocol> Core<P> {
                     s.on_message(from, msg, cx)
                 }
             }),
-            Entry::Timer { id, now } => self.call(node, 0, now, move |r, cx| {
-                if let Role::Server(s) = r {
-                    s.on_timer(TimerId(id), cx)
-                }
-            }),
+            Entry::Timer { id, now } => {
+                self.replay_timers.remove(&(node, TimerId(id)));
+                self.call(node, 0, now, move |r, cx| {
+                    if let Role::Server(s) = r {
+                        s.on_timer(TimerId(id), cx)
+                    }
+                })
+            }
             Entry::Restart { now } => {
+                self.replay_timers.retain(|(n, _), _| *n != node);
                 self.call(node, 0, now, |r, _| {
                     if let Role::Server(s) = r {
                         s.on_crash()

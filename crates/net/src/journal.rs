@@ -12,6 +12,13 @@
 //! the state the protocol says survives a crash, the same rule the simulator applies,
 //! without a line of per-protocol persistence code.
 //!
+//! The exception is a protocol whose replicas are designed to forget (HACommit,
+//! CrossStitch): a journalled server of those resumes with the replayed state instead
+//! of forgetting it, because a cluster whose servers all restarted at once would
+//! otherwise have no one to re-sync from (`host::serve`, docs/CLUSTER.md). For those
+//! protocols every batch that sends is fsynced first, so nothing the node told anyone
+//! is missing from what it resumes with.
+//!
 //! # When it reaches the disk
 //!
 //! Inputs are written to the journal as they are handled. At the end of each batch of
