@@ -426,5 +426,34 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
         eprintln!("check FAILED");
         return Ok(ExitCode::from(3));
     }
+    let r = &out.report;
+    if let Some(why) = served_nothing(r.txns, r.committed, r.aborted, r.unknown) {
+        eprintln!("error: {why}");
+        return Ok(ExitCode::from(3));
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A clean history of nothing is not a passing benchmark: the cluster did not serve
+/// (a server re-syncing, a group without a leader, every key locked).
+fn served_nothing(txns: u64, committed: u64, aborted: u64, unknown: u64) -> Option<String> {
+    (committed == 0 && txns > 0).then(|| {
+        format!(
+            "no transaction committed ({aborted} aborted, {unknown} with no outcome when the bench ended); \
+             see `meridian cluster status`"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bench_that_committed_nothing_fails() {
+        assert!(served_nothing(16, 0, 0, 16).is_some_and(|w| w.contains("no transaction committed")));
+        assert!(served_nothing(16, 0, 16, 0).is_some());
+        assert_eq!(served_nothing(16, 1, 0, 15), None);
+        assert_eq!(served_nothing(0, 0, 0, 0), None);
+    }
 }
