@@ -133,6 +133,17 @@ pub struct Cluster {
     pub addrs: Vec<SocketAddr>,
 }
 
+/// The kernel's id of this boot (`/proc/sys/kernel/random/boot_id`; containers share
+/// the host's). `MERIDIAN_BOOT_ID` overrides it, so a test can stand in for a reboot.
+pub fn boot_id() -> Option<String> {
+    if let Ok(id) = std::env::var("MERIDIAN_BOOT_ID") {
+        return Some(id);
+    }
+    let id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let id = id.trim();
+    (!id.is_empty()).then(|| id.to_string())
+}
+
 impl Cluster {
     /// Reads and validates a cluster file.
     pub fn load(path: &Path) -> Result<Cluster, ClusterError> {
@@ -279,16 +290,27 @@ impl Cluster {
     /// Whether server `node` started in this cluster before (its marker names this
     /// cluster's id).
     pub fn started_before(&self, node: NodeId) -> bool {
-        std::fs::read_to_string(self.started_marker(node)).is_ok_and(|s| s.trim() == self.id().to_string())
+        std::fs::read_to_string(self.started_marker(node))
+            .is_ok_and(|s| s.lines().next().map(str::trim) == Some(&self.id().to_string()))
     }
 
-    /// Records that server `node` started in this cluster.
+    /// Whether the machine has not rebooted since server `node` last started (its
+    /// marker holds the kernel's boot id of that start, and it is this boot's). Then
+    /// its journal lost nothing the OS was handed: an unsynced write survives a killed
+    /// process, not a machine crash. False when either id is unknown.
+    pub fn same_boot_as_last_start(&self, node: NodeId) -> bool {
+        let Some(now) = boot_id() else { return false };
+        std::fs::read_to_string(self.started_marker(node))
+            .is_ok_and(|s| s.lines().nth(1).map(str::trim) == Some(now.as_str()))
+    }
+
+    /// Records that server `node` started in this cluster, in this boot of the machine.
     pub fn mark_started(&self, node: NodeId) -> std::io::Result<()> {
         let m = self.started_marker(node);
         if let Some(d) = m.parent() {
             std::fs::create_dir_all(d)?;
         }
-        std::fs::write(m, format!("{}\n", self.id()))
+        std::fs::write(m, format!("{}\n{}\n", self.id(), boot_id().unwrap_or_default()))
     }
 
     /// The data directory of server `node`, if the cluster keeps data on disk.

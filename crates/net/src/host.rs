@@ -244,9 +244,6 @@ struct Core<P: Protocol> {
     /// Timers the replayed inputs left armed (node, id, deadline): re-armed when a
     /// node resumes where it stopped.
     replay_timers: BTreeMap<(NodeId, TimerId), Time>,
-    /// Every batch that sends is fsynced first (a node that resumes from its journal
-    /// must never have told anyone what its journal could lose).
-    sync_every_send: bool,
     // client processes
     free: Vec<NodeId>,
     waiting: VecDeque<Job>,
@@ -293,7 +290,6 @@ impl<P: Protocol> Core<P> {
             need_sync: false,
             replayed: 0,
             replay_timers: BTreeMap::new(),
-            sync_every_send: false,
             free: vec![],
             waiting: VecDeque::new(),
             busy: HashMap::default(),
@@ -515,8 +511,11 @@ impl<P: Protocol> Core<P> {
     /// batch's frames go.
     fn end_batch(&mut self) {
         if let Some(j) = &mut self.journal {
-            let sync = std::mem::take(&mut self.need_sync) || (self.sync_every_send && !self.outbox.is_empty());
-            let res = if sync { j.sync() } else { j.flush() };
+            let res = if std::mem::take(&mut self.need_sync) {
+                j.sync()
+            } else {
+                j.flush()
+            };
             if let Err(err) = res {
                 panic_free_exit(&format!("journal sync failed: {err}"));
             }
@@ -1077,19 +1076,29 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
             core.replaying = false;
             core.journal = Some(journal);
             let forgetful = matches!(p.fault_model(), meridian_protocols::FaultModel::Forgetful { .. });
-            core.sync_every_send = forgetful;
-            if core.replayed > 0 && forgetful {
+            if core.replayed > 0 && forgetful && !cluster.same_boot_as_last_start(node) {
+                info!(
+                    node = node.0,
+                    inputs = core.replayed,
+                    "replayed the journal, but the machine rebooted since this node started (its unsynced \
+                     tail may be lost): forgetting, and recovering from the other replicas"
+                );
+            }
+            if core.replayed > 0 && forgetful && cluster.same_boot_as_last_start(node) {
                 // A protocol whose replicas are designed to forget (HACommit,
                 // CrossStitch) recovers a forgotten replica from the others. Had this
-                // node done so here, a restart of every replica at once (a power cut,
-                // `docker-compose down` and `up`) would leave no one to recover from,
-                // and the cluster would stay re-syncing for ever. With a journal it
-                // need not forget: the replayed state is exactly what it had when it
-                // stopped, and every message it ever sent left after the input that
-                // caused it was fsynced (`sync_every_send`). So it resumes where it
-                // stopped, as after a pause in which every message to it was lost (a
-                // partition, which the protocol tolerates), with the timers its inputs
-                // left armed firing now if their time has passed.
+                // node done so here, a restart of every replica at once (a killed
+                // cluster, `docker-compose down` and `up`) would leave no one to
+                // recover from, and the cluster would stay re-syncing for ever. With a
+                // journal it need not forget: every message it sent left after the
+                // inputs that caused it were handed to the OS, which kept them, since
+                // the machine has not rebooted since the node last started. So the
+                // replayed state covers everything it told anyone, and it resumes
+                // where it stopped, as after a pause in which every message to it was
+                // lost (a partition, which the protocol tolerates), with the timers its
+                // inputs left armed firing now if their time has passed. After a
+                // reboot the journal's unsynced tail may be gone, so it forgets and
+                // re-syncs as the paper says (the branch below).
                 info!(
                     node = node.0,
                     inputs = core.replayed,
@@ -1111,6 +1120,7 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
                     inputs = core.replayed,
                     "replayed the journal; recovering"
                 );
+                core.replay_timers.clear();
                 core.journal_input(node, Entry::Restart { now });
                 core.call(node, 0, now, |r, _| {
                     if let Role::Server(s) = r {

@@ -15,9 +15,10 @@
 //! The exception is a protocol whose replicas are designed to forget (HACommit,
 //! CrossStitch): a journalled server of those resumes with the replayed state instead
 //! of forgetting it, because a cluster whose servers all restarted at once would
-//! otherwise have no one to re-sync from (`host::serve`, docs/CLUSTER.md). For those
-//! protocols every batch that sends is fsynced first, so nothing the node told anyone
-//! is missing from what it resumes with.
+//! otherwise have no one to re-sync from (`host::serve`, docs/CLUSTER.md). It does so
+//! only if the machine has not rebooted since the node last started (same kernel boot
+//! id): then the OS kept every write, and nothing the node told anyone is missing from
+//! what it resumes with.
 //!
 //! # When it reaches the disk
 //!
