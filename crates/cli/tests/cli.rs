@@ -529,3 +529,60 @@ fn test_cli_report_quick_runs_every_experiment_and_is_repeatable() {
         stderr(&bad)
     );
 }
+
+/// `cluster compose` writes a cluster file whose servers sit at fixed addresses of the
+/// compose network, and a compose file with one service per server; bad input is one
+/// clear error, and it never overwrites a cluster it wrote before.
+#[test]
+fn test_cli_cluster_compose_writes_files_and_refuses_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("c");
+    let d = d.to_str().unwrap();
+    let o = meridian(&[
+        "cluster",
+        "compose",
+        "--protocol",
+        "hacommit",
+        "--topology",
+        "us3",
+        "--dir",
+        d,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let toml = std::fs::read_to_string(format!("{d}/cluster.toml")).unwrap();
+    let yml = std::fs::read_to_string(format!("{d}/compose.yml")).unwrap();
+    for i in 0..6 {
+        assert!(toml.contains(&format!("addr = \"10.213.7.{}:7400\"", 10 + i)), "{toml}");
+        assert!(yml.contains(&format!("  n{i}:\n")), "{yml}");
+        assert!(yml.contains(&format!("ipv4_address: 10.213.7.{}", 10 + i)), "{yml}");
+    }
+    assert!(toml.contains("data_dir = \"data\""), "journals by default: {toml}");
+    assert!(
+        yml.contains("subnet: 10.213.7.0/24") && yml.contains("ip_range: 10.213.7.128/25"),
+        "{yml}"
+    );
+    // Again into the same directory: refused, the first cluster's files kept.
+    let o = meridian(&["cluster", "compose", "--protocol", "rc", "--dir", d]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("already exists"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(format!("{d}/cluster.toml")).unwrap(), toml);
+    let e = dir.path().join("e");
+    let e = e.to_str().unwrap();
+    for (args, want) in [
+        (vec!["--subnet", "10.1.2.0/16"], "bad --subnet"),
+        (vec!["--subnet", "nowhere"], "bad --subnet"),
+        (vec!["--protocol", "nope"], "nope"),
+        (vec!["--topology", "mars9"], "mars9"),
+    ] {
+        let mut a = vec!["cluster", "compose", "--dir", e];
+        if !args.contains(&"--protocol") {
+            a.extend(["--protocol", "hacommit"]);
+        }
+        a.extend(args.iter().copied());
+        let o = meridian(&a);
+        assert_eq!(o.status.code(), Some(2), "{a:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{a:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o).trim().lines().count(), 1, "{a:?}: {}", stderr(&o));
+        assert!(!std::path::Path::new(&format!("{e}/cluster.toml")).exists(), "{a:?}");
+    }
+}
