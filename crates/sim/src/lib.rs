@@ -759,10 +759,18 @@ impl<P: Protocol> Sim<'_, P> {
 
     fn handle(&mut self, node: NodeId, input: Input<P::Msg>, hops: u32) {
         match input {
-            Input::Msg { from, msg } => self.dispatch(node, hops, move |a, cx| match a {
-                Either::S(s) => s.on_message(from, msg, cx),
-                Either::C(c) => c.on_message(from, msg, cx),
-            }),
+            Input::Msg { from, msg } => {
+                if let Some(pat) = debug_msgs() {
+                    let text = format!("{msg:?}");
+                    if text.contains(pat) {
+                        eprintln!("{:>10.6}s recv {} -> {}: {text}", self.now as f64 / 1e9, from.0, node.0);
+                    }
+                }
+                self.dispatch(node, hops, move |a, cx| match a {
+                    Either::S(s) => s.on_message(from, msg, cx),
+                    Either::C(c) => c.on_message(from, msg, cx),
+                })
+            }
             Input::Timer { id, gen } => {
                 let rt = &mut self.rt[node.0 as usize];
                 if rt.timers.get(&id) != Some(&gen) {
@@ -893,6 +901,12 @@ impl<P: Protocol> Sim<'_, P> {
     }
 
     fn send(&mut self, from: NodeId, to: NodeId, msg: P::Msg, hops: u32, depart: Time) {
+        if let Some(pat) = debug_msgs() {
+            let text = format!("{msg:?}");
+            if text.contains(pat) {
+                eprintln!("{:>10.6}s send {} -> {}: {text}", depart as f64 / 1e9, from.0, to.0);
+            }
+        }
         if to.0 >= self.layout.num_nodes() {
             return; // addressed to nobody: dropped, like a packet to a dead address
         }
@@ -977,4 +991,15 @@ impl<P: Protocol> Sim<'_, P> {
 enum Either<'a, P: Protocol> {
     S(&'a mut P::Server),
     C(&'a mut P::Client),
+}
+
+/// `MERIDIAN_DEBUG_MSGS=TEXT`: every message whose `Debug` form contains TEXT is printed
+/// to stderr when it is sent (`send`, at its departure; a message a fault drops has a
+/// `send` line and no `recv` line) and when its receiver handles it (`recv`), with the
+/// virtual time, sender and receiver. For following one transaction of a failing
+/// seed, e.g. `MERIDIAN_DEBUG_MSGS='client: 1, seq: 48 }'`.
+fn debug_msgs() -> Option<&'static str> {
+    static PAT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    PAT.get_or_init(|| std::env::var("MERIDIAN_DEBUG_MSGS").ok().filter(|s| !s.is_empty()))
+        .as_deref()
 }

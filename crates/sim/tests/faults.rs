@@ -433,3 +433,25 @@ fn crossstitch_a_restarted_server_refuses_only_what_it_may_have_acted_on() {
     assert!(r.within_tolerance);
     assert_clean("crossstitch seed 7344", &r);
 }
+
+/// Seeds 4286 and 9757 of the 10,000-seed campaign stalled with keys locked: a
+/// server's forward of the transaction to the next position was lost, the server then
+/// crashed and forgot it, and the replica holding its tentative put was itself the
+/// next position. The replica asks the next position to abort a transaction whose
+/// primary forgot it, but skipped the query to itself, so no one ever decided.
+#[test]
+fn crossstitch_a_replica_that_is_the_next_position_resolves_a_forgotten_put() {
+    for (txns, clients, seed) in [(300, 8, 4286), (1000, 32, 9757)] {
+        let r = run(
+            "crossstitch",
+            "lan",
+            "ycsb:reads=0",
+            txns,
+            clients,
+            seed,
+            "random:crashes=3,serial=5s;skew:max=2000ms",
+        );
+        assert!(r.within_tolerance);
+        assert_clean(&format!("crossstitch seed {seed}"), &r);
+    }
+}

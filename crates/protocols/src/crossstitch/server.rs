@@ -421,6 +421,13 @@ impl Server {
                     }
                 }
             }
+            if kill == Some(self.me) {
+                // This replica is itself the next position: ask itself, or no one
+                // ever does (the query below skips this server). Seen as a stall: the
+                // forward to this server was lost, the primary crashed and forgot, and
+                // the copied put stayed tentative for ever.
+                self.on_query(self.me, txn, ts, 0, true, cx);
+            }
             to.remove(&self.me);
             for n in to.into_iter().filter(|n| self.env.layout.is_server(*n)) {
                 cx.send(
