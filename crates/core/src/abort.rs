@@ -158,6 +158,9 @@ reasons! {
     QueryNotPrecommitted => "aborted on a query: the position had not precommitted",
     /// CrossStitch: a query found a position that never received the transaction.
     QueryNeverReceived => "aborted on a query: the position never received the transaction",
+    /// CrossStitch: the next position restarted and may have acted on the transaction
+    /// before its crash, so it will not run it.
+    NextPositionRestarted => "the next position restarted and may have forgotten the transaction",
     // ---- Catenae
     /// Catenae: the program does not pre-declare its keys (catenae.md §VI-B).
     Undeclared => "the protocol runs only pre-declared transactions and this program declares no key set",

@@ -455,3 +455,44 @@ fn crossstitch_a_replica_that_is_the_next_position_resolves_a_forgotten_put() {
         assert_clean(&format!("crossstitch seed {seed}"), &r);
     }
 }
+
+/// Seed 6049 stalled: a restarted server whose watermark covered a transaction (a
+/// client clock 2 s ahead had made it act on later timestamps before its crash)
+/// silently ignored the transaction's forward; its predecessor, not precommitted,
+/// would have aborted at its 3 s vote timeout, but crashed 170 ms before it and forgot.
+/// The restarted server now refuses out loud (`Refused`), and the predecessor aborts
+/// at once.
+#[test]
+fn crossstitch_a_restarted_server_refuses_a_forward_out_loud() {
+    let r = run(
+        "crossstitch",
+        "world3",
+        "ycsb",
+        300,
+        16,
+        6049,
+        "random:crashes=3,serial=5s;skew:max=2000ms",
+    );
+    assert!(r.within_tolerance);
+    assert_clean("crossstitch seed 6049", &r);
+}
+
+/// Seed 8087 stalled: a recovery proposer's promise to itself was lost, and when it
+/// re-sent its prepare at the same ballot its own acceptor refused it (it promised
+/// only ballots strictly above the one it held), so phase 1 never finished before a
+/// second acceptor crashed and fell silent. A re-sent prepare of the promised ballot
+/// now gets the same promise again.
+#[test]
+fn crossstitch_a_re_sent_prepare_of_the_promised_ballot_is_promised_again() {
+    let r = run(
+        "crossstitch",
+        "us3",
+        "chain",
+        1000,
+        32,
+        8087,
+        "random:crashes=3,serial=5s",
+    );
+    assert!(r.within_tolerance);
+    assert_clean("crossstitch seed 8087", &r);
+}

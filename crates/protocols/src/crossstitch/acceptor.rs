@@ -63,10 +63,12 @@ impl Server {
         }
         self.admit_ballot(ballot, cx);
         let a = self.acceptor(txn, cx.now());
-        let ok = ballot > a.promised;
-        if ok {
-            a.promised = ballot;
-        }
+        // A re-sent (or duplicated) prepare of the ballot already promised gets the
+        // same promise again: ballots are unique to their proposer, so it is the same
+        // proposer asking twice. Refusing it (`>` alone) left a proposer whose own
+        // promise was lost unable ever to finish phase 1 (seed 8087 stalled so).
+        let ok = ballot >= a.promised;
+        a.promised = a.promised.max(ballot);
         let accepted = a.accepted.clone();
         cx.send(
             from,
@@ -116,6 +118,25 @@ impl Server {
                         },
                     },
                 );
+            }
+            // The acceptors learn the outcome too: the final server is who the chain
+            // asks, and the transaction replicas are who a later recovery asks. A
+            // recovered ABORT carries no chain, so without this the waiters alone
+            // heard it, and a waiter that crashed took it with it (seed 7344 once
+            // stalled so: every position still asking a final server that had
+            // restarted and forgotten).
+            for n in p.acceptors {
+                if n != self.me && !p.waiters.contains(&n) {
+                    cx.send(
+                        n,
+                        Msg::Decide {
+                            txn,
+                            commit: d.commit,
+                            rec: d.rec.clone(),
+                            reason: reason.clone(),
+                        },
+                    );
+                }
             }
             self.decided(txn, d.commit, d.rec.clone(), reason.clone(), false, cx);
             self.broadcast(txn, &d, reason, cx);

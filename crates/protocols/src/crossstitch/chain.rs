@@ -41,7 +41,12 @@ impl Server {
             return;
         }
         if self.forgot(ts) {
-            return; // may have run it before the crash: stay silent, the sender times out
+            // It may have run it before the crash: neither run it nor ack it. Tell the
+            // sender, which aborts it if it has not precommitted, at once rather than
+            // at its vote timeout: a sender that crashed within that timeout left a
+            // transaction no one could decide (campaign seed 6049).
+            cx.send(from, Msg::Refused { txn, pos });
+            return;
         }
         if !self.syncing.is_empty() {
             self.abort_new(txn, &chain, AbortReason::Resyncing, cx);

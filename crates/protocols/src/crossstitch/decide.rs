@@ -168,6 +168,22 @@ impl Server {
         self.try_precommit(txn, pos - 1, cx);
     }
 
+    /// The next position will not run the transaction (it restarted and may have acted
+    /// on it before): abort it here, as at a vote timeout, unless this position has
+    /// precommitted (then the refusal is a stale duplicate: its ack came first).
+    pub(super) fn on_refused(&mut self, from: NodeId, txn: TxnId, pos: u32, cx: &mut Ctx<'_, Msg>) {
+        if pos == 0 {
+            return;
+        }
+        let refused = self
+            .parts
+            .get(&(txn, pos - 1))
+            .is_some_and(|p| p.phase == Phase::Executed && p.next == Some(from) && !p.acked);
+        if refused {
+            self.abort_here(txn, pos - 1, AbortReason::NextPositionRestarted, cx);
+        }
+    }
+
     pub(super) fn on_precommit(&mut self, txn: TxnId, pos: u32, cx: &mut Ctx<'_, Msg>) {
         match self.parts.get_mut(&(txn, pos)) {
             Some(p) => {

@@ -95,8 +95,16 @@
 //!   timestamps with the server's own clock and lost updates under 2 s of skew). A
 //!   client whose clock is behind a restarted server's watermark is refused there
 //!   until its clock passes it: skew costs liveness for that long, never safety.
-//!   Open: with up to 2 s of skew and serial crashes, 3 of 10,000 campaign seeds still
-//!   end with a transaction unresolved (docs/MEASUREMENTS.md, "Ten thousand seeds").
+//!   A restarted server that will not run a forwarded transaction for this reason
+//!   says so (`Refused`), and a predecessor that has not precommitted aborts at once
+//!   instead of at its vote timeout (seed 6049 of the campaign stalled when that
+//!   predecessor crashed just before its timeout). And a recovery's outcome goes to
+//!   the three acceptors as well as to whoever asked (seed 7344 stalled once the
+//!   asker crashed with it). A replica whose primary forgot a put asks the next
+//!   position to abort it, itself included when it is that position (seeds 4286 and
+//!   9757 stalled when it skipped itself). An acceptor answers a re-sent prepare of
+//!   the ballot it already promised with the same promise (seed 8087 stalled when a
+//!   proposer whose own promise was lost was refused by its own acceptor).
 //! - **Forgetful acceptors.** Restarted servers re-sync data, not acceptor state, so
 //!   in a recovery's phase 1 a server stays silent about transactions it may have acted
 //!   on before its crash: its "nothing accepted" could otherwise complete a majority

@@ -86,6 +86,16 @@ pub enum Msg {
         /// Position `pos + 1`, if any.
         next: Option<NodeId>,
     },
+    /// Position `pos` → `pos - 1`: I will not run this transaction: I restarted, and its
+    /// timestamp is below my watermark, so I may have acted on it before my crash. The
+    /// receiver aborts it if it has not precommitted (it could at its vote timeout
+    /// anyway); otherwise it ignores this.
+    Refused {
+        /// Transaction.
+        txn: TxnId,
+        /// My position.
+        pos: u32,
+    },
     /// Position `pos - 1` → `pos`: I vote commit and delegate the decision to you.
     Precommit {
         /// Transaction.
@@ -224,6 +234,7 @@ impl Msg {
         match self {
             Exec { txn, .. }
             | Ack { txn, .. }
+            | Refused { txn, .. }
             | Precommit { txn, .. }
             | ForwardAbort { txn, .. }
             | Replicate { txn, .. }

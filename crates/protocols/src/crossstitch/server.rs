@@ -494,6 +494,7 @@ impl Actor for Server {
                 notifies,
             } => self.on_exec(from, txn, ts, exec, writes_done, reads, writes, chain, notifies, cx),
             Msg::Ack { txn, pos, next } => self.on_ack(from, txn, pos, next, cx),
+            Msg::Refused { txn, pos } => self.on_refused(from, txn, pos, cx),
             Msg::Precommit { txn, pos } => self.on_precommit(txn, pos, cx),
             Msg::ForwardAbort { txn, pos, reason } => self.on_forward_abort(txn, pos, reason, cx),
             Msg::Replicate {
