@@ -58,9 +58,44 @@ pub enum ClusterCmd {
         #[arg(long)]
         wait: Option<String>,
     },
+    /// Cut the links between DCs of a running cluster (every server drops messages
+    /// across them, clients' included), for a while or until `cluster heal`.
+    Partition(PartitionArgs),
+    /// Heal every link `cluster partition` cut.
+    Heal {
+        /// The directory `cluster up` used (its cluster.toml).
+        #[arg(long, default_value = "meridian-cluster")]
+        dir: PathBuf,
+        /// A cluster file instead of `--dir`.
+        #[arg(long)]
+        cluster: Option<PathBuf>,
+    },
     /// Write a cluster file and a Docker Compose file that run the cluster in
     /// containers, one per server, on a private network (image: scripts/docker-image.sh).
     Compose(ComposeArgs),
+}
+
+/// `meridian cluster partition` flags.
+#[derive(Args, Debug)]
+pub struct PartitionArgs {
+    /// The directory `cluster up` used (its cluster.toml).
+    #[arg(long, default_value = "meridian-cluster")]
+    dir: PathBuf,
+    /// A cluster file instead of `--dir`.
+    #[arg(long)]
+    cluster: Option<PathBuf>,
+    /// Cut this DC off from every other DC.
+    #[arg(long, conflicts_with = "between")]
+    isolate: Option<String>,
+    /// Cut the link between two DCs: `A,B` (repeatable).
+    #[arg(long)]
+    between: Vec<String>,
+    /// Heal by itself after this long (with a unit: 10s); default: until `cluster heal`.
+    #[arg(long = "for")]
+    for_: Option<String>,
+    /// Print one JSON object: the links cut and the cut's start and end in cluster time.
+    #[arg(long)]
+    json: bool,
 }
 
 /// `meridian cluster compose` flags.
@@ -213,6 +248,14 @@ pub fn cluster(c: &ClusterCmd) -> Result<()> {
             status(&path, *json)
         }
         ClusterCmd::Compose(a) => compose(a),
+        ClusterCmd::Partition(a) => partition(a),
+        ClusterCmd::Heal { dir, cluster } => {
+            let path = cluster.clone().unwrap_or_else(|| dir.join("cluster.toml"));
+            let c = load(&path)?;
+            send_cut(&c, vec![], 0)?;
+            println!("cluster heal: every link restored");
+            Ok(())
+        }
     }
 }
 
@@ -404,6 +447,115 @@ fn up(a: &UpArgs) -> Result<()> {
             )))
         }
     }
+}
+
+/// Cluster time now (nanoseconds since the cluster's epoch).
+fn cluster_now(c: &Cluster) -> u64 {
+    let unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    unix.saturating_sub(c.file.epoch_ns)
+}
+
+/// Tells every server to cut `pairs` until `until` (an empty list heals). Fails,
+/// naming them, if any server did not take it.
+fn send_cut(c: &Cluster, pairs: Vec<(u32, u32)>, until: u64) -> Result<()> {
+    let rt = runtime()?;
+    let failed: Vec<String> = rt.block_on(async {
+        let mut failed = vec![];
+        for (i, a) in c.addrs.iter().enumerate() {
+            let req = Wire::<()>::Cut {
+                pairs: pairs.clone(),
+                until,
+            };
+            match host::ask::<()>(c.id(), *a, req, Duration::from_secs(2)).await {
+                Ok(Wire::Status(_)) => {}
+                Ok(_) => failed.push(format!("node {i}: unexpected answer")),
+                Err(e) => failed.push(format!("node {i}: {e}")),
+            }
+        }
+        failed
+    });
+    if !failed.is_empty() {
+        bail!(
+            "{} of {} servers did not take it (a server that is down keeps its links as they were when it comes back): {}",
+            failed.len(),
+            c.addrs.len(),
+            failed.join("; ")
+        );
+    }
+    Ok(())
+}
+
+/// `meridian cluster partition`.
+fn partition(a: &PartitionArgs) -> Result<()> {
+    let path = a.cluster.clone().unwrap_or_else(|| a.dir.join("cluster.toml"));
+    let c = load(&path)?;
+    let dcs = &c.topology.dcs;
+    let dc = |name: &str| -> Result<u32> {
+        dcs.iter()
+            .position(|d| d == name.trim())
+            .map(|i| i as u32)
+            .ok_or_else(|| anyhow::anyhow!("unknown DC `{}` (the cluster's DCs: {})", name.trim(), dcs.join(", ")))
+    };
+    let mut pairs = vec![];
+    if let Some(x) = &a.isolate {
+        let x = dc(x)?;
+        pairs.extend((0..dcs.len() as u32).filter(|y| *y != x).map(|y| (x, y)));
+    }
+    for b in &a.between {
+        let (p, q) = b.split_once(',').ok_or_else(|| {
+            anyhow::anyhow!(
+                "bad --between `{b}`: want two DCs, e.g. --between {},{}",
+                dcs[0],
+                dcs[dcs.len().min(2) - 1]
+            )
+        })?;
+        let (p, q) = (dc(p)?, dc(q)?);
+        if p == q {
+            bail!("bad --between `{b}`: a DC cannot be cut from itself");
+        }
+        pairs.push((p, q));
+    }
+    if pairs.is_empty() {
+        bail!(
+            "say which links to cut: --isolate DC or --between A,B (the cluster's DCs: {})",
+            dcs.join(", ")
+        );
+    }
+    let dur = a
+        .for_
+        .as_deref()
+        .map(|d| meridian_core::time::parse_duration(d).map_err(anyhow::Error::msg))
+        .transpose()?;
+    let start = cluster_now(&c);
+    let until = dur.map_or(u64::MAX, |d| start + d);
+    send_cut(&c, pairs.clone(), until)?;
+    let names: Vec<String> = pairs
+        .iter()
+        .map(|(p, q)| format!("{}-{}", dcs[*p as usize], dcs[*q as usize]))
+        .collect();
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "cut": names,
+                "start_ns": start,
+                "until_ns": (until != u64::MAX).then_some(until),
+            })
+        );
+    } else {
+        println!(
+            "cluster partition: cut {} {}",
+            names.join(", "),
+            match dur {
+                Some(d) => format!("for {:.1} s (heals by itself)", d as f64 / 1e9),
+                None => "until `meridian cluster heal`".to_string(),
+            }
+        );
+    }
+    Ok(())
 }
 
 /// The first host number of the servers on a compose network, and the first one that

@@ -136,6 +136,7 @@ pub(crate) enum Event<M> {
     },
     Status(mpsc::Sender<Vec<u8>>),
     Report(mpsc::Sender<Vec<u8>>),
+    Cut(Vec<(u32, u32)>, Time, mpsc::Sender<Vec<u8>>),
 }
 
 /// Something scheduled for a moment of cluster time.
@@ -202,6 +203,7 @@ struct Stats {
     sent: AtomicU64,
     sent_wan: AtomicU64,
     dropped: AtomicU64,
+    cut: AtomicU64,
     peers: AtomicU32,
     /// Why a server last refused a connection of this process.
     refused: Mutex<Option<String>>,
@@ -218,6 +220,7 @@ impl Stats {
             sent: self.sent.load(Ordering::Relaxed),
             sent_wan: self.sent_wan.load(Ordering::Relaxed),
             dropped: self.dropped.load(Ordering::Relaxed),
+            cut: self.cut.load(Ordering::Relaxed),
         }
     }
 }
@@ -254,6 +257,9 @@ struct Core<P: Protocol> {
     client_ids: HashMap<NodeId, ClientId>,
     drop_warned: u64,
     started: std::time::Instant,
+    /// DC pairs whose links are cut (`meridian cluster partition`), until a time.
+    cut: Vec<(DcId, DcId)>,
+    cut_until: Time,
 }
 
 /// The environment every actor of a cluster shares.
@@ -298,6 +304,8 @@ impl<P: Protocol> Core<P> {
             client_ids: HashMap::default(),
             drop_warned: 0,
             started: std::time::Instant::now(),
+            cut: vec![],
+            cut_until: 0,
         }
     }
 
@@ -396,8 +404,21 @@ impl<P: Protocol> Core<P> {
         }
     }
 
+    /// Whether the link between the DCs of `a` and `b` is cut at `now`.
+    fn is_cut(&self, a: NodeId, b: NodeId, now: Time) -> bool {
+        if self.cut.is_empty() || now >= self.cut_until {
+            return false;
+        }
+        let (da, db) = (self.layout.dc_of(a), self.layout.dc_of(b));
+        da != db && self.cut.iter().any(|&(x, y)| (x, y) == (da, db) || (x, y) == (db, da))
+    }
+
     fn send(&mut self, from: NodeId, to: NodeId, msg: P::Msg, hops: u32, now: Time) {
         if self.replaying || to.0 >= self.layout.num_nodes() {
+            return;
+        }
+        if self.is_cut(from, to, now) {
+            self.stats.cut.fetch_add(1, Ordering::Relaxed);
             return;
         }
         self.stats.sent.fetch_add(1, Ordering::Relaxed);
@@ -421,6 +442,10 @@ impl<P: Protocol> Core<P> {
     /// Schedules a message that arrived (or was sent locally) at its delivery time.
     fn deliver_later(&mut self, from: NodeId, to: NodeId, hops: u32, sent_at: Time, msg: P::Msg) {
         if from.0 >= self.layout.num_nodes() {
+            return;
+        }
+        if self.is_cut(from, to, self.clock.now()) {
+            self.stats.cut.fetch_add(1, Ordering::Relaxed);
             return;
         }
         let wan = self.layout.dc_of(from) != self.layout.dc_of(to);
@@ -544,6 +569,29 @@ impl<P: Protocol> Core<P> {
                 sent_at,
                 msg,
             } => self.deliver_later(from, to, hops, sent_at, msg),
+            Event::Cut(pairs, until, reply) => {
+                let dcs = self.cluster.topology.num_dcs() as u32;
+                self.cut = pairs
+                    .into_iter()
+                    .filter(|(a, b)| *a < dcs && *b < dcs)
+                    .map(|(a, b)| (DcId(a as u16), DcId(b as u16)))
+                    .collect();
+                self.cut_until = until;
+                if self.cut.is_empty() {
+                    info!("links healed");
+                } else {
+                    let names: Vec<String> = self
+                        .cut
+                        .iter()
+                        .map(|(a, b)| {
+                            let t = &self.cluster.topology.dcs;
+                            format!("{}-{}", t[a.0 as usize], t[b.0 as usize])
+                        })
+                        .collect();
+                    warn!(links = %names.join(","), until_ms = until / 1_000_000, "links cut");
+                }
+                self.on_event(Event::Status(reply));
+            }
             Event::Status(reply) => {
                 let node = self.locals.keys().next().copied().unwrap_or(NodeId(u32::MAX));
                 let server = match self.locals.values().next() {
@@ -752,6 +800,7 @@ async fn read_loop<M: serde::de::DeserializeOwned + Send + 'static>(
                 }
                 Wire::StatusReq => Event::Status(reply.clone()),
                 Wire::ReportReq => Event::Report(reply.clone()),
+                Wire::Cut { pairs, until } => Event::Cut(pairs, until, reply.clone()),
                 Wire::Refused { reason } => return format!("refused by peer: {reason}"),
                 other => return format!("unexpected {} frame", wire_name(&other)),
             };
@@ -776,6 +825,7 @@ fn wire_name<M>(w: &Wire<M>) -> &'static str {
         Wire::Status(_) => "Status",
         Wire::ReportReq => "ReportReq",
         Wire::Report(_) => "Report",
+        Wire::Cut { .. } => "Cut",
     }
 }
 
@@ -1065,7 +1115,13 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
     let now = core.clock.now();
     match dir {
         Some(dir) => {
-            let (journal, entries) = Journal::open(&dir).map_err(|e| format!("journal in {}: {e}", dir.display()))?;
+            let header = crate::journal::Header::new(&cluster.file.protocol, node, cluster.id());
+            let (journal, entries) = Journal::open(&dir, &header).map_err(|e| match e {
+                crate::journal::JournalError::Mismatch(why) => {
+                    format!("node {}: refusing the journal in {}: {why}", node.0, dir.display())
+                }
+                e => format!("journal in {}: {e}", dir.display()),
+            })?;
             core.replaying = true;
             let mut restarted = false;
             for e in entries {

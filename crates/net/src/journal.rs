@@ -39,6 +39,17 @@
 //! the OS, so a killed process loses nothing, where redb's non-durable commits are
 //! rolled back on reopen.
 //!
+//! # Format version
+//!
+//! A journal's `meta` partition holds a [`Header`]: the journal's layout version
+//! ([`FORMAT`]), the wire version its messages are encoded in ([`crate::VERSION`]: the
+//! journal stores protocol messages exactly as frames carry them), the protocol, the
+//! node and the cluster id. [`Journal::open`] compares it with what the opening server
+//! expects and refuses a mismatch with one error naming both sides, so a journal is
+//! never replayed by a build, protocol, node or cluster that would misread it. A
+//! journal written before headers existed (entries but no `meta`) is read as format 1,
+//! wire 1, the only format there was, and given a header.
+//!
 //! # Limits
 //!
 //! The journal is never truncated: restart replays every input since the node was
@@ -83,8 +94,87 @@ pub enum Entry<M> {
     },
 }
 
-/// An error of the journal's storage engine.
-pub type JournalError = fjall::Error;
+/// The layout of the journal (its partitions, keys and [`Entry`]): bump on any change.
+pub const FORMAT: u32 = 2;
+
+/// What a journal says about itself (its `meta` partition).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    /// Journal layout version ([`FORMAT`]).
+    pub format: u32,
+    /// Wire version of the messages in it ([`crate::VERSION`]).
+    pub wire: u8,
+    /// Protocol spec of the cluster.
+    pub protocol: String,
+    /// The node whose inputs these are.
+    pub node: u32,
+    /// The cluster's id.
+    pub cluster: u64,
+}
+
+impl Header {
+    /// The header this build writes for `node` of a cluster.
+    pub fn new(protocol: &str, node: NodeId, cluster: u64) -> Header {
+        Header {
+            format: FORMAT,
+            wire: crate::VERSION,
+            protocol: protocol.to_string(),
+            node: node.0,
+            cluster,
+        }
+    }
+}
+
+/// Why a journal could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    /// The storage engine failed.
+    #[error(transparent)]
+    Store(#[from] fjall::Error),
+    /// The journal's header is unreadable.
+    #[error("unreadable journal header: {0}")]
+    Header(String),
+    /// The journal was written by another build, protocol, node or cluster.
+    #[error("{0}")]
+    Mismatch(String),
+}
+
+impl From<std::io::Error> for JournalError {
+    fn from(e: std::io::Error) -> Self {
+        JournalError::Store(e.into())
+    }
+}
+
+/// Compares a journal's header with the one expected; one sentence naming both sides.
+fn mismatch(found: &Header, want: &Header) -> Option<String> {
+    if (found.format, found.wire) != (want.format, want.wire) {
+        return Some(format!(
+            "it was written in journal format {} with wire version {}, and this build reads format {} with \
+             wire version {}: start the node with the build that wrote it, or move the directory aside to \
+             start the node without it",
+            found.format, found.wire, want.format, want.wire
+        ));
+    }
+    if found.protocol != want.protocol {
+        return Some(format!(
+            "it belongs to a `{}` server, not `{}`: each cluster needs its own data directory",
+            found.protocol, want.protocol
+        ));
+    }
+    if found.node != want.node {
+        return Some(format!(
+            "it belongs to node {}, not node {}: each server needs its own data directory",
+            found.node, want.node
+        ));
+    }
+    if found.cluster != want.cluster {
+        return Some(format!(
+            "it belongs to cluster {}, not this cluster ({}): a new cluster needs fresh data directories",
+            found.cluster, want.cluster
+        ));
+    }
+    None
+}
 
 /// A server's journal.
 pub struct Journal {
@@ -95,12 +185,36 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// Opens (or creates) the journal in `dir` and returns it with every entry it
-    /// holds, oldest first, still encoded (decode with [`Journal::decode`]).
-    pub fn open(dir: &Path) -> Result<(Journal, Vec<Vec<u8>>), JournalError> {
+    /// Opens (or creates) the journal in `dir` for the server `want` describes and
+    /// returns it with every entry it holds, oldest first, still encoded (decode with
+    /// [`Journal::decode`]). A journal whose header differs from `want` is refused
+    /// ([`JournalError::Mismatch`]) and left untouched.
+    pub fn open(dir: &Path, want: &Header) -> Result<(Journal, Vec<Vec<u8>>), JournalError> {
         std::fs::create_dir_all(dir)?;
         let ks = fjall::Config::new(dir).open()?;
         let part = ks.open_partition("inputs", fjall::PartitionCreateOptions::default())?;
+        let meta = ks.open_partition("meta", fjall::PartitionCreateOptions::default())?;
+        let found = match meta.get("header")? {
+            Some(b) => Some(postcard::from_bytes::<Header>(&b).map_err(|e| JournalError::Header(e.to_string()))?),
+            // Written before headers existed: the first format, if it holds anything.
+            None if part.first_key_value()?.is_some() => Some(Header {
+                format: 1,
+                wire: 1,
+                ..want.clone()
+            }),
+            None => None,
+        };
+        match found {
+            Some(h) => {
+                if let Some(why) = mismatch(&h, want) {
+                    return Err(JournalError::Mismatch(why));
+                }
+            }
+            None => {
+                meta.insert("header", postcard::to_stdvec(want).expect("headers serialize"))?;
+                ks.persist(fjall::PersistMode::SyncAll)?;
+            }
+        }
         let mut entries = vec![];
         let mut next = 0;
         for kv in part.iter() {
@@ -141,7 +255,7 @@ impl Journal {
         for (seq, v) in self.pending.drain(..) {
             b.insert(&self.part, seq.to_be_bytes(), v);
         }
-        b.commit()
+        Ok(b.commit()?)
     }
 
     /// Hands what was appended to the OS (survives the process, not the machine).
@@ -150,13 +264,13 @@ impl Journal {
             return Ok(());
         }
         self.write()?;
-        self.ks.persist(fjall::PersistMode::Buffer)
+        Ok(self.ks.persist(fjall::PersistMode::Buffer)?)
     }
 
     /// Writes what was appended and forces it to disk.
     pub fn sync(&mut self) -> Result<(), JournalError> {
         self.write()?;
-        self.ks.persist(fjall::PersistMode::SyncAll)
+        Ok(self.ks.persist(fjall::PersistMode::SyncAll)?)
     }
 
     /// Entries written so far.
@@ -174,11 +288,93 @@ impl Journal {
 mod tests {
     use super::*;
 
+    fn header() -> Header {
+        Header::new("rc", NodeId(3), 77)
+    }
+
+    /// A journal of another format, wire version, protocol, node or cluster is refused
+    /// with one sentence naming both sides, and left as it was (opening it again with
+    /// the right header reads every entry).
+    #[test]
+    fn a_journal_of_another_version_protocol_node_or_cluster_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (mut j, _) = Journal::open(dir.path(), &header()).unwrap();
+            j.append(&Entry::<u32>::Start { now: 1 }).unwrap();
+            j.sync().unwrap();
+        }
+        let cases: Vec<(Header, &str)> = vec![
+            (
+                Header {
+                    format: FORMAT + 1,
+                    ..header()
+                },
+                "journal format 2 with wire version",
+            ),
+            (
+                Header {
+                    wire: crate::VERSION + 1,
+                    ..header()
+                },
+                "this build reads format",
+            ),
+            (
+                Header {
+                    protocol: "replog".into(),
+                    ..header()
+                },
+                "belongs to a `rc` server, not `replog`",
+            ),
+            (Header { node: 4, ..header() }, "belongs to node 3, not node 4"),
+            (
+                Header {
+                    cluster: 78,
+                    ..header()
+                },
+                "belongs to cluster 77, not this cluster (78)",
+            ),
+        ];
+        for (want, says) in cases {
+            match Journal::open(dir.path(), &want) {
+                Err(JournalError::Mismatch(why)) => {
+                    assert!(why.contains(says), "{want:?}: {why}");
+                    assert_eq!(why.lines().count(), 1, "{why}");
+                }
+                other => panic!("{want:?}: {:?}", other.map(|(_, e)| e.len())),
+            }
+        }
+        let (_, old) = Journal::open(dir.path(), &header()).unwrap();
+        assert_eq!(old.len(), 1);
+    }
+
+    /// A journal from before headers (entries, no `meta`) reads as format 1 and is
+    /// refused by this build, never misread.
+    #[test]
+    fn a_journal_without_a_header_is_the_first_format() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let ks = fjall::Config::new(dir.path()).open().unwrap();
+            let part = ks
+                .open_partition("inputs", fjall::PartitionCreateOptions::default())
+                .unwrap();
+            part.insert(
+                0u64.to_be_bytes(),
+                postcard::to_stdvec(&Entry::<u32>::Start { now: 1 }).unwrap(),
+            )
+            .unwrap();
+            ks.persist(fjall::PersistMode::SyncAll).unwrap();
+        }
+        match Journal::open(dir.path(), &header()) {
+            Err(JournalError::Mismatch(why)) => assert!(why.contains("journal format 1 with wire version 1"), "{why}"),
+            other => panic!("{:?}", other.map(|(_, e)| e.len())),
+        }
+    }
+
     #[test]
     fn entries_survive_reopening_in_order() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let (mut j, old) = Journal::open(dir.path()).unwrap();
+            let (mut j, old) = Journal::open(dir.path(), &header()).unwrap();
             assert!(old.is_empty());
             j.append(&Entry::<u32>::Start { now: 1 }).unwrap();
             for i in 0..300u32 {
@@ -195,7 +391,7 @@ mod tests {
             }
             j.flush().unwrap();
         }
-        let (mut j, old) = Journal::open(dir.path()).unwrap();
+        let (mut j, old) = Journal::open(dir.path(), &header()).unwrap();
         assert_eq!(old.len(), 301);
         assert!(matches!(
             Journal::decode::<u32>(&old[0]).unwrap(),

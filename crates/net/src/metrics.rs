@@ -122,6 +122,12 @@ pub(crate) fn render(node: NodeId, st: &Status) -> String {
         "Messages dropped (queue full or no route)",
         st.counters.dropped,
     );
+    counter(
+        &mut r,
+        "messages_cut",
+        "Messages dropped because their link was cut (cluster partition)",
+        st.counters.cut,
+    );
     if let Some((c, a)) = st.applied {
         let f: Family<Vec<(String, String)>, Counter> = Family::default();
         f.get_or_create(&vec![("outcome".into(), "committed".into())]).inc_by(c);
@@ -183,6 +189,7 @@ mod tests {
                 sent: 90,
                 sent_wan: 40,
                 dropped: 0,
+                cut: 0,
             },
             applied: Some((30, 4)),
             journal_entries: None,

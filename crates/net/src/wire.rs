@@ -43,6 +43,17 @@ pub enum Wire<M> {
     ReportReq,
     /// A server's committed state and counters.
     Report(Box<NodeReport>),
+    /// Cuts the links between these pairs of DCs (indices into the topology's DC
+    /// list) until cluster time `until`, replacing any earlier cut; an empty list
+    /// heals. The server drops every message it would send across a cut link and
+    /// every message that arrives across one (clients' included); connections stay
+    /// open. Answered with the server's [`Status`].
+    Cut {
+        /// Pairs of DCs that cannot talk.
+        pairs: Vec<(u32, u32)>,
+        /// Cluster time at which the cut heals by itself.
+        until: Time,
+    },
 }
 
 /// A server's liveness as the launcher sees it.
@@ -106,6 +117,8 @@ pub struct Counters {
     pub sent_wan: u64,
     /// Messages dropped because a queue was full or no route existed.
     pub dropped: u64,
+    /// Messages dropped because their link was cut (`meridian cluster partition`).
+    pub cut: u64,
 }
 
 impl Counters {
@@ -116,6 +129,7 @@ impl Counters {
             sent: self.sent.saturating_sub(before.sent),
             sent_wan: self.sent_wan.saturating_sub(before.sent_wan),
             dropped: self.dropped.saturating_sub(before.dropped),
+            cut: self.cut.saturating_sub(before.cut),
         }
     }
     /// Adds another's counters.
@@ -124,5 +138,6 @@ impl Counters {
         self.sent += o.sent;
         self.sent_wan += o.sent_wan;
         self.dropped += o.dropped;
+        self.cut += o.cut;
     }
 }
