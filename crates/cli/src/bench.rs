@@ -56,6 +56,81 @@ pub struct BenchArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Serve the run's client-side Prometheus metrics at http://ADDR/metrics while it
+    /// runs: transactions by outcome and abort cause, and latency histograms (the
+    /// servers' own endpoints are `cluster up --metrics-base-port`).
+    #[arg(long)]
+    pub metrics: Option<std::net::SocketAddr>,
+}
+
+/// The client-side metrics of a run (`--metrics`): counters and histograms that the
+/// transaction tasks update and each scrape encodes.
+struct BenchMetrics {
+    registry: prometheus_client::registry::Registry,
+    txns: Family<Labels, Counter>,
+    latency: Histograms,
+}
+
+/// Labels of a metric series.
+type Labels = Vec<(String, String)>;
+/// Latency histograms by label.
+type Histograms = Family<Labels, Histogram, fn() -> Histogram>;
+
+use prometheus_client::metrics::{counter::Counter, family::Family, histogram::Histogram};
+
+/// Latency buckets: 0.5 ms doubling to about 16 s.
+fn latency_histogram() -> Histogram {
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+        0.0005, 2.0, 16,
+    ))
+}
+
+impl BenchMetrics {
+    fn new() -> BenchMetrics {
+        let mut registry = prometheus_client::registry::Registry::with_prefix("meridian_client");
+        let txns: Family<Labels, Counter> = Family::default();
+        let latency: Histograms = Family::new_with_constructor(latency_histogram);
+        registry.register(
+            "transactions",
+            "Transactions this bench finished, by outcome and abort cause (AbortReason variant)",
+            txns.clone(),
+        );
+        registry.register(
+            "latency_seconds",
+            "Transaction latency from start to outcome, by outcome",
+            latency.clone(),
+        );
+        BenchMetrics {
+            registry,
+            txns,
+            latency,
+        }
+    }
+
+    fn record(&self, r: &TxnRecord) {
+        let (outcome, reason) = match r.outcome {
+            Outcome::Committed => ("committed", ""),
+            Outcome::Aborted => ("aborted", r.abort_reason.as_ref().map_or("Unknown", |a| a.code())),
+            Outcome::Unknown => ("unknown", ""),
+        };
+        self.txns
+            .get_or_create(&vec![
+                ("outcome".into(), outcome.into()),
+                ("reason".into(), reason.into()),
+            ])
+            .inc();
+        if let Some(end) = r.end {
+            self.latency
+                .get_or_create(&vec![("outcome".into(), outcome.into())])
+                .observe(end.saturating_sub(r.start) as f64 / 1e9);
+        }
+    }
+
+    fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
 }
 
 fn dur(flag: &str, v: &str) -> Result<Duration> {
@@ -108,9 +183,28 @@ pub fn run_bench(a: &BenchArgs, show_progress: bool) -> Result<BenchOutput> {
     if a.clients == 0 {
         bail!("--clients must be at least 1");
     }
+    // Bound before the run, so a busy or bad address fails before any work.
+    let metrics_listener = match a.metrics {
+        Some(addr) => {
+            let l = std::net::TcpListener::bind(addr).with_context(|| format!("--metrics {addr}: cannot listen"))?;
+            l.set_nonblocking(true)?;
+            Some(l)
+        }
+        None => None,
+    };
     let rt = crate::cluster::runtime()?;
     rt.block_on(async move {
         let wall = Instant::now();
+        let metrics = match metrics_listener {
+            Some(l) => {
+                let m = Arc::new(BenchMetrics::new());
+                let l = tokio::net::TcpListener::from_std(l)?;
+                let m2 = m.clone();
+                tokio::spawn(meridian_net::metrics::serve_text(l, Arc::new(move || m2.render())));
+                Some(m)
+            }
+            None => None,
+        };
         // One client process with `clients` slots, taken DC by DC.
         let ndc = topo.num_dcs() as u32;
         let mut per_dc: HashMap<DcId, u32> = HashMap::new();
@@ -174,12 +268,13 @@ pub fn run_bench(a: &BenchArgs, show_progress: bool) -> Result<BenchOutput> {
         let end = start + duration;
         let mut tasks = vec![];
         for (i, d) in task_dc.iter().enumerate() {
-            let (client, records, calls, done, committed) = (
+            let (client, records, calls, done, committed, metrics) = (
                 client.clone(),
                 records.clone(),
                 calls.clone(),
                 done.clone(),
                 committed.clone(),
+                metrics.clone(),
             );
             let d = *d;
             let site = meridian_workload::Site {
@@ -197,6 +292,9 @@ pub fn run_bench(a: &BenchArgs, show_progress: bool) -> Result<BenchOutput> {
                                 committed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                             }
                             done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            if let Some(m) = &metrics {
+                                m.record(&r);
+                            }
                             records.lock().expect("records lock").push(r);
                         }
                         Err(_) => return,

@@ -657,6 +657,77 @@ fn metrics_endpoint_counters_move_under_a_bench() {
     assert!(committed > 0, "{}", texts[0]);
 }
 
+/// Issue 23: `bench --metrics ADDR` serves the run's client-side metrics while it runs:
+/// transactions by outcome and abort cause, and latency histograms; a busy address
+/// fails before the run with one error.
+#[test]
+fn bench_metrics_endpoint_counts_outcomes_and_latencies() {
+    let c = Local::up("2pc-2pl", "us3", &["--no-delay"]);
+    let port = free_base(1);
+    let addr = format!("127.0.0.1:{port}");
+    let b = c.bench(&[
+        "--clients",
+        "3",
+        "--workload",
+        "bank",
+        "--duration",
+        "10s",
+        "--settle",
+        "1s",
+        "--metrics",
+        &addr,
+    ]);
+    let scrape = || -> Option<String> {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").ok()?;
+        let mut out = String::new();
+        s.read_to_string(&mut out).ok()?;
+        Some(out)
+    };
+    let value = |text: &str, prefix: &str| -> f64 {
+        text.lines()
+            .filter(|l| l.starts_with(prefix))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    // Poll while the bench runs (its endpoint goes with it) until a commit shows.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut seen = None;
+    while std::time::Instant::now() < deadline {
+        if let Some(t) = scrape() {
+            if value(&t, "meridian_client_transactions_total{outcome=\"committed\"") > 0.0 {
+                seen = Some(t);
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let t = seen.expect("no scrape showed a committed transaction while the bench ran");
+    assert!(t.starts_with("HTTP/1.1 200 OK"), "{t}");
+    assert!(
+        value(&t, "meridian_client_latency_seconds_count{outcome=\"committed\"}") > 0.0,
+        "{t}"
+    );
+    assert!(
+        t.contains("meridian_client_latency_seconds_bucket{le=\"0.0005\",outcome=\"committed\"}"),
+        "{t}"
+    );
+    finish(&c, b);
+    // A busy address: one error, before any work.
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let o = meridian()
+        .args(["bench", "--duration", "30s", "--cluster"])
+        .arg(c.file())
+        .args(["--metrics", &busy.local_addr().unwrap().to_string()])
+        .output()
+        .expect("bench");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--metrics") && err.contains("cannot listen"), "{err}");
+}
+
 /// Committed transactions of a bench's history whose end falls in `[from, to)` (cluster
 /// time), by the DC of their client.
 fn commits_between(c: &Local, from: u64, to: u64) -> Vec<u64> {

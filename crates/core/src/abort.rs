@@ -32,6 +32,17 @@ macro_rules! reasons {
                     _ => None,
                 }
             }
+            /// A short, stable name of the cause (the variant's name; the program's
+            /// own words are left out), for metric labels and counts by cause.
+            pub fn code(&self) -> &'static str {
+                match self {
+                    $( AbortReason::$v => stringify!($v), )*
+                    AbortReason::User(_) => "User",
+                    AbortReason::ProgramFault(_) => "ProgramFault",
+                    AbortReason::Unrunnable(_) => "Unrunnable",
+                    AbortReason::Other(_) => "Other",
+                }
+            }
             fn from_sentence(s: &str) -> Option<AbortReason> {
                 match s {
                     $( $s => Some(AbortReason::$v), )*
@@ -252,5 +263,14 @@ mod tests {
         }
         assert!(AbortReason::Wounded.retry_helps());
         assert!(!AbortReason::User("no".into()).retry_helps());
+    }
+
+    /// A metric label names the cause, never a program's own words.
+    #[test]
+    fn codes_name_the_cause_without_the_programs_words() {
+        assert_eq!(AbortReason::ReadTimedOut.code(), "ReadTimedOut");
+        assert_eq!(AbortReason::Wounded.code(), "Wounded");
+        assert_eq!(AbortReason::User("insufficient funds".into()).code(), "User");
+        assert_eq!(AbortReason::Other("x".into()).code(), "Other");
     }
 }

@@ -17,7 +17,7 @@
 pub mod cluster;
 pub mod host;
 pub mod journal;
-mod metrics;
+pub mod metrics;
 pub mod wire;
 
 use serde::de::DeserializeOwned;

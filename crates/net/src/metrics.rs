@@ -4,8 +4,8 @@
 //! from its event loop at each scrape (the same answer `meridian cluster status`
 //! gets). Counters: inputs handled, messages sent (and to other DCs), dropped, outcomes
 //! applied by outcome; gauges: peers connected, inputs queued, keys locked, journal
-//! entries, uptime. Transaction latencies are measured by clients, not servers
-//! (`meridian bench` reports them).
+//! entries, uptime. Transaction latencies and abort causes are measured by clients,
+//! not servers: `meridian bench --metrics` serves them through [`serve_text`].
 
 use crate::host::Event;
 use crate::wire::{Status, Wire};
@@ -37,7 +37,35 @@ pub(crate) async fn serve<M: Send + 'static>(l: TcpListener, inbox: mpsc::Sender
     }
 }
 
-async fn answer<M>(mut s: TcpStream, inbox: mpsc::Sender<Event<M>>, node: NodeId) -> std::io::Result<()> {
+async fn answer<M>(s: TcpStream, inbox: mpsc::Sender<Event<M>>, node: NodeId) -> std::io::Result<()> {
+    answer_with(s, || async move { status(&inbox).await.map(|st| render(node, &st)) }).await
+}
+
+/// Serves `GET /metrics` with whatever `body` renders at each scrape (text exposition
+/// format), until the process ends: the endpoint of a process that is not a server
+/// (`meridian bench --metrics`).
+pub async fn serve_text(l: TcpListener, body: std::sync::Arc<dyn Fn() -> String + Send + Sync>) {
+    loop {
+        let Ok((s, _)) = l.accept().await else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        let body = body.clone();
+        tokio::spawn(async move {
+            if let Err(e) = answer_with(s, || async move { Some(body()) }).await {
+                debug!("metrics scrape: {e}");
+            }
+        });
+    }
+}
+
+/// Answers one HTTP request: `GET /metrics` with `body()` (503 if it gives nothing),
+/// anything else with 404.
+async fn answer_with<F, Fut>(mut s: TcpStream, body: F) -> std::io::Result<()>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = Option<String>>,
+{
     // The request head, up to 8 KiB.
     let mut head = Vec::with_capacity(512);
     let mut buf = [0u8; 1024];
@@ -52,8 +80,8 @@ async fn answer<M>(mut s: TcpStream, inbox: mpsc::Sender<Event<M>>, node: NodeId
     }
     let line = String::from_utf8_lossy(&head);
     let (code, body) = if line.starts_with("GET /metrics ") || line.starts_with("GET /metrics?") {
-        match status(&inbox).await {
-            Some(st) => ("200 OK", render(node, &st)),
+        match body().await {
+            Some(text) => ("200 OK", text),
             None => (
                 "503 Service Unavailable",
                 "the node's event loop did not answer\n".to_string(),
