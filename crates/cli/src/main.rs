@@ -37,8 +37,17 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Run one simulation and check its history.
+    #[command(after_help = "Examples:
+  meridian sim --protocol rc --topology rc5 --workload ycsb --txns 2000
+  meridian sim --protocol hacommit --topology us3 --workload bank --faults 'crash:node=2,at=1s,for=2s'
+  meridian sim --protocol crossstitch --workload tpcc:mix=standard --history h.jsonl --json")]
     Sim(SimArgs),
     /// Run every protocol on one topology and workload (or a named experiment) and compare.
+    #[command(after_help = "Examples:
+  meridian compare
+  meridian compare --topology us3 --workload bank --json
+  meridian compare --experiment list
+  meridian compare --experiment rc-fig5")]
     Compare(CompareArgs),
     /// Run one node of a cluster (see `meridian cluster up`).
     Server(cluster::ServerArgs),
@@ -48,12 +57,24 @@ enum Cmd {
         cmd: cluster::ClusterCmd,
     },
     /// Run closed-loop clients against a cluster and check the history.
+    #[command(after_help = "Examples:
+  meridian cluster up --protocol replog --topology us3 --dir D
+  meridian bench --cluster D/cluster.toml --workload bank --clients 16 --duration 10s --history h.jsonl
+  meridian bench --cluster D/cluster.toml --json --metrics 127.0.0.1:9100")]
     Bench(bench::BenchArgs),
     /// Many seeded simulations per protocol under drawn faults; failing seeds are
     /// printed as the command that replays them, and shrunk.
+    #[command(after_help = "Examples:
+  meridian campaign --protocol all --seeds 100 --jobs 2
+  meridian campaign --protocol crossstitch --seeds 10000 --first-seed 1 --json")]
     Campaign(campaign::CampaignArgs),
     /// Run every paper experiment (in parallel) and write docs/EVALUATION.md, its data
     /// (evaluation.json) and its figures (figures/*.svg).
+    #[command(after_help = "Examples:
+  meridian report                       # every experiment, writes docs/
+  meridian report --quick --out /tmp/r  # a fast smoke run
+  meridian report --only hacommit,rc-fig5
+  meridian report --no-run              # re-render from docs/evaluation.json")]
     Report(report::ReportArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell), e.g.
     /// `meridian completions bash > ~/.local/share/bash-completion/completions/meridian`.
@@ -62,6 +83,9 @@ enum Cmd {
         shell: clap_complete::Shell,
     },
     /// Check a history file: Meridian's JSON lines, or another tool's (see the README).
+    #[command(after_help = "Examples:
+  meridian check h.jsonl
+  meridian check jepsen-history.edn --format jepsen-edn --json")]
     Check {
         /// History file: written by `meridian sim --history` or `bench --history`, or a
         /// Jepsen (EDN/JSON) or flat JSON transaction history.
@@ -513,5 +537,57 @@ fn main() -> ExitCode {
             eprintln!("error: {}", chain.join(": "));
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Splits an example line as a shell would (single quotes only, `#` comments).
+    fn words(line: &str) -> Vec<String> {
+        let line = line.split(" #").next().unwrap_or(line);
+        let mut out = vec![];
+        let mut cur = String::new();
+        let mut quoted = false;
+        for ch in line.chars() {
+            match ch {
+                '\'' => quoted = !quoted,
+                ' ' if !quoted => {
+                    if !cur.is_empty() {
+                        out.push(std::mem::take(&mut cur));
+                    }
+                }
+                c => cur.push(c),
+            }
+        }
+        if !cur.is_empty() {
+            out.push(cur);
+        }
+        out
+    }
+
+    /// Every example a command's help shows parses as that command's arguments, so the
+    /// examples cannot drift from the flags.
+    #[test]
+    fn every_help_example_parses() {
+        let mut cmd = Cli::command();
+        cmd.build();
+        let mut seen = 0;
+        for sub in cmd.get_subcommands() {
+            let Some(after) = sub.get_after_help() else { continue };
+            for line in after.to_string().lines() {
+                let line = line.trim();
+                if !line.starts_with("meridian ") {
+                    continue;
+                }
+                seen += 1;
+                if let Err(e) = Cli::try_parse_from(words(line)) {
+                    panic!("`{line}` in `meridian {} --help` does not parse: {e}", sub.get_name());
+                }
+            }
+        }
+        assert!(seen >= 10, "only {seen} examples found");
     }
 }
