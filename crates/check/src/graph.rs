@@ -14,6 +14,8 @@ pub(crate) enum EdgeKind {
     Rw,
     /// Real-time order (through time points).
     Rt,
+    /// Session order (the causal check's own graph).
+    So,
 }
 
 impl fmt::Display for EdgeKind {
@@ -23,6 +25,7 @@ impl fmt::Display for EdgeKind {
             EdgeKind::Wr => "wr",
             EdgeKind::Rw => "rw",
             EdgeKind::Rt => "rt",
+            EdgeKind::So => "so",
         })
     }
 }

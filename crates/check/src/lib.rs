@@ -49,6 +49,7 @@
 //! position in the version order: it adds its `wr` edge but no `ww`/`rw` edge, and no
 //! fractured-read judgement rests on it; its loss is reported as not durable.
 
+mod causal;
 pub mod foreign;
 mod graph;
 pub mod jsonl;
@@ -170,7 +171,7 @@ impl fmt::Display for Anomaly {
 /// One isolation level's verdict.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Level {
-    /// `read-committed`, `read-atomic`, `snapshot-isolation`, `serializable`,
+    /// `read-committed`, `read-atomic`, `causal`, `snapshot-isolation`, `serializable`,
     /// `strict-serializable`.
     pub name: String,
     /// Whether it holds; `None`: the history cannot decide (no version order, a
@@ -293,6 +294,10 @@ struct Checker<'h> {
     edges: Vec<(usize, usize)>,
     /// A cycle snapshot isolation forbids (no two adjacent `rw` edges), printed.
     si_violation: Option<String>,
+    /// A causal-consistency violation (causal.rs), printed.
+    causal_violation: Option<String>,
+    /// Why causal consistency was not judged (too large).
+    causal_unknown: Option<String>,
     /// Why a verdict could not be decided.
     unknown: Vec<String>,
     /// The history is known to be incomplete (a file cut short).
@@ -411,7 +416,7 @@ fn check_history<'h>(h: &'h History, chains: &'h [(Key, Vec<VersionId>)], incomp
             // Under the order chosen, weaker levels may fail where another order would
             // satisfy them: keep only what the history alone shows.
             let alone = levels(&c);
-            for (l, a) in r.levels.iter_mut().zip(alone).take(3) {
+            for (l, a) in r.levels.iter_mut().zip(alone).take(4) {
                 *l = a;
             }
             r.notes.push(format!(
@@ -476,8 +481,12 @@ fn finish(mut c: Checker<'_>) -> Report {
 
 /// Which levels hold, from the anomalies found (before a protocol's claims filter
 /// them). Read committed is Adya's PL-2 (no G0, G1a, G1b, G1c); read atomic adds no
-/// fractured reads; snapshot isolation adds no cycle without two adjacent `rw` edges;
+/// fractured reads; causal adds causal consistency with session order (causal.rs);
+/// snapshot isolation adds to read atomic no cycle without two adjacent `rw` edges;
 /// serializable, no cycle; strict serializable, none with real-time edges either.
+/// Snapshot isolation and serializability here ignore session order (Adya's), so a
+/// history whose client missed its own earlier write can be serializable and not
+/// causal; strict serializability includes it when sessions are sequential.
 /// Without a version order for every key (or with an incomplete file), a level not
 /// shown to fail is unknown.
 fn levels(c: &Checker<'_>) -> Vec<Level> {
@@ -492,6 +501,8 @@ fn levels(c: &Checker<'_>) -> Vec<Level> {
     let strict_open = open || c.unknown.iter().any(|u| u.starts_with("real time"));
     let rc = first(&[G0, G1a, G1b, G1c]);
     let ra = rc.clone().or_else(|| first(&[FracturedRead]));
+    let causal = ra.clone().or_else(|| c.causal_violation.clone());
+    let causal_open = open || c.causal_unknown.is_some();
     let si = ra.clone().or_else(|| c.si_violation.clone());
     let ser = si.clone().or_else(|| first(&[GSingle, G2, LostUpdate]));
     let sser = ser.clone().or_else(|| first(&[RealTime]));
@@ -507,6 +518,7 @@ fn levels(c: &Checker<'_>) -> Vec<Level> {
     vec![
         level("read-committed", rc, open),
         level("read-atomic", ra, open),
+        level("causal", causal, causal_open),
         level("snapshot-isolation", si, open),
         level("serializable", ser, open),
         level("strict-serializable", sser, strict_open),
@@ -534,6 +546,8 @@ impl<'h> Checker<'h> {
             given: HashMap::default(),
             edges: vec![],
             si_violation: None,
+            causal_violation: None,
+            causal_unknown: None,
             unknown: vec![],
             incomplete: false,
             unlisted: 0,
@@ -560,6 +574,37 @@ impl<'h> Checker<'h> {
         }
         let comps = self.cycles(&g);
         self.real_time(g, &comps);
+        self.judge_causal();
+    }
+
+    /// Runs the causal check (causal.rs) unless strict serializability already shows
+    /// the history causal: no anomaly of the strict levels, every key's order fixed, and
+    /// each session's transactions disjoint in time (so real time contains session
+    /// order).
+    fn judge_causal(&mut self) {
+        use Kind::*;
+        let strict_clean = !self.anomalies.iter().any(|a| {
+            matches!(
+                a.kind,
+                G0 | G1a | G1b | G1c | FracturedRead | GSingle | G2 | LostUpdate | RealTime
+            )
+        });
+        let open = self
+            .unknown
+            .iter()
+            .any(|u| u.starts_with("key ") || u.starts_with("real time"))
+            || self.incomplete;
+        if strict_clean && !open && self.sessions_sequential() {
+            return;
+        }
+        match self.causal() {
+            causal::Causal::NoViolation => {}
+            causal::Causal::Violation(v) => self.causal_violation = Some(v),
+            causal::Causal::TooLarge(why) => {
+                self.unknown.push(why.clone());
+                self.causal_unknown = Some(why);
+            }
+        }
     }
 
     /// Version order per key from the replicas; replicas of a key must agree. The
@@ -1127,12 +1172,17 @@ impl<'h> Checker<'h> {
             self.push(kind, txns, d);
             if self.si_violation.is_none() {
                 if let Some(c) = g.si_cycle(comp) {
-                    let kind = if c.iter().all(|e| e.kind != EdgeKind::Rw) {
+                    let rws = c.iter().filter(|e| e.kind == EdgeKind::Rw).count();
+                    let kind = if rws == 0 {
                         "G1c"
                     } else if c.len() == 2 && self.is_lost_update(g, &c) {
                         "lost-update"
+                    } else if rws == 1 {
+                        "G-single (read skew)"
                     } else {
-                        "G-SI"
+                        // Two or more anti-dependencies, none adjacent: two readers saw
+                        // two writes in opposite orders.
+                        "long fork"
                     };
                     self.si_violation = Some(format!("{kind}: {}", self.fmt_cycle(g, &c)));
                 }

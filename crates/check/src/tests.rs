@@ -578,6 +578,15 @@ fn a_history_cut_short_is_incomplete_not_anomalous() {
     assert_eq!(kinds(&h), vec![Kind::G1a]);
 }
 
+/// Transaction `seq` of client `c` (after its first, `txn(c, ..)`), reading only.
+fn same_client(c: u32, seq: u32, reads: &[(&str, Option<VersionId>)]) -> TxnRecord {
+    let mut t = txn(c, reads, &[]);
+    t.id = TxnId { client: c, seq };
+    t.start = c as u64 * 10 + 10 * seq as u64;
+    t.end = Some(t.start + 5);
+    t
+}
+
 /// Issue 20: the corpus. One hand-made history per anomaly, with the levels it must
 /// satisfy (read committed, read atomic, snapshot isolation, serializable, strict
 /// serializable), checked with its version order and without it. Without the order a
@@ -590,7 +599,7 @@ fn corpus_levels_with_and_without_the_version_order() {
         t.outcome = Outcome::Aborted;
         t
     };
-    type Case = (&'static str, History, [bool; 5]);
+    type Case = (&'static str, History, [bool; 6]);
     let (t, f) = (true, false);
     let cases: Vec<Case> = vec![
         (
@@ -599,7 +608,7 @@ fn corpus_levels_with_and_without_the_version_order() {
                 vec![txn(1, &[], &["x"]), txn(2, &[("x", Some(v(1, 0)))], &["x"])],
                 &[("x", &[v(1, 0), v(2, 0)])],
             ),
-            [t, t, t, t, t],
+            [t, t, t, t, t, t],
         ),
         (
             "G0",
@@ -607,7 +616,7 @@ fn corpus_levels_with_and_without_the_version_order() {
                 vec![txn(1, &[], &["x", "y"]), txn(2, &[], &["x", "y"])],
                 &[("x", &[v(1, 0), v(2, 0)]), ("y", &[v(2, 1), v(1, 1)])],
             ),
-            [f, f, f, f, f],
+            [f, f, f, f, f, f],
         ),
         (
             "G1a",
@@ -615,7 +624,7 @@ fn corpus_levels_with_and_without_the_version_order() {
                 vec![aborted(txn(1, &[], &["x"])), txn(2, &[("x", Some(v(1, 0)))], &[])],
                 &[],
             ),
-            [f, f, f, f, f],
+            [f, f, f, f, f, f],
         ),
         (
             "G1b",
@@ -623,7 +632,7 @@ fn corpus_levels_with_and_without_the_version_order() {
                 vec![txn(1, &[], &["x", "x"]), txn(2, &[("x", Some(v(1, 0)))], &[])],
                 &[("x", &[v(1, 1)])],
             ),
-            [f, f, f, f, f],
+            [f, f, f, f, f, f],
         ),
         (
             "G1c",
@@ -634,7 +643,7 @@ fn corpus_levels_with_and_without_the_version_order() {
                 ],
                 &[("x", &[v(1, 0)]), ("y", &[v(2, 0)])],
             ),
-            [f, f, f, f, f],
+            [f, f, f, f, f, f],
         ),
         (
             "fractured read",
@@ -645,7 +654,7 @@ fn corpus_levels_with_and_without_the_version_order() {
                 ],
                 &[("x", &[v(1, 0)]), ("y", &[v(1, 1)])],
             ),
-            [t, f, f, f, f],
+            [t, f, f, f, f, f],
         ),
         (
             "read skew (G-single)",
@@ -657,7 +666,7 @@ fn corpus_levels_with_and_without_the_version_order() {
                 ],
                 &[("x", &[v(1, 0)]), ("y", &[v(2, 0)])],
             ),
-            [t, t, f, f, f],
+            [t, t, f, f, f, f],
         ),
         (
             "lost update",
@@ -669,7 +678,7 @@ fn corpus_levels_with_and_without_the_version_order() {
                 ],
                 &[("x", &[v(0, 0), v(1, 0), v(2, 0)])],
             ),
-            [t, t, f, f, f],
+            [t, t, t, f, f, f],
         ),
         (
             "write skew (G2)",
@@ -680,7 +689,28 @@ fn corpus_levels_with_and_without_the_version_order() {
                 ],
                 &[("x", &[v(1, 0)]), ("y", &[v(2, 0)])],
             ),
-            [t, t, t, f, f],
+            [t, t, t, t, f, f],
+        ),
+        (
+            "long fork",
+            hist(
+                vec![
+                    txn(1, &[], &["x"]),
+                    txn(2, &[], &["y"]),
+                    txn(3, &[("x", Some(v(1, 0))), ("y", None)], &[]),
+                    txn(4, &[("y", Some(v(2, 0))), ("x", None)], &[]),
+                ],
+                &[("x", &[v(1, 0)]), ("y", &[v(2, 0)])],
+            ),
+            [t, t, t, f, f, f],
+        ),
+        (
+            "session order (a client misses its own write)",
+            hist(
+                vec![txn(1, &[], &["x"]), same_client(1, 2, &[("x", None)])],
+                &[("x", &[v(1, 0)])],
+            ),
+            [t, t, f, t, t, f],
         ),
         (
             "real-time",
@@ -688,7 +718,7 @@ fn corpus_levels_with_and_without_the_version_order() {
                 vec![txn(1, &[], &["x"]), txn(2, &[("x", None)], &[])],
                 &[("x", &[v(1, 0)])],
             ),
-            [t, t, t, t, f],
+            [t, t, t, t, t, f],
         ),
     ];
     for (name, h, want) in cases {
@@ -700,6 +730,7 @@ fn corpus_levels_with_and_without_the_version_order() {
             [
                 "read-committed",
                 "read-atomic",
+                "causal",
                 "snapshot-isolation",
                 "serializable",
                 "strict-serializable"
@@ -726,4 +757,77 @@ fn corpus_levels_with_and_without_the_version_order() {
             }
         }
     }
+}
+
+/// Issue 20: the causal level and the long-fork name, with their counterexamples: a
+/// long fork is causal and not snapshot isolation; a client that misses its own write,
+/// and a read skew along reads-from, are not causal; a causality cycle through session
+/// order is named as one.
+#[test]
+fn causal_level_and_long_fork_counterexamples() {
+    let level =
+        |h: &History, name: &str| -> Level { check(h).levels.into_iter().find(|l| l.name == name).expect("level") };
+    let long_fork = hist(
+        vec![
+            txn(1, &[], &["x"]),
+            txn(2, &[], &["y"]),
+            txn(3, &[("x", Some(v(1, 0))), ("y", None)], &[]),
+            txn(4, &[("y", Some(v(2, 0))), ("x", None)], &[]),
+        ],
+        &[("x", &[v(1, 0)]), ("y", &[v(2, 0)])],
+    );
+    let si = level(&long_fork, "snapshot-isolation");
+    assert!(
+        si.counterexample.as_deref().unwrap().starts_with("long fork: "),
+        "{si:?}"
+    );
+    assert_eq!(level(&long_fork, "causal").holds, Some(true));
+
+    let own = hist(
+        vec![txn(1, &[], &["x"]), same_client(1, 2, &[("x", None)])],
+        &[("x", &[v(1, 0)])],
+    );
+    let c = level(&own, "causal");
+    let ce = c.counterexample.as_deref().unwrap();
+    assert!(
+        ce.contains("1:2 read the initial value of key x") && ce.contains("1:1, which happens before it"),
+        "{ce}"
+    );
+
+    let skew = hist(
+        vec![
+            txn(1, &[], &["x"]),
+            txn(2, &[("x", Some(v(1, 0)))], &["y"]),
+            txn(3, &[("y", Some(v(2, 0))), ("x", None)], &[]),
+        ],
+        &[("x", &[v(1, 0)]), ("y", &[v(2, 0)])],
+    );
+    let c = level(&skew, "causal");
+    assert!(
+        c.counterexample
+            .as_deref()
+            .unwrap()
+            .contains("3:1 read the initial value of key x"),
+        "{c:?}"
+    );
+
+    // Client 1 writes x, then (session order) reads y from client 2, which had read
+    // x's version of client 1's *second* transaction: a cycle so ∪ wr.
+    let mut first = txn(1, &[("y", Some(v(2, 0)))], &[]);
+    first.id = TxnId { client: 1, seq: 1 };
+    let mut second = same_client(1, 2, &[]);
+    second.writes = vec![WriteRec {
+        key: Key::from("x"),
+        version: VersionId { txn: second.id, seq: 0 },
+    }];
+    let reader = txn(2, &[("x", Some(VersionId { txn: second.id, seq: 0 }))], &["y"]);
+    let cyc = hist(
+        vec![first, second.clone(), reader],
+        &[("x", &[VersionId { txn: second.id, seq: 0 }]), ("y", &[v(2, 0)])],
+    );
+    let c = level(&cyc, "causal");
+    assert!(
+        c.counterexample.as_deref().unwrap().starts_with("causality cycle"),
+        "{c:?}"
+    );
 }

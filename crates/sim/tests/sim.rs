@@ -326,6 +326,10 @@ fn test_every_protocol_checks_the_same_without_replica_records() {
                 continue;
             }
             assert_eq!(level(with, "serializable"), Some(true), "{p}: {:?}", with.levels);
+            // Every protocol here keeps session order (a client sees its own writes):
+            // causal holds, and without the replicas it is never a false "fails".
+            assert_eq!(level(with, "causal"), Some(true), "{p}: {:?}", with.levels);
+            assert_ne!(level(&without, "causal"), Some(false), "{p}: {:?}", without.levels);
             assert!(!without.order_unknown(), "{p} {workload}: {:?}", without.unknown);
             assert_eq!(with.serializable, without.serializable, "{p} {workload}");
             // Strictness asks for *some* order that respects real time: the
