@@ -25,9 +25,9 @@
 //!
 //! Only keys whose version order is fixed take part: a violation found is one in every
 //! order the history allows, and where some key's order is open, "no violation" stays
-//! unknown (the caller decides). Strict serializability implies causal consistency when
-//! each session's transactions do not overlap in time (session order is then part of
-//! real time); the caller skips the check then.
+//! unknown (the caller decides). A history that is serializable with session order (its
+//! dependency graph stays acyclic when session order is added) is causal; the caller
+//! skips the check then, which is the common case and costs one more cycle search.
 
 use super::{fmt_versions, Checker};
 use crate::graph::{EdgeKind, Graph};
@@ -49,10 +49,8 @@ pub(crate) enum Causal {
 }
 
 impl<'h> Checker<'h> {
-    /// Each committed transaction's session and its index in it (session order: start
-    /// time, then id), and the sessions' members in order.
-    fn sessions(&self) -> (Vec<u32>, Vec<u32>, Vec<Vec<usize>>) {
-        let n = self.txn_of.len();
+    /// Each session's committed transactions in session order (start time, then id).
+    pub(crate) fn session_members(&self) -> Vec<Vec<usize>> {
         let mut ix: HashMap<ClientId, usize> = HashMap::default();
         let mut members: Vec<Vec<usize>> = vec![];
         for (i, t) in self.txn_of.iter().enumerate() {
@@ -62,25 +60,25 @@ impl<'h> Checker<'h> {
             });
             members[s].push(i);
         }
-        let (mut sess, mut idx) = (vec![0u32; n], vec![0u32; n]);
-        for (s, m) in members.iter_mut().enumerate() {
+        for m in members.iter_mut() {
             m.sort_by_key(|&i| (self.txn_of[i].start, self.txn_of[i].id));
+        }
+        members
+    }
+
+    /// Each committed transaction's session and its index in it, and the sessions'
+    /// members in order.
+    fn sessions(&self) -> (Vec<u32>, Vec<u32>, Vec<Vec<usize>>) {
+        let n = self.txn_of.len();
+        let members = self.session_members();
+        let (mut sess, mut idx) = (vec![0u32; n], vec![0u32; n]);
+        for (s, m) in members.iter().enumerate() {
             for (k, &i) in m.iter().enumerate() {
                 sess[i] = s as u32;
                 idx[i] = k as u32;
             }
         }
         (sess, idx, members)
-    }
-
-    /// Whether every session's transactions are disjoint in real time (each ended
-    /// before the next began), so that real time contains session order.
-    pub(crate) fn sessions_sequential(&self) -> bool {
-        let (_, _, members) = self.sessions();
-        members.iter().all(|m| {
-            m.windows(2)
-                .all(|w| self.txn_of[w[0]].end.is_some_and(|e| e < self.txn_of[w[1]].start))
-        })
     }
 
     /// The writer (transaction index) of a version, if it is a committed one.

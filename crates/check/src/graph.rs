@@ -60,6 +60,10 @@ impl Graph {
     pub fn add(&mut self, a: usize, b: usize, kind: EdgeKind, key: u32) {
         self.adj[a].push((b as u32, kind, key));
     }
+    /// Removes the edge last added from `a`.
+    pub fn pop(&mut self, a: usize) {
+        self.adj[a].pop();
+    }
 
     /// Strongly connected components with more than one node, using only edges whose
     /// kind passes `keep` (iterative Tarjan).
