@@ -83,7 +83,7 @@ impl<'h> Checker<'h> {
 
     /// The writer (transaction index) of a version, if it is a committed one.
     fn writer(&self, v: VersionId) -> Option<usize> {
-        self.node_of.get(&v.txn).copied()
+        self.node_of(v.txn)
     }
 
     pub(crate) fn causal(&self) -> Causal {
@@ -197,7 +197,7 @@ impl<'h> Checker<'h> {
         let mut writes: HashMap<&Key, Runs> = HashMap::default();
         for m in &members {
             for &i in m {
-                for (k, v) in &self.finals[&self.txn_of[i].id] {
+                for (k, v) in self.finals_of(self.txn_of[i].id) {
                     let Some(&p) = self.pos.get(v) else { continue };
                     if !self.order.contains_key(k) {
                         continue;

@@ -270,11 +270,16 @@ const MAX_PER_KIND: usize = 20;
 struct Checker<'h> {
     h: &'h History,
     /// Index of each committed (or installed-unknown) txn.
-    node_of: HashMap<TxnId, usize>,
+    /// Index into `h.txns` of each transaction id (for an id listed twice, its last
+    /// record), so that one lookup finds a transaction's record, finals and node.
+    tix: HashMap<TxnId, u32>,
+    /// Each id's index among the committed transactions (`txn_of`), `u32::MAX` if not
+    /// counted committed; by `tix`.
+    node: Vec<u32>,
     txn_of: Vec<&'h TxnRecord>,
-    by_id: HashMap<TxnId, &'h TxnRecord>,
+
     /// Each transaction's final write per key (computed once).
-    finals: HashMap<TxnId, Vec<(&'h Key, VersionId)>>,
+    finals: Vec<Vec<(&'h Key, VersionId)>>,
     /// Per key: version order (from the replicas, or inferred from the history).
     order: HashMap<&'h Key, Cow<'h, [VersionId]>>,
     /// Keys whose versions no replica orders and the history orders only partly:
@@ -527,17 +532,20 @@ fn levels(c: &Checker<'_>) -> Vec<Level> {
 
 impl<'h> Checker<'h> {
     fn new(h: &'h History) -> Self {
-        let by_id: HashMap<TxnId, &TxnRecord> = h.txns.iter().map(|t| (t.id, t)).collect();
-        let finals = h
-            .txns
-            .iter()
-            .map(|t| (t.id, t.final_writes().into_iter().collect()))
-            .collect();
+        let mut tix: HashMap<TxnId, u32> = HashMap::default();
+        tix.reserve(h.txns.len());
+        let mut finals = vec![vec![]; h.txns.len()];
+        for (i, t) in h.txns.iter().enumerate() {
+            tix.insert(t.id, i as u32);
+        }
+        for t in &h.txns {
+            finals[tix[&t.id] as usize] = t.final_writes().into_iter().collect();
+        }
         Checker {
             h,
-            node_of: HashMap::default(),
+            tix,
+            node: vec![u32::MAX; h.txns.len()],
             txn_of: vec![],
-            by_id,
             finals,
             order: HashMap::default(),
             partial: vec![],
@@ -629,6 +637,7 @@ impl<'h> Checker<'h> {
     fn version_order(&mut self) {
         let h = self.h;
         let mut first: HashMap<&Key, (NodeId, &[VersionId])> = HashMap::default();
+        first.reserve(h.replicas.iter().map(|r| r.keys.len()).max().unwrap_or(0));
         for r in &h.replicas {
             for (k, st) in &r.keys {
                 let longer = first.get(k).is_none_or(|(_, v0)| st.versions.len() > v0.len());
@@ -667,15 +676,18 @@ impl<'h> Checker<'h> {
                 format!("key {k}: {n0} has [{}], a version twice", fmt_versions(v0)),
             );
         }
+        self.pos.reserve(first.values().map(|(_, vs)| vs.len()).sum());
+        self.order.reserve(first.len());
+        self.sorted_keys.reserve(first.len());
         for (k, (_, vs)) in first {
             for (i, v) in vs.iter().enumerate() {
                 self.pos.insert(*v, i);
                 // A client whose transaction's outcome is unknown may not know what it
                 // wrote (a shipped execution learns its writes with the outcome): an
                 // installed version of such a transaction is taken as its final write.
-                if let Some(t) = self.by_id.get(&v.txn) {
-                    if t.outcome == Outcome::Unknown {
-                        let f = self.finals.entry(t.id).or_default();
+                if let Some(i) = self.ix(v.txn) {
+                    if self.h.txns[i].outcome == Outcome::Unknown {
+                        let f = &mut self.finals[i];
                         if !f.iter().any(|(key, _)| *key == k) {
                             f.push((k, *v));
                         }
@@ -704,12 +716,12 @@ impl<'h> Checker<'h> {
                 if v.txn == t.id {
                     continue;
                 }
-                match self.by_id.get(&v.txn) {
-                    Some(w) if w.outcome == Outcome::Unknown => {}
+                let i = match self.ix(v.txn) {
+                    Some(i) if h.txns[i].outcome == Outcome::Unknown => i,
                     _ => continue,
-                }
+                };
                 self.seen_unknown.insert(v.txn);
-                let f = self.finals.entry(v.txn).or_default();
+                let f = &mut self.finals[i];
                 if !f.iter().any(|(key, _)| *key == &r.key) {
                     f.push((&r.key, v));
                 }
@@ -729,7 +741,7 @@ impl<'h> Checker<'h> {
     fn infer_orders(&mut self) {
         let mut writes: BTreeMap<&'h Key, Vec<VersionId>> = BTreeMap::new();
         for t in &self.txn_of {
-            for &(k, v) in self.finals.get(&t.id).map(Vec::as_slice).unwrap_or(&[]) {
+            for &(k, v) in self.finals_of(t.id) {
                 if !self.order.contains_key(k) {
                     writes.entry(k).or_default().push(v);
                 }
@@ -825,7 +837,7 @@ impl<'h> Checker<'h> {
         let mut inputs: Vec<search::KeyInput> = keys
             .iter()
             .map(|(_, vs)| search::KeyInput {
-                writers: vs.iter().map(|v| self.node_of.get(&v.txn).copied()).collect(),
+                writers: vs.iter().map(|v| self.node_of(v.txn)).collect(),
                 readers: vec![vec![]; vs.len()],
                 init_readers: vec![],
             })
@@ -860,7 +872,7 @@ impl<'h> Checker<'h> {
         keys.iter()
             .map(|(k, vs)| {
                 let mut o = vs.clone();
-                o.sort_by_key(|v| (self.node_of.get(&v.txn).map_or(usize::MAX, |x| at[*x]), *v));
+                o.sort_by_key(|v| (self.node_of(v.txn).map_or(usize::MAX, |x| at[x]), *v));
                 (*k, o)
             })
             .collect()
@@ -868,7 +880,34 @@ impl<'h> Checker<'h> {
 
     /// The version `t` installs for `k` (its last write to it), if it wrote `k`.
     fn final_of(&self, t: TxnId, k: &Key) -> Option<VersionId> {
-        self.finals.get(&t)?.iter().find(|(key, _)| *key == k).map(|(_, v)| *v)
+        self.finals_of(t).iter().find(|(key, _)| *key == k).map(|(_, v)| *v)
+    }
+
+    /// Where `id`'s record is in `h.txns`.
+    fn ix(&self, id: TxnId) -> Option<usize> {
+        self.tix.get(&id).map(|&i| i as usize)
+    }
+
+    /// `id`'s record.
+    fn rec(&self, id: TxnId) -> Option<&'h TxnRecord> {
+        let h = self.h;
+        self.ix(id).map(|i| &h.txns[i])
+    }
+
+    /// `id`'s final write per key (none for an unknown id).
+    fn finals_of(&self, id: TxnId) -> &[(&'h Key, VersionId)] {
+        self.ix(id).map_or(&[], |i| &self.finals[i])
+    }
+
+    /// The committed-graph index of the record at `i` of `h.txns`'s id.
+    fn node_at(&self, i: usize) -> Option<usize> {
+        let n = self.node[i];
+        (n != u32::MAX).then_some(n as usize)
+    }
+
+    /// `id`'s index among the committed transactions, if it counts as committed.
+    fn node_of(&self, id: TxnId) -> Option<usize> {
+        self.ix(id).and_then(|i| self.node_at(i))
     }
 
     fn installed(&self, v: &VersionId) -> bool {
@@ -882,15 +921,12 @@ impl<'h> Checker<'h> {
                 Outcome::Committed => true,
                 Outcome::Aborted => false,
                 Outcome::Unknown => {
-                    self.seen_unknown.contains(&t.id)
-                        || self
-                            .finals
-                            .get(&t.id)
-                            .is_some_and(|f| f.iter().any(|(_, v)| self.installed(v)))
+                    self.seen_unknown.contains(&t.id) || self.finals_of(t.id).iter().any(|(_, v)| self.installed(v))
                 }
             };
             if counts {
-                self.node_of.insert(t.id, self.txn_of.len());
+                let i = self.tix[&t.id] as usize;
+                self.node[i] = self.txn_of.len() as u32;
                 self.txn_of.push(t);
             }
         }
@@ -899,7 +935,7 @@ impl<'h> Checker<'h> {
         for k in &self.sorted_keys {
             let vs: &[VersionId] = &self.order[k];
             for v in vs.iter() {
-                match self.by_id.get(&v.txn) {
+                match self.rec(v.txn) {
                     None if self.incomplete => self.unlisted += 1,
                     None => bad.push((
                         Kind::UnexplainedVersion,
@@ -952,7 +988,7 @@ impl<'h> Checker<'h> {
             } else {
                 ""
             };
-            for &(k, v) in self.finals.get(&t.id).map(Vec::as_slice).unwrap_or(&[]) {
+            for &(k, v) in self.finals_of(t.id) {
                 let s = shard_of(k, h.meta.shards);
                 let Some(nodes) = h.meta.shard_replicas.get(s.0 as usize) else {
                     continue;
@@ -1001,7 +1037,7 @@ impl<'h> Checker<'h> {
         for (k, vs) in &orders {
             let ki = kid(k, &mut keys);
             for w in vs.windows(2) {
-                if let (Some(&a), Some(&b)) = (self.node_of.get(&w[0].txn), self.node_of.get(&w[1].txn)) {
+                if let (Some(a), Some(b)) = (self.node_of(w[0].txn), self.node_of(w[1].txn)) {
                     if a != b {
                         g.add(a, b, EdgeKind::Ww, ki);
                     }
@@ -1013,7 +1049,7 @@ impl<'h> Checker<'h> {
         // edges) the writer of every later version.
         for (k, vs, before) in &self.partial {
             let ki = kid(k, &mut keys);
-            let writer: Vec<Option<usize>> = vs.iter().map(|v| self.node_of.get(&v.txn).copied()).collect();
+            let writer: Vec<Option<usize>> = vs.iter().map(|v| self.node_of(v.txn)).collect();
             for (a, row) in before.iter().enumerate() {
                 for (b, &is_before) in row.iter().enumerate() {
                     if let (true, Some(x), Some(y)) = (is_before, writer[a], writer[b]) {
@@ -1041,23 +1077,31 @@ impl<'h> Checker<'h> {
                 }
             }
         }
+        let h = self.h;
+        let mut read_pos: Vec<(&'h Key, Option<Option<usize>>)> = vec![];
         let mut found = vec![];
         // wr and rw edges, G1a/G1b, fractured reads
         for (ti, &t) in self.txn_of.iter().enumerate() {
             // What t saw of each key: the initial state, a version at a known position,
             // or a version no replica holds (position unknown: no fractured-read
             // judgement can rest on it).
-            let read_pos: HashMap<&Key, Option<Option<usize>>> = t
-                .reads
-                .iter()
-                .map(|r| {
-                    let seen = match r.version {
-                        None => Some(None),
-                        Some(v) => self.pos.get(&v).map(|p| Some(*p)),
-                    };
-                    (&r.key, seen)
-                })
-                .collect();
+            read_pos.clear();
+            read_pos.extend(t.reads.iter().map(|r| {
+                let seen = match r.version {
+                    None => Some(None),
+                    Some(v) => self.pos.get(&v).map(|p| Some(*p)),
+                };
+                (&r.key, seen)
+            }));
+            // Few reads (the common case): a linear search beats hashing.
+            let read_map: Option<HashMap<&Key, Option<Option<usize>>>> =
+                (read_pos.len() > 16).then(|| read_pos.iter().copied().collect());
+            let seen_of = |k: &Key| -> Option<Option<Option<usize>>> {
+                match &read_map {
+                    Some(m) => m.get(k).copied(),
+                    None => read_pos.iter().find(|(rk, _)| *rk == k).map(|(_, s)| *s),
+                }
+            };
             for r in &t.reads {
                 let ki = kid(&r.key, &mut keys);
                 let order: &[VersionId] = self.order.get(&r.key).map_or(&[], |o| o.as_ref());
@@ -1067,8 +1111,8 @@ impl<'h> Checker<'h> {
                         if v.txn == t.id {
                             continue;
                         }
-                        let w = self.by_id.get(&v.txn);
-                        match w {
+                        let wi = self.ix(v.txn);
+                        match wi.map(|i| (i, &h.txns[i])) {
                             None if self.incomplete => {
                                 self.unlisted += 1;
                                 continue;
@@ -1081,16 +1125,17 @@ impl<'h> Checker<'h> {
                                 ));
                                 continue;
                             }
-                            Some(w) => {
-                                if !self.node_of.contains_key(&w.id) {
+                            Some((wi, w)) => {
+                                let Some(wn) = self.node_at(wi) else {
                                     found.push((
                                         Kind::G1a,
                                         vec![t.id, w.id],
                                         format!("{} read {}={v} written by {} which did not commit", t.id, r.key, w.id),
                                     ));
                                     continue;
-                                }
-                                if self.final_of(w.id, &r.key) != Some(v) {
+                                };
+                                let wfinals = &self.finals[wi];
+                                if wfinals.iter().find(|(key, _)| *key == &r.key).map(|(_, x)| *x) != Some(v) {
                                     found.push((
                                         Kind::G1b,
                                         vec![t.id, w.id],
@@ -1098,15 +1143,15 @@ impl<'h> Checker<'h> {
                                     ));
                                     continue;
                                 }
-                                g.add(self.node_of[&w.id], ti, EdgeKind::Wr, ki);
+                                g.add(wn, ti, EdgeKind::Wr, ki);
                                 // fractured read: t saw w's write to r.key but an older
                                 // version of another key w wrote
-                                for &(k2, v2) in &self.finals[&w.id] {
-                                    if let Some(Some(seen)) = read_pos.get(k2) {
+                                for &(k2, v2) in wfinals {
+                                    if let Some(Some(seen)) = seen_of(k2) {
                                         // the initial state is older than any write
                                         let older = match (seen, self.pos.get(&v2)) {
                                             (None, _) => true,
-                                            (Some(p), Some(wpos)) => p < wpos,
+                                            (Some(p), Some(wpos)) => p < *wpos,
                                             (Some(_), None) => false,
                                         };
                                         if older {
@@ -1130,7 +1175,7 @@ impl<'h> Checker<'h> {
                     }
                 };
                 if let Some(nv) = next {
-                    if let Some(&x) = self.node_of.get(&nv.txn) {
+                    if let Some(x) = self.node_of(nv.txn) {
                         if x != ti {
                             g.add(ti, x, EdgeKind::Rw, ki);
                         }
