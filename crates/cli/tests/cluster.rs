@@ -846,3 +846,43 @@ fn cluster_partition_bad_arguments_are_one_clear_error() {
         .expect("heal");
     assert!(o.status.success(), "cluster heal: {}", text(&o));
 }
+
+/// Issue 16: Catenae's servers treat every step as forced before they act (its
+/// `on_crash` keeps everything) but charge no log writes, so a journalled Catenae server
+/// fsyncs its journal before every batch of messages leaves; HACommit forces nothing
+/// and fsyncs only once, at start. (Catenae's journal was never fsynced before: a power loss could
+/// lose state its messages had told others.)
+#[test]
+fn catenae_fsyncs_its_journal_before_its_messages_leave() {
+    let syncs = |protocol: &str| -> Vec<u64> {
+        let c = Local::up(protocol, "us3", &["--no-delay", "--durable"]);
+        finish(&c, c.bench(&["--clients", "3", "--duration", "1s", "--settle", "1s"]));
+        let o = meridian()
+            .args(["cluster", "status", "--json", "--cluster"])
+            .arg(c.file())
+            .output()
+            .expect("status");
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|n| {
+                n["status"]["journal_syncs"]
+                    .as_u64()
+                    .unwrap_or_else(|| panic!("no journal_syncs: {v}"))
+            })
+            .collect()
+    };
+    // Every server fsyncs once at start (its first journal entry).
+    let cat = syncs("catenae");
+    assert!(
+        cat.iter().all(|&n| n > 1),
+        "catenae servers that fsynced only at start: {cat:?}"
+    );
+    let ha = syncs("hacommit");
+    assert!(
+        ha.iter().all(|&n| n == 1),
+        "hacommit forces nothing after its start: {ha:?}"
+    );
+    eprintln!("journal fsyncs per server after a 1 s bench: catenae {cat:?}, hacommit {ha:?}");
+}

@@ -243,6 +243,11 @@ struct Core<P: Protocol> {
     /// Replaying the journal: effects are discarded.
     replaying: bool,
     need_sync: bool,
+    /// The protocol treats every step as forced (`Protocol::forces_every_step`): the
+    /// journal is synced before every batch that sends.
+    forces_every_step: bool,
+    /// Journal fsyncs so far.
+    syncs: u64,
     replayed: u64,
     /// Timers the replayed inputs left armed (node, id, deadline): re-armed when a
     /// node resumes where it stopped.
@@ -294,6 +299,8 @@ impl<P: Protocol> Core<P> {
             journal: None,
             replaying: false,
             need_sync: false,
+            forces_every_step: false,
+            syncs: 0,
             replayed: 0,
             replay_timers: BTreeMap::new(),
             free: vec![],
@@ -536,7 +543,9 @@ impl<P: Protocol> Core<P> {
     /// batch's frames go.
     fn end_batch(&mut self) {
         if let Some(j) = &mut self.journal {
-            let res = if std::mem::take(&mut self.need_sync) {
+            let force = std::mem::take(&mut self.need_sync) || (self.forces_every_step && !self.outbox.is_empty());
+            let res = if force {
+                self.syncs += 1;
                 j.sync()
             } else {
                 j.flush()
@@ -615,6 +624,7 @@ impl<P: Protocol> Core<P> {
                         (c, o.len() as u64 - c)
                     }),
                     journal_entries: self.journal.as_ref().map(|j| j.len()),
+                    journal_syncs: self.journal.as_ref().map(|_| self.syncs),
                 };
                 let _ = reply.try_send(encode(&Wire::<P::Msg>::Status(st)));
             }
@@ -1131,6 +1141,7 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
             }
             core.replaying = false;
             core.journal = Some(journal);
+            core.forces_every_step = p.forces_every_step();
             let forgetful = matches!(p.fault_model(), meridian_protocols::FaultModel::Forgetful { .. });
             if core.replayed > 0 && forgetful && !cluster.same_boot_as_last_start(node) {
                 info!(

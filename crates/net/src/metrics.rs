@@ -185,6 +185,9 @@ pub(crate) fn render(node: NodeId, st: &Status) -> String {
     if let Some(j) = st.journal_entries {
         gauge(&mut r, "journal_entries", "Entries in the input journal", j as i64);
     }
+    if let Some(n) = st.journal_syncs {
+        counter(&mut r, "journal_syncs", "Times the input journal was fsynced", n);
+    }
     gauge(
         &mut r,
         "uptime_seconds",
@@ -221,6 +224,7 @@ mod tests {
             },
             applied: Some((30, 4)),
             journal_entries: None,
+            journal_syncs: None,
         };
         let t = render(NodeId(3), &st);
         assert!(t.contains("# TYPE meridian_inputs counter"), "{t}");

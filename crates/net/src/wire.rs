@@ -89,6 +89,9 @@ pub struct Status {
     /// Entries in its input journal (with `--durable`).
     #[serde(default)]
     pub journal_entries: Option<u64>,
+    /// Times its journal was fsynced since it started (with `--durable`).
+    #[serde(default)]
+    pub journal_syncs: Option<u64>,
 }
 
 /// A server's state at the end of a benchmark: what the checker needs, and counters.

@@ -287,6 +287,14 @@ pub trait Protocol: Clone + Send + 'static {
     fn fault_model(&self) -> FaultModel {
         FaultModel::Durable
     }
+    /// Whether its servers treat every state change as forced to stable storage before
+    /// they act (their `on_crash` keeps everything) without charging each force as a
+    /// log write in the simulator. A journalled server of such a protocol on the real
+    /// cluster then fsyncs its journal before every batch of messages leaves, as it
+    /// would for a charged forced write.
+    fn forces_every_step(&self) -> bool {
+        false
+    }
     /// The placement this protocol runs on, given where shards' homes should be.
     fn placement(&self, home: HomeRule) -> Placement;
     /// Builds the server actor of `node`.
