@@ -236,6 +236,11 @@ fn e2e_catenae() {
 /// acknowledged commit is lost (the checker's durability verdict covers every
 /// replica, the restarted one included) and the history checks clean.
 fn kill9(protocol: &str, node: u32, settle: &str) {
+    kill9_with(protocol, node, settle, "bank");
+}
+
+/// [`kill9`] under a chosen workload (read committed breaks the bank's invariant).
+fn kill9_with(protocol: &str, node: u32, settle: &str, workload: &str) {
     let c = Local::up(protocol, "us3", &["--no-delay", "--durable"]);
     let b = c.bench(&[
         "--clients",
@@ -243,7 +248,7 @@ fn kill9(protocol: &str, node: u32, settle: &str) {
         "--duration",
         "5s",
         "--workload",
-        "bank",
+        workload,
         "--settle",
         settle,
     ]);
@@ -283,6 +288,39 @@ fn kill9_hacommit_restart_resumes_from_the_journal() {
 #[test]
 fn kill9_crossstitch_restart_recovers() {
     kill9("crossstitch", 3, "1s");
+}
+// Issue 16: every other protocol too, each restarted by the documented command.
+#[test]
+fn kill9_2pc_occ_restart_recovers_from_the_journal() {
+    kill9("2pc-occ", 2, "1s");
+}
+#[test]
+fn kill9_hacommit_rc_restart_resumes_from_the_journal() {
+    kill9_with("hacommit-rc", 2, "1s", "ycsb");
+}
+#[test]
+fn kill9_pc_2pl_restart_recovers_from_the_journal() {
+    kill9("pc-2pl", 1, "1s");
+}
+#[test]
+fn kill9_pc_occ_restart_recovers_from_the_journal() {
+    kill9("pc-occ", 1, "1s");
+}
+#[test]
+fn kill9_hier_lock_restart_recovers_from_the_journal() {
+    kill9("hier-lock", 1, "1s");
+}
+#[test]
+fn kill9_hier_ts_restart_recovers_from_the_journal() {
+    kill9("hier-ts", 1, "1s");
+}
+#[test]
+fn kill9_2pc_deferred_restart_recovers_from_the_journal() {
+    kill9("2pc-deferred", 1, "1s");
+}
+#[test]
+fn kill9_catenae_restart_recovers_from_the_journal() {
+    kill9("catenae", 1, "1s");
 }
 
 /// Every server of a journalled cluster killed at once and restarted (a power cut, or
@@ -409,19 +447,45 @@ fn two_benches_in_a_row_on_one_cluster_both_check_clean() {
 /// lose what it had voted and committed).
 #[test]
 fn restart_without_a_journal_is_refused_where_the_protocol_needs_its_log() {
-    let c = Local::up("rc", "us3", &["--no-delay"]);
-    signal("-9", &c.pid(1));
-    std::thread::sleep(Duration::from_millis(300));
-    let o = meridian()
-        .args(["server", "--cluster"])
-        .arg(c.file())
-        .args(["--node", "1"])
-        .output()
-        .expect("run server");
-    assert!(!o.status.success(), "the restart was not refused: {}", text(&o));
-    let err = text(&o);
-    assert!(err.contains("--durable") && err.contains("node 1"), "{err}");
-    assert_eq!(err.trim().lines().filter(|l| l.contains("error")).count(), 1, "{err}");
+    for protocol in [
+        "rc",
+        "2pc-2pl",
+        "2pc-occ",
+        "replog",
+        "pc-2pl",
+        "pc-occ",
+        "hier-lock",
+        "hier-ts",
+        "2pc-deferred",
+        "catenae",
+    ] {
+        let c = Local::up(protocol, "us3", &["--no-delay"]);
+        signal("-9", &c.pid(1));
+        std::thread::sleep(Duration::from_millis(300));
+        let o = meridian()
+            .args(["server", "--cluster"])
+            .arg(c.file())
+            .args(["--node", "1"])
+            .output()
+            .expect("run server");
+        assert!(
+            !o.status.success(),
+            "{protocol}: the restart was not refused: {}",
+            text(&o)
+        );
+        let err = text(&o);
+        assert!(err.contains("--durable") && err.contains("node 1"), "{protocol}: {err}");
+        assert_eq!(
+            err.trim().lines().filter(|l| l.contains("error")).count(),
+            1,
+            "{protocol}: {err}"
+        );
+    }
+}
+
+#[test]
+fn kill9_hacommit_rc_without_journal_resyncs() {
+    kill9_memory_only_with("hacommit-rc", 1, "ycsb");
 }
 
 /// `kill -9` and the documented restart, without journals, for the protocols whose
@@ -429,6 +493,11 @@ fn restart_without_a_journal_is_refused_where_the_protocol_needs_its_log() {
 /// its partners): the restarted node recovers instead of starting as new, and the
 /// history checks clean (serializable, atomic, durable on every replica, invariant).
 fn kill9_memory_only(protocol: &str, node: u32) {
+    kill9_memory_only_with(protocol, node, "bank");
+}
+
+/// [`kill9_memory_only`] under a chosen workload.
+fn kill9_memory_only_with(protocol: &str, node: u32, workload: &str) {
     let c = Local::up(protocol, "us3", &["--no-delay"]);
     let b = c.bench(&[
         "--clients",
@@ -436,7 +505,7 @@ fn kill9_memory_only(protocol: &str, node: u32) {
         "--duration",
         "5s",
         "--workload",
-        "bank",
+        workload,
         "--settle",
         "3s",
     ]);
