@@ -30,7 +30,7 @@
 //! skips the check then, which is the common case and costs one more cycle search.
 
 use super::{fmt_versions, Checker};
-use crate::graph::{EdgeKind, Graph};
+use crate::graph::{EdgeKind, Graph, KeyIds};
 use meridian_core::{ClientId, Key, VersionId};
 use rustc_hash::FxHashMap as HashMap;
 
@@ -91,14 +91,7 @@ impl<'h> Checker<'h> {
         let (sess, idx, members) = self.sessions();
         // so ∪ wr ∪ ww, for condition 1.
         let mut g = Graph::new(n);
-        let mut keys: Vec<&'h Key> = vec![];
-        let mut key_ix: HashMap<&'h Key, u32> = HashMap::default();
-        let mut kid = |k: &'h Key, keys: &mut Vec<&'h Key>| -> u32 {
-            *key_ix.entry(k).or_insert_with(|| {
-                keys.push(k);
-                keys.len() as u32 - 1
-            })
-        };
+        let mut kid = KeyIds::default();
         let so_key = u32::MAX;
         for m in &members {
             for w in m.windows(2) {
@@ -115,7 +108,7 @@ impl<'h> Checker<'h> {
                 let Some(v) = r.version else { continue };
                 match self.writer(v) {
                     Some(w) if w != i => {
-                        let k = kid(&r.key, &mut keys);
+                        let k = kid.id(&r.key);
                         g.add(w, i, EdgeKind::Wr, k);
                         preds[i].push(w);
                     }
@@ -124,7 +117,7 @@ impl<'h> Checker<'h> {
             }
         }
         for k in &self.sorted_keys {
-            let ki = kid(k, &mut keys);
+            let ki = kid.id(k);
             for w in self.order[k].windows(2) {
                 if let (Some(a), Some(b)) = (self.writer(w[0]), self.writer(w[1])) {
                     if a != b {
@@ -133,7 +126,7 @@ impl<'h> Checker<'h> {
                 }
             }
         }
-        g.keys = keys.into_iter().cloned().collect();
+        g.keys = kid.into_keys();
         if let Some(comp) = g.sccs(|_| true).first() {
             if let Some(cyc) = g.cycle_within(comp, |_| true) {
                 let mut s = String::new();

@@ -38,6 +38,28 @@ pub(crate) struct Edge {
     pub key: u32,
 }
 
+/// Numbers keys as edges name them (the graph stores a key's number, and its `keys`
+/// the keys, for printing cycles).
+#[derive(Default)]
+pub(crate) struct KeyIds<'h> {
+    ix: HashMap<&'h Key, u32>,
+    keys: Vec<&'h Key>,
+}
+
+impl<'h> KeyIds<'h> {
+    /// `k`'s number, given on first sight.
+    pub fn id(&mut self, k: &'h Key) -> u32 {
+        *self.ix.entry(k).or_insert_with(|| {
+            self.keys.push(k);
+            self.keys.len() as u32 - 1
+        })
+    }
+    /// The keys by number, for [`Graph::keys`].
+    pub fn into_keys(self) -> Vec<Key> {
+        self.keys.into_iter().cloned().collect()
+    }
+}
+
 #[derive(Clone, Default)]
 pub(crate) struct Graph {
     adj: Vec<Vec<(u32, EdgeKind, u32)>>,

@@ -1023,19 +1023,12 @@ impl<'h> Checker<'h> {
     fn build_graph(&mut self) -> Graph {
         let n = self.txn_of.len();
         let mut g = Graph::new(n);
-        let mut keys: Vec<&'h Key> = vec![];
-        let mut key_ix: HashMap<&'h Key, u32> = HashMap::default();
-        let mut kid = |k: &'h Key, keys: &mut Vec<&'h Key>| -> u32 {
-            *key_ix.entry(k).or_insert_with(|| {
-                keys.push(k);
-                keys.len() as u32 - 1
-            })
-        };
+        let mut kid = graph::KeyIds::default();
         // ww edges
         let orders: Vec<(&'h Key, Cow<'h, [VersionId]>)> =
             self.sorted_keys.iter().map(|k| (*k, self.order[k].clone())).collect();
         for (k, vs) in &orders {
-            let ki = kid(k, &mut keys);
+            let ki = kid.id(k);
             for w in vs.windows(2) {
                 if let (Some(a), Some(b)) = (self.node_of(w[0].txn), self.node_of(w[1].txn)) {
                     if a != b {
@@ -1048,7 +1041,7 @@ impl<'h> Checker<'h> {
         // allowed order, and a reader of a version precedes (through an rw edge and ww
         // edges) the writer of every later version.
         for (k, vs, before) in &self.partial {
-            let ki = kid(k, &mut keys);
+            let ki = kid.id(k);
             let writer: Vec<Option<usize>> = vs.iter().map(|v| self.node_of(v.txn)).collect();
             for (a, row) in before.iter().enumerate() {
                 for (b, &is_before) in row.iter().enumerate() {
@@ -1103,7 +1096,7 @@ impl<'h> Checker<'h> {
                 }
             };
             for r in &t.reads {
-                let ki = kid(&r.key, &mut keys);
+                let ki = kid.id(&r.key);
                 let order: &[VersionId] = self.order.get(&r.key).map_or(&[], |o| o.as_ref());
                 let next = match r.version {
                     None => order.first(),
@@ -1186,7 +1179,7 @@ impl<'h> Checker<'h> {
         for (k, t, d) in found {
             self.push(k, t, d);
         }
-        g.keys = keys.into_iter().cloned().collect();
+        g.keys = kid.into_keys();
         g
     }
 

@@ -578,6 +578,20 @@ fn a_history_cut_short_is_incomplete_not_anomalous() {
     assert_eq!(kinds(&h), vec![Kind::G1a]);
 }
 
+/// Two writers of different keys, and two readers that each see one write and miss
+/// the other: a long fork.
+fn long_fork() -> History {
+    hist(
+        vec![
+            txn(1, &[], &["x"]),
+            txn(2, &[], &["y"]),
+            txn(3, &[("x", Some(v(1, 0))), ("y", None)], &[]),
+            txn(4, &[("y", Some(v(2, 0))), ("x", None)], &[]),
+        ],
+        &[("x", &[v(1, 0)]), ("y", &[v(2, 0)])],
+    )
+}
+
 /// Transaction `seq` of client `c` (after its first, `txn(c, ..)`), reading only.
 fn same_client(c: u32, seq: u32, reads: &[(&str, Option<VersionId>)]) -> TxnRecord {
     let mut t = txn(c, reads, &[]);
@@ -691,19 +705,7 @@ fn corpus_levels_with_and_without_the_version_order() {
             ),
             [t, t, t, t, f, f],
         ),
-        (
-            "long fork",
-            hist(
-                vec![
-                    txn(1, &[], &["x"]),
-                    txn(2, &[], &["y"]),
-                    txn(3, &[("x", Some(v(1, 0))), ("y", None)], &[]),
-                    txn(4, &[("y", Some(v(2, 0))), ("x", None)], &[]),
-                ],
-                &[("x", &[v(1, 0)]), ("y", &[v(2, 0)])],
-            ),
-            [t, t, t, f, f, f],
-        ),
+        ("long fork", long_fork(), [t, t, t, f, f, f]),
         (
             "session order (a client misses its own write)",
             hist(
@@ -767,15 +769,7 @@ fn corpus_levels_with_and_without_the_version_order() {
 fn causal_level_and_long_fork_counterexamples() {
     let level =
         |h: &History, name: &str| -> Level { check(h).levels.into_iter().find(|l| l.name == name).expect("level") };
-    let long_fork = hist(
-        vec![
-            txn(1, &[], &["x"]),
-            txn(2, &[], &["y"]),
-            txn(3, &[("x", Some(v(1, 0))), ("y", None)], &[]),
-            txn(4, &[("y", Some(v(2, 0))), ("x", None)], &[]),
-        ],
-        &[("x", &[v(1, 0)]), ("y", &[v(2, 0)])],
-    );
+    let long_fork = long_fork();
     let si = level(&long_fork, "snapshot-isolation");
     assert!(
         si.counterexample.as_deref().unwrap().starts_with("long fork: "),

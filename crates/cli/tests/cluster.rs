@@ -37,6 +37,17 @@ fn free_base(n: u16) -> u16 {
     }
 }
 
+/// `GET /metrics` on a local port: the whole HTTP answer.
+fn get_metrics(port: u16) -> std::io::Result<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(30)))?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")?;
+    let mut out = String::new();
+    s.read_to_string(&mut out)?;
+    Ok(out)
+}
+
 /// A running local cluster; stopped when dropped.
 struct Local {
     dir: tempfile::TempDir,
@@ -447,18 +458,23 @@ fn two_benches_in_a_row_on_one_cluster_both_check_clean() {
 /// lose what it had voted and committed).
 #[test]
 fn restart_without_a_journal_is_refused_where_the_protocol_needs_its_log() {
-    for protocol in [
-        "rc",
-        "2pc-2pl",
-        "2pc-occ",
-        "replog",
-        "pc-2pl",
-        "pc-occ",
-        "hier-lock",
-        "hier-ts",
-        "2pc-deferred",
-        "catenae",
-    ] {
+    struct Model;
+    impl meridian_protocols::named::WithProtocol for Model {
+        type Out = bool;
+        fn with<P: meridian_protocols::Protocol>(self, p: P) -> bool {
+            matches!(p.fault_model(), meridian_protocols::FaultModel::Durable)
+        }
+    }
+    let topo = meridian_core::Topology::preset("us3").unwrap();
+    let mut refused = 0;
+    // Every protocol that needs its log (the others recover: `kill9_*_without_journal_*`).
+    for protocol in meridian_protocols::PROTOCOLS {
+        let durable = meridian_protocols::named::with_protocol(protocol, &topo, meridian_core::HomeRule::Spread, Model)
+            .expect("protocol");
+        if !durable {
+            continue;
+        }
+        refused += 1;
         let c = Local::up(protocol, "us3", &["--no-delay"]);
         signal("-9", &c.pid(1));
         std::thread::sleep(Duration::from_millis(300));
@@ -481,6 +497,7 @@ fn restart_without_a_journal_is_refused_where_the_protocol_needs_its_log() {
             "{protocol}: {err}"
         );
     }
+    assert_eq!(refused, 10, "the log-based protocols");
 }
 
 #[test]
@@ -699,12 +716,7 @@ fn metrics_endpoint_counters_move_under_a_bench() {
         &["--no-delay", "--metrics-base-port", &mbase.to_string()],
     );
     let scrape = |node: u16| -> String {
-        use std::io::{Read, Write};
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", mbase + node)).expect("metrics port");
-        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
-        let mut out = String::new();
-        s.read_to_string(&mut out).unwrap();
+        let out = get_metrics(mbase + node).expect("metrics port");
         assert!(out.starts_with("HTTP/1.1 200 OK"), "{out}");
         out
     };
@@ -746,15 +758,7 @@ fn bench_metrics_endpoint_counts_outcomes_and_latencies() {
         "--metrics",
         &addr,
     ]);
-    let scrape = || -> Option<String> {
-        use std::io::{Read, Write};
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-        s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
-        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").ok()?;
-        let mut out = String::new();
-        s.read_to_string(&mut out).ok()?;
-        Some(out)
-    };
+    let scrape = || get_metrics(port).ok();
     let value = |text: &str, prefix: &str| -> f64 {
         text.lines()
             .filter(|l| l.starts_with(prefix))

@@ -23,36 +23,38 @@ use tracing::debug;
 
 /// Accepts scrapes until the process ends.
 pub(crate) async fn serve<M: Send + 'static>(l: TcpListener, inbox: mpsc::Sender<Event<M>>, node: NodeId) {
-    loop {
-        let Ok((s, _)) = l.accept().await else {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            continue;
-        };
+    accept(l, move |s| {
         let inbox = inbox.clone();
-        tokio::spawn(async move {
-            if let Err(e) = answer(s, inbox, node).await {
-                debug!("metrics scrape: {e}");
-            }
-        });
-    }
-}
-
-async fn answer<M>(s: TcpStream, inbox: mpsc::Sender<Event<M>>, node: NodeId) -> std::io::Result<()> {
-    answer_with(s, || async move { status(&inbox).await.map(|st| render(node, &st)) }).await
+        async move { answer_with(s, || async move { status(&inbox).await.map(|st| render(node, &st)) }).await }
+    })
+    .await
 }
 
 /// Serves `GET /metrics` with whatever `body` renders at each scrape (text exposition
 /// format), until the process ends: the endpoint of a process that is not a server
 /// (`meridian bench --metrics`).
 pub async fn serve_text(l: TcpListener, body: std::sync::Arc<dyn Fn() -> String + Send + Sync>) {
+    accept(l, move |s| {
+        let body = body.clone();
+        async move { answer_with(s, || async move { Some(body()) }).await }
+    })
+    .await
+}
+
+/// Accepts connections until the process ends, answering each on its own task.
+async fn accept<F, Fut>(l: TcpListener, answer: F)
+where
+    F: Fn(TcpStream) -> Fut,
+    Fut: std::future::Future<Output = std::io::Result<()>> + Send + 'static,
+{
     loop {
         let Ok((s, _)) = l.accept().await else {
             tokio::time::sleep(Duration::from_millis(50)).await;
             continue;
         };
-        let body = body.clone();
+        let fut = answer(s);
         tokio::spawn(async move {
-            if let Err(e) = answer_with(s, || async move { Some(body()) }).await {
+            if let Err(e) = fut.await {
                 debug!("metrics scrape: {e}");
             }
         });
