@@ -525,3 +525,16 @@ fn hacommit_a_read_to_a_cut_off_leader_is_re_sent_to_the_next_replica() {
     }
     assert!(timed_out <= 8, "{timed_out} reads timed out (24 before the re-send)");
 }
+
+/// Campaign seed 744 (beyond tolerance: every replica of a shard forgot a COMMIT's
+/// writes): a replica that knows a COMMIT chosen but lacks its writes asks its group for
+/// them, and every answer saying "chosen" made it ask again, so the asks multiplied
+/// (two million answers queued at one replica; the campaign was killed for memory).
+/// It now asks at most once a sweep: the run ends, its stall and loss reported.
+#[test]
+fn hacommit_asking_for_a_missing_context_does_not_multiply() {
+    let r = run("hacommit", "two50", "chain", 300, 32, 744, "random");
+    assert!(!r.within_tolerance, "beyond tolerance, as drawn");
+    assert!(r.events < 2_000_000, "{} events: the asks multiplied", r.events);
+    assert!(r.check.serializable && r.check.atomic, "{:?}", r.check.anomalies);
+}

@@ -265,10 +265,20 @@ impl Server {
 
     pub(super) fn try_apply_chosen(&mut self, key: (ShardId, TxnId), cx: &mut Ctx<'_, Msg>) {
         let (shard, txn) = key;
-        let Some(t) = self.txns.get(&key) else { return };
+        let now = cx.now();
+        let sweep = self.env.timeouts.sweep;
+        let Some(t) = self.txns.get_mut(&key) else { return };
         let Some(commit) = t.chosen else { return };
         if commit && t.ctx.is_none() {
-            // Chosen COMMIT, but this replica never got the writes: ask the group.
+            // Chosen COMMIT, but this replica never got the writes: ask the group, at
+            // most once a sweep. Every answer that says "chosen" comes back here (by
+            // `learn`); asking again on each of them made the asks multiply when no
+            // peer had the writes either (campaign seed 744: two million answers
+            // queued at one replica, and the campaign killed for memory).
+            if t.ctx_asked.is_some_and(|at| now < at + sweep) {
+                return;
+            }
+            t.ctx_asked = Some(now);
             let ts = t.prio.0;
             let shards = t.shards.clone();
             let peers: Vec<NodeId> = self.groups[&shard].replicas.clone();

@@ -45,6 +45,8 @@ pub(super) struct Txn {
     pub(super) recover_at: Option<Time>,
     /// Follower: when it last reported its acceptance to the leader.
     pub(super) reported: Time,
+    /// When it last asked its group for the context of a chosen COMMIT it lacks.
+    pub(super) ctx_asked: Option<Time>,
 }
 
 impl Txn {
@@ -64,6 +66,7 @@ impl Txn {
             locked_at: None,
             recover_at: None,
             reported: 0,
+            ctx_asked: None,
         }
     }
     pub(super) fn info(&self, txn: TxnId) -> PendingInfo {
