@@ -538,3 +538,32 @@ fn hacommit_asking_for_a_missing_context_does_not_multiply() {
     assert!(r.events < 2_000_000, "{} events: the asks multiplied", r.events);
     assert!(r.check.serializable && r.check.atomic, "{:?}", r.check.anomalies);
 }
+
+/// Campaign seeds 1279 and 1972 of this session's first re-send version: a client whose
+/// read was re-sent to the next replica took the *first* replica's late answer, read
+/// under a view that had been replaced, while the read lock its vote counted was the
+/// new leader's: a G-single (a lost TPC-C district update) and a fractured read. Only
+/// the replica asked last may answer now.
+#[test]
+fn hacommit_a_re_sent_read_takes_only_the_last_asked_replicas_answer() {
+    let r = run(
+        "hacommit",
+        "us3",
+        "tpcc:mix=standard",
+        300,
+        32,
+        1279,
+        "partition:a=TX,b=NY,at=1s,for=20s",
+    );
+    common::assert_clean(&r);
+    let r = run(
+        "hacommit:replicas=5",
+        "rc5",
+        "ycsb:keys=50",
+        300,
+        32,
+        1972,
+        "partition:a=O,b=I,at=2s,for=2s",
+    );
+    common::assert_clean(&r);
+}

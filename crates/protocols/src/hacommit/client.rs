@@ -287,7 +287,19 @@ impl Actor for Client {
         let Some(cur) = self.cur.as_mut() else { return };
         match msg {
             Msg::ReadReply { txn, key, result } if txn == cur.rec.id => {
-                if !matches!(&cur.phase, Phase::Reading { key: k, .. } if *k == key) {
+                let Phase::Reading { key: k, shard, .. } = &cur.phase else {
+                    return;
+                };
+                // Only the replica asked last answers: after a re-send (`T_RETRY`) the
+                // one asked before may still answer, from a view that was replaced,
+                // while the read lock the vote will count is taken at the new leader
+                // (taking that stale answer lost updates: campaign seeds 1279, 1972).
+                let asked = self
+                    .leaders
+                    .get(shard)
+                    .copied()
+                    .unwrap_or_else(|| self.env.layout.primary(*shard));
+                if *k != key || from != asked {
                     return;
                 }
                 cx.cancel_timer(T_READ);
@@ -305,10 +317,15 @@ impl Actor for Client {
             }
             Msg::NotLeader { txn, shard, leader } if txn == cur.rec.id => {
                 let limit = 2 * self.env.layout.replicas(shard).len() as u32;
+                let asked = self
+                    .leaders
+                    .get(&shard)
+                    .copied()
+                    .unwrap_or_else(|| self.env.layout.primary(shard));
                 match &mut cur.phase {
                     Phase::Reading {
                         shard: s, redirects, ..
-                    } if *s == shard => {
+                    } if *s == shard && from == asked => {
                         *redirects += 1;
                         if *redirects > limit {
                             return self.decide(false, Some(AbortReason::NoLeader), cx);
