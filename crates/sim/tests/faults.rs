@@ -497,35 +497,6 @@ fn crossstitch_a_re_sent_prepare_of_the_promised_ballot_is_promised_again() {
     assert_clean("crossstitch seed 8087", &r);
 }
 
-/// A HACommit client whose read goes to a leader cut off by a partition re-sends it to
-/// the group's next replica after the fail-over time (the group elects another leader
-/// within it), instead of waiting out the whole read timeout and aborting. DC TX of
-/// `us3` cut off for 10 s under the bank workload, three seeds: 24 transactions aborted
-/// with "read timed out" before (9, 8, 7), 5 after (1, 4, 0).
-#[test]
-fn hacommit_a_read_to_a_cut_off_leader_is_re_sent_to_the_next_replica() {
-    let mut timed_out = 0;
-    for seed in 1..=3 {
-        let r = run(
-            "hacommit",
-            "us3",
-            "bank",
-            3000,
-            6,
-            seed,
-            "partition:a=TX,b=NY,at=3s,for=10s;partition:a=TX,b=CA,at=3s,for=10s",
-        );
-        assert_clean("hacommit cut-off DC", &r);
-        timed_out += r
-            .abort_reasons
-            .iter()
-            .filter(|(why, _)| why.contains("read timed out"))
-            .map(|(_, n)| n)
-            .sum::<u64>();
-    }
-    assert!(timed_out <= 8, "{timed_out} reads timed out (24 before the re-send)");
-}
-
 /// Campaign seed 744 (beyond tolerance: every replica of a shard forgot a COMMIT's
 /// writes): a replica that knows a COMMIT chosen but lacks its writes asks its group for
 /// them, and every answer saying "chosen" made it ask again, so the asks multiplied
@@ -539,13 +510,14 @@ fn hacommit_asking_for_a_missing_context_does_not_multiply() {
     assert!(r.check.serializable && r.check.atomic, "{:?}", r.check.anomalies);
 }
 
-/// Campaign seeds 1279 and 1972 of this session's first re-send version: a client whose
-/// read was re-sent to the next replica took the *first* replica's late answer, read
-/// under a view that had been replaced, while the read lock its vote counted was the
-/// new leader's: a G-single (a lost TPC-C district update) and a fractured read. Only
-/// the replica asked last may answer now.
+/// Campaign seeds that broke a HACommit client which re-sent an unanswered read to the
+/// next replica after the fail-over time (tried and withdrawn, see the hacommit client):
+/// it took a replaced view's late answer while its vote counted the new leader's read
+/// lock (seeds 1279, 1972: a lost TPC-C district update, a fractured read), and even
+/// taking only the last-asked replica's answer lost a bank update under skew (1618).
+/// Kept as safety checks of partitions during reads.
 #[test]
-fn hacommit_a_re_sent_read_takes_only_the_last_asked_replicas_answer() {
+fn hacommit_reads_across_a_leader_change_stay_serializable() {
     let r = run(
         "hacommit",
         "us3",
@@ -564,6 +536,16 @@ fn hacommit_a_re_sent_read_takes_only_the_last_asked_replicas_answer() {
         32,
         1972,
         "partition:a=O,b=I,at=2s,for=2s",
+    );
+    common::assert_clean(&r);
+    let r = run(
+        "hacommit",
+        "us3",
+        "bank",
+        500,
+        32,
+        1618,
+        "partition:a=CA,b=TX,at=1s,for=10s;skew:max=500ms",
     );
     common::assert_clean(&r);
 }

@@ -8,10 +8,6 @@ pub(super) const T_READ: TimerId = TimerId(1);
 pub(super) const T_VOTE: TimerId = TimerId(2);
 pub(super) const T_RESEND: TimerId = TimerId(3);
 pub(super) const T_IDLE: TimerId = TimerId(4);
-/// A read (or a shard's vote) unanswered for `failover` is re-sent to the group's next
-/// replica (the believed leader may be cut off; its group elects another within
-/// `failover`), while `T_READ` (`T_VOTE`) still bounds the whole wait.
-pub(super) const T_RETRY: TimerId = TimerId(5);
 
 #[derive(Debug)]
 pub(super) enum Phase {
@@ -101,7 +97,6 @@ impl Client {
                     redirects: 0,
                 };
                 self.send_read(cx);
-                cx.set_timer(self.env.timeouts.read, T_READ);
             }
             Step::Abort(reason) => self.decide(false, Some(reason), cx),
             Step::Wait { output } => {
@@ -129,7 +124,6 @@ impl Client {
                     redirects: 0,
                 };
                 cx.cancel_timer(T_READ);
-                cx.cancel_timer(T_RETRY);
                 let shards: Vec<ShardId> = self.cur.as_ref().expect("cur").shards.iter().copied().collect();
                 for s in shards {
                     self.send_last(s, cx);
@@ -153,7 +147,7 @@ impl Client {
         };
         let to = self.leader(*shard);
         cx.send(to, m);
-        cx.set_timer(self.env.timeouts.failover, T_RETRY);
+        cx.set_timer(self.env.timeouts.read, T_READ);
     }
 
     pub(super) fn send_last(&mut self, s: ShardId, cx: &mut Ctx<'_, Msg>) {
@@ -179,7 +173,6 @@ impl Client {
     pub(super) fn decide(&mut self, commit: bool, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_mut() else { return };
         cx.cancel_timer(T_READ);
-        cx.cancel_timer(T_RETRY);
         cx.cancel_timer(T_VOTE);
         cur.rec.commit_start = Some(cx.now());
         if cur.shards.is_empty() {
@@ -211,13 +204,7 @@ impl Client {
 
     pub(super) fn finish(&mut self, outcome: Outcome, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.take() else { return };
-        crate::kit::client::finish(
-            cur.rec,
-            &[T_READ, T_RETRY, T_VOTE, T_RESEND, T_IDLE],
-            outcome,
-            reason,
-            cx,
-        );
+        crate::kit::client::finish(cur.rec, &[T_READ, T_VOTE, T_RESEND, T_IDLE], outcome, reason, cx);
     }
 
     pub(super) fn on_vote(&mut self, shard: ShardId, yes: bool, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
@@ -287,23 +274,10 @@ impl Actor for Client {
         let Some(cur) = self.cur.as_mut() else { return };
         match msg {
             Msg::ReadReply { txn, key, result } if txn == cur.rec.id => {
-                let Phase::Reading { key: k, shard, .. } = &cur.phase else {
-                    return;
-                };
-                // Only the replica asked last answers: after a re-send (`T_RETRY`) the
-                // one asked before may still answer, from a view that was replaced,
-                // while the read lock the vote will count is taken at the new leader
-                // (taking that stale answer lost updates: campaign seeds 1279, 1972).
-                let asked = self
-                    .leaders
-                    .get(shard)
-                    .copied()
-                    .unwrap_or_else(|| self.env.layout.primary(*shard));
-                if *k != key || from != asked {
+                if !matches!(&cur.phase, Phase::Reading { key: k, .. } if *k == key) {
                     return;
                 }
                 cx.cancel_timer(T_READ);
-                cx.cancel_timer(T_RETRY);
                 match result {
                     Ok((version, value)) => {
                         crate::kit::client::supply_read(&mut cur.rec, &mut cur.exec, key, version, value);
@@ -317,15 +291,10 @@ impl Actor for Client {
             }
             Msg::NotLeader { txn, shard, leader } if txn == cur.rec.id => {
                 let limit = 2 * self.env.layout.replicas(shard).len() as u32;
-                let asked = self
-                    .leaders
-                    .get(&shard)
-                    .copied()
-                    .unwrap_or_else(|| self.env.layout.primary(shard));
                 match &mut cur.phase {
                     Phase::Reading {
                         shard: s, redirects, ..
-                    } if *s == shard && from == asked => {
+                    } if *s == shard => {
                         *redirects += 1;
                         if *redirects > limit {
                             return self.decide(false, Some(AbortReason::NoLeader), cx);
@@ -369,11 +338,6 @@ impl Actor for Client {
                 let s = *shard;
                 self.suspect(s);
                 self.decide(false, Some(AbortReason::ReadTimedOut), cx)
-            }
-            (T_RETRY, Phase::Reading { shard, .. }) => {
-                let s = *shard;
-                self.suspect(s);
-                self.send_read(cx);
             }
             (T_VOTE, Phase::Voting { yes, .. }) => {
                 let silent: Vec<ShardId> = cur.shards.iter().filter(|s| !yes.contains(s)).copied().collect();

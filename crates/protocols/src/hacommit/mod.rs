@@ -104,7 +104,12 @@
 //!   re-report their acceptance to the leader until they learn the outcome, recovery
 //!   proposers re-send their current phase, and clients re-send phase 2 to replicas
 //!   that have not answered. A client whose request to a shard's leader times out tries
-//!   the next replica of the group next time.
+//!   the next replica of the group next time. It does not re-send a pending read to
+//!   another replica before then: a version that did so after the fail-over time (to
+//!   follow a view change sooner) lost updates in the fault campaign (seeds 1279, 1972,
+//!   1618, kept as a sim test): an answer from the replaced view could be taken while
+//!   the vote counted the new leader's lock. Following a view change safely would need
+//!   the vote to validate the versions read, not only the locks.
 //! - **Configuration messages.** The paper has the client send the growing configuration
 //!   to every participant contacted so far on each operation. Here each operation
 //!   carries it to the participant it goes to, and the last operation carries the final
