@@ -452,6 +452,7 @@ pub fn run_bench(a: &BenchArgs, show_progress: bool) -> Result<BenchOutput> {
                 // A bench ends without a liveness phase (transactions may be in flight
                 // and keys locked when it stops), so stalls are reported, not judged.
                 unresolved: 0,
+                runaway: None,
                 within_tolerance: false,
                 stats: Default::default(),
             },

@@ -185,6 +185,8 @@ impl Verdict {
 
 /// Classifies a finished run.
 pub fn classify(protocol: &str, r: &SimReport) -> Verdict {
+    // A run cut short by a message storm (`runaway:`) counts with the unsafe ones: it
+    // cannot be judged, and a storm is a bug under any faults.
     let c = &r.check;
     let (liveness, unsafe_): (Vec<&String>, Vec<&String>) =
         c.anomalies.iter().partition(|a| a.starts_with("liveness:"));

@@ -112,6 +112,11 @@ pub struct SimConfig {
     /// validators, 2-core data nodes). Work an actor charges as serial
     /// (`Ctx::charge_serial_ops`) is not divided: it runs on one thread.
     pub cores: Vec<u32>,
+    /// Most inputs one node may have waiting: a node whose inbox grows past it is in a
+    /// message storm (a protocol livelock); the run ends there and is reported as a
+    /// runaway instead of growing until the process is killed for memory. (An open-loop
+    /// run of millions of transactions far above a node's capacity could reach it too.)
+    pub max_pending: usize,
 }
 
 impl SimConfig {
@@ -135,6 +140,7 @@ impl SimConfig {
             max_time: secs(3600.0),
             settle: secs(30.0),
             cores: vec![],
+            max_pending: 1 << 20,
         }
     }
 }
@@ -327,6 +333,8 @@ struct Sim<'a, P: Protocol> {
     msgs_wan: u64,
     /// Transactions of live clients still unanswered when the run ended.
     unresolved: u64,
+    /// Why the run was cut short by a message storm (`SimConfig::max_pending`).
+    runaway: Option<String>,
     /// When the last scheduled fault has struck and healed.
     faults_over: Time,
     /// When a transaction last finished.
@@ -435,6 +443,7 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
         msgs_total: 0,
         msgs_wan: 0,
         unresolved: 0,
+        runaway: None,
         faults_over: 0,
         last_done: 0,
     };
@@ -500,6 +509,7 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
                 any.then(|| seen.values().filter(|(c, a)| *c && *a).count() as u64)
             },
             unresolved: sim.unresolved,
+            runaway: sim.runaway.clone(),
             within_tolerance,
             stats: {
                 let mut m = std::collections::BTreeMap::new();
@@ -576,6 +586,14 @@ impl<P: Protocol> Sim<'_, P> {
                     }
                     if rt.busy {
                         rt.inbox.push_back((input, hops));
+                        if rt.inbox.len() > self.cfg.max_pending {
+                            self.runaway = Some(format!(
+                                "{node} had more than {} inputs waiting at {:.3} s (a message storm); the run was cut short",
+                                self.cfg.max_pending,
+                                at as f64 / 1e9
+                            ));
+                            break;
+                        }
                     } else {
                         self.handle(node, input, hops);
                     }

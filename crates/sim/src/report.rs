@@ -169,6 +169,8 @@ pub struct Counters {
     pub split_decisions: Option<u64>,
     /// Transactions of live clients unanswered at the end.
     pub unresolved: u64,
+    /// Why the run was cut short by a message storm, if it was.
+    pub runaway: Option<String>,
     /// Whether the faults stayed within the protocol's tolerance.
     pub within_tolerance: bool,
     /// Protocol-specific counters summed over servers.
@@ -225,6 +227,10 @@ pub fn summarize(
         anomalies.push(format!(
             "split-decision: {n} transaction(s) committed at one participant and aborted at another"
         ));
+    }
+    // A message storm is a bug whatever the faults: always an anomaly.
+    if let Some(r) = &c.runaway {
+        anomalies.push(format!("runaway: {r}"));
     }
     let mut stalls = vec![];
     if c.unresolved > 0 {
@@ -344,6 +350,7 @@ mod tests {
             locked_at_end: locked,
             split_decisions: split,
             unresolved,
+            runaway: None,
             within_tolerance: within,
             stats: BTreeMap::new(),
         };

@@ -549,3 +549,24 @@ fn hacommit_reads_across_a_leader_change_stay_serializable() {
     );
     common::assert_clean(&r);
 }
+
+/// A node whose inbox grows past `max_pending` ends the run as a runaway (an anomaly,
+/// whatever the faults) instead of growing until the process is killed for memory, as
+/// HACommit seed 744 did to a whole campaign. Forced here with a bound of 1 input.
+#[test]
+fn a_message_storm_ends_the_run_as_a_runaway() {
+    let mut c = SimConfig::new(Topology::preset("lan").unwrap(), "ycsb");
+    c.txns = 200;
+    c.clients = 32;
+    c.max_pending = 1;
+    let r = run_named("2pc-2pl", &c, &mut |_, _| {}).unwrap().report;
+    assert!(
+        r.check.anomalies.iter().any(|a| a.starts_with("runaway: ")),
+        "{:?}",
+        r.check.anomalies
+    );
+    // The default bound leaves the same run alone.
+    c.max_pending = SimConfig::new(Topology::preset("lan").unwrap(), "ycsb").max_pending;
+    let r = run_named("2pc-2pl", &c, &mut |_, _| {}).unwrap().report;
+    common::assert_clean(&r);
+}
