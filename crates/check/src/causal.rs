@@ -31,7 +31,7 @@
 
 use super::{fmt_versions, Checker};
 use crate::graph::{EdgeKind, Graph, KeyIds};
-use meridian_core::{ClientId, Key, VersionId};
+use meridian_core::{ClientId, Key};
 use rustc_hash::FxHashMap as HashMap;
 
 /// Most vector-clock cells (transactions × sessions) the check keeps: 64 Mi cells,
@@ -46,6 +46,19 @@ pub(crate) enum Causal {
     Violation(String),
     /// Too large to check.
     TooLarge(String),
+}
+
+/// Adds an `so` edge between each session's consecutive transactions; returns the
+/// nodes it added one from, in order (for [`Graph::pop`]).
+pub(crate) fn add_session_order(g: &mut Graph, members: &[Vec<usize>]) -> Vec<usize> {
+    let mut from = vec![];
+    for m in members {
+        for w in m.windows(2) {
+            g.add(w[0], w[1], EdgeKind::So, u32::MAX);
+            from.push(w[0]);
+        }
+    }
+    from
 }
 
 impl<'h> Checker<'h> {
@@ -66,11 +79,10 @@ impl<'h> Checker<'h> {
         members
     }
 
-    /// Each committed transaction's session and its index in it, and the sessions'
-    /// members in order.
-    fn sessions(&self) -> (Vec<u32>, Vec<u32>, Vec<Vec<usize>>) {
+    /// Each committed transaction's session and its index in it, given the sessions'
+    /// members in order ([`Checker::session_members`]).
+    fn sessions(&self, members: &[Vec<usize>]) -> (Vec<u32>, Vec<u32>) {
         let n = self.txn_of.len();
-        let members = self.session_members();
         let (mut sess, mut idx) = (vec![0u32; n], vec![0u32; n]);
         for (s, m) in members.iter().enumerate() {
             for (k, &i) in m.iter().enumerate() {
@@ -78,26 +90,16 @@ impl<'h> Checker<'h> {
                 idx[i] = k as u32;
             }
         }
-        (sess, idx, members)
+        (sess, idx)
     }
 
-    /// The writer (transaction index) of a version, if it is a committed one.
-    fn writer(&self, v: VersionId) -> Option<usize> {
-        self.node_of(v.txn)
-    }
-
-    pub(crate) fn causal(&self) -> Causal {
+    pub(crate) fn causal(&self, members: &[Vec<usize>]) -> Causal {
         let n = self.txn_of.len();
-        let (sess, idx, members) = self.sessions();
+        let (sess, idx) = self.sessions(members);
         // so ∪ wr ∪ ww, for condition 1.
         let mut g = Graph::new(n);
         let mut kid = KeyIds::default();
-        let so_key = u32::MAX;
-        for m in &members {
-            for w in m.windows(2) {
-                g.add(w[0], w[1], EdgeKind::So, so_key);
-            }
-        }
+        add_session_order(&mut g, members);
         // wr edges (also the predecessors for the vector clocks).
         let mut preds: Vec<Vec<usize>> = vec![vec![]; n];
         for (i, t) in self.txn_of.iter().enumerate() {
@@ -106,7 +108,7 @@ impl<'h> Checker<'h> {
             }
             for r in &t.reads {
                 let Some(v) = r.version else { continue };
-                match self.writer(v) {
+                match self.node_of(v.txn) {
                     Some(w) if w != i => {
                         let k = kid.id(&r.key);
                         g.add(w, i, EdgeKind::Wr, k);
@@ -119,7 +121,7 @@ impl<'h> Checker<'h> {
         for k in &self.sorted_keys {
             let ki = kid.id(k);
             for w in self.order[k].windows(2) {
-                if let (Some(a), Some(b)) = (self.writer(w[0]), self.writer(w[1])) {
+                if let (Some(a), Some(b)) = (self.node_of(w[0].txn), self.node_of(w[1].txn)) {
                     if a != b {
                         g.add(a, b, EdgeKind::Ww, ki);
                     }
@@ -129,20 +131,7 @@ impl<'h> Checker<'h> {
         g.keys = kid.into_keys();
         if let Some(comp) = g.sccs(|_| true).first() {
             if let Some(cyc) = g.cycle_within(comp, |_| true) {
-                let mut s = String::new();
-                for (i, e) in cyc.iter().enumerate() {
-                    if i == 0 {
-                        s.push_str(&self.txn_of[e.from].id.to_string());
-                    }
-                    if e.kind == EdgeKind::So {
-                        s.push_str(&format!(" -so-> {}", self.txn_of[e.to].id));
-                    } else {
-                        s.push_str(&format!(
-                            " -{}({})-> {}",
-                            e.kind, g.keys[e.key as usize], self.txn_of[e.to].id
-                        ));
-                    }
-                }
+                let s = self.fmt_cycle(&g, &cyc);
                 return Causal::Violation(format!(
                     "causality cycle (session order, reads-from and version order): {s}"
                 ));
@@ -188,7 +177,7 @@ impl<'h> Checker<'h> {
         // the highest version position written up to each (and by whom).
         type Runs = Vec<Vec<(u32, usize, usize)>>;
         let mut writes: HashMap<&Key, Runs> = HashMap::default();
-        for m in &members {
+        for m in members {
             for &i in m {
                 for (k, v) in self.finals_of(self.txn_of[i].id) {
                     let Some(&p) = self.pos.get(v) else { continue };

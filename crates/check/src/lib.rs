@@ -269,16 +269,15 @@ const MAX_PER_KIND: usize = 20;
 
 struct Checker<'h> {
     h: &'h History,
-    /// Index of each committed (or installed-unknown) txn.
     /// Index into `h.txns` of each transaction id (for an id listed twice, its last
     /// record), so that one lookup finds a transaction's record, finals and node.
     tix: HashMap<TxnId, u32>,
     /// Each id's index among the committed transactions (`txn_of`), `u32::MAX` if not
     /// counted committed; by `tix`.
     node: Vec<u32>,
+    /// The committed (or installed-unknown) transactions: the graph's nodes.
     txn_of: Vec<&'h TxnRecord>,
-
-    /// Each transaction's final write per key (computed once).
+    /// Each transaction's final write per key (computed once), by `tix`.
     finals: Vec<Vec<(&'h Key, VersionId)>>,
     /// Per key: version order (from the replicas, or inferred from the history).
     order: HashMap<&'h Key, Cow<'h, [VersionId]>>,
@@ -534,12 +533,11 @@ impl<'h> Checker<'h> {
     fn new(h: &'h History) -> Self {
         let mut tix: HashMap<TxnId, u32> = HashMap::default();
         tix.reserve(h.txns.len());
-        let mut finals = vec![vec![]; h.txns.len()];
+        let mut finals = Vec::with_capacity(h.txns.len());
         for (i, t) in h.txns.iter().enumerate() {
+            // An id listed again points at its later record, whose finals are at `i`.
             tix.insert(t.id, i as u32);
-        }
-        for t in &h.txns {
-            finals[tix[&t.id] as usize] = t.final_writes().into_iter().collect();
+            finals.push(t.final_writes().into_iter().collect());
         }
         Checker {
             h,
@@ -582,23 +580,17 @@ impl<'h> Checker<'h> {
         }
         let comps = self.cycles(&g);
         let mut g = g;
-        let session_serial = comps.is_empty() && self.acyclic_with_sessions(&mut g);
+        let sessions = self.session_members();
+        let session_serial = comps.is_empty() && self.acyclic_with_sessions(&mut g, &sessions);
         self.real_time(g, &comps);
-        self.judge_causal(session_serial);
+        self.judge_causal(session_serial, &sessions);
     }
 
     /// Whether the dependency graph stays acyclic with session order added: then some
     /// serial order respects every key's version order, every read and every session,
     /// which makes the history causal. The session edges are removed again.
-    fn acyclic_with_sessions(&self, g: &mut Graph) -> bool {
-        let members = self.session_members();
-        let mut added = vec![];
-        for m in &members {
-            for w in m.windows(2) {
-                g.add(w[0], w[1], EdgeKind::So, u32::MAX);
-                added.push(w[0]);
-            }
-        }
+    fn acyclic_with_sessions(&self, g: &mut Graph, sessions: &[Vec<usize>]) -> bool {
+        let added = causal::add_session_order(g, sessions);
         let acyclic = g.sccs(|_| true).is_empty();
         for a in added {
             g.pop(a);
@@ -609,7 +601,7 @@ impl<'h> Checker<'h> {
     /// Runs the causal check (causal.rs) unless the history is already shown causal:
     /// serializable with session order (`session_serial`: no anomaly, every key's order
     /// fixed, the dependency graph acyclic with session order added).
-    fn judge_causal(&mut self, session_serial: bool) {
+    fn judge_causal(&mut self, session_serial: bool, sessions: &[Vec<usize>]) {
         use Kind::*;
         let clean = !self
             .anomalies
@@ -619,7 +611,7 @@ impl<'h> Checker<'h> {
         if clean && !open && session_serial {
             return;
         }
-        match self.causal() {
+        match self.causal(sessions) {
             causal::Causal::NoViolation => {}
             causal::Causal::Violation(v) => self.causal_violation = Some(v),
             causal::Causal::TooLarge(why) => {
@@ -880,7 +872,12 @@ impl<'h> Checker<'h> {
 
     /// The version `t` installs for `k` (its last write to it), if it wrote `k`.
     fn final_of(&self, t: TxnId, k: &Key) -> Option<VersionId> {
-        self.finals_of(t).iter().find(|(key, _)| *key == k).map(|(_, v)| *v)
+        self.final_at(self.ix(t)?, k)
+    }
+
+    /// The version the record at `i` of `h.txns` installs for `k`, if it wrote `k`.
+    fn final_at(&self, i: usize, k: &Key) -> Option<VersionId> {
+        self.finals[i].iter().find(|(key, _)| *key == k).map(|(_, v)| *v)
     }
 
     /// Where `id`'s record is in `h.txns`.
@@ -1127,8 +1124,7 @@ impl<'h> Checker<'h> {
                                     ));
                                     continue;
                                 };
-                                let wfinals = &self.finals[wi];
-                                if wfinals.iter().find(|(key, _)| *key == &r.key).map(|(_, x)| *x) != Some(v) {
+                                if self.final_at(wi, &r.key) != Some(v) {
                                     found.push((
                                         Kind::G1b,
                                         vec![t.id, w.id],
@@ -1139,7 +1135,7 @@ impl<'h> Checker<'h> {
                                 g.add(wn, ti, EdgeKind::Wr, ki);
                                 // fractured read: t saw w's write to r.key but an older
                                 // version of another key w wrote
-                                for &(k2, v2) in wfinals {
+                                for &(k2, v2) in &self.finals[wi] {
                                     if let Some(Some(seen)) = seen_of(k2) {
                                         // the initial state is older than any write
                                         let older = match (seen, self.pos.get(&v2)) {
@@ -1189,10 +1185,14 @@ impl<'h> Checker<'h> {
             if i == 0 {
                 s.push_str(&self.txn_of[e.from].id.to_string());
             }
-            s.push_str(&format!(
-                " -{}({})-> {}",
-                e.kind, g.keys[e.key as usize], self.txn_of[e.to].id
-            ));
+            if e.kind == EdgeKind::So {
+                s.push_str(&format!(" -so-> {}", self.txn_of[e.to].id));
+            } else {
+                s.push_str(&format!(
+                    " -{}({})-> {}",
+                    e.kind, g.keys[e.key as usize], self.txn_of[e.to].id
+                ));
+            }
         }
         s
     }
