@@ -236,7 +236,7 @@ pub fn cluster(c: &ClusterCmd) -> Result<()> {
             json,
             wait,
         } => {
-            let path = cluster.clone().unwrap_or_else(|| dir.join("cluster.toml"));
+            let path = cluster_file(dir, cluster);
             let wait = wait
                 .as_deref()
                 .map(|w| meridian_core::time::parse_duration(w).map_err(anyhow::Error::msg))
@@ -250,7 +250,7 @@ pub fn cluster(c: &ClusterCmd) -> Result<()> {
         ClusterCmd::Compose(a) => compose(a),
         ClusterCmd::Partition(a) => partition(a),
         ClusterCmd::Heal { dir, cluster } => {
-            let path = cluster.clone().unwrap_or_else(|| dir.join("cluster.toml"));
+            let path = cluster_file(dir, cluster);
             let c = load(&path)?;
             send_cut(&c, vec![], 0)?;
             println!("cluster heal: every link restored");
@@ -449,13 +449,9 @@ fn up(a: &UpArgs) -> Result<()> {
     }
 }
 
-/// Cluster time now (nanoseconds since the cluster's epoch).
-fn cluster_now(c: &Cluster) -> u64 {
-    let unix = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    unix.saturating_sub(c.file.epoch_ns)
+/// The cluster file a command names: `--cluster`, else `DIR/cluster.toml`.
+fn cluster_file(dir: &Path, cluster: &Option<PathBuf>) -> PathBuf {
+    cluster.clone().unwrap_or_else(|| dir.join("cluster.toml"))
 }
 
 /// Tells every server to cut `pairs` until `until` (an empty list heals). Fails,
@@ -490,7 +486,7 @@ fn send_cut(c: &Cluster, pairs: Vec<(u32, u32)>, until: u64) -> Result<()> {
 
 /// `meridian cluster partition`.
 fn partition(a: &PartitionArgs) -> Result<()> {
-    let path = a.cluster.clone().unwrap_or_else(|| a.dir.join("cluster.toml"));
+    let path = cluster_file(&a.dir, &a.cluster);
     let c = load(&path)?;
     let dcs = &c.topology.dcs;
     let dc = |name: &str| -> Result<u32> {
@@ -529,7 +525,7 @@ fn partition(a: &PartitionArgs) -> Result<()> {
         .as_deref()
         .map(|d| meridian_core::time::parse_duration(d).map_err(anyhow::Error::msg))
         .transpose()?;
-    let start = cluster_now(&c);
+    let start = host::Clock::new(c.file.epoch_ns).now();
     let until = dur.map_or(u64::MAX, |d| start + d);
     send_cut(&c, pairs.clone(), until)?;
     let names: Vec<String> = pairs

@@ -48,7 +48,8 @@
 //! expects and refuses a mismatch with one error naming both sides, so a journal is
 //! never replayed by a build, protocol, node or cluster that would misread it. A
 //! journal written before headers existed (entries but no `meta`) is read as format 1,
-//! wire 1, the only format there was, and given a header.
+//! wire 1, the only format there was, and so refused by this build; an empty one is
+//! given this build's header.
 //!
 //! # Limits
 //!
