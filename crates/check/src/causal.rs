@@ -30,8 +30,8 @@
 //! skips the check then, which is the common case and costs one more cycle search.
 
 use super::{fmt_versions, Checker};
-use crate::graph::{EdgeKind, Graph, KeyIds};
-use meridian_core::{ClientId, Key};
+use crate::graph::{EdgeKind, Graph};
+use meridian_core::ClientId;
 use rustc_hash::FxHashMap as HashMap;
 
 /// Most vector-clock cells (transactions × sessions) the check keeps: 64 Mi cells,
@@ -98,19 +98,17 @@ impl<'h> Checker<'h> {
         let (sess, idx) = self.sessions(members);
         // so ∪ wr ∪ ww, for condition 1.
         let mut g = Graph::new(n);
-        let mut kid = KeyIds::default();
         add_session_order(&mut g, members);
         // wr edges (also the predecessors for the vector clocks).
         let mut preds: Vec<Vec<usize>> = vec![vec![]; n];
-        for (i, t) in self.txn_of.iter().enumerate() {
+        for i in 0..self.txn_of.len() {
             if idx[i] > 0 {
                 preds[i].push(members[sess[i] as usize][idx[i] as usize - 1]);
             }
-            for r in &t.reads {
+            for (r, k) in self.reads_at(self.rec_of[i] as usize) {
                 let Some(v) = r.version else { continue };
                 match self.node_of(v.txn) {
                     Some(w) if w != i => {
-                        let k = kid.id(&r.key);
                         g.add(w, i, EdgeKind::Wr, k);
                         preds[i].push(w);
                     }
@@ -118,9 +116,8 @@ impl<'h> Checker<'h> {
                 }
             }
         }
-        for k in &self.sorted_keys {
-            let ki = kid.id(k);
-            for w in self.order[k].windows(2) {
+        for &ki in &self.sorted_keys {
+            for w in self.order_of(ki).windows(2) {
                 if let (Some(a), Some(b)) = (self.node_of(w[0].txn), self.node_of(w[1].txn)) {
                     if a != b {
                         g.add(a, b, EdgeKind::Ww, ki);
@@ -128,10 +125,9 @@ impl<'h> Checker<'h> {
                 }
             }
         }
-        g.keys = kid.into_keys();
         if let Some(comp) = g.sccs(|_| true).first() {
             if let Some(cyc) = g.cycle_within(comp, |_| true) {
-                let s = self.fmt_cycle(&g, &cyc);
+                let s = self.fmt_cycle(&cyc);
                 return Causal::Violation(format!(
                     "causality cycle (session order, reads-from and version order): {s}"
                 ));
@@ -176,12 +172,12 @@ impl<'h> Checker<'h> {
         // Per key and session: the session's writes of the key in session order, with
         // the highest version position written up to each (and by whom).
         type Runs = Vec<Vec<(u32, usize, usize)>>;
-        let mut writes: HashMap<&Key, Runs> = HashMap::default();
+        let mut writes: HashMap<u32, Runs> = HashMap::default();
         for m in members {
             for &i in m {
                 for (k, v) in self.finals_of(self.txn_of[i].id) {
-                    let Some(&p) = self.pos.get(v) else { continue };
-                    if !self.order.contains_key(k) {
+                    let Some(p) = self.pos_of(*v) else { continue };
+                    if self.order[*k as usize].is_none() {
                         continue;
                     }
                     let runs = writes.entry(*k).or_insert_with(|| vec![vec![]; sessions]);
@@ -195,13 +191,13 @@ impl<'h> Checker<'h> {
             }
         }
         for (i, t) in self.txn_of.iter().enumerate() {
-            for r in &t.reads {
-                let Some(runs) = writes.get(&r.key) else { continue };
+            for (r, k) in self.reads_at(self.rec_of[i] as usize) {
+                let Some(runs) = writes.get(&k) else { continue };
                 let read_pos = match r.version {
                     None => None,
                     Some(v) if v.txn == t.id => continue,
-                    Some(v) => match self.pos.get(&v) {
-                        Some(&p) => Some(p),
+                    Some(v) => match self.pos_of(v) {
+                        Some(p) => Some(p),
                         None => continue,
                     },
                 };
@@ -213,7 +209,7 @@ impl<'h> Checker<'h> {
                         continue;
                     };
                     if w != i && read_pos.is_none_or(|rp| p > rp) {
-                        let later = self.order[&r.key][p];
+                        let later = self.order_of(k)[p];
                         let saw = r
                             .version
                             .map_or("the initial value".to_string(), |v| fmt_versions(&[v]));

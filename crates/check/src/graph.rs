@@ -38,8 +38,8 @@ pub(crate) struct Edge {
     pub key: u32,
 }
 
-/// Numbers keys as edges name them (the graph stores a key's number, and its `keys`
-/// the keys, for printing cycles).
+/// Numbers keys: the checker works with a key's number (edges name it too) and turns
+/// it back into the key only to print.
 #[derive(Default)]
 pub(crate) struct KeyIds<'h> {
     ix: HashMap<&'h Key, u32>,
@@ -54,16 +54,23 @@ impl<'h> KeyIds<'h> {
             self.keys.len() as u32 - 1
         })
     }
-    /// The keys by number, for [`Graph::keys`].
-    pub fn into_keys(self) -> Vec<Key> {
-        self.keys.into_iter().cloned().collect()
+    /// `k`'s number, if it has one.
+    pub fn get(&self, k: &Key) -> Option<u32> {
+        self.ix.get(k).copied()
+    }
+    /// The key numbered `i`.
+    pub fn key(&self, i: u32) -> &'h Key {
+        self.keys[i as usize]
+    }
+    /// How many keys are numbered.
+    pub fn len(&self) -> usize {
+        self.keys.len()
     }
 }
 
 #[derive(Clone, Default)]
 pub(crate) struct Graph {
     adj: Vec<Vec<(u32, EdgeKind, u32)>>,
-    pub keys: Vec<Key>,
 }
 
 /// Limit on rw edges tried when looking for a G-single cycle in one component.
@@ -71,16 +78,22 @@ const SINGLE_RW_TRIES: usize = 512;
 
 impl Graph {
     pub fn new(n: usize) -> Self {
-        Graph {
-            adj: vec![vec![]; n],
-            keys: vec![],
-        }
+        Graph { adj: vec![vec![]; n] }
     }
     pub fn grow(&mut self, extra: usize) {
         self.adj.resize(self.adj.len() + extra, vec![]);
     }
     pub fn add(&mut self, a: usize, b: usize, kind: EdgeKind, key: u32) {
         self.adj[a].push((b as u32, kind, key));
+    }
+    /// Drops every node from `n` on (edges into them from lower nodes are the caller's
+    /// to remove).
+    pub fn truncate(&mut self, n: usize) {
+        self.adj.truncate(n);
+    }
+    /// The nodes `v` has an edge to (of any kind; a node twice if two edges lead there).
+    pub fn succ(&self, v: usize) -> impl Iterator<Item = usize> + '_ {
+        self.adj[v].iter().map(|e| e.0 as usize)
     }
     /// Removes the edge last added from `a`.
     pub fn pop(&mut self, a: usize) {

@@ -311,6 +311,60 @@ proptest! {
         let r = check(&h);
         prop_assert!(r.ok(), "{:?}", r.anomalies);
     }
+
+    /// The real-time check without a real-time graph (a topological sort) agrees with
+    /// the one through the graph, on serial executions given random intervals (so some
+    /// contradict real time and some do not).
+    #[test]
+    fn real_time_order_agrees_with_the_real_time_graph(
+        progs in proptest::collection::vec(
+            (proptest::collection::vec((0u8..3, any::<bool>()), 1..5), 0u64..30, 0u64..12, 0u8..8), 1..14)
+    ) {
+        let mut state: BTreeMap<String, Vec<VersionId>> = BTreeMap::new();
+        let mut txns = vec![];
+        for (i, (ops, start, len, outcome)) in progs.iter().enumerate() {
+            let c = i as u32 + 1;
+            let mut t = txn(c, &[], &[]);
+            t.start = *start;
+            t.end = Some(start + len);
+            // now and then an outcome the client never learned (no end)
+            if *outcome == 0 {
+                t.outcome = Outcome::Unknown;
+            }
+            let mut wrote: BTreeMap<String, VersionId> = BTreeMap::new();
+            for (k, is_write) in ops {
+                let key = format!("k{k}");
+                if *is_write {
+                    let ver = v(c, t.writes.len() as u32);
+                    t.writes.push(WriteRec { key: Key::from(key.as_str()), version: ver });
+                    wrote.insert(key, ver);
+                } else if !wrote.contains_key(&key) {
+                    let seen = state.get(&key).and_then(|vs| vs.last().copied());
+                    t.reads.push(ReadRec { key: Key::from(key.as_str()), version: seen });
+                }
+            }
+            for (k, ver) in wrote {
+                state.entry(k).or_default().push(ver);
+            }
+            txns.push(t);
+        }
+        let order: Vec<(String, Vec<VersionId>)> = state.into_iter().collect();
+        let order_ref: Vec<(&str, &[VersionId])> = order.iter().map(|(k, v)| (k.as_str(), v.as_slice())).collect();
+        let h = hist(txns, &order_ref);
+        let mut c = Checker::new(&h);
+        c.version_order();
+        c.read_evidence();
+        c.committed_set();
+        c.infer_orders();
+        let mut g = c.build_graph();
+        prop_assert!(g.sccs(|_| true).is_empty(), "a serial execution's graph is acyclic");
+        let fast = c.real_time_order(&g);
+        let slow = c.real_time_graph(&mut g, &[]);
+        prop_assert_eq!(fast, slow);
+        prop_assert_eq!(slow, !c.anomalies.iter().any(|a| a.kind == Kind::RealTime));
+        // the graph pass leaves the graph as it found it
+        prop_assert_eq!(c.real_time_order(&g), fast);
+    }
 }
 
 #[test]
