@@ -777,11 +777,14 @@ impl<'h> Checker<'h> {
     /// partly ordered, the graph gets the edges every allowed order implies, and the
     /// serializability verdict is "unknown" unless a cycle is found anyway.
     fn infer_orders(&mut self) {
-        let mut writes: BTreeMap<u32, Vec<VersionId>> = BTreeMap::new();
-        for t in &self.txn_of {
+        // Per key without an order: its versions, and the transactions that wrote it.
+        let mut writes: BTreeMap<u32, (Vec<VersionId>, Vec<usize>)> = BTreeMap::new();
+        for (ti, t) in self.txn_of.iter().enumerate() {
             for &(k, v) in self.finals_of(t.id) {
                 if self.order[k as usize].is_none() {
-                    writes.entry(k).or_default().push(v);
+                    let e = writes.entry(k).or_default();
+                    e.0.push(v);
+                    e.1.push(ti);
                 }
             }
         }
@@ -794,7 +797,7 @@ impl<'h> Checker<'h> {
                 chains.entry(k).or_default().push(c);
             }
         }
-        for (k, mut vs) in writes {
+        for (k, (mut vs, writers)) in writes {
             vs.sort_unstable();
             vs.dedup();
             if let Some(order) = self.given.remove(self.keys.key(k)) {
@@ -816,7 +819,8 @@ impl<'h> Checker<'h> {
                     }
                 }
             }
-            for (ti, t) in self.txn_of.iter().enumerate() {
+            for ti in writers {
+                let t = self.txn_of[ti];
                 let Some(u) = self.final_of(t.id, k).and_then(|u| ix.get(&u).copied()) else {
                     continue;
                 };
@@ -1138,6 +1142,18 @@ impl<'h> Checker<'h> {
         // Partly ordered keys: every pair the history orders is a ww path in any
         // allowed order, and a reader of a version precedes (through an rw edge and ww
         // edges) the writer of every later version.
+        let mut readers: HashMap<u32, Vec<usize>> = self.partial.iter().map(|p| (p.0, vec![])).collect();
+        if !readers.is_empty() {
+            for ti in 0..self.txn_of.len() {
+                for (_, k) in self.reads_at(self.rec_of[ti] as usize) {
+                    if let Some(rs) = readers.get_mut(&k) {
+                        if rs.last() != Some(&ti) {
+                            rs.push(ti);
+                        }
+                    }
+                }
+            }
+        }
         for (ki, vs, before) in &self.partial {
             let ki = *ki;
             let writer: Vec<Option<usize>> = vs.iter().map(|v| self.node_of(v.txn)).collect();
@@ -1150,7 +1166,8 @@ impl<'h> Checker<'h> {
                     }
                 }
             }
-            for (ti, t) in self.txn_of.iter().enumerate() {
+            for &ti in &readers[&ki] {
+                let t = self.txn_of[ti];
                 for (r, _) in self.reads_at(self.rec_of[ti] as usize).filter(|(_, k)| *k == ki) {
                     let later: Vec<usize> = match r.version {
                         None => (0..vs.len()).collect(),
