@@ -320,24 +320,6 @@ fn claims(data: &Data) -> impl Iterator<Item = &Claim> {
 /// claim, why not).
 pub const NOT_BUILT: &[(&str, &str, &str, &str)] = &[
     (
-        "replicated-commit.md",
-        "Fig. 8",
-        "latency vs percentage of reads",
-        "no read-ratio sweep experiment",
-    ),
-    (
-        "replicated-commit.md",
-        "Fig. 9",
-        "latency vs number of operations per DC",
-        "no experiment",
-    ),
-    (
-        "replicated-commit.md",
-        "Fig. 11",
-        "behaviour under a network partition",
-        "no experiment",
-    ),
-    (
         "crossstitch.md",
         "Fig. 5",
         "completion time vs chain length across DCs",
@@ -796,8 +778,8 @@ fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
                 let ours = s.source == Source::Ours;
                 let gap: u32 = if s.source == Source::PaperText { 5 } else { 2 };
                 // Categorical x: markers only (a line between categories suggests a
-                // trend that is not there).
-                if !categorical {
+                // trend that is not there); a scatter has no lines either.
+                if !categorical && !f.scatter {
                     for r in runs.iter().filter(|r| r.len() > 1) {
                         if ours {
                             chart.draw_series(LineSeries::new(r.clone(), style))?;

@@ -175,6 +175,9 @@ pub struct Figure {
     pub categories: Vec<String>,
     /// A logarithmic y axis.
     pub log_y: bool,
+    /// Markers only, no lines (a scatter of single observations).
+    #[serde(default)]
+    pub scatter: bool,
     pub series: Vec<Series>,
     /// Events and intervals on the x axis, drawn as grey vertical lines or bands with a
     /// label: (from, to, label); from == to is an instant.
@@ -192,9 +195,16 @@ impl Figure {
             y: y.into(),
             categories: vec![],
             log_y: false,
+            scatter: false,
             series: vec![],
             marks: vec![],
         }
+    }
+
+    /// Markers only: each point is one observation, not a curve.
+    pub fn scatter(mut self) -> Self {
+        self.scatter = true;
+        self
     }
 
     /// An event at `x` (from == to) or an interval, labelled (a crash, an outage).
