@@ -568,7 +568,8 @@ fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
         x1 += pad;
     }
     if f.log_y {
-        y0 /= 1.5;
+        // From a power of ten: plotters labels no tick in a partial lowest decade.
+        y0 = 10f64.powf((y0 / 1.5).log10().floor());
         y1 *= 1.5;
     } else {
         // From zero, with a little room below so a series at 0 is not hidden by the
@@ -608,9 +609,24 @@ fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
         .collect();
     let mut spare = palette.len();
     let mut styled: Vec<(&experiments::Series, RGBColor, usize)> = vec![];
+    // Variants of one series share its hue, each later one a lighter shade (and its
+    // own marker shape): see `family`.
+    let mut families: Vec<(&str, RGBColor, usize)> = vec![];
     for s in f.series.iter().filter(|s| s.source == Source::Ours) {
         let i = styled.len();
-        styled.push((s, palette[i % palette.len()], i));
+        let fam = family(&s.name);
+        let color = match families.iter_mut().find(|(n, _, _)| *n == fam) {
+            Some((_, base, members)) => {
+                *members += 1;
+                lighter(*base, (0.3 * (*members - 1) as f64).min(0.6))
+            }
+            None => {
+                let base = palette[families.len() % palette.len()];
+                families.push((fam, base, 1));
+                base
+            }
+        };
+        styled.push((s, color, i));
     }
     for s in f.series.iter().filter(|s| s.source != Source::Ours) {
         let want = bare(&s.name).to_lowercase();
@@ -628,7 +644,7 @@ fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
                 .map(|(i, _)| i),
         };
         let color = match hit {
-            Some(i) => palette[i % palette.len()],
+            Some(i) => styled[i].1,
             None => {
                 spare = if spare == 0 { palette.len() - 1 } else { spare - 1 };
                 palette[spare]
@@ -898,6 +914,33 @@ fn capitalize(s: &str) -> String {
     c.next().map_or(String::new(), |f| f.to_uppercase().chain(c).collect())
 }
 
+/// The family a measured series belongs to, for its colour: the name before its
+/// first ", " or " (", without a trailing batch-size word (`b10`). So "hacommit, 8-core
+/// costs" joins "hacommit (from the decision)", and "hier-lock b10" joins "hier-lock
+/// b1", while "rc" and "replog" stay apart.
+fn family(name: &str) -> &str {
+    let cut = [", ", " ("]
+        .iter()
+        .filter_map(|p| name.find(p))
+        .min()
+        .unwrap_or(name.len());
+    let head = name[..cut].trim();
+    match head.rsplit_once(' ') {
+        Some((rest, last))
+            if last.len() > 1 && last.starts_with('b') && last[1..].chars().all(|c| c.is_ascii_digit()) =>
+        {
+            rest.trim()
+        }
+        _ => head,
+    }
+}
+
+/// `c` mixed with white by `t` (0: unchanged, 1: white).
+fn lighter(c: plotters::style::RGBColor, t: f64) -> plotters::style::RGBColor {
+    let mix = |x: u8| (x as f64 + (255.0 - x as f64) * t).round() as u8;
+    plotters::style::RGBColor(mix(c.0), mix(c.1), mix(c.2))
+}
+
 /// A series name without a leading "paper" (the legend adds it).
 fn bare(name: &str) -> &str {
     let n = name.trim();
@@ -928,6 +971,18 @@ fn wrap(s: &str, width: usize) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn variants_share_a_family_and_others_do_not() {
+        assert_eq!(super::family("hacommit, 8-core costs"), "hacommit");
+        assert_eq!(super::family("hacommit (from the decision)"), "hacommit");
+        assert_eq!(super::family("hier-lock b10"), "hier-lock");
+        assert_eq!(super::family("hier-ts b50"), "hier-ts");
+        assert_eq!(super::family("replog V/O/I"), "replog V/O/I");
+        assert_eq!(super::family("rc"), "rc");
+        assert_eq!(super::family("2pc-2pl:copies=2 (flat), 1 ops/DC"), "2pc-2pl:copies=2");
+        assert_ne!(super::family("rc commit"), super::family("rc transaction"));
+    }
+
     use super::*;
 
     #[test]
