@@ -264,6 +264,8 @@ pub fn run_bench(a: &BenchArgs, show_progress: bool) -> Result<BenchOutput> {
             &mut workload,
             meridian_workload::build("ycsb").expect("the ycsb workload builds"),
         )));
+        let pids = server_pids(&a.cluster);
+        let cpu_before = cpu_seconds(&pids);
         let start = Instant::now();
         let end = start + duration;
         let mut tasks = vec![];
@@ -347,6 +349,7 @@ pub fn run_bench(a: &BenchArgs, show_progress: bool) -> Result<BenchOutput> {
             t.abort();
         }
         let elapsed = start.elapsed();
+        let cpu_after = cpu_seconds(&pids);
         let mut txns = std::mem::take(&mut *records.lock().expect("records lock"));
         txns.extend(client.host().take_earlier_attempts());
         txns.extend(client.host().in_flight().await);
@@ -454,7 +457,7 @@ pub fn run_bench(a: &BenchArgs, show_progress: bool) -> Result<BenchOutput> {
                 unresolved: 0,
                 runaway: None,
                 within_tolerance: false,
-                stats: Default::default(),
+                stats: server_cpu_stats(cpu_before, cpu_after, pids.len(), committed.load(std::sync::atomic::Ordering::Relaxed)),
             },
             wall.elapsed().as_secs_f64(),
         );
@@ -466,6 +469,62 @@ pub fn run_bench(a: &BenchArgs, show_progress: bool) -> Result<BenchOutput> {
         }
         Ok(BenchOutput { report, history })
     })
+}
+
+/// The cluster's server processes on this machine: the `pids` file that `meridian
+/// cluster up` writes beside the cluster file, those still running. Empty for a
+/// cluster started otherwise (by hand, in containers, on other hosts).
+fn server_pids(cluster_file: &std::path::Path) -> Vec<u32> {
+    let dir = cluster_file.parent().unwrap_or(std::path::Path::new("."));
+    let Ok(text) = std::fs::read_to_string(dir.join("pids")) else {
+        return vec![];
+    };
+    text.lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .filter(|p| std::path::Path::new(&format!("/proc/{p}/stat")).exists())
+        .collect()
+}
+
+/// User plus system CPU seconds of every thread of each process, from
+/// `/proc/PID/stat` (fields 14 and 15, in USER_HZ = 100 ticks per second, the unit
+/// Linux reports them in); `None` if any cannot be read.
+fn cpu_seconds(pids: &[u32]) -> Option<f64> {
+    if pids.is_empty() {
+        return None;
+    }
+    let mut ticks = 0u64;
+    for p in pids {
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+        // The command name (field 2) is in parentheses and may hold spaces.
+        let rest = &stat[stat.rfind(')')? + 1..];
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        // `rest` starts at field 3: utime is field 14, stime 15.
+        ticks += f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    }
+    Some(ticks as f64 / 100.0)
+}
+
+/// The servers' CPU over the run, for the report's statistics: total seconds and
+/// milliseconds per committed transaction (nothing when it could not be read).
+fn server_cpu_stats(
+    before: Option<f64>,
+    after: Option<f64>,
+    servers: usize,
+    committed: u64,
+) -> std::collections::BTreeMap<String, f64> {
+    let mut m = std::collections::BTreeMap::new();
+    if let (Some(b), Some(a)) = (before, after) {
+        let used = (a - b).max(0.0);
+        m.insert("server_cpu_s".to_string(), used);
+        m.insert("server_processes".to_string(), servers as f64);
+        if committed > 0 {
+            m.insert(
+                "server_cpu_ms_per_committed".to_string(),
+                1000.0 * used / committed as f64,
+            );
+        }
+    }
+    m
 }
 
 /// The program name of the records that stand for earlier runs' transactions.

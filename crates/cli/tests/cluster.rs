@@ -184,6 +184,12 @@ fn e2e(protocol: &str) {
     assert_eq!(r["check"]["anomalies"].as_array().unwrap().len(), 0, "{r}");
     assert_eq!(r["check"]["invariant"], serde_json::Value::Null, "{r}");
     assert!(r["messages"]["total"].as_u64().unwrap() > 0, "{r}");
+    // `cluster up` wrote the servers' pids: the bench reads their CPU from /proc.
+    assert!(
+        r["protocol_stats"]["server_cpu_ms_per_committed"].as_f64().unwrap() > 0.0,
+        "{r}"
+    );
+    assert!(r["protocol_stats"]["server_processes"].as_f64().unwrap() >= 3.0, "{r}");
     if let Some(s) = r.get("split_decisions") {
         assert_eq!(s, 0, "{r}");
     }
