@@ -275,6 +275,44 @@ fn jsonl_round_trip_and_errors() {
     assert!(matches!(jsonl::read(&b"\n"[..]), Err(jsonl::HistoryError::NoMeta)));
 }
 
+/// A history of `progs` run one after another (transaction i is client i + 1), each
+/// program a list of (key number, is a write); `adjust` may change each record
+/// (times, outcome) before it is added. Version orders are the execution order.
+fn serially(progs: &[Vec<(u8, bool)>], mut adjust: impl FnMut(usize, &mut TxnRecord)) -> History {
+    let mut state: BTreeMap<String, Vec<VersionId>> = BTreeMap::new();
+    let mut txns = vec![];
+    for (i, ops) in progs.iter().enumerate() {
+        let c = i as u32 + 1;
+        let mut t = txn(c, &[], &[]);
+        let mut wrote: BTreeMap<String, VersionId> = BTreeMap::new();
+        for (k, is_write) in ops {
+            let key = format!("k{k}");
+            if *is_write {
+                let ver = v(c, t.writes.len() as u32);
+                t.writes.push(WriteRec {
+                    key: Key::from(key.as_str()),
+                    version: ver,
+                });
+                wrote.insert(key, ver);
+            } else if !wrote.contains_key(&key) {
+                let seen = state.get(&key).and_then(|vs| vs.last().copied());
+                t.reads.push(ReadRec {
+                    key: Key::from(key.as_str()),
+                    version: seen,
+                });
+            }
+        }
+        for (k, ver) in wrote {
+            state.entry(k).or_default().push(ver);
+        }
+        adjust(i, &mut t);
+        txns.push(t);
+    }
+    let order: Vec<(String, Vec<VersionId>)> = state.into_iter().collect();
+    let order_ref: Vec<(&str, &[VersionId])> = order.iter().map(|(k, v)| (k.as_str(), v.as_slice())).collect();
+    hist(txns, &order_ref)
+}
+
 proptest! {
     /// Any serial execution of random read/write transactions checks clean: no false
     /// positives.
@@ -283,31 +321,7 @@ proptest! {
         progs in proptest::collection::vec(
             proptest::collection::vec((0u8..4, any::<bool>()), 1..6), 1..25)
     ) {
-        let mut state: BTreeMap<String, Vec<VersionId>> = BTreeMap::new();
-        let mut txns = vec![];
-        for (i, ops) in progs.iter().enumerate() {
-            let c = i as u32 + 1;
-            let mut t = txn(c, &[], &[]);
-            let mut wrote: BTreeMap<String, VersionId> = BTreeMap::new();
-            for (k, is_write) in ops {
-                let key = format!("k{k}");
-                if *is_write {
-                    let ver = v(c, t.writes.len() as u32);
-                    t.writes.push(WriteRec { key: Key::from(key.as_str()), version: ver });
-                    wrote.insert(key, ver);
-                } else if !wrote.contains_key(&key) {
-                    let seen = state.get(&key).and_then(|vs| vs.last().copied());
-                    t.reads.push(ReadRec { key: Key::from(key.as_str()), version: seen });
-                }
-            }
-            for (k, ver) in wrote {
-                state.entry(k).or_default().push(ver);
-            }
-            txns.push(t);
-        }
-        let order: Vec<(String, Vec<VersionId>)> = state.into_iter().collect();
-        let order_ref: Vec<(&str, &[VersionId])> = order.iter().map(|(k, v)| (k.as_str(), v.as_slice())).collect();
-        let h = hist(txns, &order_ref);
+        let h = serially(&progs, |_, _| {});
         let r = check(&h);
         prop_assert!(r.ok(), "{:?}", r.anomalies);
     }
@@ -320,37 +334,16 @@ proptest! {
         progs in proptest::collection::vec(
             (proptest::collection::vec((0u8..3, any::<bool>()), 1..5), 0u64..30, 0u64..12, 0u8..8), 1..14)
     ) {
-        let mut state: BTreeMap<String, Vec<VersionId>> = BTreeMap::new();
-        let mut txns = vec![];
-        for (i, (ops, start, len, outcome)) in progs.iter().enumerate() {
-            let c = i as u32 + 1;
-            let mut t = txn(c, &[], &[]);
+        let ops: Vec<Vec<(u8, bool)>> = progs.iter().map(|p| p.0.clone()).collect();
+        let h = serially(&ops, |i, t| {
+            let (_, start, len, outcome) = &progs[i];
             t.start = *start;
             t.end = Some(start + len);
             // now and then an outcome the client never learned (no end)
             if *outcome == 0 {
                 t.outcome = Outcome::Unknown;
             }
-            let mut wrote: BTreeMap<String, VersionId> = BTreeMap::new();
-            for (k, is_write) in ops {
-                let key = format!("k{k}");
-                if *is_write {
-                    let ver = v(c, t.writes.len() as u32);
-                    t.writes.push(WriteRec { key: Key::from(key.as_str()), version: ver });
-                    wrote.insert(key, ver);
-                } else if !wrote.contains_key(&key) {
-                    let seen = state.get(&key).and_then(|vs| vs.last().copied());
-                    t.reads.push(ReadRec { key: Key::from(key.as_str()), version: seen });
-                }
-            }
-            for (k, ver) in wrote {
-                state.entry(k).or_default().push(ver);
-            }
-            txns.push(t);
-        }
-        let order: Vec<(String, Vec<VersionId>)> = state.into_iter().collect();
-        let order_ref: Vec<(&str, &[VersionId])> = order.iter().map(|(k, v)| (k.as_str(), v.as_slice())).collect();
-        let h = hist(txns, &order_ref);
+        });
         let mut c = Checker::new(&h);
         c.version_order();
         c.read_evidence();
