@@ -17,16 +17,22 @@ pub(super) fn partners_of(layout: &meridian_core::Layout, n: NodeId) -> BTreeSet
 }
 
 /// The two transaction replicas of final server `f`: the other servers nearest to it
-/// (lowest RTT, then lowest id).
+/// (lowest RTT), among equally near ones those that follow `f` in id order, wrapping
+/// around (`f + 1`, `f + 2`, … of its DC). The paper does not say which servers they
+/// are; following `f` spreads the acceptor work over a DC's servers. An earlier
+/// choice, the lowest ids, made two servers of each DC the acceptors of almost every
+/// transaction and capped one DC's throughput there (cs-fig6).
 pub fn txn_replicas(layout: &meridian_core::Layout, f: NodeId) -> [NodeId; 2] {
     let dc = layout.dc_of(f);
-    let mut others: Vec<NodeId> = (0..layout.num_servers()).map(NodeId).filter(|n| *n != f).collect();
+    let n = layout.num_servers();
+    let after = |a: NodeId| (a.0 + n - f.0) % n;
+    let mut others: Vec<NodeId> = (0..n).map(NodeId).filter(|x| *x != f).collect();
     others.sort_by(|a, b| {
         let ra = layout.topology.rtt(dc, layout.dc_of(*a));
         let rb = layout.topology.rtt(dc, layout.dc_of(*b));
         ra.partial_cmp(&rb)
             .unwrap_or(std::cmp::Ordering::Equal)
-            .then(a.0.cmp(&b.0))
+            .then(after(*a).cmp(&after(*b)))
     });
     [others[0], others[1 % others.len()]]
 }

@@ -407,3 +407,22 @@ fn recovery_does_not_count_a_forgetful_acceptor_as_one_that_accepted_nothing() {
         "recovery must propose the chosen COMMIT: {proposed:?}"
     );
 }
+
+/// In one DC the transaction replicas of each final server are the two servers after
+/// it (wrapping), so every server is an acceptor for exactly two final servers instead
+/// of the two lowest ids serving all of them (the cs-fig6 bottleneck).
+#[test]
+fn transaction_replicas_spread_over_the_dc() {
+    let n = Net::new();
+    let layout = &n.servers[0].env.layout;
+    let servers = layout.num_servers();
+    assert_eq!(servers, 8, "the lan preset: one DC of 8 servers");
+    let mut load = vec![0; servers as usize];
+    for f in 0..servers {
+        let [a, b] = txn_replicas(layout, NodeId(f));
+        assert_eq!([a, b], [NodeId((f + 1) % servers), NodeId((f + 2) % servers)]);
+        load[a.0 as usize] += 1;
+        load[b.0 as usize] += 1;
+    }
+    assert!(load.iter().all(|&l| l == 2), "{load:?}");
+}
