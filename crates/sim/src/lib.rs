@@ -451,7 +451,56 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
     let within_tolerance = sim.plan.within(p.fault_model(), &layout);
     sim.start();
     let end = sim.main_loop(progress);
+    // What the report needs from the servers, read before the history takes their
+    // state: from there on each server is dropped once its snapshot is taken, and the
+    // clients and the event queue before the check, so that a large run's peak memory
+    // does not hold the live servers, their snapshots and the checker's graph at once.
+    let holds = {
+        let mut h = meridian_protocols::HoldStats::default();
+        let mut any = false;
+        for s in &sim.servers {
+            if let Some(x) = s.lock_holds() {
+                h.merge(x);
+                any = true;
+            }
+        }
+        any.then_some(h)
+    };
+    let locked_at_end = {
+        let live = sim.servers.iter().enumerate().filter(|(i, _)| sim.rt[*i].up);
+        let counts: Vec<usize> = live.filter_map(|(_, s)| s.locked_keys()).collect();
+        (!counts.is_empty()).then(|| counts.iter().sum::<usize>() as u64)
+    };
+    let split_decisions = {
+        let mut seen: HashMap<TxnId, (bool, bool)> = HashMap::default();
+        let mut any = false;
+        for s in &sim.servers {
+            if let Some(v) = s.outcomes() {
+                any = true;
+                for (t, c) in v {
+                    let e = seen.entry(t).or_default();
+                    if c {
+                        e.0 = true;
+                    } else {
+                        e.1 = true;
+                    }
+                }
+            }
+        }
+        any.then(|| seen.values().filter(|(c, a)| *c && *a).count() as u64)
+    };
+    let stats = {
+        let mut m = std::collections::BTreeMap::new();
+        for s in &sim.servers {
+            for (k, v) in s.stats().unwrap_or_default() {
+                *m.entry(k).or_insert(0.0) += v;
+            }
+        }
+        m
+    };
     let history = sim.history(&p);
+    sim.clients = vec![];
+    sim.queue = Queue::new();
     let check = meridian_check::check(&history);
     let invariant = {
         let layout = &layout;
@@ -474,52 +523,13 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
             msgs_total: sim.msgs_total,
             msgs_wan: sim.msgs_wan,
             virtual_end: end,
-            holds: {
-                let mut h = meridian_protocols::HoldStats::default();
-                let mut any = false;
-                for s in &sim.servers {
-                    if let Some(x) = s.lock_holds() {
-                        h.merge(x);
-                        any = true;
-                    }
-                }
-                any.then_some(h)
-            },
-            locked_at_end: {
-                let live = sim.servers.iter().enumerate().filter(|(i, _)| sim.rt[*i].up);
-                let counts: Vec<usize> = live.filter_map(|(_, s)| s.locked_keys()).collect();
-                (!counts.is_empty()).then(|| counts.iter().sum::<usize>() as u64)
-            },
-            split_decisions: {
-                let mut seen: HashMap<TxnId, (bool, bool)> = HashMap::default();
-                let mut any = false;
-                for s in &sim.servers {
-                    if let Some(v) = s.outcomes() {
-                        any = true;
-                        for (t, c) in v {
-                            let e = seen.entry(t).or_default();
-                            if c {
-                                e.0 = true;
-                            } else {
-                                e.1 = true;
-                            }
-                        }
-                    }
-                }
-                any.then(|| seen.values().filter(|(c, a)| *c && *a).count() as u64)
-            },
+            holds,
+            locked_at_end,
+            split_decisions,
             unresolved: sim.unresolved,
             runaway: sim.runaway.clone(),
             within_tolerance,
-            stats: {
-                let mut m = std::collections::BTreeMap::new();
-                for s in &sim.servers {
-                    for (k, v) in s.stats().unwrap_or_default() {
-                        *m.entry(k).or_insert(0.0) += v;
-                    }
-                }
-                m
-            },
+            stats,
         },
         wall.elapsed().as_secs_f64(),
     );
@@ -985,8 +995,13 @@ impl<P: Protocol> Sim<'_, P> {
         );
     }
 
+    /// The run's history. Takes the servers: each is dropped once its snapshot is
+    /// taken (nothing after the history reads them).
     fn history(&mut self, p: &P) -> History {
-        let replicas = self.servers.iter().map(|s| s.snapshot()).collect();
+        let replicas = std::mem::take(&mut self.servers)
+            .into_iter()
+            .map(|s| s.snapshot())
+            .collect();
         let mut txns = std::mem::take(&mut self.records);
         txns.sort_by_key(|t| t.id);
         History {
