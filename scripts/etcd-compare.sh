@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# etcd 3 against Meridian on this machine, side by side (issue 22).
+#
+#   scripts/etcd-compare.sh                 # clients 4 and 16, 2 rounds of 10 s each
+#   ROUNDS=3 DURATION=20 scripts/etcd-compare.sh 4 16 64
+#
+# Every system runs as three processes on loopback (no added delay) holding one copy
+# each of all the data, and serves the same closed-loop transactions: 4 distinct keys
+# out of 10,000, the first two read, the last two read and written (YCSB-T style
+# read-modify-write). Runs alternate (etcd, replog, hacommit, rc, then again) so a
+# drift in the machine's speed hits every system alike; the table gives each
+# system's median over the rounds and its ratio to etcd.
+#
+# What each row guarantees:
+# - etcd 3.4 (Debian's etcd-server): Raft log fsynced before a write is acknowledged;
+#   linearizable reads; each transaction reads its keys, then commits with a compare
+#   of every key's mod_revision (optimistic, serializable). Driven by
+#   scripts/etcd_bench.py, a Python client (standard library) over etcd's JSON gateway:
+#   its client-side cost is higher than Meridian's Rust client.
+# - Meridian `--durable`: every server journals its inputs and fsyncs before replying
+#   (docs/CLUSTER.md, "what survives"); replog and rc are strict serializable, hacommit
+#   serializable with its replicas' state in memory plus the journal.
+# Server CPU per committed transaction is user plus system time of the three server
+# processes from /proc/PID/stat over the run (USER_HZ = 100).
+#
+# Installing etcd is this script's job: it runs `apt-get install -y etcd-server` when
+# `etcd` is missing (as root, or through sudo).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CLIENTS=("${@:-4 16}")
+[ $# -eq 0 ] && CLIENTS=(4 16)
+ROUNDS=${ROUNDS:-2}
+DURATION=${DURATION:-10}
+WORKLOAD="ycsb:ops=4,reads=0.5,keys=10000"
+PROTOCOLS=(replog hacommit rc)
+
+if ! command -v etcd >/dev/null; then
+    echo "etcd not found: installing Debian's etcd-server" >&2
+    if [ "$(id -u)" -eq 0 ]; then apt-get install -y etcd-server >&2; else sudo apt-get install -y etcd-server >&2; fi
+fi
+cargo build --release -q -p meridian
+M=$PWD/target/release/meridian
+WORK=$(mktemp -d /tmp/etcd-compare.XXXXXX)
+OUT=$WORK/results.jsonl
+echo "results: $OUT" >&2
+
+cat > "$WORK/one3.toml" <<'TOML'
+name = "one3"
+dcs = ["A", "B", "C"]
+nodes_per_dc = 1
+shards = 1
+intra_rtt_ms = 0.1
+[[link]]
+a = "A"
+b = "B"
+rtt_ms = 0.1
+[[link]]
+a = "A"
+b = "C"
+rtt_ms = 0.1
+[[link]]
+a = "B"
+b = "C"
+rtt_ms = 0.1
+TOML
+
+ETCD_PIDS=()
+etcd_down() {
+    for p in "${ETCD_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${ETCD_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+    ETCD_PIDS=()
+}
+trap 'etcd_down; for d in "$WORK"/m-*; do [ -f "$d/pids" ] && "$M" cluster down --dir "$d" >/dev/null 2>&1; done; true' EXIT
+
+etcd_up() {
+    local dir=$1 cl="e0=http://127.0.0.1:23800,e1=http://127.0.0.1:23801,e2=http://127.0.0.1:23802"
+    for port in 23790 23791 23792 23800 23801 23802; do
+        if (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then
+            echo "port $port is in use (another etcd?): stop it first" >&2
+            return 1
+        fi
+    done
+    for i in 0 1 2; do
+        etcd --name e$i --data-dir "$dir/e$i" \
+            --listen-peer-urls http://127.0.0.1:2380$i --initial-advertise-peer-urls http://127.0.0.1:2380$i \
+            --listen-client-urls http://127.0.0.1:2379$i --advertise-client-urls http://127.0.0.1:2379$i \
+            --initial-cluster "$cl" --initial-cluster-state new --initial-cluster-token "$(basename "$dir")" \
+            --log-level error >"$dir-e$i.log" 2>&1 &
+        ETCD_PIDS+=($!)
+    done
+    for _ in $(seq 100); do
+        curl -sf http://127.0.0.1:23790/health | grep -q '"health":"true"' && return 0
+        sleep 0.2
+    done
+    echo "etcd did not become healthy; logs in $dir-e*.log" >&2
+    return 1
+}
+
+run=0
+for round in $(seq "$ROUNDS"); do
+    for c in "${CLIENTS[@]}"; do
+        run=$((run + 1))
+        d=$WORK/etcd-$run
+        etcd_up "$d"
+        r=$(python3 scripts/etcd_bench.py --endpoints 127.0.0.1:23790,127.0.0.1:23791,127.0.0.1:23792 \
+            --clients "$c" --duration "$DURATION" --pids "$(IFS=,; echo "${ETCD_PIDS[*]}")")
+        etcd_down
+        echo "{\"system\":\"etcd\",\"clients\":$c,\"round\":$round,\"r\":$r}" >>"$OUT"
+        echo "round $round, $c clients: etcd $r" >&2
+        for p in "${PROTOCOLS[@]}"; do
+            d=$WORK/m-$p-$run
+            "$M" cluster up --protocol "$p" --topology "$WORK/one3.toml" --dir "$d" --no-delay --durable \
+                --base-port $((24000 + 10 * run)) >/dev/null
+            r=$("$M" bench --cluster "$d/cluster.toml" --workload "$WORKLOAD" --clients "$c" \
+                --duration "${DURATION}s" --settle 1s --json 2>/dev/null)
+            "$M" cluster down --dir "$d" >/dev/null
+            echo "{\"system\":\"$p\",\"clients\":$c,\"round\":$round,\"r\":$r}" >>"$OUT"
+            echo "round $round, $c clients: $p done" >&2
+        done
+    done
+done
+
+python3 - "$OUT" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+def fig(row):
+    r = row["r"]
+    if row["system"] == "etcd":
+        return r["tps"], r["p50_ms"], r["p99_ms"], r["server_cpu_ms_per_committed"]
+    st = r.get("protocol_stats", {})
+    return r["throughput_tps"], r["latency_ms"]["p50"], r["latency_ms"]["p99"], st.get("server_cpu_ms_per_committed")
+by = {}
+for row in rows:
+    by.setdefault((row["clients"], row["system"]), []).append(fig(row))
+med = lambda xs: statistics.median([x for x in xs if x is not None]) if any(x is not None for x in xs) else float("nan")
+print(f"{'clients':>7} {'system':>9} {'txn/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'CPU ms/txn':>11} {'txn/s vs etcd':>14} {'p50 vs etcd':>12} {'CPU vs etcd':>12}")
+for c in sorted({k[0] for k in by}):
+    e = [med([f[i] for f in by[(c, "etcd")]]) for i in range(4)]
+    for s in ["etcd", "replog", "hacommit", "rc"]:
+        if (c, s) not in by:
+            continue
+        m = [med([f[i] for f in by[(c, s)]]) for i in range(4)]
+        print(f"{c:>7} {s:>9} {m[0]:>9.0f} {m[1]:>8.2f} {m[2]:>8.2f} {m[3]:>11.3f} {m[0]/e[0]:>14.2f} {m[1]/e[1]:>12.2f} {m[3]/e[3]:>12.2f}")
+PY
