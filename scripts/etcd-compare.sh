@@ -17,9 +17,11 @@
 #   of every key's mod_revision (optimistic, serializable). Driven by
 #   scripts/etcd_bench.py, a Python client (standard library) over etcd's JSON gateway:
 #   its client-side cost is higher than Meridian's Rust client.
-# - Meridian `--durable`: every server journals its inputs and fsyncs before replying
-#   (docs/CLUSTER.md, "what survives"); replog and rc are strict serializable, hacommit
-#   serializable with its replicas' state in memory plus the journal.
+# - Meridian `--durable`: every server journals its inputs and fsyncs the journal
+#   before a batch's messages leave when the protocol forces a write (docs/CLUSTER.md,
+#   "what survives"): replog and rc force their log records (strict serializable);
+#   hacommit is logless by design and forces nothing (serializable; a power loss may
+#   lose what a lone replica held, its group re-syncs it).
 # Server CPU per committed transaction is user plus system time of the three server
 # processes from /proc/PID/stat over the run (USER_HZ = 100).
 #
