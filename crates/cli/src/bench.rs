@@ -56,6 +56,14 @@ pub struct BenchArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also write the report as JSON to this file (for a later `--baseline`).
+    #[arg(long)]
+    pub save: Option<PathBuf>,
+    /// A report an earlier run saved (`--save`, or `--json` output): after the run,
+    /// print this run's txn/s, latencies and server CPU per transaction as ratios to
+    /// it (on stderr, so `--json` output stays one object).
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
     /// Serve the run's client-side Prometheus metrics at http://ADDR/metrics while it
     /// runs: transactions by outcome and abort cause, and latency histograms (the
     /// servers' own endpoints are `cluster up --metrics-base-port`).
@@ -569,14 +577,24 @@ fn earlier_writers(before: &[Option<NodeReport>]) -> Vec<TxnRecord> {
 
 /// `meridian bench`.
 pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
-    // The output file is opened before the run: a bad path fails now, not after it.
+    // The baseline is read and the output files opened before the run: a bad file or
+    // path fails now, not after it.
+    let baseline = a.baseline.as_deref().map(read_baseline).transpose()?;
     let file = crate::create_output(a.history.as_deref())?;
+    let save = crate::create_output(a.save.as_deref())?;
     let out = run_bench(a, true)?;
     if let (Some(path), Some(f)) = (&a.history, file) {
         let mut w = std::io::BufWriter::new(f);
         meridian_check::jsonl::write(&out.history, &mut w).with_context(|| format!("writing {}", path.display()))?;
     }
+    if let (Some(path), Some(f)) = (&a.save, save) {
+        serde_json::to_writer_pretty(std::io::BufWriter::new(f), &out.report)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
     crate::print_report(&out.report, a.json)?;
+    if let (Some(path), Some(old)) = (&a.baseline, &baseline) {
+        eprintln!("against {}: {}", path.display(), against(old, &out.report));
+    }
     if !out.report.check.ok() {
         for an in out.report.check.anomalies.iter().take(10) {
             eprintln!("anomaly: {an}");
@@ -590,6 +608,54 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(3));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A report saved by an earlier run (`--save` or `--json`).
+fn read_baseline(path: &std::path::Path) -> Result<SimReport> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("--baseline {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| {
+        format!(
+            "--baseline {}: not a report written by `meridian bench --save` or `--json`",
+            path.display()
+        )
+    })
+}
+
+/// This run against a baseline: each figure as new / old.
+fn against(old: &SimReport, new: &SimReport) -> String {
+    let ratio = |n: f64, o: f64| {
+        if o > 0.0 && n.is_finite() {
+            format!("{:.2}x", n / o)
+        } else {
+            "-".to_string()
+        }
+    };
+    let cpu = |r: &SimReport| r.protocol_stats.get("server_cpu_ms_per_committed").copied();
+    let mut s = format!(
+        "txn/s {} ({:.0} -> {:.0}), p50 {} ({:.2} -> {:.2} ms), p99 {} ({:.2} -> {:.2} ms)",
+        ratio(new.throughput_tps, old.throughput_tps),
+        old.throughput_tps,
+        new.throughput_tps,
+        ratio(new.latency_ms.p50, old.latency_ms.p50),
+        old.latency_ms.p50,
+        new.latency_ms.p50,
+        ratio(new.latency_ms.p99, old.latency_ms.p99),
+        old.latency_ms.p99,
+        new.latency_ms.p99,
+    );
+    if let (Some(o), Some(n)) = (cpu(old), cpu(new)) {
+        s.push_str(&format!(
+            ", server CPU per committed txn {} ({o:.3} -> {n:.3} ms)",
+            ratio(n, o)
+        ));
+    }
+    if old.protocol != new.protocol || old.workload != new.workload {
+        s.push_str(&format!(
+            " (note: the baseline ran {} on {}, this run {} on {})",
+            old.protocol, old.workload, new.protocol, new.workload
+        ));
+    }
+    s
 }
 
 /// A clean history of nothing is not a passing benchmark: the cluster did not serve

@@ -60,7 +60,9 @@ enum Cmd {
     #[command(after_help = "Examples:
   meridian cluster up --protocol replog --topology us3 --dir D
   meridian bench --cluster D/cluster.toml --workload bank --clients 16 --duration 10s --history h.jsonl
-  meridian bench --cluster D/cluster.toml --json --metrics 127.0.0.1:9100")]
+  meridian bench --cluster D/cluster.toml --json --metrics 127.0.0.1:9100
+  meridian bench --cluster D/cluster.toml --save before.json   # then, after a change:
+  meridian bench --cluster D/cluster.toml --baseline before.json")]
     Bench(bench::BenchArgs),
     /// Many seeded simulations per protocol under drawn faults; failing seeds are
     /// printed as the command that replays them, and shrunk.

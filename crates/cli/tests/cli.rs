@@ -325,6 +325,34 @@ fn test_cli_durations_need_a_unit() {
     assert!(stderr(&o).contains("needs a unit"), "{}", stderr(&o));
 }
 
+/// A bench baseline that is not a saved report gets one error naming the flag, before
+/// the bench connects anywhere; a `--save` path that cannot be written fails first too.
+#[test]
+fn test_cli_bench_baseline_and_save_are_checked_before_the_run() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "not json").expect("write");
+    let b = bad.to_str().unwrap();
+    let o = meridian(&["bench", "--cluster", "/nonexistent/c.toml", "--baseline", b]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("--baseline") && e.contains("not a report"), "{e}");
+    assert_eq!(e.lines().count(), 1, "one error line: {e}");
+    let o = meridian(&[
+        "bench",
+        "--cluster",
+        "/nonexistent/c.toml",
+        "--save",
+        "/nonexistent/dir/r.json",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("cannot write /nonexistent/dir/r.json"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 /// An output file that cannot be written fails before the run, not after it.
 #[test]
 fn test_cli_bad_output_path_fails_before_the_run() {

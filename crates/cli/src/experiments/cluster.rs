@@ -78,6 +78,8 @@ fn bench_args(file: &Path, workload: &str, clients: u32, secs: u32, seed: u64) -
         drain: "30s".into(),
         history: None,
         json: false,
+        save: None,
+        baseline: None,
         metrics: None,
     }
 }
