@@ -512,6 +512,13 @@ fn cpu_seconds(pids: &[u32]) -> Option<f64> {
     Some(ticks as f64 / 100.0)
 }
 
+/// The report statistics (`protocol_stats` keys) a bench adds: the servers' CPU
+/// seconds over the run, how many server processes, and CPU ms per committed
+/// transaction.
+pub const SERVER_CPU_S: &str = "server_cpu_s";
+pub const SERVER_PROCESSES: &str = "server_processes";
+pub const SERVER_CPU_MS_PER_COMMITTED: &str = "server_cpu_ms_per_committed";
+
 /// The servers' CPU over the run, for the report's statistics: total seconds and
 /// milliseconds per committed transaction (nothing when it could not be read).
 fn server_cpu_stats(
@@ -523,11 +530,11 @@ fn server_cpu_stats(
     let mut m = std::collections::BTreeMap::new();
     if let (Some(b), Some(a)) = (before, after) {
         let used = (a - b).max(0.0);
-        m.insert("server_cpu_s".to_string(), used);
-        m.insert("server_processes".to_string(), servers as f64);
+        m.insert(SERVER_CPU_S.to_string(), used);
+        m.insert(SERVER_PROCESSES.to_string(), servers as f64);
         if committed > 0 {
             m.insert(
-                "server_cpu_ms_per_committed".to_string(),
+                SERVER_CPU_MS_PER_COMMITTED.to_string(),
                 1000.0 * used / committed as f64,
             );
         }
@@ -630,7 +637,7 @@ fn against(old: &SimReport, new: &SimReport) -> String {
             "-".to_string()
         }
     };
-    let cpu = |r: &SimReport| r.protocol_stats.get("server_cpu_ms_per_committed").copied();
+    let cpu = |r: &SimReport| r.protocol_stats.get(SERVER_CPU_MS_PER_COMMITTED).copied();
     let mut s = format!(
         "txn/s {} ({:.0} -> {:.0}), p50 {} ({:.2} -> {:.2} ms), p99 {} ({:.2} -> {:.2} ms)",
         ratio(new.throughput_tps, old.throughput_tps),

@@ -352,10 +352,10 @@ pub fn print_report(r: &meridian_sim::SimReport, json: bool) -> Result<()> {
             println!("  abort: {why} x{n}");
         }
         if let (Some(cpu), Some(n)) = (
-            r.protocol_stats.get("server_cpu_s"),
-            r.protocol_stats.get("server_processes"),
+            r.protocol_stats.get(bench::SERVER_CPU_S),
+            r.protocol_stats.get(bench::SERVER_PROCESSES),
         ) {
-            let per = r.protocol_stats.get("server_cpu_ms_per_committed");
+            let per = r.protocol_stats.get(bench::SERVER_CPU_MS_PER_COMMITTED);
             println!(
                 "  server CPU {cpu:.2} s over {n} processes{}",
                 per.map(|p| format!(", {p:.3} ms per committed transaction"))

@@ -75,6 +75,16 @@ impl Local {
     fn file(&self) -> PathBuf {
         self.dir.path().join("cluster.toml")
     }
+    /// `meridian cluster status --json`: whether it exited 0, and its JSON.
+    fn status(&self) -> (bool, serde_json::Value) {
+        let o = meridian()
+            .args(["cluster", "status", "--json", "--cluster"])
+            .arg(self.file())
+            .output()
+            .expect("status");
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+        (o.status.success(), v)
+    }
     fn pid(&self, node: u32) -> String {
         let pids = std::fs::read_to_string(self.dir.path().join("pids")).expect("pids");
         pids.lines().nth(node as usize).expect("pid").trim().to_string()
@@ -639,15 +649,7 @@ fn bad_cluster_files_and_flags_are_one_clear_error() {
 #[test]
 fn cluster_status_shows_roles_counters_and_a_down_node() {
     let c = Local::up("replog", "us3", &["--no-delay"]);
-    let status = || {
-        let o = meridian()
-            .args(["cluster", "status", "--json", "--cluster"])
-            .arg(c.file())
-            .output()
-            .expect("status");
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
-        (o.status.success(), v)
-    };
+    let status = || c.status();
     let (ok, before) = status();
     assert!(ok, "{before}");
     let nodes = before.as_array().unwrap();
@@ -936,12 +938,7 @@ fn catenae_fsyncs_its_journal_before_its_messages_leave() {
     let syncs = |protocol: &str| -> Vec<u64> {
         let c = Local::up(protocol, "us3", &["--no-delay", "--durable"]);
         finish(&c, c.bench(&["--clients", "3", "--duration", "1s", "--settle", "1s"]));
-        let o = meridian()
-            .args(["cluster", "status", "--json", "--cluster"])
-            .arg(c.file())
-            .output()
-            .expect("status");
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+        let (_, v) = c.status();
         v.as_array()
             .unwrap()
             .iter()

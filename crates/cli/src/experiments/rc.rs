@@ -16,6 +16,9 @@ use meridian_sim::{SimConfig, SimOutput};
 
 const PAPER_WORKLOAD: &str = "ycsb:ops=5,reads=0.5,keys=3000";
 
+/// The DCs of `rc5` in Table 1's order.
+const RC5: [&str; 5] = ["C", "V", "O", "I", "S"];
+
 use super::Ctx;
 
 /// The paper's load: 5 generators and 10 transactions/s per client DC.
@@ -265,7 +268,7 @@ fn fmt_opt(x: Option<f64>) -> String {
 
 fn fig4(cx: &mut Ctx) -> Result<()> {
     let rc5 = Topology::preset("rc5").expect("preset");
-    let all = ["C", "V", "O", "I", "S"];
+    let all = RC5;
     cx.say("Fig. 4: mean commit latency (ms) by replog leader placement, rc5, paper workload");
     let mut c_rc = cx.cfg(&rc5, PAPER_WORKLOAD, 2500, 0, &all)?;
     paper_load(&mut c_rc, 5);
@@ -509,7 +512,7 @@ fn fig5(cx: &mut Ctx) -> Result<()> {
 
 fn fig6(cx: &mut Ctx) -> Result<()> {
     let rc5 = Topology::preset("rc5").expect("preset");
-    let all = ["C", "V", "O", "I", "S"];
+    let all = RC5;
     // The paper's peaks come from its c1.medium servers saturating; with the default
     // 10 us per message the simulated servers never saturate below 360 clients, so the
     // experiment charges 400 us per message unless --cpu-msg says otherwise.
@@ -620,7 +623,7 @@ fn fig6(cx: &mut Ctx) -> Result<()> {
 
 fn fig7(cx: &mut Ctx) -> Result<()> {
     let rc5 = Topology::preset("rc5").expect("preset");
-    let all = ["C", "V", "O", "I", "S"];
+    let all = RC5;
     cx.say("Fig. 7: contention; % of 2500 txns committed and mean commit latency of committed txns (ms)");
     cx.say("replog V/O/I with wound-wait (default) and with locks=no-wait (abort on any conflict)");
     cx.table(&[
@@ -924,9 +927,6 @@ fn fig10(cx: &mut Ctx) -> Result<()> {
     Ok(())
 }
 
-/// The DCs of `rc5` in Table 1's order.
-const RC5: [&str; 5] = ["C", "V", "O", "I", "S"];
-
 /// Fig. 8: the data split over 1, 2 or 3 shards per DC (one server per shard), every
 /// DC with clients for rc and the leader DCs for replog (leaders V, V/O, V/O/I: the
 /// default placement cut to the shards there are).
@@ -953,8 +953,7 @@ fn fig8(cx: &mut Ctx) -> Result<()> {
         let leaders: Vec<&str> = ["V", "O", "I"][..k as usize].to_vec();
         let mut c_rc = cx.cfg(&topo, PAPER_WORKLOAD, 2500, 0, &RC5)?;
         paper_load(&mut c_rc, 5);
-        let lead = distinct_vec(&leaders);
-        let mut c_rl = cx.cfg(&topo, PAPER_WORKLOAD, 2500, 0, &lead)?;
+        let mut c_rl = cx.cfg(&topo, PAPER_WORKLOAD, 2500, 0, &leaders)?;
         paper_load(&mut c_rl, 5);
         let rc = cx.run("rc", &c_rc)?;
         let rl = cx.run(&format!("replog:leaders={}", leaders.join("/")), &c_rl)?;
@@ -1041,16 +1040,6 @@ fn fig8(cx: &mut Ctx) -> Result<()> {
         .of("rc"),
     );
     Ok(())
-}
-
-fn distinct_vec<'a>(v: &[&'a str]) -> Vec<&'a str> {
-    let mut out: Vec<&str> = vec![];
-    for d in v {
-        if !out.contains(d) {
-            out.push(d);
-        }
-    }
-    out
 }
 
 /// Fig. 9: the write:read ratio of the paper's 5-operation transactions from 1:9 to
