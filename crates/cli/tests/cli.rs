@@ -614,3 +614,18 @@ fn test_cli_cluster_compose_writes_files_and_refuses_bad_input() {
         assert!(!std::path::Path::new(&format!("{e}/cluster.toml")).exists(), "{a:?}");
     }
 }
+
+/// A report template without an experiment's block is refused before anything runs,
+/// and the hint names the experiment's markers (it named the template path once).
+#[test]
+fn test_cli_report_missing_block_names_the_experiment() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("EVALUATION.md"), "# prose only\n").expect("write");
+    let o = meridian(&["report", "--only", "rc-fig3", "--out", dir.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("<!-- BEGIN GENERATED rc-fig3 -->") && e.contains("<!-- END GENERATED rc-fig3 -->"),
+        "{e}"
+    );
+}
