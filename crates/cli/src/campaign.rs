@@ -7,7 +7,7 @@
 //! protocol changes no other protocol's runs): a topology (`rc5`, `us3`, `world3`,
 //! `lan`, `two50`), a workload (`ycsb`, contended `ycsb`, write-only `ycsb`, `bank`,
 //! TPC-C, `chain`, interactive `script`; Catenae, which runs only transactions that
-//! declare their keys, draws `ycsb`, `bank` and its paper's `micro`), 300 to 1000 transactions, 8 to 32 clients,
+//! declare their keys, draws `ycsb`, `bank`, its paper's `micro` and TPC-C on three districts), 300 to 1000 transactions, 8 to 32 clients,
 //! and one fault mix: random crashes, partitions, outages and message faults; serial
 //! crashes (one failure at a time, what forgetful replica groups promise to survive);
 //! a DC outage; a partition between two DCs (up to 20 s, longer than a replicated
@@ -127,6 +127,8 @@ const CATENAE_WORKLOADS: &[&str] = &[
     "ycsb:reads=0",
     "bank",
     "micro:records=1000,parts=1-5,dist=zipf1",
+    // New-order and order-status through declared ranges; stock-level is refused.
+    "tpcc:mix=standard,districts=3,items=1000",
 ];
 
 /// A run's verdict (see the module docs).

@@ -12,6 +12,10 @@
 //! - *shipped* (CrossStitch): the [`Execution`] (call + reads so far) is plain data
 //!   that travels from server to server, each running one more step;
 //! - *pre-declared* (Catenae): [`Program::declared_keys`] gives the key set up front.
+//!   A program whose rows are named by a value it reads (TPC-C new-order inserts its
+//!   order under the district's next order id) declares the *range* those rows fall in
+//!   ([`key_range`]), as transaction chains declare a hop by the table fragment it
+//!   touches rather than by row.
 //!
 //! Reads of a key the transaction already wrote return the buffered write, and a
 //! second read of a key returns the first read's value (repeatable reads); neither
@@ -154,6 +158,11 @@ pub trait Program: Send + Sync {
     /// Registered name.
     fn name(&self) -> &'static str;
     /// The key set, when it can be known before execution (pre-declared protocols).
+    ///
+    /// An entry may be a range ([`key_range`]): it covers every key with its prefix.
+    /// Contract: every program that may touch a key inside a range declares that range
+    /// (never the key alone), so that two transactions touching the same rows always
+    /// share a declared entry; a pre-declared protocol orders them by it.
     fn declared_keys(&self, _args: &[Arg]) -> Option<Vec<Key>> {
         None
     }
@@ -164,6 +173,35 @@ pub trait Program: Send + Sync {
     }
     /// Runs the program; must be a pure function of `args` and the values read.
     fn run(&self, args: &[Arg], tx: &mut Tx<'_>) -> Result<(), Stop>;
+}
+
+/// The last byte of a declared range ([`key_range`]).
+pub const RANGE_MARK: u8 = b'*';
+
+/// A declared range: every key that starts with `prefix` (`prefix` followed by `*`).
+/// Keys of the form `#shard/name` keep their shard, so a range and the keys it covers
+/// live on the same shard.
+pub fn key_range(prefix: &Key) -> Key {
+    let mut b = prefix.as_bytes().to_vec();
+    b.push(RANGE_MARK);
+    Key::new(b)
+}
+
+/// Whether the declared entry `decl` covers `key`: the same key, or a range
+/// ([`key_range`]) whose prefix `key` starts with.
+pub fn covers(decl: &Key, key: &Key) -> bool {
+    if decl == key {
+        return true;
+    }
+    match decl.as_bytes().split_last() {
+        Some((&RANGE_MARK, prefix)) => key.as_bytes().starts_with(prefix),
+        _ => false,
+    }
+}
+
+/// Whether `decl` is a range ([`key_range`]) rather than one key.
+pub fn is_range(decl: &Key) -> bool {
+    decl.as_bytes().last() == Some(&RANGE_MARK)
 }
 
 /// Programs by name.
@@ -347,6 +385,21 @@ pub fn arg_key<'a>(args: &'a [Arg], i: usize, what: &str) -> Result<&'a Key, Sto
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_range_covers_its_prefix_and_nothing_else() {
+        let r = key_range(&Key::from("#3/o1.1."));
+        assert!(is_range(&r));
+        assert!(!is_range(&Key::from("#3/o1.1.7")));
+        assert!(covers(&r, &Key::from("#3/o1.1.7")));
+        assert!(covers(&r, &r));
+        assert!(!covers(&r, &Key::from("#3/o1.10.7")), "district 10 is not district 1");
+        assert!(!covers(&r, &Key::from("#4/o1.1.7")), "another shard");
+        assert!(!covers(&r, &Key::from("#3/no1.1.7")));
+        let k = Key::from("#3/o1.1.7");
+        assert!(covers(&k, &k));
+        assert!(!covers(&k, &Key::from("#3/o1.1.70")), "a key is not a prefix");
+    }
 
     /// Reads `a`; if it is >= 10 aborts; else writes `a+1` to `a` and to the key named
     /// by argument 0, then reads `a` again (own write).

@@ -29,6 +29,12 @@ pub const EXPERIMENTS: &[Experiment] = &[
         sim: true,
     },
     Experiment {
+        name: "cat-fig7",
+        about: "catenae.md Fig. 7: TPC-C NewOrder and OrderStatus; latency, throughput, abort rate vs clients; catenae, pc-2pl, pc-occ",
+        run: fig7,
+        sim: true,
+    },
+    Experiment {
         name: "cat-fig6",
         about: "catenae.md Fig. 6: commit latency vs epoch length 5..30 ms (uniform read-write)",
         run: fig6,
@@ -397,5 +403,161 @@ fn fig5_claims(cx: &mut Ctx, all: &[Vec<(&str, Vec<Point>)>]) {
         format!("at least {tps_x:.1}x throughput, {lat_x:.1}x mean latency"),
         tps_x > 3.0 && lat_x > 3.0,
         "",
+    ));
+}
+
+/// The TPC-C setting of Fig. 7: 100 districts (ten warehouses' worth under TPC-C's ten
+/// per warehouse; the paper names neither), 100,000 items.
+const TPCC: &str = "tpcc:districts=100,items=100000";
+
+/// Fig. 7: TPC-C NewOrder and OrderStatus against the number of clients.
+fn fig7(cx: &mut Ctx) -> Result<()> {
+    let protocols = ["catenae", "pc-2pl", "pc-occ"];
+    cx.say(format!(
+        "Fig. 7: {TPCC} on gcp3, NewOrder alone and OrderStatus alone; latency (ms), throughput (txn/s), abort rate vs clients (spread over the 3 DCs)"
+    ));
+    cx.say("paper: NewOrder: 2PL and OCC reach about half of Catenae's throughput, with about twice its latency; OCC aborts significantly, Catenae rarely; OrderStatus: Catenae more than twice the throughput with nearly 70% less latency");
+    cx.say("Catenae declares a NewOrder's order, new-order and order-line rows as its district's ranges (their id is read) and an OrderStatus's orders the same way; each reads its ranges' rows at the snapshot after the range's server found no undecided writer");
+    let workloads = [("NewOrder", "new-order"), ("OrderStatus", "order-status")];
+    let sweep = cx.sweep(&[15u32, 60, 150, 300]);
+    let mut all: Vec<Vec<(&str, Vec<Point>)>> = vec![];
+    for (label, txn) in workloads {
+        let w = format!("{TPCC},txn={txn}");
+        cx.say(format!("{label} (`{w}`):"));
+        cx.table(&["protocol", "clients", "lat mean", "lat p50", "tps", "abort", "check"]);
+        let mut per = vec![];
+        for p in protocols {
+            if !meridian_protocols::PROTOCOLS.contains(&p) {
+                cx.row(vec![p.into(), "(not in this build)".into()]);
+                continue;
+            }
+            let mut pts = vec![];
+            for &clients in &sweep {
+                let c = cx.cfg(&gcp3(), &w, 20 * clients as u64, clients, &[])?;
+                let o = cx.run(p, &c)?;
+                let r = &o.report;
+                let abort = r.aborted as f64 / (r.committed + r.aborted).max(1) as f64;
+                cx.row(vec![
+                    p.into(),
+                    clients.to_string(),
+                    f(r.latency_ms.mean, 1),
+                    f(r.latency_ms.p50, 1),
+                    f(r.throughput_tps, 1),
+                    format!("{:.1}%", 100.0 * abort),
+                    ok(&o).into(),
+                ]);
+                pts.push((
+                    clients as f64,
+                    r.latency_ms.mean,
+                    r.latency_ms.p50,
+                    r.throughput_tps,
+                    abort,
+                ));
+            }
+            per.push((p, pts));
+        }
+        all.push(per);
+    }
+    fig7_claims(cx, &all);
+    cx.say("The paper's Fig. 7 values are described only in its text: the charts draw ours alone.");
+    for ((label, txn), per) in workloads.iter().zip(&all) {
+        let fig = |metric: &str, y: &str, pick: &dyn Fn(&Point) -> f64| {
+            let mut fg = Figure::new(
+                &format!("cat-fig7-{txn}-{metric}"),
+                &format!("Fig. 7, TPC-C {label}: {y} vs clients"),
+                "clients (over 3 DCs)",
+                y,
+            )
+            .log_y();
+            for (p, pts) in per {
+                fg = fg.ours(p, pts.iter().map(|q| (q.0, pick(q))).collect());
+            }
+            fg
+        };
+        cx.figure(fig("latency", "mean latency (ms)", &|q| q.1));
+        cx.figure(fig("tps", "throughput (txn/s)", &|q| q.3));
+    }
+    Ok(())
+}
+
+/// Fig. 7's claims (§VII-D's text).
+fn fig7_claims(cx: &mut Ctx, all: &[Vec<(&str, Vec<Point>)>]) {
+    let get = |w: usize, p: &str| all[w].iter().find(|x| x.0 == p).map(|x| &x.1);
+    let (Some(_), Some(_)) = (get(0, "pc-2pl"), get(0, "pc-occ")) else {
+        return; // the baselines are not in this build
+    };
+    let at = "§VII-D, Fig. 7";
+    let peak = |pts: &Vec<Point>| pts.iter().map(|q| q.3).fold(0.0, f64::max);
+    let best_base = |w: usize| peak(get(w, "pc-2pl").expect("2pl")).max(peak(get(w, "pc-occ").expect("occ")));
+    let cat = get(0, "catenae").expect("catenae");
+    let tps_x = peak(cat) / best_base(0);
+    cx.claim(Claim::numeric(
+        PAPER,
+        at,
+        "NewOrder: Catenae's peak throughput over the better baseline's (2PL and OCC reach \"roughly half\")",
+        2.0,
+        tps_x,
+        "x",
+        0.25,
+        "our pc-2pl reads a NewOrder's rows one majority round trip at a time (about 47 WAN trips, near 3 s per \
+         transaction) and our pc-occ aborts 11-77% of NewOrders at validation: both fall further behind Catenae \
+         than the paper's",
+    ));
+    // Latency at the largest client count: the better baseline's mean over Catenae's.
+    let last = cat.len() - 1;
+    let lat = |p: &str| get(0, p).expect("protocol")[last].1;
+    let lat_x = lat("pc-2pl").min(lat("pc-occ")) / cat[last].1;
+    cx.claim(Claim::numeric(
+        PAPER,
+        at,
+        "NewOrder: the better baseline's mean latency over Catenae's at the most clients (\"doubling of latency\")",
+        2.0,
+        lat_x,
+        "x",
+        0.25,
+        "pc-occ answers after one RTT to the nearest majority (EU-US 105 ms) plus its validation, close to \
+         Catenae's one-way trip to the farthest DC's epoch message plus the epoch; the paper's baselines took \
+         about twice Catenae's",
+    ));
+    let cat_max = cat.iter().map(|q| q.4).fold(0.0, f64::max);
+    let occ = get(0, "pc-occ").expect("occ");
+    let occ_min = occ.iter().map(|q| q.4).fold(f64::INFINITY, f64::min);
+    cx.claim(Claim::shape(
+        PAPER,
+        at,
+        "NewOrder: Catenae keeps a very low abort rate where OCC's is significant (here: Catenae < 5%, OCC > 10% \
+         at every client count; TPC-C's 1% rolled-back NewOrders count as aborts)",
+        "yes",
+        format!("Catenae <= {:.1}%, OCC >= {:.1}%", 100.0 * cat_max, 100.0 * occ_min),
+        cat_max < 0.05 && occ_min > 0.1,
+        "",
+    ));
+    let (mut tps_min, mut lat_max) = (f64::INFINITY, 0.0f64);
+    let cat = get(1, "catenae").expect("catenae");
+    let (l, o) = (get(1, "pc-2pl").expect("2pl"), get(1, "pc-occ").expect("occ"));
+    for i in 0..cat.len() {
+        tps_min = tps_min.min(cat[i].3 / l[i].3.max(o[i].3));
+        lat_max = lat_max.max(cat[i].1 / l[i].1.min(o[i].1));
+    }
+    cx.claim(Claim::shape(
+        PAPER,
+        at,
+        "OrderStatus: Catenae more than twice the throughput of 2PL and OCC at every client count",
+        "> 2x",
+        format!("at least {tps_min:.1}x"),
+        tps_min > 2.0,
+        "",
+    ));
+    cx.claim(Claim::numeric(
+        PAPER,
+        at,
+        "OrderStatus: Catenae's mean latency over the better baseline's (\"nearly 70% less\"; the largest ratio \
+         over the client counts)",
+        0.3,
+        lat_max,
+        "x",
+        0.25,
+        "our read-only transactions take no WAN trip at all (local snapshot reads, tested), so Catenae's \
+         latency is a LAN round trip or two against the baselines' WAN round trip: far below the paper's 30%",
     ));
 }

@@ -15,12 +15,24 @@ enum Phase {
     /// Read-write: waiting for the coordinator's outcome.
     Submitted,
     /// Read-only: waiting for the chain servers of `expect`.
-    Reading {
-        attempt: u32,
-        expect: BTreeSet<NodeId>,
-        got: BTreeMap<NodeId, Vec<RoRead>>,
-        retry: bool,
-    },
+    Reading(Box<Reading>),
+}
+
+/// A read-only transaction's reads at one snapshot.
+#[derive(Debug, Default)]
+struct Reading {
+    attempt: u32,
+    /// Servers whose answer this round waits for.
+    expect: BTreeSet<NodeId>,
+    got: BTreeMap<NodeId, Vec<RoRead>>,
+    /// Inside a writer's decision period: waiting to retry.
+    retry: bool,
+    /// The snapshot epoch, once the first answer named it.
+    snap: Option<u64>,
+    /// Every value read at `snap` so far.
+    values: BTreeMap<Key, (Option<VersionId>, Option<Value>)>,
+    /// The program, run as far as the values allow.
+    exec: Option<Execution>,
 }
 
 #[derive(Debug)]
@@ -62,19 +74,18 @@ impl Client {
 
     fn send_read_only(&mut self, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_mut() else { return };
-        let Phase::Reading {
-            attempt,
-            expect,
-            got,
-            retry,
-        } = &mut cur.phase
-        else {
+        let Phase::Reading(r) = &mut cur.phase else {
             return;
         };
-        *attempt += 1;
-        got.clear();
-        *retry = false;
-        *expect = cur
+        let attempt = r.attempt + 1;
+        **r = Reading {
+            attempt,
+            ..Reading::default()
+        };
+        cur.rec.reads.clear();
+        // Declared keys and ranges: a range's server answers whether a writer of a row
+        // in it is inside its decision period, before any row of it is read.
+        r.expect = cur
             .keys
             .iter()
             .map(|k| coordinator::server_of(&self.env, self.dc, k))
@@ -83,59 +94,93 @@ impl Client {
             self.coord,
             Msg::ReadOnly {
                 txn: cur.rec.id,
-                attempt: *attempt,
+                attempt,
                 keys: cur.keys.clone(),
             },
         );
         cx.set_timer(self.env.timeouts.status, T_STATUS);
     }
 
-    fn on_ro_reply(&mut self, from: NodeId, txn: TxnId, att: u32, reads: Option<Vec<RoRead>>, cx: &mut Ctx<'_, Msg>) {
+    fn on_ro_reply(
+        &mut self,
+        from: NodeId,
+        txn: TxnId,
+        att: u32,
+        snap: u64,
+        reads: Option<Vec<RoRead>>,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
         let Some(cur) = self.cur.as_mut() else { return };
         if cur.rec.id != txn {
             return;
         }
-        let Phase::Reading {
-            attempt,
-            expect,
-            got,
-            retry,
-        } = &mut cur.phase
-        else {
+        let Phase::Reading(r) = &mut cur.phase else {
             return;
         };
-        if *attempt != att || *retry {
+        if r.attempt != att || r.retry || r.snap.is_some_and(|s| s != snap) {
             return;
         }
+        // (A refusal may come from the coordinator, before any epoch was scheduled.)
         let Some(reads) = reads else {
             // Inside an uncommitted writer's decision period: retry after 50 ms.
-            *retry = true;
+            r.retry = true;
             cx.cancel_timer(T_STATUS);
             cx.set_timer(RO_RETRY, T_RETRY);
             return;
         };
-        got.insert(from, reads);
-        if got.len() < expect.len() || !expect.iter().all(|n| got.contains_key(n)) {
+        if !r.expect.contains(&from) {
             return;
         }
-        let mut values: BTreeMap<Key, (Option<VersionId>, Option<Value>)> = BTreeMap::new();
-        for rs in got.values() {
+        r.snap = Some(snap);
+        r.got.insert(from, reads);
+        if !r.expect.iter().all(|n| r.got.contains_key(n)) {
+            return;
+        }
+        for rs in std::mem::take(&mut r.got).into_values() {
             for (k, v, val) in rs {
-                values.insert(k.clone(), (*v, val.clone()));
+                r.values.insert(k, (v, val));
             }
         }
-        let mut exec = Execution::new(cur.call.clone());
+        let exec = r.exec.get_or_insert_with(|| Execution::new(cur.call.clone()));
         let result = loop {
-            match crate::kit::client::next_step(&mut exec, &self.env.registry) {
+            match crate::kit::client::next_step(exec, &self.env.registry) {
                 Step::Read(k) => {
-                    let Some((v, val)) = values.get(&k) else {
+                    if let Some((v, val)) = r.values.get(&k) {
+                        crate::kit::client::supply_read(&mut cur.rec, exec, k, *v, val.clone());
+                        continue;
+                    }
+                    // A row inside a declared range: read it (and the rest of its
+                    // batch) at the same snapshot, from its chain server. The range's
+                    // server found no writer of it up to `snap` undecided, so every
+                    // such writer's rows are installed there.
+                    let mut want: Vec<Key> = exec.batch().to_vec();
+                    if want.is_empty() {
+                        want.push(k);
+                    }
+                    want.retain(|k| !r.values.contains_key(k));
+                    if !want.iter().all(|k| cur.keys.iter().any(|d| meridian_txn::covers(d, k))) {
                         break Err(AbortReason::UndeclaredKey);
-                    };
-                    cur.rec.reads.push(ReadRec {
-                        key: k.clone(),
-                        version: *v,
-                    });
-                    exec.supply(k, val.clone());
+                    }
+                    let mut by: BTreeMap<NodeId, Vec<Key>> = BTreeMap::new();
+                    for k in want {
+                        by.entry(coordinator::server_of(&self.env, self.dc, &k))
+                            .or_default()
+                            .push(k);
+                    }
+                    r.expect = by.keys().copied().collect();
+                    for (n, keys) in by {
+                        cx.send(
+                            n,
+                            Msg::RoRead {
+                                txn,
+                                attempt: att,
+                                client: cx.me(),
+                                snap,
+                                keys,
+                            },
+                        );
+                    }
+                    return;
                 }
                 Step::Done { writes, .. } if writes.is_empty() => break Ok(()),
                 Step::Done { .. } => break Err(AbortReason::UndeclaredKey),
@@ -181,8 +226,11 @@ impl Actor for Client {
         match msg {
             Msg::Outcome { txn, result, .. } => self.on_outcome(txn, result, cx),
             Msg::RoReply {
-                txn, attempt, reads, ..
-            } => self.on_ro_reply(from, txn, attempt, reads, cx),
+                txn,
+                attempt,
+                snap,
+                reads,
+            } => self.on_ro_reply(from, txn, attempt, snap, reads, cx),
             _ => {}
         }
     }
@@ -201,7 +249,7 @@ impl Actor for Client {
                 );
                 cx.set_timer(self.env.timeouts.status, T_STATUS);
             }
-            (T_STATUS, Phase::Reading { .. }) | (T_RETRY, Phase::Reading { .. }) => self.send_read_only(cx),
+            (T_STATUS | T_RETRY, Phase::Reading(_)) => self.send_read_only(cx),
             _ => {}
         }
     }
@@ -225,12 +273,7 @@ impl ClientRole for Client {
         };
         let read_only = keys.iter().all(|(_, w)| !w);
         let phase = if read_only {
-            Phase::Reading {
-                attempt: 0,
-                expect: BTreeSet::new(),
-                got: BTreeMap::new(),
-                retry: false,
-            }
+            Phase::Reading(Box::default())
         } else {
             Phase::Submitted
         };

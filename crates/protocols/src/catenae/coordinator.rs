@@ -976,7 +976,7 @@ fn rederive(env: &Env, t: &CoTxn, view: &HashMap<Key, (VersionId, Value)>) -> Re
     loop {
         match crate::kit::client::next_step(&mut exec, &env.registry) {
             Step::Read(k) => {
-                if !t.keys.iter().any(|(d, _)| *d == k) {
+                if !t.keys.iter().any(|(d, _)| meridian_txn::covers(d, &k)) {
                     return Err(AbortReason::UndeclaredKey);
                 }
                 let v = view.get(&k);
@@ -984,7 +984,10 @@ fn rederive(env: &Env, t: &CoTxn, view: &HashMap<Key, (VersionId, Value)>) -> Re
                 exec.supply(k, v.map(|x| x.1.clone()));
             }
             Step::Done { writes, .. } => {
-                if writes.iter().any(|(k, _)| !t.keys.iter().any(|(d, w)| d == k && *w)) {
+                if writes
+                    .iter()
+                    .any(|(k, _)| !t.keys.iter().any(|(d, w)| *w && meridian_txn::covers(d, k)))
+                {
                     return Err(AbortReason::UndeclaredKey);
                 }
                 return Ok((reads, writes));

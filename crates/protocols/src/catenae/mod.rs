@@ -18,7 +18,11 @@
 //!   lower epochs first, in one order everywhere (receive time, then id); a missing
 //!   epoch is asked for again (`EpochNack`) after the farthest one-way delay plus 5 epochs.
 //! - **Chains (§VI-B, C).** Keys come from the program's declaration; a transaction's
-//!   chain visits its partitions in ascending shard order. The forward pass leaves
+//!   chain visits its partitions in ascending shard order. A declared entry may be a
+//!   *range* (`meridian_txn::key_range`: every key with a prefix, on one shard) where a
+//!   row's name depends on a value read (TPC-C new-order's order id): the range is one
+//!   unit of footprints and conflicts, as transaction chains declare a hop by the table
+//!   fragment it touches, and the commit-time run may touch any key it covers. The forward pass leaves
 //!   footprints; the last server turns it into the backward pass. At each server the
 //!   transaction waits (Rule 2) while a conflicting transaction is in the middle of
 //!   accessing one of its keys, or while a dependency (Rule 1), an implicit dependency
@@ -52,7 +56,9 @@
 //! - **Read-only (§VI-F)** transactions read, concurrently at the local chain servers,
 //!   the snapshot of the last scheduled epoch; a key with an unresolved writer of an
 //!   epoch up to the snapshot (inside its decision period) makes the client retry
-//!   after 50 ms.
+//!   after 50 ms. A declared range is checked the same way in that first round; the
+//!   rows the program then reads inside it are fetched at the same snapshot from the
+//!   range's server (same shard), where every writer up to the snapshot is installed.
 //!
 //! Critical path (WAN one-way trips, asserted in tests): read-only 0; non-conflicting 1
 //! (the other DCs' epoch messages, then local execution); conflicting 2 (the home's
