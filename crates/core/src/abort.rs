@@ -181,6 +181,9 @@ reasons! {
     NoMajorityExecution => "no majority of DCs executed it with the same dependencies",
     /// Catenae: the dependencies the DCs decided form a cycle through the transaction.
     DependencyCycle => "the decided dependencies form a cycle",
+    /// Catenae, majority mode: the epoch message carrying it reached no majority of DCs
+    /// within the delay tolerance, and a majority abandoned it (catenae.md §VIII-B).
+    EpochAbandoned => "its epoch message was late beyond the delay tolerance and a majority of DCs abandoned it",
 }
 
 impl AbortReason {

@@ -177,6 +177,92 @@ fn crashes_and_an_outage() {
     }
 }
 
+/// §VIII-B: AS is out for 10 s. Without majority mode the other DCs wait for its epoch
+/// messages and commit nothing while it is out; with `majority=on` they abandon its
+/// late messages by consensus and keep committing at close to their rate before the
+/// outage. Both histories check clean, every DC installs the same versions, and every
+/// transaction resolves once AS is back.
+#[test]
+fn majority_mode_keeps_committing_through_a_dc_outage() {
+    let during = |p: &str| {
+        let mut c = gcp3("ycsb:keys=10000");
+        c.client_dcs = vec![c.topology.dc("EU").unwrap(), c.topology.dc("US").unwrap()];
+        c.clients = 12;
+        c.txns = 3000;
+        c.faults = "outage:dc=AS,at=2s,for=10s".into();
+        let out = sim(p, &c);
+        assert_clean_and_live(p, &out.report);
+        let count = |from: f64, to: f64| {
+            out.history
+                .txns
+                .iter()
+                .filter(|t| t.outcome == Outcome::Committed)
+                .filter(|t| t.end.is_some_and(|e| e >= secs(from) && e < secs(to)))
+                .count()
+        };
+        // Commits in the second before the outage, and in the 9 s from 3 s to 12 s.
+        (
+            count(1.0, 2.0),
+            count(3.0, 12.0),
+            out.report.protocol_stats["abandoned"],
+        )
+    };
+    let (before, out_all, abandoned) = during("catenae");
+    assert!(before > 50, "{before}");
+    assert_eq!(out_all, 0, "every DC's message is awaited");
+    assert_eq!(abandoned, 0.0);
+    let (before, out_maj, abandoned) = during("catenae:majority=on");
+    assert!(before > 50, "{before}");
+    assert!(
+        out_maj as f64 > 9.0 * 0.7 * before as f64,
+        "{out_maj} commits in 9 s of outage against {before} in the second before"
+    );
+    assert!(abandoned > 0.0);
+}
+
+/// Majority mode when nothing fails: nothing is abandoned (delays stay inside the
+/// tolerance), and a DC's own transactions wait for one acknowledgement of its epoch
+/// message: from EU the nearest DC (US, 52.5 ms away) acknowledges before the
+/// farthest DC's message arrives (AS, 127.5 ms), so EU's latency does not change.
+#[test]
+fn majority_mode_without_faults_abandons_nothing() {
+    let run = |p: &str| {
+        let mut c = gcp3("ycsb:reads=0,keys=100000");
+        c.client_dcs = vec![c.topology.dc("EU").unwrap()];
+        c.clients = 1;
+        c.txns = 100;
+        c.jitter = 0.0;
+        sim(p, &c).report
+    };
+    let (a, m) = (run("catenae"), run("catenae:majority=on"));
+    assert_clean_and_live("majority", &m);
+    assert_eq!(m.committed, 100);
+    assert_eq!(m.protocol_stats["abandoned"], 0.0);
+    assert!(
+        (m.latency_ms.p50 - a.latency_ms.p50).abs() < 1.0,
+        "{:?} vs {:?}",
+        m.latency_ms,
+        a.latency_ms
+    );
+}
+
+/// Majority mode under every kind of fault, with a delay tolerance of one epoch so
+/// that live DCs are abandoned often (their transactions abort with `EpochAbandoned`):
+/// the histories check clean and every transaction resolves.
+#[test]
+fn majority_mode_with_a_tiny_tolerance_stays_safe() {
+    for seed in 1..=4 {
+        let mut c = gcp3("ycsb:keys=200");
+        c.txns = 600;
+        c.clients = 18;
+        c.seed = seed;
+        c.faults = "random:crashes=3,partitions=2,outages=1,loss=0.03,dup=0.03,reorder=0.1".into();
+        let r = sim("catenae:majority=on,delay-tolerance=10ms", &c).report;
+        assert_clean_and_live("tiny tolerance", &r);
+        assert!(r.committed > 400, "seed {seed}: {r:?}");
+    }
+}
+
 /// Same seed, same run.
 #[test]
 fn deterministic() {

@@ -54,55 +54,67 @@ struct Stats {
 /// A DC's coordinator.
 #[derive(Debug)]
 pub struct Coordinator {
-    cfg: Arc<Catenae>,
-    env: Env,
-    me: NodeId,
-    dc: DcId,
+    pub(super) cfg: Arc<Catenae>,
+    pub(super) env: Env,
+    pub(super) me: NodeId,
+    pub(super) dc: DcId,
     /// The resolver, co-located (§VII-B).
     pub resolver: Resolver,
     /// The open epoch.
-    cur: u64,
-    open: Payload,
+    pub(super) cur: u64,
+    pub(super) open: Payload,
     /// Own sealed payloads.
-    mine: BTreeMap<u64, Arc<Payload>>,
+    pub(super) mine: BTreeMap<u64, Arc<Payload>>,
     /// Payloads received for epochs not yet scheduled.
-    got: BTreeMap<u64, BTreeMap<DcId, Arc<Payload>>>,
-    next_sched: u64,
-    seen: HashSet<TxnId>,
-    outcomes: HashMap<TxnId, Msg>,
+    pub(super) got: BTreeMap<u64, BTreeMap<DcId, Arc<Payload>>>,
+    pub(super) next_sched: u64,
+    pub(super) seen: HashSet<TxnId>,
+    pub(super) outcomes: HashMap<TxnId, Msg>,
     txns: HashMap<TxnId, CoTxn>,
-    votes: HashMap<TxnId, BTreeMap<DcId, (Vec<TxnId>, u32)>>,
+    pub(super) votes: HashMap<TxnId, BTreeMap<DcId, (Vec<TxnId>, u32)>>,
     comps: HashMap<u64, Comp>,
-    next_comp: u64,
-    pending: HashMap<Key, BTreeSet<(u64, u64)>>,
+    pub(super) next_comp: u64,
+    pub(super) pending: HashMap<Key, BTreeSet<(u64, u64)>>,
     /// The committed state, as the chain servers will hold it once commits arrive.
-    view: HashMap<Key, (VersionId, Value)>,
-    dispatch: HashMap<u64, Vec<Arc<ChainTxn>>>,
-    next_timer: u64,
+    pub(super) view: HashMap<Key, (VersionId, Value)>,
+    pub(super) dispatch: HashMap<u64, Vec<Arc<ChainTxn>>>,
+    pub(super) next_timer: u64,
     /// Digests of committed writes, and dominant digests heard before commit here.
-    digests: HashMap<TxnId, u64>,
-    dominant_heard: HashMap<TxnId, u64>,
-    last_nack: BTreeMap<DcId, u64>,
+    pub(super) digests: HashMap<TxnId, u64>,
+    pub(super) dominant_heard: HashMap<TxnId, u64>,
+    pub(super) last_nack: BTreeMap<DcId, u64>,
     /// Per DC (this one included): its epochs below this are empty, because its
     /// coordinator started later (`Msg::Started`). Epoch ids are clock readings, so a
     /// coordinator whose clock runs ahead starts at a later epoch than the others; every
     /// coordinator schedules from epoch 0 and counts the epochs before another's start
     /// as empty (without this, a clock 200 ms ahead made the others wait forever for
     /// its first 20 epochs, and it dropped their transactions of those epochs).
-    empty_before: BTreeMap<DcId, u64>,
+    pub(super) empty_before: BTreeMap<DcId, u64>,
     /// Scheduled transactions not finished here yet: when the chain was last started.
-    unfinished: BTreeMap<TxnId, Time>,
+    pub(super) unfinished: BTreeMap<TxnId, Time>,
     /// Commits and aborts not yet acknowledged by a chain server: when sent, and what.
-    unacked: BTreeMap<TxnId, (Time, BTreeMap<NodeId, Msg>)>,
+    pub(super) unacked: BTreeMap<TxnId, (Time, BTreeMap<NodeId, Msg>)>,
     /// Manifest counts of the newest scheduled epochs.
-    manifests: BTreeMap<u64, BTreeMap<NodeId, u32>>,
+    pub(super) manifests: BTreeMap<u64, BTreeMap<NodeId, u32>>,
     stats: Stats,
+    /// Majority mode's consensus slots (`majority.rs`).
+    pub(super) slots: super::majority::Slots,
 }
 
 impl Coordinator {
     /// The coordinator on `me`.
     pub fn new(cfg: Arc<Catenae>, env: Env, me: NodeId) -> Coordinator {
         let dc = env.layout.dc_of(me);
+        // With fewer than three DCs a majority is every DC: nothing can be abandoned,
+        // so majority mode is the default mode there.
+        let cfg = if cfg.majority && env.layout.topology.num_dcs() < 3 {
+            Arc::new(Catenae {
+                majority: false,
+                ..(*cfg).clone()
+            })
+        } else {
+            cfg
+        };
         Coordinator {
             cfg,
             env,
@@ -132,14 +144,15 @@ impl Coordinator {
             unacked: BTreeMap::new(),
             manifests: BTreeMap::new(),
             stats: Stats::default(),
+            slots: Default::default(),
         }
     }
 
-    fn n_dcs(&self) -> usize {
+    pub(super) fn n_dcs(&self) -> usize {
         self.env.layout.topology.num_dcs()
     }
 
-    fn majority(&self) -> usize {
+    pub(super) fn majority(&self) -> usize {
         self.n_dcs() / 2 + 1
     }
 
@@ -166,10 +179,12 @@ impl Coordinator {
             ("dominant_mismatch".into(), s.dominant_mismatch as f64),
             ("nacks".into(), s.nacks as f64),
             ("implicit".into(), self.resolver.implicit as f64),
+            ("abandoned".into(), self.slots.abandoned as f64),
         ]
     }
 
     pub(super) fn on_start(&mut self, cx: &mut Ctx<'_, Msg>) {
+        self.slots.up_since = cx.now();
         self.cur = epoch_of(cx.now(), self.cfg.epoch);
         if self.cur > 0 {
             self.empty_before.insert(self.dc, self.cur);
@@ -248,6 +263,7 @@ impl Coordinator {
     }
 
     pub(super) fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {
+        self.slots.up_since = cx.now();
         // Seal (empty) every epoch that passed while this node was down, then go on.
         let now_e = epoch_of(cx.now(), self.cfg.epoch);
         while self.cur < now_e {
@@ -278,6 +294,7 @@ impl Coordinator {
             }
             self.arm(cx);
             self.try_schedule(cx);
+            self.mj_tick(cx);
             self.nack_missing(cx);
         } else if t == T_SWEEP {
             self.sweep(cx);
@@ -304,7 +321,11 @@ impl Coordinator {
         p.eid = self.cur;
         let p = Arc::new(p);
         self.mine.insert(self.cur, p.clone());
-        if self.cur >= self.next_sched {
+        if self.cfg.majority && self.slots.decided.contains_key(&(self.dc, self.cur)) {
+            // Majority mode: the other DCs abandoned this epoch of ours ahead (they
+            // took us for failed); its transactions abort and its votes go out again.
+            self.mj_own_abandoned(self.cur, cx);
+        } else if self.cur >= self.next_sched {
             self.got.entry(self.cur).or_default().insert(self.dc, p);
         }
         let payloads: Vec<Arc<Payload>> = self
@@ -312,12 +333,14 @@ impl Coordinator {
             .range(self.cur.saturating_sub(2)..=self.cur)
             .map(|(_, p)| p.clone())
             .collect();
+        let acks = self.mj_acks();
         for c in self.coords() {
             cx.send_on_chain(
                 c,
                 Msg::Epoch {
                     dc: self.dc,
                     payloads: payloads.clone(),
+                    acks: acks.clone(),
                 },
                 0,
             );
@@ -346,11 +369,14 @@ impl Coordinator {
         // a coordinator: 40 epochs caught up per second against 100 new ones).
         for d in 0..self.n_dcs() {
             let d = DcId(d as u16);
-            if d == self.dc {
+            // Majority mode: this DC's own slots wait for acknowledgements or a
+            // decision, which other coordinators may hold.
+            if d == self.dc && !self.cfg.majority {
                 continue;
             }
-            let Some(first) = (self.next_sched..self.cur.saturating_sub(lag))
-                .find(|e| !self.got.get(e).is_some_and(|h| h.contains_key(&d)) && !self.is_empty_epoch(d, *e))
+            let have = |e: u64| self.got.get(&e).is_some_and(|h| h.contains_key(&d));
+            let Some(first) =
+                (self.next_sched..self.cur.saturating_sub(lag)).find(|e| !self.mj_decided(d, *e, have(*e)))
             else {
                 continue;
             };
@@ -358,17 +384,25 @@ impl Coordinator {
             if last + lag <= self.cur {
                 self.last_nack.insert(d, self.cur);
                 self.stats.nacks += 1;
-                cx.send(self.env.layout.server(d, 0), Msg::EpochNack { eid: first });
+                if d != self.dc && !have(first) {
+                    cx.send(self.env.layout.server(d, 0), Msg::EpochNack { eid: first });
+                }
+                self.mj_nack(d, first, cx);
             }
         }
     }
 
     pub(super) fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+        let from_dc = self.env.layout.dc_of(from);
+        if from_dc != self.dc && self.env.layout.server(from_dc, 0) == from {
+            self.slots.heard.insert(from_dc, cx.now());
+        }
         match msg {
             Msg::Submit { txn, call } => self.on_submit(from, txn, call, cx),
             Msg::ReadOnly { txn, attempt, keys } => self.on_read_only(from, txn, attempt, keys, cx),
-            Msg::Epoch { dc, payloads } => {
+            Msg::Epoch { dc, payloads, acks } => {
                 cx.charge_ops(1);
+                self.mj_on_acks(dc, acks);
                 for p in payloads {
                     self.on_payload(dc, p, cx);
                 }
@@ -379,6 +413,12 @@ impl Coordinator {
                 *e = (*e).max(first);
                 self.try_schedule(cx);
             }
+            Msg::Abandon { owner, lo, hi, ballot } => self.mj_on_abandon(from, owner, lo, hi, ballot, cx),
+            m @ Msg::AbandonPromise { .. } => self.mj_on_promise(self.env.layout.dc_of(from), m, cx),
+            m @ Msg::AbandonAccept { .. } => self.mj_on_accept(from, m, cx),
+            m @ Msg::AbandonAccepted { .. } => self.mj_on_accepted(self.env.layout.dc_of(from), m, cx),
+            Msg::SlotsDecided { owner, lo, values } => self.mj_on_decided(owner, lo, values, cx),
+            Msg::SlotNack { owner, eid } => self.mj_on_slot_nack(from, owner, eid, cx),
             Msg::EpochNack { eid } if eid < self.empty_before.get(&self.dc).copied().unwrap_or(0) => {
                 let first = self.empty_before[&self.dc];
                 cx.send_on_chain(from, Msg::Started { dc: self.dc, first }, 0);
@@ -393,7 +433,16 @@ impl Coordinator {
                     .map(|(_, p)| p.clone())
                     .collect();
                 if !payloads.is_empty() {
-                    cx.send_on_chain(from, Msg::Epoch { dc: self.dc, payloads }, 0);
+                    let acks = self.mj_acks();
+                    cx.send_on_chain(
+                        from,
+                        Msg::Epoch {
+                            dc: self.dc,
+                            payloads,
+                            acks,
+                        },
+                        0,
+                    );
                 }
             }
             Msg::Finished { txn, deps, hops } => self.on_finished(txn, deps, hops, cx),
@@ -475,11 +524,18 @@ impl Coordinator {
         if p.eid < self.next_sched {
             return; // already scheduled: we had it
         }
-        let slot = self.got.entry(p.eid).or_default();
-        if slot.contains_key(&dc) {
+        if self.got.get(&p.eid).is_some_and(|m| m.contains_key(&dc)) {
             return;
         }
-        slot.insert(dc, p.clone());
+        if !self.mj_take(dc, &p) {
+            // Majority mode: this slot was promised to a revocation, so its message no
+            // longer counts; its votes still do (its DC's one execution result).
+            for v in &p.votes {
+                self.record_vote(dc, v.txn, v.deps.clone(), v.hops + 1, cx);
+            }
+            return;
+        }
+        self.got.entry(p.eid).or_default().insert(dc, p.clone());
         for v in &p.votes {
             self.record_vote(dc, v.txn, v.deps.clone(), v.hops + 1, cx);
         }
@@ -496,16 +552,16 @@ impl Coordinator {
     }
 
     /// Whether DC `d`'s epoch `e` is known empty because its coordinator started after it.
-    fn is_empty_epoch(&self, d: DcId, e: u64) -> bool {
+    pub(super) fn is_empty_epoch(&self, d: DcId, e: u64) -> bool {
         e < self.empty_before.get(&d).copied().unwrap_or(0)
     }
 
-    fn try_schedule(&mut self, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn try_schedule(&mut self, cx: &mut Ctx<'_, Msg>) {
         let n = self.n_dcs();
         while self.next_sched < self.cur {
             let e = self.next_sched;
             let have = |d: u16| self.got.get(&e).is_some_and(|m| m.contains_key(&DcId(d)));
-            if !(0..n as u16).all(|d| have(d) || self.is_empty_epoch(DcId(d), e)) {
+            if !(0..n as u16).all(|d| self.mj_decided(DcId(d), e, have(d))) {
                 break;
             }
             let ps = self.got.remove(&e).unwrap_or_default();
@@ -704,7 +760,7 @@ impl Coordinator {
         max_one_way.div_ceil(self.cfg.epoch) + 1
     }
 
-    fn record_vote(&mut self, dc: DcId, txn: TxnId, deps: Vec<TxnId>, hops: u32, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn record_vote(&mut self, dc: DcId, txn: TxnId, deps: Vec<TxnId>, hops: u32, cx: &mut Ctx<'_, Msg>) {
         let n = self.n_dcs();
         let vs = self.votes.entry(txn).or_default();
         if vs.contains_key(&dc) {

@@ -66,6 +66,26 @@ pub struct Payload {
     pub dominant: Vec<DominantEntry>,
 }
 
+/// A Paxos ballot of majority mode: rounds ordered first, the proposer's DC breaks ties.
+/// Ballot zero is the owner's own epoch message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Ballot {
+    /// Round.
+    pub round: u64,
+    /// Proposer's DC.
+    pub dc: u16,
+}
+
+impl Ballot {
+    /// The owner's own proposal: its epoch message.
+    pub const ZERO: Ballot = Ballot { round: 0, dc: 0 };
+    /// A value known decided.
+    pub const MAX: Ballot = Ballot {
+        round: u64::MAX,
+        dc: u16::MAX,
+    };
+}
+
 /// A transaction as its chain servers see it: the servers in chain order (ascending
 /// shard) and each one's keys with their access mode (true = write).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -145,6 +165,10 @@ pub enum Msg {
         dc: DcId,
         /// Payloads, oldest first.
         payloads: Vec<Arc<Payload>>,
+        /// Majority mode: per other DC `(dc, from, below)`, the sender accepted that
+        /// DC's epoch messages of every epoch in `from..below` at ballot zero (its
+        /// acknowledgements; empty otherwise).
+        acks: Vec<(DcId, u64, u64)>,
     },
     /// Coordinator → every other coordinator, when it starts after epoch 0 (a clock
     /// ahead of the others', or a later start): its epochs before `first` are empty,
@@ -158,6 +182,78 @@ pub enum Msg {
     /// Coordinator → a coordinator whose epoch `eid` never arrived: send it again.
     EpochNack {
         /// The first missing epoch.
+        eid: u64,
+    },
+    /// Majority mode, Paxos phase 1a over the slots `lo..=hi` of `owner`'s epoch
+    /// messages, whose delay tolerance ran out: promise `ballot`, report what you hold.
+    Abandon {
+        /// The DC whose epoch messages are late.
+        owner: DcId,
+        /// First epoch.
+        lo: u64,
+        /// Last epoch.
+        hi: u64,
+        /// The proposer's ballot.
+        ballot: Ballot,
+    },
+    /// Phase 1b: promised (`ok`), with each slot's value held: (epoch, the ballot it
+    /// was accepted at, `Ballot::MAX` when decided here; the payload or `None` for an
+    /// abandoned slot). Slots holding nothing are left out.
+    AbandonPromise {
+        /// Owner.
+        owner: DcId,
+        /// First epoch.
+        lo: u64,
+        /// Last epoch.
+        hi: u64,
+        /// Ballot answered.
+        ballot: Ballot,
+        /// Whether the promise was made (false: a higher ballot was promised).
+        ok: bool,
+        /// Held values.
+        values: Vec<(u64, Ballot, Option<Arc<Payload>>)>,
+    },
+    /// Phase 2a: accept these values (`None`: the slot is abandoned, as empty).
+    AbandonAccept {
+        /// Owner.
+        owner: DcId,
+        /// First epoch.
+        lo: u64,
+        /// Last epoch.
+        hi: u64,
+        /// Ballot.
+        ballot: Ballot,
+        /// One value per epoch of `lo..=hi`, in order.
+        values: Vec<Option<Arc<Payload>>>,
+    },
+    /// Phase 2b.
+    AbandonAccepted {
+        /// Owner.
+        owner: DcId,
+        /// First epoch.
+        lo: u64,
+        /// Last epoch.
+        hi: u64,
+        /// Ballot.
+        ballot: Ballot,
+        /// Whether accepted.
+        ok: bool,
+    },
+    /// The chosen values of `owner`'s slots from `lo` on, one per epoch in order.
+    SlotsDecided {
+        /// Owner.
+        owner: DcId,
+        /// First epoch.
+        lo: u64,
+        /// Values (`None`: abandoned).
+        values: Vec<Option<Arc<Payload>>>,
+    },
+    /// Majority mode: `owner`'s slots from `eid` on are undecided here for long; send
+    /// what you know decided.
+    SlotNack {
+        /// Owner.
+        owner: DcId,
+        /// First undecided epoch.
         eid: u64,
     },
     /// Coordinator → chain server: epoch `eid` was scheduled and `count` transactions

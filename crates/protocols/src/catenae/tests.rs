@@ -328,6 +328,18 @@ fn undeclared_program_is_refused() {
 #[test]
 fn bad_options_are_refused() {
     assert!(Catenae::from_params([("epoch", "0ms")]).unwrap_err().contains("epoch"));
+    assert!(Catenae::from_params([("majority", "maybe")])
+        .unwrap_err()
+        .contains("on or off"));
+    assert!(Catenae::from_params([("delay-tolerance", "50ms")])
+        .unwrap_err()
+        .contains("majority=on"));
+    assert!(Catenae::from_params([("majority", "on"), ("delay-tolerance", "1ms")])
+        .unwrap_err()
+        .contains("at least one epoch"));
+    let c = Catenae::from_params([("majority", "on"), ("delay-tolerance", "50ms")]).unwrap();
+    assert!(c.majority);
+    assert_eq!(c.delay_tolerance, ms(50.0));
     assert!(Catenae::from_params([("bogus", "1")])
         .unwrap_err()
         .contains("unknown parameter"));
