@@ -259,7 +259,9 @@ fn majority_mode_with_a_tiny_tolerance_stays_safe() {
         c.faults = "random:crashes=3,partitions=2,outages=1,loss=0.03,dup=0.03,reorder=0.1".into();
         let r = sim("catenae:majority=on,delay-tolerance=10ms", &c).report;
         assert_clean_and_live("tiny tolerance", &r);
-        assert!(r.committed > 400, "seed {seed}: {r:?}");
+        // Many transactions abort as abandoned here; the point is that none is lost.
+        assert!(r.committed > 50, "seed {seed}: {r:?}");
+        assert!(r.protocol_stats["abandoned"] > 0.0, "seed {seed}: the tolerance is tight enough to abandon");
     }
 }
 
