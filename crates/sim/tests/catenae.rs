@@ -261,7 +261,10 @@ fn majority_mode_with_a_tiny_tolerance_stays_safe() {
         assert_clean_and_live("tiny tolerance", &r);
         // Many transactions abort as abandoned here; the point is that none is lost.
         assert!(r.committed > 50, "seed {seed}: {r:?}");
-        assert!(r.protocol_stats["abandoned"] > 0.0, "seed {seed}: the tolerance is tight enough to abandon");
+        assert!(
+            r.protocol_stats["abandoned"] > 0.0,
+            "seed {seed}: the tolerance is tight enough to abandon"
+        );
     }
 }
 

@@ -35,6 +35,10 @@
 //!   right after it in DC order revokes first; each next one waits one revocation
 //!   round longer, and a refused or unanswered revocation is retried after a random
 //!   extra wait, so two revokers do not keep pre-empting each other.
+//! - A slot that blocks scheduling for a revocation round longer than the tolerance
+//!   while later slots of its DC are already here (promised to a revocation that did
+//!   not finish, or held everywhere with its acknowledgements lost) is decided by a
+//!   revocation of its own, which keeps a message a majority holds.
 //! - Decisions are kept (and answered to `SlotNack`s) for `KEEP` slots, and received
 //!   messages likewise, so a slow coordinator's revocation still learns every value a
 //!   majority holds. A revocation of a slot older than that is refused.
@@ -91,6 +95,8 @@ pub(super) struct Slots {
     acks: BTreeMap<DcId, BTreeMap<DcId, (u64, u64)>>,
     /// When each other DC's coordinator was last heard from (this node's clock).
     pub(super) heard: BTreeMap<DcId, Time>,
+    /// Per other DC: its first undecided slot here, and since when it is the first.
+    blocked: BTreeMap<DcId, (u64, Time)>,
     /// Revocations running, by owner.
     running: BTreeMap<DcId, Revocation>,
     /// Last round used.
@@ -230,18 +236,31 @@ impl Coordinator {
             let Some(lo) = (self.next_sched..self.cur + ahead).find(|e| !self.mj_decided(d, *e, have(*e))) else {
                 continue;
             };
-            // A slot promised here stays undecided until some revocation finishes
-            // (its owner's message is refused now), even if its owner speaks again:
-            // one that waited longer than `wait` is revoked again, alone.
-            let promised = |e: u64| self.slots.promised.contains_key(&(d, e));
-            let stuck = promised(lo) && (lo + 1) * self.cfg.epoch + wait <= now;
+            // A slot can stay undecided though its DC is heard: promised here to a
+            // revocation that did not finish (its owner's message is refused now), or
+            // held everywhere with its acknowledgements lost. One that blocked this
+            // DC's scheduling for longer than `wait` plus a revocation round is decided
+            // by a revocation of its own (which keeps a message a majority holds).
+            let since = match self.slots.blocked.get(&d) {
+                Some((e, t)) if *e == lo => *t,
+                _ => {
+                    self.slots.blocked.insert(d, (lo, now));
+                    now
+                }
+            };
+            // Only a hole behind the owner's progress: under clock skew a live DC's
+            // next messages are merely later, and are not taken for stuck.
+            let past = self.slots.held.range((d, lo + 1)..=(d, u64::MAX)).next().is_some()
+                || self.slots.decided.range((d, lo + 1)..=(d, u64::MAX)).next().is_some();
+            let stuck = lo < self.cur && past && now.saturating_sub(since) >= wait + retry_after;
+            let decided = |e: u64| self.mj_decided(d, e, have(e));
             let hi = if silent && lo <= self.cur + ahead / 2 {
                 // Its slots are abandoned ahead (the epochs a revocation takes and a
                 // tolerance more), and again before those run out while it stays silent.
                 self.cur + ahead
             } else if stuck {
                 let mut hi = lo;
-                while hi + 1 - lo < MAX_RANGE && promised(hi + 1) {
+                while hi + 1 < self.cur && hi + 1 - lo < MAX_RANGE && !decided(hi + 1) {
                     hi += 1;
                 }
                 hi
