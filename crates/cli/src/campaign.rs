@@ -67,7 +67,7 @@ use std::sync::mpsc;
 pub struct CampaignArgs {
     /// Protocol spec(s), comma-separated, or `all` (every protocol and the variants
     /// with other fault models or failure handling: `2pc-2pl:copies=2`,
-    /// `hacommit:replicas=5`, `catenae:majority=on`).
+    /// `hacommit:replicas=5`, `catenae:majority=on`, `catenae:secondary=on`).
     #[arg(long, default_value = "all")]
     protocol: String,
     /// Seeds per protocol.
@@ -99,7 +99,12 @@ pub struct CampaignArgs {
 
 /// Protocol variants `all` adds to the protocol names: other fault models or
 /// placements worth their own seeds.
-const VARIANTS: &[&str] = &["2pc-2pl:copies=2", "hacommit:replicas=5", "catenae:majority=on"];
+const VARIANTS: &[&str] = &[
+    "2pc-2pl:copies=2",
+    "hacommit:replicas=5",
+    "catenae:majority=on",
+    "catenae:secondary=on",
+];
 
 /// Topologies drawn from, with their DC names.
 const TOPOLOGIES: &[(&str, &[&str])] = &[

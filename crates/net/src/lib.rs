@@ -24,7 +24,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 /// The wire version this build speaks.
-pub const VERSION: u8 = 3;
+pub const VERSION: u8 = 4;
 
 /// The largest frame accepted (length field), 16 MiB.
 pub const MAX_FRAME: usize = 16 << 20;

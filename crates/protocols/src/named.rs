@@ -91,10 +91,18 @@ pub fn with_protocol<W: WithProtocol>(
             mutant,
         }),
         "hier-lock" | "hier-ts" | "2pc-deferred" => w.with(hierval_for(&spec)?),
-        "catenae" => w.with(
-            crate::catenae::Catenae::from_params(spec.params.iter().map(|(k, v)| (*k, *v)))
-                .map_err(ProtocolError::Invalid)?,
-        ),
+        "catenae" => {
+            let c = crate::catenae::Catenae::from_params(spec.params.iter().map(|(k, v)| (*k, *v)))
+                .map_err(ProtocolError::Invalid)?;
+            if c.secondary && topology.nodes_per_dc < 2 {
+                return Err(ProtocolError::Invalid(format!(
+                    "catenae: secondary=on needs at least two servers per DC (the coordinator and its \
+                     secondary); topology `{}` has {}",
+                    topology.name, topology.nodes_per_dc
+                )));
+            }
+            w.with(c)
+        }
         other => return Err(ProtocolError::Unknown(other.to_string())),
     })
 }

@@ -74,11 +74,14 @@ pub struct Chain {
     pub(super) stalls: u64,
     /// Resolver queries sent.
     pub(super) resolves: u64,
+    /// With a secondary coordinator: both coordinator nodes of the DC, each told when a
+    /// commit or abort is applied (the standby keeps what its successor would re-send).
+    acks_to: Vec<NodeId>,
 }
 
 impl Chain {
     /// The chain server on `me`.
-    pub fn new(cfg: Arc<Catenae>, me: NodeId) -> Chain {
+    pub fn new(cfg: Arc<Catenae>, me: NodeId, acks_to: Vec<NodeId>) -> Chain {
         Chain {
             cfg,
             me,
@@ -93,6 +96,7 @@ impl Chain {
             done: HashSet::default(),
             stalls: 0,
             resolves: 0,
+            acks_to,
         }
     }
 
@@ -145,11 +149,11 @@ impl Chain {
                     self.store.install(&k, v, val, ts);
                 }
                 self.resolve(txn, cx);
-                cx.send(from, Msg::Applied { txn });
+                self.applied(from, txn, cx);
             }
             Msg::Abort { txn } => {
                 self.resolve(txn, cx);
-                cx.send(from, Msg::Applied { txn });
+                self.applied(from, txn, cx);
             }
             Msg::RoRead {
                 txn,
@@ -171,6 +175,15 @@ impl Chain {
                 );
             }
             _ => {}
+        }
+    }
+
+    fn applied(&mut self, from: NodeId, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        cx.send(from, Msg::Applied { txn });
+        for n in &self.acks_to {
+            if *n != from {
+                cx.send(*n, Msg::Applied { txn });
+            }
         }
     }
 
@@ -213,9 +226,27 @@ impl Chain {
     fn on_forward(&mut self, chain: Arc<ChainTxn>, pos: usize, hops: u32, cx: &mut Ctx<'_, Msg>) {
         let id = chain.id;
         if self.done.contains(&id) {
+            if chain.term > 0 {
+                // A successor coordinator re-dispatched a chain its predecessor already
+                // committed or aborted here: it finished (the decision was made without
+                // this DC's vote counting, so the empty dependency set decides nothing).
+                cx.send_on_chain(
+                    chain.coord,
+                    Msg::Finished {
+                        txn: id,
+                        deps: vec![],
+                        hops,
+                    },
+                    hops,
+                );
+            }
             return; // resolved here already
         }
-        if let Some(t) = self.txns.get(&id) {
+        if let Some(t) = self.txns.get_mut(&id) {
+            if chain.term > t.chain.term {
+                // The DC's coordinator changed: passes and reports go to the new one.
+                t.chain = chain.clone();
+            }
             // A re-sent forward pass (the coordinator's retransmission after a loss):
             // pass on whatever this server already did.
             let (st, deps, h) = (t.st, t.deps.iter().copied().collect::<Vec<_>>(), t.hops);

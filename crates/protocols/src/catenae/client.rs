@@ -50,20 +50,40 @@ pub struct Client {
     id: ClientId,
     dc: DcId,
     coord: NodeId,
+    /// With a secondary coordinator: the DC's other coordinator node, tried when the
+    /// one in `coord` does not answer within the status timeout.
+    other: Option<NodeId>,
     cur: Option<Current>,
 }
 
 impl Client {
-    /// A client on `node`.
-    pub fn new(env: Env, node: NodeId, id: ClientId) -> Self {
+    /// A client on `node` (`secondary`: its DC has a secondary coordinator).
+    pub fn new(env: Env, node: NodeId, id: ClientId, secondary: bool) -> Self {
         let dc = env.layout.dc_of(node);
         let coord = env.layout.server(dc, 0);
+        let other = Some(env.layout.server(dc, 1)).filter(|n| secondary && *n != coord);
         Client {
             env,
             id,
             dc,
             coord,
+            other,
             cur: None,
+        }
+    }
+
+    /// No answer within the status timeout: with a secondary, the other coordinator
+    /// node may have taken over.
+    fn switch(&mut self) {
+        if let Some(o) = self.other.as_mut() {
+            std::mem::swap(o, &mut self.coord);
+        }
+    }
+
+    /// A coordinator node answered: it is the one to send to.
+    fn heard(&mut self, from: NodeId) {
+        if self.other == Some(from) {
+            self.switch();
         }
     }
 
@@ -224,7 +244,10 @@ impl Actor for Client {
 
     fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
         match msg {
-            Msg::Outcome { txn, result, .. } => self.on_outcome(txn, result, cx),
+            Msg::Outcome { txn, result, .. } => {
+                self.heard(from);
+                self.on_outcome(txn, result, cx)
+            }
             Msg::RoReply {
                 txn,
                 attempt,
@@ -240,16 +263,19 @@ impl Actor for Client {
         match (t, &cur.phase) {
             (T_STATUS, Phase::Submitted) => {
                 // The coordinator de-duplicates; a lost submit or outcome is re-sent.
-                cx.send(
-                    self.coord,
-                    Msg::Submit {
-                        txn: cur.rec.id,
-                        call: cur.call.clone(),
-                    },
-                );
+                let msg = Msg::Submit {
+                    txn: cur.rec.id,
+                    call: cur.call.clone(),
+                };
+                self.switch();
+                cx.send(self.coord, msg);
                 cx.set_timer(self.env.timeouts.status, T_STATUS);
             }
-            (T_STATUS | T_RETRY, Phase::Reading(_)) => self.send_read_only(cx),
+            (T_STATUS, Phase::Reading(_)) => {
+                self.switch();
+                self.send_read_only(cx)
+            }
+            (T_RETRY, Phase::Reading(_)) => self.send_read_only(cx),
             _ => {}
         }
     }

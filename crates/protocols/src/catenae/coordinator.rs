@@ -99,12 +99,16 @@ pub struct Coordinator {
     stats: Stats,
     /// Majority mode's consensus slots (`majority.rs`).
     pub(super) slots: super::majority::Slots,
+    /// The secondary coordinator's state (`secondary.rs`).
+    pub(super) sec: super::secondary::Sec,
 }
 
 impl Coordinator {
     /// The coordinator on `me`.
     pub fn new(cfg: Arc<Catenae>, env: Env, me: NodeId) -> Coordinator {
         let dc = env.layout.dc_of(me);
+        let secondary = cfg.secondary;
+        let standby = secondary && env.layout.server(dc, 0) != me;
         // With fewer than three DCs a majority is every DC: nothing can be abandoned,
         // so majority mode is the default mode there.
         let cfg = if cfg.majority && env.layout.topology.num_dcs() < 3 {
@@ -145,6 +149,7 @@ impl Coordinator {
             manifests: BTreeMap::new(),
             stats: Stats::default(),
             slots: Default::default(),
+            sec: super::secondary::Sec::new(secondary, standby),
         }
     }
 
@@ -154,13 +159,6 @@ impl Coordinator {
 
     pub(super) fn majority(&self) -> usize {
         self.n_dcs() / 2 + 1
-    }
-
-    fn coords(&self) -> Vec<NodeId> {
-        (0..self.n_dcs())
-            .map(|d| self.env.layout.server(DcId(d as u16), 0))
-            .filter(|n| *n != self.me)
-            .collect()
     }
 
     /// The counters, as [`Replica::stats`] reports them.
@@ -180,15 +178,17 @@ impl Coordinator {
             ("nacks".into(), s.nacks as f64),
             ("implicit".into(), self.resolver.implicit as f64),
             ("abandoned".into(), self.slots.abandoned as f64),
+            ("takeovers".into(), self.sec.takeovers as f64),
         ]
     }
 
     pub(super) fn on_start(&mut self, cx: &mut Ctx<'_, Msg>) {
         self.slots.up_since = cx.now();
+        self.sec.heard = cx.now();
         self.cur = epoch_of(cx.now(), self.cfg.epoch);
-        if self.cur > 0 {
+        if self.cur > 0 && self.leads() {
             self.empty_before.insert(self.dc, self.cur);
-            for c in self.coords() {
+            for c in self.recipients() {
                 cx.send_on_chain(
                     c,
                     Msg::Started {
@@ -207,6 +207,10 @@ impl Coordinator {
     /// servers pass on what they already did), commits and aborts are re-sent until
     /// acknowledged, and the newest manifests go out again.
     fn sweep(&mut self, cx: &mut Ctx<'_, Msg>) {
+        if !self.leads() {
+            cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
+            return;
+        }
         let (now, after) = (cx.now(), (self.cfg.stall / 2).min(self.env.timeouts.query));
         let stale: Vec<TxnId> = self
             .unfinished
@@ -262,15 +266,44 @@ impl Coordinator {
         cx.set_timer(end.saturating_sub(cx.now()).max(1), T_EPOCH);
     }
 
+    /// The next epoch boundary by the clock (a node that is not coordinator seals
+    /// nothing, so `cur` does not move).
+    fn arm_next(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let end = (epoch_of(cx.now(), self.cfg.epoch) + 1) * self.cfg.epoch;
+        cx.set_timer(end.saturating_sub(cx.now()).max(1), T_EPOCH);
+    }
+
     pub(super) fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {
         self.slots.up_since = cx.now();
-        // Seal (empty) every epoch that passed while this node was down, then go on.
+        if self.sec.on {
+            self.arm(cx);
+            cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
+            self.sec_on_recover(cx);
+            return;
+        }
+        self.seal_missed(cx);
+        self.arm(cx);
+        cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
+        self.resend_lost(cx);
+    }
+
+    /// Acting as coordinator after a restart or a takeover (with a secondary).
+    pub(super) fn resume(&mut self, cx: &mut Ctx<'_, Msg>) {
+        self.seal_missed(cx);
+        self.resend_lost(cx);
+    }
+
+    /// Seals (empty) every epoch that passed while this node was not coordinating.
+    fn seal_missed(&mut self, cx: &mut Ctx<'_, Msg>) {
         let now_e = epoch_of(cx.now(), self.cfg.epoch);
         while self.cur < now_e {
             self.seal(cx);
         }
-        self.arm(cx);
-        cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
+    }
+
+    /// Sends the chains whose dispatch timers were lost (and, with a secondary, the
+    /// newest manifests, and schedules what is complete).
+    fn resend_lost(&mut self, cx: &mut Ctx<'_, Msg>) {
         for (t, chains) in std::mem::take(&mut self.dispatch) {
             let _ = t;
             for c in chains {
@@ -284,10 +317,17 @@ impl Coordinator {
                 );
             }
         }
+        if self.sec.on {
+            self.send_manifests(cx);
+            self.try_schedule(cx);
+        }
     }
 
     pub(super) fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
-        if t == T_EPOCH {
+        if t == T_EPOCH && !self.leads() {
+            self.arm_next(cx);
+            self.sec_tick(cx);
+        } else if t == T_EPOCH {
             let now_e = epoch_of(cx.now(), self.cfg.epoch);
             while self.cur < now_e {
                 self.seal(cx);
@@ -298,7 +338,7 @@ impl Coordinator {
             self.nack_missing(cx);
         } else if t == T_SWEEP {
             self.sweep(cx);
-        } else if let Some(chains) = self.dispatch.remove(&t.0) {
+        } else if let Some(chains) = self.dispatch.remove(&t.0).filter(|_| self.leads()) {
             for c in chains {
                 let hops = self.txns.get(&c.id).map(|x| x.hops).unwrap_or(0);
                 cx.send_on_chain(
@@ -325,6 +365,9 @@ impl Coordinator {
             // Majority mode: the other DCs abandoned this epoch of ours ahead (they
             // took us for failed); its transactions abort and its votes go out again.
             self.mj_own_abandoned(self.cur, cx);
+        } else if self.sec.on {
+            // With a secondary: used once someone else holds it (`sec_release`).
+            self.sec.unreleased.insert(self.cur);
         } else if self.cur >= self.next_sched {
             self.got.entry(self.cur).or_default().insert(self.dc, p);
         }
@@ -333,14 +376,36 @@ impl Coordinator {
             .range(self.cur.saturating_sub(2)..=self.cur)
             .map(|(_, p)| p.clone())
             .collect();
-        let acks = self.mj_acks();
-        for c in self.coords() {
+        let mut acks = self.mj_acks();
+        acks.extend(self.sec_acks());
+        let peer = self.sec.on.then(|| self.peer());
+        for c in self.recipients() {
+            let payloads = if Some(c) == peer {
+                // The standby is sent every payload it has not acknowledged yet, so a
+                // lost acknowledgement or a standby that was down cannot leave one
+                // unusable for good.
+                let lo = self
+                    .sec
+                    .unreleased
+                    .first()
+                    .copied()
+                    .unwrap_or(self.cur)
+                    .min(self.cur.saturating_sub(2));
+                self.mine
+                    .range(lo..=self.cur)
+                    .take(512)
+                    .map(|(_, p)| p.clone())
+                    .collect()
+            } else {
+                payloads.clone()
+            };
             cx.send_on_chain(
                 c,
                 Msg::Epoch {
                     dc: self.dc,
-                    payloads: payloads.clone(),
+                    payloads,
                     acks: acks.clone(),
+                    term: self.sec.term,
                 },
                 0,
             );
@@ -385,7 +450,7 @@ impl Coordinator {
                 self.last_nack.insert(d, self.cur);
                 self.stats.nacks += 1;
                 if d != self.dc && !have(first) {
-                    cx.send(self.env.layout.server(d, 0), Msg::EpochNack { eid: first });
+                    cx.send(self.coord_of(d), Msg::EpochNack { eid: first });
                 }
                 self.mj_nack(d, first, cx);
             }
@@ -397,11 +462,33 @@ impl Coordinator {
         if from_dc != self.dc && self.env.layout.server(from_dc, 0) == from {
             self.slots.heard.insert(from_dc, cx.now());
         }
+        if !self.leads() {
+            // Not the DC's coordinator: requests go to the one it follows.
+            match msg {
+                Msg::Submit { txn, .. } if self.outcomes.contains_key(&txn) => {
+                    cx.send(from, self.outcomes[&txn].clone());
+                    return;
+                }
+                // The client re-sends to the DC's other coordinator node after its
+                // status timeout.
+                Msg::Submit { .. } | Msg::ReadOnly { .. } => return,
+                Msg::Finished { .. } | Msg::EpochNack { .. } | Msg::ManifestNack { .. } => return,
+                _ => {}
+            }
+        }
         match msg {
             Msg::Submit { txn, call } => self.on_submit(from, txn, call, cx),
             Msg::ReadOnly { txn, attempt, keys } => self.on_read_only(from, txn, attempt, keys, cx),
-            Msg::Epoch { dc, payloads, acks } => {
+            Msg::Epoch {
+                dc,
+                payloads,
+                acks,
+                term,
+            } => {
                 cx.charge_ops(1);
+                if self.sec.on && !self.sec_on_epoch(from, dc, &payloads, &acks, term, cx) {
+                    return;
+                }
                 self.mj_on_acks(dc, acks);
                 for p in payloads {
                     self.on_payload(dc, p, cx);
@@ -440,6 +527,7 @@ impl Coordinator {
                             dc: self.dc,
                             payloads,
                             acks,
+                            term: self.sec.term,
                         },
                         0,
                     );
@@ -461,9 +549,16 @@ impl Coordinator {
                     if m.is_empty() {
                         self.unacked.remove(&txn);
                     }
+                } else if self.sec.on && !self.leads() {
+                    // A standby hears the acknowledgement before it mirrors the commit.
+                    self.sec.applied_early.entry(txn).or_default().insert(from);
                 }
             }
-            _ => {}
+            m => {
+                if self.sec.on {
+                    self.sec_on_message(from, m, cx);
+                }
+            }
         }
     }
 
@@ -520,7 +615,7 @@ impl Coordinator {
         }
     }
 
-    fn on_payload(&mut self, dc: DcId, p: Arc<Payload>, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn on_payload(&mut self, dc: DcId, p: Arc<Payload>, cx: &mut Ctx<'_, Msg>) {
         if p.eid < self.next_sched {
             return; // already scheduled: we had it
         }
@@ -557,6 +652,9 @@ impl Coordinator {
     }
 
     pub(super) fn try_schedule(&mut self, cx: &mut Ctx<'_, Msg>) {
+        if !self.leads() {
+            return; // a standby schedules what its coordinator did (`Scheduled`)
+        }
         let n = self.n_dcs();
         while self.next_sched < self.cur {
             let e = self.next_sched;
@@ -573,7 +671,23 @@ impl Coordinator {
     /// §VI-A, B: an epoch whose messages from every DC arrived is scheduled: its
     /// transactions, in one deterministic order (receive time, then id), each chained
     /// over its partitions in ascending order, dispatched with their arrival spacing.
-    fn schedule(&mut self, e: u64, ps: BTreeMap<DcId, Arc<Payload>>, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn schedule(&mut self, e: u64, ps: BTreeMap<DcId, Arc<Payload>>, cx: &mut Ctx<'_, Msg>) {
+        let leads = self.leads();
+        if self.sec.on && leads {
+            let set: Vec<(DcId, Arc<Payload>)> = ps.iter().map(|(d, p)| (*d, p.clone())).collect();
+            cx.send(
+                self.peer(),
+                Msg::Scheduled {
+                    term: self.sec.term,
+                    eid: e,
+                    payloads: set.clone(),
+                },
+            );
+            self.sec.sched_kept.insert(e, set);
+            while self.sec.sched_kept.len() > super::secondary::SCHED_KEEP {
+                self.sec.sched_kept.pop_first();
+            }
+        }
         let boundary_hops = u32::from(self.n_dcs() > 1);
         let mut entries: Vec<(TxnEntry, u32)> = vec![];
         for (dc, p) in &ps {
@@ -648,6 +762,7 @@ impl Coordinator {
                     keys: servers.iter().map(|n| per.remove(n).expect("grouped")).collect(),
                     servers,
                     coord: self.me,
+                    term: self.sec.term,
                 })
             });
             let c = self.comps.entry(comp).or_insert_with(|| Comp {
@@ -675,7 +790,7 @@ impl Coordinator {
                     hops: *hops,
                 },
             );
-            if let Some(ch) = chain {
+            if let Some(ch) = chain.filter(|_| leads) {
                 self.unfinished.insert(t.id, cx.now() + self.cfg.epoch);
                 let offset = t.recv.saturating_sub(e_start).min(self.cfg.epoch - 1);
                 if offset == 0 {
@@ -697,7 +812,9 @@ impl Coordinator {
             }
         }
         self.manifests.insert(e, manifest);
-        self.send_manifests(cx);
+        if leads {
+            self.send_manifests(cx);
+        }
         let mut comps: Vec<u64> = comp_of.values().copied().collect();
         comps.sort();
         comps.dedup();
@@ -736,8 +853,19 @@ impl Coordinator {
         local.dedup();
         t.local = Some(local.clone());
         let (eid, c, multi) = (t.eid, t.comp, comp.members.len() > 1);
+        if self.sec.on {
+            cx.send(
+                self.peer(),
+                Msg::Local {
+                    term: self.sec.term,
+                    txn,
+                    deps: local.clone(),
+                },
+            );
+        }
         if multi {
-            // This DC's execution result: its vote, carried by the next epoch message.
+            // This DC's execution result: its vote, carried by the next epoch message
+            // (with a secondary, counted here once that message is held elsewhere).
             let lo = self.cur + self.decision_delay();
             self.open.votes.push(VoteEntry {
                 txn,
@@ -746,9 +874,79 @@ impl Coordinator {
                 period: (lo, lo + self.cfg.tolerance),
                 hops,
             });
-            self.record_vote(self.dc, txn, local, hops, cx);
+            if !self.sec.on {
+                self.record_vote(self.dc, txn, local, hops, cx);
+            }
         }
         self.try_finalize(c, cx);
+    }
+
+    /// Marks `txn` finished here with same-component dependencies `deps` (no vote).
+    pub(super) fn set_local(&mut self, txn: TxnId, deps: Vec<TxnId>, cx: &mut Ctx<'_, Msg>) {
+        let Some(t) = self.txns.get_mut(&txn) else { return };
+        if t.local.is_some() {
+            return;
+        }
+        self.unfinished.remove(&txn);
+        let comp = &self.comps[&t.comp];
+        let mut local: Vec<TxnId> = deps.into_iter().filter(|d| comp.members.contains(d)).collect();
+        local.sort();
+        local.dedup();
+        t.local = Some(local);
+        let c = t.comp;
+        self.try_finalize(c, cx);
+    }
+
+    /// A new coordinator: the conflicting transactions that finished here under its
+    /// predecessor but whose vote nobody holds get that execution result as this DC's
+    /// vote, in the next epoch message (the predecessor's vote, unheld, was never
+    /// counted anywhere).
+    pub(super) fn revote(&mut self) {
+        let lo = self.cur + self.decision_delay();
+        let mut ids: Vec<TxnId> = self.txns.keys().copied().collect();
+        ids.sort();
+        for id in ids {
+            let t = &self.txns[&id];
+            let (Some(local), None) = (&t.local, &t.decision) else {
+                continue;
+            };
+            if self.comps[&t.comp].members.len() < 2 || self.votes.get(&id).is_some_and(|v| v.contains_key(&self.dc)) {
+                continue;
+            }
+            self.open.votes.push(VoteEntry {
+                txn: id,
+                eid: t.eid,
+                deps: local.clone(),
+                period: (lo, lo + self.cfg.tolerance),
+                hops: t.hops,
+            });
+        }
+    }
+
+    /// Scheduled transactions whose chain has not finished here.
+    pub(super) fn txns_unfinished(&self) -> Vec<TxnId> {
+        let mut v: Vec<TxnId> = self
+            .txns
+            .iter()
+            .filter(|(_, t)| t.local.is_none() && t.chain.is_some())
+            .map(|(id, _)| *id)
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// `txn`'s chain dispatched again by this node under its term, with its hops.
+    pub(super) fn rechain(&mut self, txn: TxnId) -> Option<(Arc<ChainTxn>, u32)> {
+        let (me, term) = (self.me, self.sec.term);
+        let t = self.txns.get_mut(&txn)?;
+        let old = t.chain.as_ref()?;
+        let ch = Arc::new(ChainTxn {
+            coord: me,
+            term,
+            ..(**old).clone()
+        });
+        t.chain = Some(ch.clone());
+        Some((ch, t.hops))
     }
 
     /// Epochs until every DC is expected to have this DC's execution result.
@@ -961,17 +1159,18 @@ impl Coordinator {
                 .push((k.clone(), v, val.clone()));
             self.view.insert(k, (v, val));
         }
+        let leads = self.leads();
         let mut msgs = BTreeMap::new();
         for (n, writes) in per {
             let m = Msg::Commit { txn, ts, writes };
-            cx.send(n, m.clone());
+            if leads {
+                cx.send(n, m.clone());
+            }
             msgs.insert(n, m);
         }
-        if !msgs.is_empty() {
-            self.unacked.insert(txn, (cx.now(), msgs));
-        }
+        self.track_unacked(txn, msgs, cx);
         if t.entry.home == self.dc {
-            if lone && t.local.as_ref().is_some_and(|l| l.is_empty()) && t.chain.is_some() {
+            if leads && lone && t.local.as_ref().is_some_and(|l| l.is_empty()) && t.chain.is_some() {
                 self.open.dominant.push(DominantEntry { txn, digest });
             }
             let msg = Msg::Outcome {
@@ -980,20 +1179,36 @@ impl Coordinator {
                 hops: t.hops,
             };
             self.outcomes.insert(txn, msg.clone());
-            cx.send_on_chain(t.entry.client, msg, t.hops);
+            if leads {
+                cx.send_on_chain(t.entry.client, msg, t.hops);
+            }
+        }
+    }
+
+    /// Commit or abort messages sent (or, on a standby, that its coordinator sent) and
+    /// not yet acknowledged by every chain server.
+    fn track_unacked(&mut self, txn: TxnId, mut msgs: BTreeMap<NodeId, Msg>, cx: &mut Ctx<'_, Msg>) {
+        if let Some(early) = self.sec.applied_early.remove(&txn) {
+            msgs.retain(|n, _| !early.contains(n));
+        }
+        if !msgs.is_empty() {
+            self.unacked.insert(txn, (cx.now(), msgs));
         }
     }
 
     fn abort(&mut self, txn: TxnId, reason: AbortReason, cx: &mut Ctx<'_, Msg>) {
         let Some(t) = self.txns.remove(&txn) else { return };
         self.resolver.forget(txn);
+        let leads = self.leads();
         if let Some(ch) = &t.chain {
             let mut msgs = BTreeMap::new();
             for n in &ch.servers {
-                cx.send(*n, Msg::Abort { txn });
+                if leads {
+                    cx.send(*n, Msg::Abort { txn });
+                }
                 msgs.insert(*n, Msg::Abort { txn });
             }
-            self.unacked.insert(txn, (cx.now(), msgs));
+            self.track_unacked(txn, msgs, cx);
         }
         if t.entry.home == self.dc {
             let msg = Msg::Outcome {
@@ -1002,7 +1217,9 @@ impl Coordinator {
                 hops: t.hops,
             };
             self.outcomes.insert(txn, msg.clone());
-            cx.send_on_chain(t.entry.client, msg, t.hops);
+            if leads {
+                cx.send_on_chain(t.entry.client, msg, t.hops);
+            }
         }
     }
 }

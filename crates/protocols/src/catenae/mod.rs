@@ -118,6 +118,7 @@ mod declare;
 mod majority;
 mod msg;
 mod resolver;
+mod secondary;
 
 pub use chain::Chain;
 pub use client::Client;
@@ -162,6 +163,12 @@ pub struct Catenae {
     pub majority: bool,
     /// The delay tolerance of majority mode (§VIII-B).
     pub delay_tolerance: Time,
+    /// A secondary coordinator on each DC's second node that takes over when the
+    /// coordinator fails (§IV, `secondary.rs`).
+    pub secondary: bool,
+    /// How long the secondary waits for a silent coordinator before taking over
+    /// (default: the runtime's fail-over timeout).
+    pub failover: Option<Time>,
 }
 
 impl Default for Catenae {
@@ -175,6 +182,8 @@ impl Default for Catenae {
             stall: ms(500.0),
             majority: false,
             delay_tolerance: ms(200.0),
+            secondary: false,
+            failover: None,
         }
     }
 }
@@ -182,18 +191,26 @@ impl Default for Catenae {
 impl Catenae {
     /// Parses `catenae` options: `epoch=10ms`, `access=20us`, `per-byte=50ns`,
     /// `jitter=0.2`, `tolerance=5` (epochs), `stall=500ms`, `majority=on|off`,
-    /// `delay-tolerance=200ms` (majority mode only).
+    /// `delay-tolerance=200ms` (majority mode only), `secondary=on|off`, `failover=1s`
+    /// (with a secondary only).
     pub fn from_params<'a>(params: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Catenae, String> {
         let mut c = Catenae::default();
         let mut delay_given = false;
+        let on_off = |k: &str, v: &str| match v {
+            "on" | "true" | "1" => Ok(true),
+            "off" | "false" | "0" => Ok(false),
+            _ => Err(format!("catenae: {k}={v} (expected on or off)")),
+        };
         for (k, v) in params {
             match k {
-                "majority" => {
-                    c.majority = match v {
-                        "on" | "true" | "1" => true,
-                        "off" | "false" | "0" => false,
-                        _ => return Err(format!("catenae: majority={v} (expected on or off)")),
+                "majority" => c.majority = on_off(k, v)?,
+                "secondary" => c.secondary = on_off(k, v)?,
+                "failover" => {
+                    let t = parse_time(k, v)?;
+                    if t == 0 {
+                        return Err("catenae: failover must be positive".into());
                     }
+                    c.failover = Some(t);
                 }
                 "delay-tolerance" => {
                     c.delay_tolerance = parse_time(k, v)?;
@@ -219,7 +236,7 @@ impl Catenae {
                 }
                 other => {
                     return Err(format!(
-                    "catenae: unknown parameter `{other}` (known: epoch, access, per-byte, jitter, tolerance, stall, majority, delay-tolerance)"
+                    "catenae: unknown parameter `{other}` (known: epoch, access, per-byte, jitter, tolerance, stall, majority, delay-tolerance, secondary, failover)"
                 ))
                 }
             }
@@ -237,6 +254,16 @@ impl Catenae {
             return Err(
                 "catenae: delay-tolerance applies to majority mode only (add majority=on); without it an epoch \
                  waits for every DC's message"
+                    .into(),
+            );
+        }
+        if c.failover.is_some() && !c.secondary {
+            return Err("catenae: failover applies to a secondary coordinator only (add secondary=on)".into());
+        }
+        if c.secondary && c.majority {
+            return Err(
+                "catenae: secondary=on and majority=on cannot be combined (a successor would not know the \
+                 abandonment promises its coordinator made; see the secondary module's docs)"
                     .into(),
             );
         }
@@ -313,9 +340,12 @@ impl Server {
     /// The server on `node`.
     pub fn new(cfg: Arc<Catenae>, env: Env, node: NodeId) -> Server {
         let dc = env.layout.dc_of(node);
-        let is_coord = env.layout.server(dc, 0) == node;
+        let first = env.layout.server(dc, 0);
+        let second = env.layout.server(dc, 1);
+        let is_coord = first == node || (cfg.secondary && second == node && second != first);
+        let acks_to = if cfg.secondary { vec![first, second] } else { vec![] };
         Server {
-            chain: Chain::new(cfg.clone(), node),
+            chain: Chain::new(cfg.clone(), node, acks_to),
             coord: is_coord.then(|| Coordinator::new(cfg, env, node)),
         }
     }
@@ -364,6 +394,15 @@ impl Actor for Server {
             | Msg::SlotNack { .. }
             | Msg::Applied { .. }
             | Msg::ManifestNack { .. }
+            | Msg::Held { .. }
+            | Msg::Scheduled { .. }
+            | Msg::SchedNack { .. }
+            | Msg::Local { .. }
+            | Msg::TakeOver { .. }
+            | Msg::TakeOverOk { .. }
+            | Msg::Deposed { .. }
+            | Msg::Probe { .. }
+            | Msg::ProbeReply { .. }
             | Msg::Finished { .. } => {
                 if let Some(c) = self.coord.as_mut() {
                     c.on_message(from, msg, cx);
@@ -434,7 +473,7 @@ impl Protocol for Catenae {
         Server::new(Arc::new(self.clone()), env.clone(), node)
     }
     fn client(&self, env: &Env, node: NodeId, id: ClientId) -> Client {
-        Client::new(env.clone(), node, id)
+        Client::new(env.clone(), node, id, self.secondary)
     }
 }
 

@@ -100,6 +100,10 @@ pub struct ChainTxn {
     pub keys: Vec<Vec<(Key, bool)>>,
     /// The coordinator of this DC.
     pub coord: NodeId,
+    /// The term of the DC's coordinator that dispatched it (`secondary=on`: a chain
+    /// server follows the dispatch of the newest term, so a successor's passes reach
+    /// it; always 0 otherwise).
+    pub term: u32,
 }
 
 /// Catenae messages.
@@ -167,8 +171,12 @@ pub enum Msg {
         payloads: Vec<Arc<Payload>>,
         /// Majority mode: per other DC `(dc, from, below)`, the sender accepted that
         /// DC's epoch messages of every epoch in `from..below` at ballot zero (its
-        /// acknowledgements; empty otherwise).
+        /// acknowledgements; empty otherwise). With `secondary=on`: the runs of each
+        /// DC's messages the sender holds (kept for a successor's takeover).
         acks: Vec<(DcId, u64, u64)>,
+        /// The sender's coordinator term (`secondary=on`; 0 otherwise): a message of an
+        /// older term than a takeover this DC answered is refused (`Deposed`).
+        term: u32,
     },
     /// Coordinator → every other coordinator, when it starts after epoch 0 (a clock
     /// ahead of the others', or a later start): its epochs before `first` are empty,
@@ -339,5 +347,75 @@ pub enum Msg {
     Applied {
         /// Transaction.
         txn: TxnId,
+    },
+    /// Standby → its DC's coordinator (`secondary=on`): it holds these epochs' payloads
+    /// of the coordinator's term `term`, so the coordinator may use them.
+    Held {
+        /// The coordinator term the standby follows.
+        term: u32,
+        /// Epochs held.
+        eids: Vec<u64>,
+    },
+    /// Coordinator → its standby: epoch `eid` was scheduled with these payloads (the
+    /// standby schedules exactly what its coordinator did).
+    Scheduled {
+        /// Coordinator term.
+        term: u32,
+        /// The epoch.
+        eid: u64,
+        /// Its payloads, by DC.
+        payloads: Vec<(DcId, Arc<Payload>)>,
+    },
+    /// Standby → its coordinator: the `Scheduled` of epoch `eid` on never arrived.
+    SchedNack {
+        /// The first missing epoch.
+        eid: u64,
+    },
+    /// Coordinator → its standby: the chain of `txn` finished here with `deps`.
+    Local {
+        /// Coordinator term.
+        term: u32,
+        /// Transaction.
+        txn: TxnId,
+        /// Same-component dependencies it executed with here.
+        deps: Vec<TxnId>,
+    },
+    /// Standby taking over (`secondary=on`) → every other DC's coordinator nodes and its
+    /// old coordinator: refuse this DC's messages of older terms, and send what you hold
+    /// of this DC's epochs from `from` on (and your own).
+    TakeOver {
+        /// The new term.
+        term: u32,
+        /// The first epoch the standby has not scheduled.
+        from: u64,
+    },
+    /// Answer to `TakeOver`, from a DC's coordinator.
+    TakeOverOk {
+        /// The term being taken (echoed).
+        term: u32,
+        /// The answering coordinator's own term.
+        own_term: u32,
+        /// The taker's DC's payloads the answerer holds, from `from` on.
+        yours: Vec<Arc<Payload>>,
+        /// The answerer's own payloads from `from` on.
+        mine: Vec<Arc<Payload>>,
+        /// The answerer's first epoch (epochs before it are empty) and the taker's DC's.
+        started: (u64, u64),
+    },
+    /// Answer to a message of a term older than one this node knows for its DC.
+    Deposed {
+        /// The newer term.
+        term: u32,
+    },
+    /// A restarted coordinator node (`secondary=on`) → the other coordinator node of its
+    /// DC: which term is current? Answered with `ProbeReply`.
+    Probe {
+        /// The asker's term.
+        term: u32,
+    },
+    /// Answer to `Probe`.
+    ProbeReply {
+        /// The answerer's term.
+        term: u32,
     },
 }

@@ -228,6 +228,7 @@ fn no_majority_aborts() {
                 servers: vec![server],
                 keys: vec![vec![(k.clone(), true)]],
                 coord: NodeId(coord),
+                term: 0,
             });
             net.send(NodeId(coord), server, Msg::Forward { chain, pos: 0, hops: 1 });
         }
@@ -345,4 +346,39 @@ fn bad_options_are_refused() {
         .contains("unknown parameter"));
     assert!(Catenae::from_params([("jitter", "2")]).is_err());
     assert_eq!(Catenae::from_params([("epoch", "20ms")]).unwrap().epoch, ms(20.0));
+    // The secondary coordinator's options.
+    assert!(Catenae::from_params([("secondary", "yes")])
+        .unwrap_err()
+        .contains("on or off"));
+    assert!(Catenae::from_params([("failover", "1s")])
+        .unwrap_err()
+        .contains("secondary=on"));
+    assert!(Catenae::from_params([("secondary", "on"), ("failover", "0ms")])
+        .unwrap_err()
+        .contains("positive"));
+    assert!(Catenae::from_params([("secondary", "on"), ("majority", "on")])
+        .unwrap_err()
+        .contains("cannot be combined"));
+    let c = Catenae::from_params([("secondary", "on"), ("failover", "300ms")]).unwrap();
+    assert!(c.secondary);
+    assert_eq!(c.failover, Some(ms(300.0)));
+}
+
+/// A topology with one server per DC has no node for a secondary coordinator.
+#[test]
+fn a_secondary_needs_two_servers_per_dc() {
+    let mut t = meridian_core::Topology::preset("gcp3").unwrap();
+    t.nodes_per_dc = 1;
+    struct Name;
+    impl crate::named::WithProtocol for Name {
+        type Out = &'static str;
+        fn with<P: crate::Protocol>(self, p: P) -> &'static str {
+            p.name()
+        }
+    }
+    let e = crate::named::with_protocol("catenae:secondary=on", &t, meridian_core::HomeRule::Spread, Name)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("two servers per DC"), "{e}");
+    assert!(crate::named::with_protocol("catenae", &t, meridian_core::HomeRule::Spread, Name).is_ok());
 }
