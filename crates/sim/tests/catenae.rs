@@ -315,6 +315,23 @@ fn secondary_takes_over_a_crashed_coordinator() {
     );
 }
 
+/// Fail-over and fail-back: node 0 crashes (node 1 takes term 1), restarts, learns it
+/// was replaced and stands by, mirroring node 1; then node 1 crashes and node 0 takes
+/// term 2 with the state it mirrored. Both crashes cost about the fail-over timeout.
+#[test]
+fn the_replaced_coordinator_stands_by_and_takes_over_again() {
+    let mut c = gcp3("ycsb:keys=10000");
+    c.clients = 12;
+    c.txns = 4000;
+    c.faults = "crash:node=0,at=2s,for=5s;crash:node=1,at=12s,for=10s".into();
+    let out = sim("catenae:secondary=on", &c);
+    assert_clean_and_live("fail-back", &out.report);
+    assert_eq!(out.report.protocol_stats["takeovers"], 2.0);
+    let before = commits(&out, 1.0, 2.0);
+    assert!(commits(&out, 4.0, 7.0) > 0.4 * before);
+    assert!(commits(&out, 14.0, 22.0) > 0.4 * before);
+}
+
 /// With a secondary and nothing failing, a DC uses its own epoch message once its
 /// standby holds it (one intra-DC round trip): the latency and the WAN trips of a
 /// non-conflicting commit do not change, and nobody takes over.

@@ -5,7 +5,8 @@
 //! Every DC holds a full replica (`Placement::Full`): each of its nodes is the chain
 //! server of the shards it holds (shard = partition), and node 0 of each DC is also
 //! the DC's coordinator and transaction resolver. Clients submit to their DC's
-//! coordinator. No secondary coordinator is implemented (see departures).
+//! coordinator. With `secondary=on` the DC's second node is a secondary coordinator
+//! that mirrors the first and takes over when it fails (`secondary.rs`).
 //!
 //! # Message pattern and critical path
 //!
@@ -98,9 +99,14 @@
 //!   first, and a DC's own transactions wait for one acknowledgement of its message
 //!   (no extra latency from EU on gcp3; about one more one-way trip to the nearest DC
 //!   from US and AS). With fewer than three DCs majority mode is the default mode.
-//! - **Not implemented:** the secondary coordinator (a coordinator's state survives
-//!   its crash, module docs below, so a crashed coordinator resumes; its DC is
-//!   unavailable meanwhile).
+//! - **The secondary coordinator (§IV)** is optional (`secondary=on`, default off,
+//!   as in the paper). Without it a crashed coordinator resumes from its forced state
+//!   and its DC (and, by default, every DC) waits meanwhile. With it the DC's second
+//!   node takes over after the fail-over timeout; because every DC must schedule each
+//!   epoch with the same messages, the hand-over is a consensus with the other DCs'
+//!   coordinators as witnesses, and the secondary mirrors its coordinator's schedule
+//!   rather than taking other DCs' epoch messages directly (`secondary.rs` gives the
+//!   argument and its limits). Not combined with majority mode.
 //! - **Durability.** Servers are modelled as forcing their state to a log before acting
 //!   (`on_crash` keeps it; not charged as log writes in the simulator, whose figures
 //!   would otherwise carry an fsync per step the paper does not measure; on the real

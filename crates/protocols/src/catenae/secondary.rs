@@ -413,6 +413,12 @@ impl Coordinator {
         }
         self.sec.pending_sched.insert(eid, payloads);
         while let Some(ps) = self.sec.pending_sched.remove(&self.next_sched) {
+            // Kept as the coordinator keeps them: for another DC's takeover, and for
+            // this node's own standby once it coordinates.
+            self.sec.sched_kept.insert(self.next_sched, ps.clone());
+            while self.sec.sched_kept.len() > SCHED_KEEP {
+                self.sec.sched_kept.pop_first();
+            }
             let mut map = BTreeMap::new();
             for (d, p) in ps {
                 let own = d == self.dc;
