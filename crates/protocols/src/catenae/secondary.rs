@@ -284,7 +284,9 @@ impl Coordinator {
             return false;
         }
         *fence = term;
-        if !self.leads() {
+        // A standby takes no other DC's message (it mirrors its coordinator's); a node
+        // taking over keeps them for when it coordinates.
+        if !matches!(self.sec.role, Role::Leader | Role::TakingOver) {
             return false;
         }
         self.sec_on_acks(acks, cx);
