@@ -293,6 +293,62 @@ fn kill9_with(protocol: &str, node: u32, settle: &str, workload: &str) {
     );
 }
 
+/// Catenae with a secondary coordinator (catenae.md §IV): `kill -9` of NY's coordinator
+/// (node 0) in the middle of a benchmark. Without a secondary every DC waits for NY's
+/// epoch messages until it is back; with one, NY's second node takes over after the
+/// fail-over timeout, so transactions commit while node 0 is down. The restarted node
+/// stands by, and the history checks clean.
+#[test]
+fn kill9_catenae_coordinator_fails_over_to_the_secondary() {
+    let c = Local::up("catenae:secondary=on", "us3", &["--no-delay", "--durable"]);
+    let b = c.bench(&[
+        "--clients",
+        "6",
+        "--duration",
+        "14s",
+        "--workload",
+        "bank",
+        "--settle",
+        "2s",
+    ]);
+    let unix_ns = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_nanos() as u64
+    };
+    std::thread::sleep(Duration::from_millis(2000));
+    signal("-9", &c.pid(0));
+    let killed = unix_ns();
+    // Well past the fail-over timeout (1 s), however slow the machine.
+    std::thread::sleep(Duration::from_millis(8000));
+    let restarted = unix_ns();
+    c.restart(0);
+    let r = finish(&c, b);
+    assert!(r["check"]["durable"].as_bool().unwrap(), "{r}");
+    let file = std::fs::read_to_string(c.file()).expect("cluster file");
+    let epoch: u64 = file
+        .lines()
+        .find_map(|l| l.strip_prefix("epoch_ns = "))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("epoch_ns in the cluster file");
+    let history = std::fs::read_to_string(c.dir.path().join("history.jsonl")).expect("history");
+    let during = history
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|t| t["outcome"] == "committed")
+        .filter_map(|t| t["end"].as_u64())
+        // From 2 s after the kill: outcomes already on their way when node 0 died
+        // arrive just after it.
+        .filter(|e| epoch + e > killed + 2_000_000_000 && epoch + e < restarted)
+        .count();
+    assert!(
+        during > 0,
+        "nothing committed while NY's coordinator was down: no takeover\n{}",
+        c.log(1)
+    );
+}
+
 #[test]
 fn kill9_2pc_2pl_restart_recovers_from_the_journal() {
     kill9("2pc-2pl", 2, "1s");
