@@ -226,15 +226,7 @@ fn majority_mode_keeps_committing_through_a_dc_outage() {
 /// farthest DC's message arrives (AS, 127.5 ms), so EU's latency does not change.
 #[test]
 fn majority_mode_without_faults_abandons_nothing() {
-    let run = |p: &str| {
-        let mut c = gcp3("ycsb:reads=0,keys=100000");
-        c.client_dcs = vec![c.topology.dc("EU").unwrap()];
-        c.clients = 1;
-        c.txns = 100;
-        c.jitter = 0.0;
-        sim(p, &c).report
-    };
-    let (a, m) = (run("catenae"), run("catenae:majority=on"));
+    let (a, m) = (one_eu_writer("catenae"), one_eu_writer("catenae:majority=on"));
     assert_clean_and_live("majority", &m);
     assert_eq!(m.committed, 100);
     assert_eq!(m.protocol_stats["abandoned"], 0.0);
@@ -268,6 +260,28 @@ fn majority_mode_with_a_tiny_tolerance_stays_safe() {
     }
 }
 
+/// One EU client, 100 write-only transactions over 100,000 keys, no jitter, no faults.
+fn one_eu_writer(p: &str) -> meridian_sim::SimReport {
+    let mut c = gcp3("ycsb:reads=0,keys=100000");
+    c.client_dcs = vec![c.topology.dc("EU").unwrap()];
+    c.clients = 1;
+    c.txns = 100;
+    c.jitter = 0.0;
+    sim(p, &c).report
+}
+
+/// 12 clients over every DC, `txns` transactions on 10,000 keys under `faults`:
+/// checked clean and live.
+fn through(p: &str, txns: u64, faults: &str) -> SimOutput {
+    let mut c = gcp3("ycsb:keys=10000");
+    c.clients = 12;
+    c.txns = txns;
+    c.faults = faults.into();
+    let out = sim(p, &c);
+    assert_clean_and_live(p, &out.report);
+    out
+}
+
 /// Commits per second of `out` in `[from, to)` seconds.
 fn commits(out: &SimOutput, from: f64, to: f64) -> f64 {
     let n = out
@@ -288,15 +302,7 @@ fn commits(out: &SimOutput, from: f64, to: f64) -> f64 {
 /// it). The restarted node learns it was replaced and stands by. Clean and live.
 #[test]
 fn secondary_takes_over_a_crashed_coordinator() {
-    let run = |p: &str| {
-        let mut c = gcp3("ycsb:keys=10000");
-        c.clients = 12;
-        c.txns = 3000;
-        c.faults = "crash:node=0,at=2s,for=15s".into();
-        let out = sim(p, &c);
-        assert_clean_and_live(p, &out.report);
-        out
-    };
+    let run = |p: &str| through(p, 3000, "crash:node=0,at=2s,for=15s");
     let plain = run("catenae");
     assert!(commits(&plain, 1.0, 2.0) > 50.0);
     assert_eq!(commits(&plain, 4.0, 16.0), 0.0, "every DC waits for EU's messages");
@@ -320,12 +326,11 @@ fn secondary_takes_over_a_crashed_coordinator() {
 /// term 2 with the state it mirrored. Both crashes cost about the fail-over timeout.
 #[test]
 fn the_replaced_coordinator_stands_by_and_takes_over_again() {
-    let mut c = gcp3("ycsb:keys=10000");
-    c.clients = 12;
-    c.txns = 4000;
-    c.faults = "crash:node=0,at=2s,for=5s;crash:node=1,at=12s,for=10s".into();
-    let out = sim("catenae:secondary=on", &c);
-    assert_clean_and_live("fail-back", &out.report);
+    let out = through(
+        "catenae:secondary=on",
+        4000,
+        "crash:node=0,at=2s,for=5s;crash:node=1,at=12s,for=10s",
+    );
     assert_eq!(out.report.protocol_stats["takeovers"], 2.0);
     let before = commits(&out, 1.0, 2.0);
     assert!(commits(&out, 4.0, 7.0) > 0.4 * before);
@@ -337,15 +342,7 @@ fn the_replaced_coordinator_stands_by_and_takes_over_again() {
 /// non-conflicting commit do not change, and nobody takes over.
 #[test]
 fn secondary_without_faults_costs_no_wan_trip() {
-    let run = |p: &str| {
-        let mut c = gcp3("ycsb:reads=0,keys=100000");
-        c.client_dcs = vec![c.topology.dc("EU").unwrap()];
-        c.clients = 1;
-        c.txns = 100;
-        c.jitter = 0.0;
-        sim(p, &c).report
-    };
-    let (a, s) = (run("catenae"), run("catenae:secondary=on"));
+    let (a, s) = (one_eu_writer("catenae"), one_eu_writer("catenae:secondary=on"));
     assert_clean_and_live("secondary", &s);
     assert_eq!(s.committed, 100);
     assert_eq!(s.wan_trips.max, 1);
@@ -362,12 +359,7 @@ fn secondary_without_faults_costs_no_wan_trip() {
 /// another DC holds them instead, so the DCs keep committing.
 #[test]
 fn a_crashed_secondary_does_not_stop_its_coordinator() {
-    let mut c = gcp3("ycsb:keys=10000");
-    c.clients = 12;
-    c.txns = 3000;
-    c.faults = "crash:node=1,at=2s,for=10s".into();
-    let out = sim("catenae:secondary=on", &c);
-    assert_clean_and_live("standby crash", &out.report);
+    let out = through("catenae:secondary=on", 3000, "crash:node=1,at=2s,for=10s");
     let (before, during) = (commits(&out, 1.0, 2.0), commits(&out, 3.0, 11.0));
     assert!(during > 0.4 * before, "{during}/s during against {before}/s before");
     assert_eq!(out.report.protocol_stats["takeovers"], 0.0);

@@ -220,16 +220,7 @@ impl Coordinator {
             .collect();
         for id in stale {
             if let Some(ch) = self.txns.get(&id).and_then(|t| t.chain.clone()) {
-                let hops = self.txns[&id].hops;
-                cx.send_on_chain(
-                    ch.servers[0],
-                    Msg::Forward {
-                        chain: ch,
-                        pos: 0,
-                        hops,
-                    },
-                    hops,
-                );
+                Self::send_forward(ch, self.txns[&id].hops, cx);
             }
             self.unfinished.insert(id, now);
         }
@@ -243,6 +234,20 @@ impl Coordinator {
         }
         self.send_manifests(cx);
         cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
+    }
+
+    /// Starts (or restarts) a chain's forward pass at its first server.
+    pub(super) fn send_forward(ch: Arc<ChainTxn>, hops: u32, cx: &mut Ctx<'_, Msg>) {
+        let first = ch.servers[0];
+        cx.send_on_chain(
+            first,
+            Msg::Forward {
+                chain: ch,
+                pos: 0,
+                hops,
+            },
+            hops,
+        );
     }
 
     fn send_manifests(&mut self, cx: &mut Ctx<'_, Msg>) {
@@ -341,15 +346,7 @@ impl Coordinator {
         } else if let Some(chains) = self.dispatch.remove(&t.0).filter(|_| self.leads()) {
             for c in chains {
                 let hops = self.txns.get(&c.id).map(|x| x.hops).unwrap_or(0);
-                cx.send_on_chain(
-                    c.servers[0],
-                    Msg::Forward {
-                        chain: c.clone(),
-                        pos: 0,
-                        hops,
-                    },
-                    hops,
-                );
+                Self::send_forward(c, hops, cx);
             }
         }
     }
@@ -794,15 +791,7 @@ impl Coordinator {
                 self.unfinished.insert(t.id, cx.now() + self.cfg.epoch);
                 let offset = t.recv.saturating_sub(e_start).min(self.cfg.epoch - 1);
                 if offset == 0 {
-                    cx.send_on_chain(
-                        ch.servers[0],
-                        Msg::Forward {
-                            chain: ch,
-                            pos: 0,
-                            hops: *hops,
-                        },
-                        *hops,
-                    );
+                    Self::send_forward(ch, *hops, cx);
                 } else {
                     let id = T_DISPATCH + self.next_timer;
                     self.next_timer += 1;

@@ -593,15 +593,7 @@ impl Coordinator {
             }
             if let Some((ch, hops)) = self.rechain(id) {
                 self.unfinished.insert(id, cx.now());
-                cx.send_on_chain(
-                    ch.servers[0],
-                    Msg::Forward {
-                        chain: ch,
-                        pos: 0,
-                        hops,
-                    },
-                    hops,
-                );
+                Self::send_forward(ch, hops, cx);
             }
         }
         let now = cx.now();
