@@ -125,9 +125,11 @@
 //! # CPU work charged (the simulator's cost model)
 //!
 //! Every input costs one message. Key operations on top: a read served 1; leaf
-//! validation 1 per key read or written (lock and version check); 1 per tentative
-//! version and 1 per installed write; `hier-ts`'s re-validation 1 per key at each inner
-//! validator; and, for a batch of more than one item, 1 per item unpacked. Validation
+//! validation 1 per distinct key read or written (one lock and one version check: a
+//! key both read and written is locked exclusive once, not shared and then upgraded;
+//! until stop 33 it was charged twice); 1 per tentative version and 1 per installed
+//! write; `hier-ts`'s re-validation 1 per distinct key at each inner validator; and,
+//! for a batch of more than one item, 1 per item unpacked. Validation
 //! and commit work (all but reads and unpacking) is serial unless `pipeline=on`. With
 //! `validate=off` only the unpacking is charged (it is message handling).
 

@@ -544,7 +544,8 @@ fn test_bad_parameters_are_one_clear_error() {
 
 #[test]
 fn test_validation_work_is_serial_unless_pipelined_and_free_with_validation_off() {
-    // A two-node commit request at a leaf: lock and check 2 keys, 1 tentative version.
+    // A two-node commit request at a leaf: lock and check 1 key (read and written: one
+    // exclusive lock, one version check), 1 tentative version.
     let commit = || Msg::Commit {
         txn: txn(1),
         snap: 0,
@@ -554,11 +555,11 @@ fn test_validation_work_is_serial_unless_pipelined_and_free_with_validation_off(
     };
     let env = env(9);
     for (spec, serial, parallel) in [
-        ("hier-lock", 3, 0),
-        ("hier-lock:pipeline=on", 0, 3),
+        ("hier-lock", 2, 0),
+        ("hier-lock:pipeline=on", 0, 2),
         ("hier-lock:validate=off", 0, 0),
-        ("2pc-deferred", 3, 0),
-        ("2pc-deferred:pipeline=on", 0, 3),
+        ("2pc-deferred", 2, 0),
+        ("2pc-deferred:pipeline=on", 0, 2),
     ] {
         let mut s = proto(spec).server(&env, NodeId(1));
         let e = deliver(&mut s, 0, NodeId(1), NodeId(9), commit());

@@ -21,11 +21,15 @@ impl Server {
         writes: &[(Key, VersionId, Value)],
         cx: &mut Ctx<'_, Msg>,
     ) -> Option<u64> {
-        self.charge_validation(reads.len() + writes.len(), cx);
+        // One lock and one version check per distinct key: a key both read and
+        // written (a read-modify-write) is locked exclusive once, not shared and then
+        // upgraded, and its versions are checked once (the check is the same).
+        let written = |k: &Key| writes.iter().any(|(w, _, _)| w == k);
+        let read_only = reads.iter().filter(|k| !written(k));
+        self.charge_validation(read_only.clone().count() + writes.len(), cx);
         let prio = (snap, txn);
         let mut ok = true;
-        for (k, mode) in reads
-            .iter()
+        for (k, mode) in read_only
             .map(|k| (k, LockMode::Shared))
             .chain(writes.iter().map(|(k, _, _)| (k, LockMode::Exclusive)))
         {
@@ -85,8 +89,10 @@ impl Server {
             return;
         };
         let keys = if self.sh.p.mode == Mode::Ts {
+            // Each key once: a read-modify-write key is re-validated once, not twice.
             reads
                 .iter()
+                .filter(|k| !writes.iter().any(|w| w.0 == **k))
                 .cloned()
                 .chain(writes.iter().map(|w| w.0.clone()))
                 .collect()
