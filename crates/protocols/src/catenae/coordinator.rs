@@ -460,14 +460,14 @@ impl Coordinator {
             self.slots.heard.insert(from_dc, cx.now());
         }
         if !self.leads() {
-            // Not the DC's coordinator: requests go to the one it follows.
+            // Not the DC's coordinator: a client's request is answered only when its
+            // outcome is known here, else dropped (the client re-sends to the DC's
+            // other coordinator node after its status timeout).
             match msg {
                 Msg::Submit { txn, .. } if self.outcomes.contains_key(&txn) => {
                     cx.send(from, self.outcomes[&txn].clone());
                     return;
                 }
-                // The client re-sends to the DC's other coordinator node after its
-                // status timeout.
                 Msg::Submit { .. } | Msg::ReadOnly { .. } => return,
                 Msg::Finished { .. } | Msg::EpochNack { .. } | Msg::ManifestNack { .. } => return,
                 _ => {}
