@@ -592,26 +592,21 @@ fn outage(cx: &mut Ctx) -> Result<()> {
         "aborted",
         "check",
     ]);
-    let mut series = vec![];
+    let modes = [("every DC", "catenae"), ("majority", "catenae:majority=on")];
+    let runs = through_fault(cx, w, 2400, &["EU", "US"], "outage:dc=AS,at=2s,for=10s", &modes)?;
     let mut rates = vec![];
-    for (label, p) in [("every DC", "catenae"), ("majority", "catenae:majority=on")] {
-        let mut c = cx.cfg(&gcp3(), w, 2400, 12, &["EU", "US"])?;
-        c.txns = 2400; // spans the outage in quick mode too
-        c.faults = "outage:dc=AS,at=2s,for=10s".into();
-        let o = cx.run(p, &c)?;
-        let per = per_second(&o);
+    for (label, o, per) in &runs {
         let during = per[3..12].iter().sum::<u64>() as f64 / 9.0;
         cx.row(vec![
-            label.into(),
+            label.to_string(),
             per[1].to_string(),
             f(during, 1),
             per[13].to_string(),
-            f(stat(&o, "abandoned"), 0),
+            f(stat(o, "abandoned"), 0),
             o.report.aborted.to_string(),
-            ok(&o).into(),
+            ok(o).into(),
         ]);
         rates.push((per[1] as f64, during));
-        series.push((label, per_second_points(&per)));
     }
     let at = "§VIII-B";
     cx.claim(Claim::shape(
@@ -632,17 +627,46 @@ fn outage(cx: &mut Ctx) -> Result<()> {
         rates[1].1 >= 0.7 * rates[1].0,
         "",
     ));
-    let mut fg = Figure::new(
+    let fg = Figure::new(
         "cat-outage",
         "§VIII-B: commits per second through a 10 s outage of AS (2-12 s)",
         "time (s)",
         "commits per second",
     );
-    for (label, pts) in series {
-        fg = fg.ours(label, pts);
-    }
-    cx.figure(fg);
+    cx.figure(per_second_series(fg, &runs));
     Ok(())
+}
+
+/// Runs each `(label, protocol)` of `modes` on gcp3 under `faults`: `txns` transactions
+/// from 12 clients in `dcs` (at least `txns` in quick mode too, so the runs span the
+/// faults). Each run comes with its commits per second.
+#[allow(clippy::type_complexity)]
+fn through_fault(
+    cx: &mut Ctx,
+    w: &str,
+    txns: u64,
+    dcs: &[&str],
+    faults: &str,
+    modes: &[(&'static str, &str)],
+) -> Result<Vec<(&'static str, SimOutput, [u64; 20])>> {
+    let mut out = vec![];
+    for (label, p) in modes {
+        let mut c = cx.cfg(&gcp3(), w, txns, 12, dcs)?;
+        c.txns = txns;
+        c.faults = faults.into();
+        let o = cx.run(p, &c)?;
+        let per = per_second(&o);
+        out.push((*label, o, per));
+    }
+    Ok(out)
+}
+
+/// `fg` with one series per run of [`through_fault`]: its commits per second.
+fn per_second_series(mut fg: Figure, runs: &[(&'static str, SimOutput, [u64; 20])]) -> Figure {
+    for (label, _, per) in runs {
+        fg = fg.ours(label, per_second_points(per));
+    }
+    fg
 }
 
 /// Commits per second of a run, over its first 20 s.
@@ -708,27 +732,22 @@ fn failover(cx: &mut Ctx) -> Result<()> {
         "takeovers",
         "check",
     ]);
-    let mut series = vec![];
+    let modes = [("no secondary", "catenae"), ("secondary", "catenae:secondary=on")];
+    let runs = through_fault(cx, w, 3000, &["EU", "US", "AS"], "crash:node=0,at=2s,for=10s", &modes)?;
     let mut rates = vec![];
-    for (label, p) in [("no secondary", "catenae"), ("secondary", "catenae:secondary=on")] {
-        let mut c = cx.cfg(&gcp3(), w, 3000, 12, &["EU", "US", "AS"])?;
-        c.txns = 3000; // spans the crash in quick mode too
-        c.faults = "crash:node=0,at=2s,for=10s".into();
-        let o = cx.run(p, &c)?;
-        let per = per_second(&o);
+    for (label, o, per) in &runs {
         let during = per[4..12].iter().sum::<u64>() as f64 / 8.0;
-        let gap = longest_gap(&o, 2_000_000_000, 12_000_000_000) as f64 / 1e9;
+        let gap = longest_gap(o, 2_000_000_000, 12_000_000_000) as f64 / 1e9;
         cx.row(vec![
-            label.into(),
+            label.to_string(),
             per[1].to_string(),
             f(during, 1),
             f(gap, 2),
             per[13].to_string(),
-            f(stat(&o, "takeovers"), 0),
-            ok(&o).into(),
+            f(stat(o, "takeovers"), 0),
+            ok(o).into(),
         ]);
         rates.push((per[1] as f64, during, gap));
-        series.push((label, per_second_points(&per)));
     }
     let at = "§IV";
     cx.claim(Claim::shape(
@@ -753,16 +772,13 @@ fn failover(cx: &mut Ctx) -> Result<()> {
         rates[1].1 >= 0.5 * rates[1].0 && rates[1].2 < 2.0,
         "",
     ));
-    let mut fg = Figure::new(
+    let fg = Figure::new(
         "cat-failover",
         "§IV: commits per second through a crash of EU's coordinator (2-12 s)",
         "time (s)",
         "commits per second",
     )
     .mark(2.0, 12.0, "EU's coordinator down");
-    for (label, pts) in series {
-        fg = fg.ours(label, pts);
-    }
-    cx.figure(fg);
+    cx.figure(per_second_series(fg, &runs));
     Ok(())
 }
