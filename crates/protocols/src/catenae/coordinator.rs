@@ -12,27 +12,27 @@ const NACK_BATCH: usize = 1024;
 
 /// A transaction the coordinator scheduled.
 #[derive(Debug)]
-struct CoTxn {
-    entry: TxnEntry,
-    eid: u64,
-    comp: u64,
-    keys: Vec<(Key, bool)>,
-    chain: Option<Arc<ChainTxn>>,
+pub(super) struct CoTxn {
+    pub(super) entry: TxnEntry,
+    pub(super) eid: u64,
+    pub(super) comp: u64,
+    pub(super) keys: Vec<(Key, bool)>,
+    pub(super) chain: Option<Arc<ChainTxn>>,
     /// Dependencies it executed with here (same component), once finished.
-    local: Option<Vec<TxnId>>,
+    pub(super) local: Option<Vec<TxnId>>,
     /// Commit with these dependencies, or abort.
-    decision: Option<Result<Vec<TxnId>, AbortReason>>,
+    pub(super) decision: Option<Result<Vec<TxnId>, AbortReason>>,
     /// WAN hops on its causal chain here.
-    hops: u32,
+    pub(super) hops: u32,
 }
 
 /// Transactions of one epoch connected by conflicting accesses (the "conflicting
 /// set" of the light-weight static analysis of §V-B); a lone one is non-conflicting.
 #[derive(Debug)]
-struct Comp {
-    eid: u64,
-    members: Vec<TxnId>,
-    keys: Vec<Key>,
+pub(super) struct Comp {
+    pub(super) eid: u64,
+    pub(super) members: Vec<TxnId>,
+    pub(super) keys: Vec<Key>,
 }
 
 /// Counters the experiments read.
@@ -70,9 +70,9 @@ pub struct Coordinator {
     pub(super) next_sched: u64,
     pub(super) seen: HashSet<TxnId>,
     pub(super) outcomes: HashMap<TxnId, Msg>,
-    txns: HashMap<TxnId, CoTxn>,
+    pub(super) txns: HashMap<TxnId, CoTxn>,
     pub(super) votes: HashMap<TxnId, BTreeMap<DcId, (Vec<TxnId>, u32)>>,
-    comps: HashMap<u64, Comp>,
+    pub(super) comps: HashMap<u64, Comp>,
     pub(super) next_comp: u64,
     pub(super) pending: HashMap<Key, BTreeSet<(u64, u64)>>,
     /// The committed state, as the chain servers will hold it once commits arrive.
@@ -886,60 +886,8 @@ impl Coordinator {
         self.try_finalize(c, cx);
     }
 
-    /// A new coordinator: the conflicting transactions that finished here under its
-    /// predecessor but whose vote nobody holds get that execution result as this DC's
-    /// vote, in the next epoch message (the predecessor's vote, unheld, was never
-    /// counted anywhere).
-    pub(super) fn revote(&mut self) {
-        let lo = self.cur + self.decision_delay();
-        let mut ids: Vec<TxnId> = self.txns.keys().copied().collect();
-        ids.sort();
-        for id in ids {
-            let t = &self.txns[&id];
-            let (Some(local), None) = (&t.local, &t.decision) else {
-                continue;
-            };
-            if self.comps[&t.comp].members.len() < 2 || self.votes.get(&id).is_some_and(|v| v.contains_key(&self.dc)) {
-                continue;
-            }
-            self.open.votes.push(VoteEntry {
-                txn: id,
-                eid: t.eid,
-                deps: local.clone(),
-                period: (lo, lo + self.cfg.tolerance),
-                hops: t.hops,
-            });
-        }
-    }
-
-    /// Scheduled transactions whose chain has not finished here.
-    pub(super) fn txns_unfinished(&self) -> Vec<TxnId> {
-        let mut v: Vec<TxnId> = self
-            .txns
-            .iter()
-            .filter(|(_, t)| t.local.is_none() && t.chain.is_some())
-            .map(|(id, _)| *id)
-            .collect();
-        v.sort();
-        v
-    }
-
-    /// `txn`'s chain dispatched again by this node under its term, with its hops.
-    pub(super) fn rechain(&mut self, txn: TxnId) -> Option<(Arc<ChainTxn>, u32)> {
-        let (me, term) = (self.me, self.sec.term);
-        let t = self.txns.get_mut(&txn)?;
-        let old = t.chain.as_ref()?;
-        let ch = Arc::new(ChainTxn {
-            coord: me,
-            term,
-            ..(**old).clone()
-        });
-        t.chain = Some(ch.clone());
-        Some((ch, t.hops))
-    }
-
     /// Epochs until every DC is expected to have this DC's execution result.
-    fn decision_delay(&self) -> u64 {
+    pub(super) fn decision_delay(&self) -> u64 {
         let max_one_way = (0..self.n_dcs())
             .map(|d| self.env.layout.topology.one_way(self.dc, DcId(d as u16)))
             .max()

@@ -605,6 +605,58 @@ impl Coordinator {
         }
     }
 
+    /// A new coordinator: the conflicting transactions that finished here under its
+    /// predecessor but whose vote nobody holds get that execution result as this DC's
+    /// vote, in the next epoch message (the predecessor's vote, unheld, was never
+    /// counted anywhere).
+    fn revote(&mut self) {
+        let lo = self.cur + self.decision_delay();
+        let mut ids: Vec<TxnId> = self.txns.keys().copied().collect();
+        ids.sort();
+        for id in ids {
+            let t = &self.txns[&id];
+            let (Some(local), None) = (&t.local, &t.decision) else {
+                continue;
+            };
+            if self.comps[&t.comp].members.len() < 2 || self.votes.get(&id).is_some_and(|v| v.contains_key(&self.dc)) {
+                continue;
+            }
+            self.open.votes.push(VoteEntry {
+                txn: id,
+                eid: t.eid,
+                deps: local.clone(),
+                period: (lo, lo + self.cfg.tolerance),
+                hops: t.hops,
+            });
+        }
+    }
+
+    /// Scheduled transactions whose chain has not finished here.
+    fn txns_unfinished(&self) -> Vec<TxnId> {
+        let mut v: Vec<TxnId> = self
+            .txns
+            .iter()
+            .filter(|(_, t)| t.local.is_none() && t.chain.is_some())
+            .map(|(id, _)| *id)
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// `txn`'s chain dispatched again by this node under its term, with its hops.
+    fn rechain(&mut self, txn: TxnId) -> Option<(Arc<ChainTxn>, u32)> {
+        let (me, term) = (self.me, self.sec.term);
+        let t = self.txns.get_mut(&txn)?;
+        let old = t.chain.as_ref()?;
+        let ch = Arc::new(ChainTxn {
+            coord: me,
+            term,
+            ..(**old).clone()
+        });
+        t.chain = Some(ch.clone());
+        Some((ch, t.hops))
+    }
+
     /// Leaves the coordinator's role (or a takeover) for a newer term: unused own
     /// payloads and the open epoch are dropped (their clients re-send), and the node
     /// mirrors the new coordinator from its next epoch to schedule.
