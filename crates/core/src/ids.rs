@@ -88,23 +88,48 @@ impl FromStr for VersionId {
     }
 }
 
+/// In a human-readable format (JSON histories) an id is its text (`3:17`, `3:17:2`); in
+/// a binary one (the wire, the journal) it is its numbers as a tuple, so a message
+/// costs no formatting or parsing per id.
 macro_rules! string_serde {
-    ($t:ty) => {
+    ($t:ty, $bin:ty, $to:expr, $from:expr) => {
         impl Serialize for $t {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.collect_str(self)
+                if s.is_human_readable() {
+                    s.collect_str(self)
+                } else {
+                    let to: fn(&$t) -> $bin = $to;
+                    to(self).serialize(s)
+                }
             }
         }
         impl<'de> Deserialize<'de> for $t {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let s = String::deserialize(d)?;
-                s.parse().map_err(serde::de::Error::custom)
+                if d.is_human_readable() {
+                    let s = String::deserialize(d)?;
+                    s.parse().map_err(serde::de::Error::custom)
+                } else {
+                    let from: fn($bin) -> $t = $from;
+                    Ok(from(<$bin>::deserialize(d)?))
+                }
             }
         }
     };
 }
-string_serde!(TxnId);
-string_serde!(VersionId);
+string_serde!(TxnId, (u32, u32), |t| (t.client, t.seq), |(client, seq)| TxnId {
+    client,
+    seq
+});
+string_serde!(VersionId, (u32, u32, u32), |v| (v.txn.client, v.txn.seq, v.seq), |(
+    client,
+    seq,
+    w,
+)| {
+    VersionId {
+        txn: TxnId { client, seq },
+        seq: w,
+    }
+});
 
 #[cfg(test)]
 mod tests {
@@ -120,5 +145,22 @@ mod tests {
         assert_eq!("3:17:2".parse::<VersionId>().unwrap(), v);
         assert!("3-17".parse::<TxnId>().is_err());
         assert!("a:b:c".parse::<VersionId>().is_err());
+    }
+
+    /// JSON keeps the text form; a binary format gets the numbers, and both round-trip.
+    #[test]
+    fn ids_are_text_in_json_and_numbers_in_binary() {
+        let v = VersionId {
+            txn: TxnId { client: 3, seq: 17 },
+            seq: 2,
+        };
+        assert_eq!(serde_json::to_string(&v).unwrap(), "\"3:17:2\"");
+        assert_eq!(serde_json::to_string(&v.txn).unwrap(), "\"3:17\"");
+        assert_eq!(serde_json::from_str::<VersionId>("\"3:17:2\"").unwrap(), v);
+        let bin = postcard::to_stdvec(&v).unwrap();
+        assert_eq!(bin, vec![3, 17, 2]);
+        assert_eq!(postcard::from_bytes::<VersionId>(&bin).unwrap(), v);
+        let bin = postcard::to_stdvec(&v.txn).unwrap();
+        assert_eq!(postcard::from_bytes::<TxnId>(&bin).unwrap(), v.txn);
     }
 }

@@ -164,16 +164,49 @@ impl Value {
     }
 }
 
+/// In a human-readable format (JSON histories, reports) a key is its escaped text; in a
+/// binary one (the wire, the journal) it is its raw bytes, so a message costs no text
+/// encoding or parsing per key.
 impl Serialize for Key {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.to_text())
+        if s.is_human_readable() {
+            s.serialize_str(&self.to_text())
+        } else {
+            s.serialize_bytes(&self.0)
+        }
     }
 }
 
 impl<'de> Deserialize<'de> for Key {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        Key::from_text(&s).map_err(serde::de::Error::custom)
+        if d.is_human_readable() {
+            let s = String::deserialize(d)?;
+            Key::from_text(&s).map_err(serde::de::Error::custom)
+        } else {
+            d.deserialize_byte_buf(KeyBytes)
+        }
+    }
+}
+
+struct KeyBytes;
+
+impl<'de> serde::de::Visitor<'de> for KeyBytes {
+    type Value = Key;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a key's bytes")
+    }
+    fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<Key, E> {
+        Ok(Key(Arc::from(v)))
+    }
+    fn visit_byte_buf<E: serde::de::Error>(self, v: Vec<u8>) -> Result<Key, E> {
+        Ok(Key::new(v))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Key, A::Error> {
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        while let Some(b) = seq.next_element::<u8>()? {
+            out.push(b);
+        }
+        Ok(Key::new(out))
     }
 }
 
@@ -192,6 +225,17 @@ mod tests {
         );
         assert_eq!(Value::from(String::from("a")).as_str(), Some("a"));
         assert_eq!(Value::from(&b"ab"[..]).0, b"ab".to_vec());
+    }
+
+    /// JSON keeps the escaped text; a binary format gets the raw bytes.
+    #[test]
+    fn keys_are_text_in_json_and_bytes_in_binary() {
+        let k = Key::new(vec![b'a', 0, b'%']);
+        assert_eq!(serde_json::to_string(&k).unwrap(), "\"a%00%25\"");
+        assert_eq!(serde_json::from_str::<Key>("\"a%00%25\"").unwrap(), k);
+        let bin = postcard::to_stdvec(&k).unwrap();
+        assert_eq!(bin, vec![3, b'a', 0, b'%']);
+        assert_eq!(postcard::from_bytes::<Key>(&bin).unwrap(), k);
     }
 
     proptest! {

@@ -23,8 +23,9 @@ pub mod wire;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-/// The wire version this build speaks.
-pub const VERSION: u8 = 4;
+/// The wire version this build speaks. 5: keys, transaction ids and version ids are
+/// encoded as bytes and numbers instead of text (issue 22).
+pub const VERSION: u8 = 5;
 
 /// The largest frame accepted (length field), 16 MiB.
 pub const MAX_FRAME: usize = 16 << 20;
