@@ -137,8 +137,10 @@ pub struct Options {
     pub dc: Option<String>,
     /// How long a transaction may take before [`Error::TimedOut`].
     pub timeout: Duration,
-    /// How long [`Client::connect`] waits for every server; after that it goes on
-    /// with the servers it reached (at least one), the others being down for now.
+    /// How long [`Client::connect`] waits for every server. It goes on sooner with the
+    /// servers it reached (at least one) once every other one has refused a few dials in
+    /// a row (down: about 0.4 s); this bound is for servers that neither answer nor
+    /// refuse (a silent network). The others are re-dialled in the background.
     pub connect_timeout: Duration,
     /// Retry aborted transactions (`None`: report the first abort).
     pub retry: Option<Retry>,
@@ -270,10 +272,23 @@ impl Client {
                 }
                 break;
             }
+            // A server that is down must not keep an application from starting: its
+            // shards fail over (or its transactions time out) as the protocol says.
+            // So once every server is either connected or has refused several dials in
+            // a row, the client starts with the ones it has (and keeps re-dialling the
+            // others). With no server at all there is nothing to talk to.
+            let (connected, down) = (host.connected(), host.unreachable());
+            if connected > 0 && connected + down >= n {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                if let Some(r) = host.refused() {
+                    return Err(Error::Unavailable(r));
+                }
+                tracing::warn!(
+                    "connected to {connected} of {n} servers; {down} unreachable (re-dialling them in the background)"
+                );
+                break;
+            }
             if start.elapsed() > opts.connect_timeout {
-                // A server that is down must not keep an application from starting:
-                // its shards fail over (or its transactions time out) as the protocol
-                // says. With no server at all there is nothing to talk to.
                 if host.connected() == 0 {
                     return Err(Error::Unavailable(format!(
                         "connected to none of {n} servers after {:?}",

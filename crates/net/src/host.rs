@@ -58,6 +58,9 @@ const INBOX: usize = 8192;
 /// First re-dial delay; doubles up to [`BACKOFF_MAX`].
 const BACKOFF_MIN: Duration = Duration::from_millis(50);
 const BACKOFF_MAX: Duration = Duration::from_secs(2);
+/// Dials in a row that must fail before a server counts as unreachable (with the
+/// back-off, about 0.4 s after the first).
+const DOWN_AFTER: u32 = 3;
 /// A dialling process must introduce itself within this long.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -205,6 +208,8 @@ struct Stats {
     dropped: AtomicU64,
     cut: AtomicU64,
     peers: AtomicU32,
+    /// Servers whose last [`DOWN_AFTER`] dials in a row failed (none answered since).
+    unreachable: AtomicU32,
     /// Why a server last refused a connection of this process.
     refused: Mutex<Option<String>>,
     /// Records of attempts a call made before its last one (a protocol that retries an
@@ -872,6 +877,9 @@ async fn dial_loop<M: serde::de::DeserializeOwned + Send + 'static>(
     let mut failures = 0u32;
     loop {
         if rx.is_closed() {
+            if failures >= DOWN_AFTER {
+                stats.unreachable.fetch_sub(1, Ordering::Relaxed);
+            }
             return; // the process stopped sending: nothing left to deliver
         }
         match TcpStream::connect(addr).await {
@@ -879,6 +887,9 @@ async fn dial_loop<M: serde::de::DeserializeOwned + Send + 'static>(
                 let _ = s.set_nodelay(true);
                 if failures > 0 {
                     info!(%peer, %addr, "connected after {failures} failed attempts");
+                }
+                if failures >= DOWN_AFTER {
+                    stats.unreachable.fetch_sub(1, Ordering::Relaxed);
                 }
                 failures = 0;
                 backoff = BACKOFF_MIN;
@@ -915,6 +926,9 @@ async fn dial_loop<M: serde::de::DeserializeOwned + Send + 'static>(
             }
             Err(e) => {
                 failures += 1;
+                if failures == DOWN_AFTER {
+                    stats.unreachable.fetch_add(1, Ordering::Relaxed);
+                }
                 if failures == 1 || failures.is_power_of_two() {
                     debug!(%peer, %addr, "dial failed ({failures} times): {e}");
                 }
@@ -1462,6 +1476,12 @@ impl ClientHost {
     /// Servers this process has a live connection to.
     pub fn connected(&self) -> u32 {
         self.stats.peers.load(Ordering::Relaxed)
+    }
+
+    /// How many servers this process could not reach in its last few dials in a row
+    /// (connection refused or timed out: down, or not started yet).
+    pub fn unreachable(&self) -> u32 {
+        self.stats.unreachable.load(Ordering::Relaxed)
     }
 
     /// Takes the records of attempts calls made before their last one (see
