@@ -82,7 +82,13 @@
 //!   for such a transaction it answers only ballots issued after its restart (recovery
 //!   ballots carry their issue time): the client's ballot 0, or an older recovery
 //!   ballot, may still meet a promise it forgot. Concurrent failures of a majority of a
-//!   group are beyond what the paper tolerates: that group stalls.
+//!   group are beyond what the paper tolerates: that group stalls. **Known unsafe**
+//!   (issue 19, test `a_restarted_replica_never_completes_a_recovery_majority_for_what_it_forgot`,
+//!   ignored until fixed): an acceptance of the client's ballot 0 still in flight
+//!   while the replica re-syncs escapes the re-sync, so a COMMIT chosen by the
+//!   replica before its crash and that late acceptance can be overturned by a
+//!   recovery whose phase-1 majority is the restarted replica and one that never
+//!   accepted. The margin of the restart rule also reads the replica's clock.
 //! - **Who speaks for a view.** Only a view's leader sends its heartbeats, vote
 //!   replication and new-view state, and only after merging a majority's state: a
 //!   message for a view from anyone else is ignored, a message of a later view makes a
