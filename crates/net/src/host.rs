@@ -6,6 +6,12 @@
 //! - **One event loop per process** owns the actors and is the only code that calls
 //!   them, exactly as the simulator does: an input (a message or a timer) goes in, the
 //!   context's commands come out. Protocol code is not touched or copied.
+//! - **One thread per server.** `meridian server` runs this loop, every connection's
+//!   reader and writer and the timers on one current-thread tokio runtime, so a message
+//!   is read, handled and answered without waking another thread. On a multi-threaded
+//!   runtime each message crossed two threads, and a busy node spent most of its time
+//!   in futex and scheduler work (issue 22; the figures are in docs/MEASUREMENTS.md).
+//!   The client library runs on whatever runtime its caller gives it.
 //! - **Connections.** Every process dials every server it may send to and keeps one
 //!   outgoing connection per server, re-dialled with exponential back-off (50 ms to 2 s)
 //!   when it fails. Server-to-server traffic goes only on the sender's own outgoing
