@@ -29,7 +29,8 @@ impl Server {
             };
             return cx.send(from, reply);
         }
-        let acceptor = self.may_accept_ballot(ts, ballot) && self.groups[&shard].status != Status::Syncing;
+        let acceptor = self.may_promise(ts, ballot) && self.groups[&shard].status != Status::Syncing;
+        let fenced = self.fence_of(shard, ts);
         let now = cx.now();
         if ballot == 0 || !acceptor {
             let t = self.txns.get(&(shard, txn));
@@ -50,7 +51,10 @@ impl Server {
             t.shards = shards;
         }
         t.last_seen = now;
-        let ok = ballot >= t.promised;
+        let ok = ballot >= t.promised && (fenced == 0 || ballot > fenced);
+        if !ok {
+            t.promised = t.promised.max(fenced);
+        }
         if ok {
             t.promised = ballot;
             if matches!(t.stage, Stage::Active | Stage::Locking { .. }) {
@@ -117,7 +121,8 @@ impl Server {
                 chosen: Some(d.commit),
             });
         }
-        if !self.may_accept_ballot(ts, ballot) || g.status == Status::Syncing {
+        let syncing = g.status == Status::Syncing;
+        if !self.may_accept_ballot(ts, ballot) || syncing {
             if ballot == 0 && g.status != Status::Syncing && !self.proposals.contains_key(&txn) {
                 // The client's ballot 0 reached a replica that restarted after the
                 // transaction began and may have forgotten it. The client may never
@@ -129,30 +134,40 @@ impl Server {
                 // the client's next re-send here is answered with the decision.
                 let now = cx.now();
                 let t = self.txns.entry((shard, txn)).or_insert_with(|| Txn::new(txn, ts, now));
-                if t.shards.is_empty() {
+                if t.shards.is_empty() || ballot == 0 {
                     t.shards = shards.to_vec();
                 }
                 self.start_recovery(txn, cx);
             }
+            // A recovery ballot at or below the floor: say how high to go, so the
+            // proposer's next ballot is one this replica can accept.
+            let promised = if ballot != 0 && !syncing {
+                self.ballot_floor
+            } else {
+                Ballot::MAX
+            };
             return Some(P2bPart {
                 shard,
                 ok: false,
-                promised: Ballot::MAX,
+                promised,
                 chosen: None,
             });
         }
         let leader = g.leader();
         let i_lead = self.is_leader(shard);
         let now = cx.now();
+        let fenced = self.fence_of(shard, ts);
         let t = self.txns.entry((shard, txn)).or_insert_with(|| Txn::new(txn, ts, now));
-        if t.shards.is_empty() {
+        if t.shards.is_empty() || ballot == 0 {
             t.shards = shards.to_vec();
         }
         t.last_seen = now;
-        let ok = ballot >= t.promised;
+        let ok = ballot >= t.promised && (fenced == 0 || ballot > fenced);
         if ok {
             t.promised = ballot;
             t.accepted = Some((ballot, commit));
+        } else {
+            t.promised = t.promised.max(fenced);
         }
         let part = P2bPart {
             shard,
@@ -161,6 +176,12 @@ impl Server {
             chosen: None,
         };
         if !ok {
+            if ballot == 0 && fenced > 0 && !self.proposals.contains_key(&txn) {
+                // The client's ballot 0 for a transaction a restarted peer fenced: it
+                // cannot be chosen now; recover the transaction rather than leave the
+                // client re-sending until someone thinks it silent.
+                self.start_recovery(txn, cx);
+            }
             return Some(part);
         }
         if ballot == 0 && !commit {

@@ -74,21 +74,49 @@
 //!   with the context; every replica installs versions ordered by it, so replicas that
 //!   learn decisions in different orders still agree. A new leader continues above the
 //!   largest sequence number a majority has seen.
-//! - **No memory survives a crash** (that is what *logless* means). A restarted replica
-//!   copies its shards' data, pending contexts and acceptor state (promises and
-//!   acceptances) from a majority of its group other than itself before it serves: any
-//!   decision chosen, or promise given, before the crash involved a majority, which
-//!   meets them. It never votes for a transaction that began before its restart, and
-//!   for such a transaction it answers only ballots issued after its restart (recovery
-//!   ballots carry their issue time): the client's ballot 0, or an older recovery
-//!   ballot, may still meet a promise it forgot. Concurrent failures of a majority of a
-//!   group are beyond what the paper tolerates: that group stalls. **Known unsafe**
-//!   (issue 19, test `a_restarted_replica_never_completes_a_recovery_majority_for_what_it_forgot`,
-//!   ignored until fixed): an acceptance of the client's ballot 0 still in flight
-//!   while the replica re-syncs escapes the re-sync, so a COMMIT chosen by the
-//!   replica before its crash and that late acceptance can be overturned by a
-//!   recovery whose phase-1 majority is the restarted replica and one that never
-//!   accepted. The margin of the restart rule also reads the replica's clock.
+//! - **No memory survives a crash** (that is what *logless* means), but for two durable
+//!   words. A restarted replica copies its shards' data, pending contexts and acceptor
+//!   state (promises and acceptances) from a majority of its group other than itself
+//!   before it serves: any decision chosen, or promise given, before the crash
+//!   involved a majority, which meets them. Two things escape that copy, and the
+//!   replica must know which transactions they may concern:
+//!   - **What it did itself.** It keeps a watermark above the start time of every
+//!     transaction it has voted for, held a vote of, or promised or accepted a ballot
+//!     of, raised with a synced write *before* it acts on one at or above it (two
+//!     sweeps' worth at a time, so the write is rare: about two a second), and the
+//!     same for the ballots it promised or accepted. After a restart it never votes or
+//!     holds a vote for a transaction below its watermark ("forgotten"), accepts the
+//!     client's ballot 0 for none, and promises or accepts for one only ballots above
+//!     its ballot watermark.
+//!   - **What was in flight.** An acceptance of the client's ballot 0 (or of an old
+//!     recovery ballot) that reaches another replica only after that replica answered
+//!     the re-sync would complete, with this replica's forgotten acceptance, a
+//!     majority the copy never saw (test
+//!     `a_restarted_replica_never_completes_a_recovery_majority_for_what_it_forgot`; an
+//!     earlier rule let a recovery choose ABORT over such a COMMIT). So the re-sync
+//!     request carries both watermarks as a *fence*: before answering, each peer
+//!     durably promises the ballot watermark for every transaction of the shard that
+//!     started below the start-time watermark, known to it or not, so such a late
+//!     acceptance is refused. A fenced client ballot 0 makes the peer start recovery
+//!     at once, as a forgotten one does at the restarted replica.
+//!
+//!   The rule compares start times with start times and ballots with ballots and reads
+//!   no clock, so it holds under any skew between clients and servers (the rule it
+//!   replaces compared start times with the replica's restart time plus a 1 s margin).
+//!   A client whose clock is behind a restarted replica's watermark is refused there
+//!   until its clock passes it: skew costs liveness, never safety. Departure: the
+//!   paper's replicas keep nothing; these keep 16 bytes. A process restarted with no
+//!   disk at all (a real cluster without `--durable`) has no watermark and falls back
+//!   to its own clock (transactions started before its restart, ballots issued before
+//!   it plus the fail-over time), the only place the rule reads a clock. Concurrent
+//!   failures of a majority of a group are beyond what the paper tolerates: that group
+//!   stalls.
+//! - **Recovery's configuration.** A recovery proposes over the largest configuration
+//!   its node knows, and the client's phase-2 message (which carries the final one)
+//!   replaces a partial one learnt from a read: a replica that started recovery with
+//!   the configuration of a read it merged while re-syncing proposed ABORT to one
+//!   shard while the others committed (campaign seed 909 of the fence's first
+//!   version).
 //! - **Who speaks for a view.** Only a view's leader sends its heartbeats, vote
 //!   replication and new-view state, and only after merging a majority's state: a
 //!   message for a view from anyone else is ignored, a message of a later view makes a

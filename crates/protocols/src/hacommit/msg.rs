@@ -5,8 +5,9 @@
 use super::*;
 
 /// A Paxos ballot: 0 is the client's; recovery ballots are `round << 20 | node + 1`, with
-/// `round` at least the issue time in milliseconds (so a restarted replica can tell
-/// ballots issued after its restart from ones that may have been in flight before it).
+/// `round` above every round the proposer has seen and at least its clock in
+/// milliseconds (so a replica restarted with no disk can tell ballots issued after its
+/// restart from ones that may have been in flight before it).
 pub type Ballot = u64;
 
 /// The replicated transaction context of one participant (§IV, §V-E).
@@ -284,10 +285,16 @@ pub enum Msg {
         /// Largest sequence number.
         seq: u64,
     },
-    /// Restarted replica → group: send me your state.
+    /// Restarted replica → group: send me your state, and fence what I may have
+    /// forgotten: from now on promise at least `floor` for every transaction of the
+    /// shard that started before `below` (see the module essay).
     SyncReq {
         /// Shard.
         shard: ShardId,
+        /// The restarted replica's start-time watermark at its restart.
+        below: Time,
+        /// Its ballot watermark at its restart.
+        floor: Ballot,
     },
     /// Peer → restarted replica: the shard's data and pending state.
     SyncState {

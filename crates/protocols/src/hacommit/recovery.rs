@@ -6,12 +6,15 @@ use super::*;
 
 impl Server {
     pub(super) fn start_recovery(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        // The largest configuration known here: a participant that only served a read
+        // knew the configuration up to that operation, and a later one (the client's
+        // last operation, its phase-2 message, a voted context) extends it.
         let Some((ts, shards)) = self
             .txns
             .iter()
             .filter(|((_, t), x)| *t == txn && !x.shards.is_empty())
             .map(|(_, x)| (x.prio.0, x.shards.clone()))
-            .next()
+            .max_by_key(|(_, s)| s.len())
         else {
             return;
         };

@@ -7,7 +7,7 @@ use super::*;
 impl Server {
     pub(super) fn on_replicate(&mut self, from: NodeId, shard: ShardId, view: u64, ctx: TCtx, cx: &mut Ctx<'_, Msg>) {
         cx.charge_ops(ctx.writes.len() as u32);
-        if self.restarted_at.is_some_and(|r| ctx.ts < r) || !self.adopt_view(shard, view, from, cx) {
+        if self.forgot(ctx.ts) || !self.adopt_view(shard, view, from, cx) {
             return;
         }
         let g = self.groups.get_mut(&shard).expect("group");

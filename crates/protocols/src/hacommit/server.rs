@@ -155,8 +155,29 @@ pub struct Server {
     pub(super) tombstones: HashMap<(ShardId, TxnId), Time>,
     pub(super) proposals: HashMap<TxnId, Proposal>,
     pub(super) max_ballot: Ballot,
-    /// Restart time: transactions that started before it get no acceptor answers.
+    /// Set when restarted after a crash.
     pub(super) restarted_at: Option<Time>,
+    /// A small durable watermark, kept across a crash (the one departure from
+    /// "logless", see the module essay): every transaction this replica has voted
+    /// for, held a replicated vote of, or promised or accepted a ballot of has a start
+    /// time below it. It is raised, with a synced write, before the replica acts on a
+    /// transaction at or above it ([`Server::admit`]), two sweeps' worth at a time. It is
+    /// compared only with transactions' start times, never with this replica's clock,
+    /// so clients may be skewed against servers by any amount.
+    pub(super) mark_ts: Time,
+    /// The same for ballots: every ballot this replica promised or accepted is below it.
+    pub(super) mark_ballot: Ballot,
+    /// `mark_ts` at the last restart: transactions that started below it may have been
+    /// acted on here and forgotten.
+    pub(super) forgot_before: Time,
+    /// `mark_ballot` at the last restart: for a forgotten transaction, only higher
+    /// ballots may be accepted.
+    pub(super) ballot_floor: Ballot,
+    /// Fences set by restarted peers' re-syncs, per shard: every transaction that
+    /// started before `.0` is treated as promised `.1` (so an acceptance of a lower
+    /// ballot still in flight from before the peer's crash cannot complete a majority
+    /// behind the state the peer merged). Merged as the largest of each.
+    pub(super) fences: BTreeMap<ShardId, (Time, Ballot)>,
     pub(super) holds: HoldStats,
 }
 
@@ -200,6 +221,11 @@ impl Server {
             proposals: HashMap::default(),
             max_ballot: 0,
             restarted_at: None,
+            mark_ts: 0,
+            mark_ballot: 0,
+            forgot_before: 0,
+            ballot_floor: 0,
+            fences: BTreeMap::new(),
             holds: HoldStats::default(),
         }
     }
@@ -210,24 +236,63 @@ impl Server {
             .is_some_and(|g| g.status == Status::Normal && g.leader() == self.me)
     }
 
+    /// Whether this replica may have acted on a transaction started at `ts` before it
+    /// last crashed, and forgotten it (by the durable watermark).
+    pub(super) fn forgot(&self, ts: Time) -> bool {
+        self.restarted_at.is_some() && ts < self.forgot_before
+    }
+
     /// Whether this replica may vote or hold a replicated vote for a transaction
     /// started at `ts` (a restarted replica may have forgotten a vote it gave).
     pub(super) fn may_accept(&self, ts: Time) -> bool {
-        self.restarted_at.is_none_or(|r| ts >= r)
+        !self.forgot(ts)
     }
 
-    /// Whether this replica may act as an acceptor of `ballot` for a transaction started
-    /// at `ts`. A restarted replica may have forgotten a promise or an acceptance it made
-    /// before the crash; what a majority knew it has merged back while re-syncing, but a
-    /// ballot that was in flight then (the client's ballot 0, or a recovery ballot issued
-    /// before the restart) may still meet a forgotten promise, so it refuses those for
-    /// transactions older than the restart. Ballots issued after the restart (with a
-    /// margin of `failover` for clock differences) are safe to answer.
+    /// Whether this replica may promise `ballot` in phase 1 for a transaction started at
+    /// `ts` (once re-synced). For a forgotten one only above its ballot watermark: it
+    /// may have promised anything below. Its acceptor state for such a transaction is
+    /// what it merged from a majority while re-syncing, and that majority fenced
+    /// (promised `ballot_floor` to) every transaction older than its watermark before
+    /// answering, so no value chosen at a ballot at or below the floor escaped the
+    /// merge: an acceptance still in flight from before the crash is refused.
+    pub(super) fn may_promise(&self, ts: Time, ballot: Ballot) -> bool {
+        !self.forgot(ts) || ballot > self.ballot_floor
+    }
+
+    /// The ballot a restarted peer's fence makes this replica treat as promised for a
+    /// transaction of `shard` started at `ts` (0: none).
+    pub(super) fn fence_of(&self, shard: ShardId, ts: Time) -> Ballot {
+        match self.fences.get(&shard) {
+            Some(&(below, floor)) if ts < below => floor,
+            _ => 0,
+        }
+    }
+
+    /// Whether this replica may accept `ballot` in phase 2 for a transaction started at
+    /// `ts`: always, unless it may have forgotten a promise for it; then only ballots
+    /// above every ballot it may have promised before the crash (a proposer of such a
+    /// ballot had a majority's promises, and this replica promised nothing as high),
+    /// never the client's ballot 0.
     pub(super) fn may_accept_ballot(&self, ts: Time, ballot: Ballot) -> bool {
-        match self.restarted_at {
-            None => true,
-            Some(r) if ts >= r => true,
-            Some(r) => ballot != 0 && (ballot >> 20) * 1_000_000 > r + self.env.timeouts.failover,
+        !self.forgot(ts) || (ballot != 0 && ballot > self.ballot_floor)
+    }
+
+    /// Records, durably and before acting, that this replica may act on a transaction
+    /// started at `ts`: raises the watermark past it (by a reserve of two sweeps, so the
+    /// synced write is rare) when it is not already.
+    pub(super) fn admit(&mut self, ts: Time, cx: &mut Ctx<'_, Msg>) {
+        if ts >= self.mark_ts {
+            self.mark_ts = ts + 2 * self.env.timeouts.sweep;
+            cx.charge_log_sync(8);
+        }
+    }
+
+    /// The same for a recovery ballot this replica is about to promise or accept.
+    pub(super) fn admit_ballot(&mut self, ballot: Ballot, cx: &mut Ctx<'_, Msg>) {
+        if ballot >= self.mark_ballot {
+            // A reserve of about a second of recovery rounds (rounds are milliseconds).
+            self.mark_ballot = ballot + (1_000 << 20);
+            cx.charge_log_sync(8);
         }
     }
 
@@ -393,6 +458,11 @@ impl Actor for Server {
     type Msg = Msg;
 
     fn on_start(&mut self, cx: &mut Ctx<'_, Msg>) {
+        // The watermark exists from the start (1: nothing acted on yet), written before
+        // anything is handled; only a process that lost even this word (a restart with
+        // no disk on a real cluster) finds 0 (see `on_recover`).
+        self.mark_ts = self.mark_ts.max(1);
+        cx.charge_log_sync(8);
         let now = cx.now();
         for g in self.groups.values_mut() {
             g.last_hb = now;
@@ -401,6 +471,36 @@ impl Actor for Server {
     }
 
     fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+        // Every message that can make this replica vote, hold a vote or act as an
+        // acceptor names the transaction's start time (and ballot): the watermarks
+        // cover them before anything is done.
+        match &msg {
+            Msg::Last { ts, .. }
+            | Msg::Replicate {
+                ctx: TCtx { ts, .. }, ..
+            } => self.admit(*ts, cx),
+            Msg::P1a { ts, ballot, .. } | Msg::P2a { ts, ballot, .. } => {
+                self.admit(*ts, cx);
+                if *ballot != 0 {
+                    self.admit_ballot(*ballot, cx);
+                }
+            }
+            Msg::NewView { pending, .. } | Msg::SyncState { pending, .. } => {
+                if let Some(ts) = pending.iter().map(|p| p.ts).max() {
+                    self.admit(ts, cx);
+                }
+                if let Some(b) = pending
+                    .iter()
+                    .map(|p| p.promised.max(p.accepted.map_or(0, |a| a.0)))
+                    .max()
+                {
+                    if b != 0 {
+                        self.admit_ballot(b, cx);
+                    }
+                }
+            }
+            _ => {}
+        }
         match msg {
             Msg::Read {
                 txn,
@@ -492,7 +592,7 @@ impl Actor for Server {
                 done,
                 seq,
             } => self.on_new_view(from, (shard, view, pending, done, seq), cx),
-            Msg::SyncReq { shard } => self.on_sync_req(from, shard, cx),
+            Msg::SyncReq { shard, below, floor } => self.on_sync_req(from, (shard, below, floor), cx),
             Msg::SyncState {
                 shard,
                 view,
@@ -512,12 +612,24 @@ impl Actor for Server {
     }
 
     fn on_crash(&mut self) {
-        // Logless: nothing survives.
+        // Logless: nothing survives but the two watermark words.
+        let (mark_ts, mark_ballot) = (self.mark_ts, self.mark_ballot);
         *self = Server::new(self.env.clone(), self.me, self.rc);
+        (self.mark_ts, self.mark_ballot) = (mark_ts, mark_ballot);
     }
 
     fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {
         self.restarted_at = Some(cx.now());
+        // No watermark at all (a process restarted with no disk, on a real cluster): it
+        // may have acted on anything started before now, by its own clock. This is the
+        // only place the restart rule reads a clock; with a journal (`--durable`) the
+        // words survive and no clock is read.
+        self.forgot_before = if self.mark_ts == 0 { cx.now() } else { self.mark_ts };
+        self.ballot_floor = if self.mark_ballot == 0 {
+            ((cx.now() / 1_000_000 + self.env.timeouts.failover / 1_000_000) << 20) | 0xFFFFF
+        } else {
+            self.mark_ballot
+        };
         for g in self.groups.values_mut() {
             g.status = Status::Syncing;
         }

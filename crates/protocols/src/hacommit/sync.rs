@@ -4,11 +4,28 @@
 use super::*;
 
 impl Server {
-    pub(super) fn on_sync_req(&mut self, from: NodeId, shard: ShardId, cx: &mut Ctx<'_, Msg>) {
-        let Some(g) = self.groups.get_mut(&shard) else { return };
+    pub(super) fn on_sync_req(&mut self, from: NodeId, req: (ShardId, Time, Ballot), cx: &mut Ctx<'_, Msg>) {
+        let (shard, below, floor) = req;
+        let Some(g) = self.groups.get(&shard) else { return };
         if g.status == Status::Syncing || from == self.me {
             return;
         }
+        // The fence, durable before the state leaves (the watermarks cover it: after a
+        // crash of this replica every fenced transaction is one it may have forgotten,
+        // and it accepts only ballots above the floor for it). Then every transaction of
+        // the shard older than `below` is promised `floor` here, known or not.
+        if below > 0 {
+            self.admit(below, cx);
+            self.admit_ballot(floor, cx);
+            let f = self.fences.entry(shard).or_insert((0, 0));
+            *f = (f.0.max(below), f.1.max(floor));
+            for ((s, _), t) in self.txns.iter_mut() {
+                if *s == shard && t.prio.0 < below {
+                    t.promised = t.promised.max(floor);
+                }
+            }
+        }
+        let g = self.groups.get_mut(&shard).expect("group");
         if g.status == Status::Normal && g.leader() == from {
             // Our leader restarted and forgot everything: elect another one now.
             g.last_hb = 0;

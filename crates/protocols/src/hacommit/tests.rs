@@ -460,21 +460,18 @@ fn a_voted_younger_transaction_is_wounded_through_its_client() {
     );
 }
 
-/// Issue 19, an open safety bug of the restart rule (found by staging, not fixed: see
-/// the module essay, "No memory survives a crash"). A one-shard transaction. The client's
+/// Issue 19 (restart rule without a clock): a one-shard transaction. The client's
 /// COMMIT at ballot 0 is accepted by follower R of its group, which crashes and
 /// restarts, re-syncing from the other two before either has accepted anything. Only
 /// then does the client's COMMIT, in flight all along, reach the third replica, C,
 /// which is cut off right after. If C accepts it, COMMIT is chosen (R before its crash,
 /// and C) and the client hears two acceptances; a recovery run later without C must
-/// then not choose ABORT from R's "nothing accepted" and the leader's. Today's rule
-/// (R answers any ballot issued after its restart plus the fail-over time) does
-/// exactly that. A fix must keep every replica on one outcome, COMMIT if the client
-/// heard a majority accept it. (A fence set at the peers by R's re-sync fixed this
-/// interleaving but lost durability elsewhere in a 3,000-run campaign; see issue 19's
-/// closing note of stop 34.)
+/// then not choose ABORT from R's "nothing accepted" and the leader's. The earlier rule
+/// (R answers any ballot issued after its restart plus the fail-over time) did exactly
+/// that. Now R's re-sync fences C first, so C refuses the late COMMIT, the client never
+/// hears a majority, and either outcome is consistent; every replica must end with
+/// the same one, and with COMMIT if the client heard a majority accept it.
 #[test]
-#[ignore = "open safety bug (issue 19): a restarted replica's empty phase-1 answer completes a recovery majority"]
 fn a_restarted_replica_never_completes_a_recovery_majority_for_what_it_forgot() {
     let mut net = Net::new(3);
     let a = 0;
@@ -547,4 +544,8 @@ fn a_restarted_replica_never_completes_a_recovery_majority_for_what_it_forgot() 
             "the client heard {accepted:?} accept its COMMIT, and the replicas aborted"
         );
     }
+    assert!(
+        !client_saw_commit,
+        "C took the late COMMIT although R's re-sync fenced it"
+    );
 }

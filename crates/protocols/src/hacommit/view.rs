@@ -36,9 +36,10 @@ impl Server {
             let g = self.groups.get_mut(&shard).expect("group");
             match g.status {
                 Status::Syncing => {
+                    let (below, floor) = (self.forgot_before, self.ballot_floor);
                     for p in g.replicas.clone() {
                         if p != me {
-                            cx.send(p, Msg::SyncReq { shard });
+                            cx.send(p, Msg::SyncReq { shard, below, floor });
                         }
                     }
                 }
