@@ -74,8 +74,10 @@ fn test_remote_client_commit_two_trips() {
     );
 }
 
-/// No log writes on HACommit's path: its commit latency does not move with the fsync
-/// cost, while 2PC's does.
+/// No log writes on HACommit's commit path but its restart watermark (issue 19), which
+/// a replica raises about twice a second: with a 20 ms fsync its commit latency p50
+/// moves by less than a millisecond, while 2PC's, which forces its log on every
+/// commit, moves by more than 10 ms.
 #[test]
 fn test_no_log_writes() {
     let mut c = SimConfig::new(Topology::preset("lan").unwrap(), "ycsb");
@@ -87,12 +89,12 @@ fn test_no_log_writes() {
         let b = sim(p, &slow).report;
         assert_clean(&a);
         assert_clean(&b);
-        let logs = p == "2pc-2pl";
-        assert_eq!(
-            a.commit_latency_ms.p50 == b.commit_latency_ms.p50,
-            !logs,
-            "{p}: {a:?} {b:?}"
-        );
+        let moved = b.commit_latency_ms.p50 - a.commit_latency_ms.p50;
+        if p == "2pc-2pl" {
+            assert!(moved > 10.0, "{p}: p50 moved by {moved} ms: {a:?} {b:?}");
+        } else {
+            assert!(moved.abs() < 1.0, "{p}: p50 moved by {moved} ms: {a:?} {b:?}");
+        }
     }
 }
 
