@@ -246,20 +246,14 @@ impl Server {
     /// of `ts`: raises the watermark past it (by a reserve of two sweeps, so the synced
     /// write is rare) when it is not already.
     pub(super) fn admit(&mut self, ts: u64, cx: &mut Ctx<'_, Msg>) {
-        let t = ts / TS_SCALE;
-        if t >= self.mark_ts {
-            self.mark_ts = t + 2 * self.env.timeouts.sweep;
-            cx.charge_log_sync(8);
-        }
+        let reserve = 2 * self.env.timeouts.sweep;
+        crate::kit::marks::raise(&mut self.mark_ts, ts / TS_SCALE, reserve, cx);
     }
 
     /// The same for a ballot this server is about to promise or accept.
     pub(super) fn admit_ballot(&mut self, ballot: Ballot, cx: &mut Ctx<'_, Msg>) {
-        if ballot >= self.mark_ballot {
-            // A reserve of about a second of recovery rounds.
-            self.mark_ballot = ballot + (1_000 << 20);
-            cx.charge_log_sync(8);
-        }
+        use crate::kit::marks::{raise, BALLOT_RESERVE};
+        raise(&mut self.mark_ballot, ballot, BALLOT_RESERVE, cx);
     }
 
     // ----- execution -----------------------------------------------------------

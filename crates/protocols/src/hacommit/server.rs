@@ -281,19 +281,14 @@ impl Server {
     /// started at `ts`: raises the watermark past it (by a reserve of two sweeps, so the
     /// synced write is rare) when it is not already.
     pub(super) fn admit(&mut self, ts: Time, cx: &mut Ctx<'_, Msg>) {
-        if ts >= self.mark_ts {
-            self.mark_ts = ts + 2 * self.env.timeouts.sweep;
-            cx.charge_log_sync(8);
-        }
+        let reserve = 2 * self.env.timeouts.sweep;
+        crate::kit::marks::raise(&mut self.mark_ts, ts, reserve, cx);
     }
 
     /// The same for a recovery ballot this replica is about to promise or accept.
     pub(super) fn admit_ballot(&mut self, ballot: Ballot, cx: &mut Ctx<'_, Msg>) {
-        if ballot >= self.mark_ballot {
-            // A reserve of about a second of recovery rounds (rounds are milliseconds).
-            self.mark_ballot = ballot + (1_000 << 20);
-            cx.charge_log_sync(8);
-        }
+        use crate::kit::marks::{raise, BALLOT_RESERVE};
+        raise(&mut self.mark_ballot, ballot, BALLOT_RESERVE, cx);
     }
 
     pub(super) fn not_leader(&self, to: NodeId, txn: TxnId, shard: ShardId, cx: &mut Ctx<'_, Msg>) {

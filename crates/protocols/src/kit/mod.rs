@@ -6,9 +6,11 @@
 //!   start to outcome, stepping the program, recording reads, numbering writes as
 //!   versions, interactive transactions (`extend`, the idle abort) and `finish`.
 //! - [`reads`]: reads waiting at a server for a shared lock, each answered exactly once.
+//! - [`marks`]: the durable watermarks of replicas that forget on a crash.
 //! - [`snapshot`]: the committed state a server reports to the checker.
 
 pub mod client;
+pub mod marks;
 pub mod reads;
 
 use meridian_core::{NodeId, ReplicaSnapshot};
