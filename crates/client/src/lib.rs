@@ -264,28 +264,23 @@ impl Client {
             if let Some(r) = host.refused() {
                 return Err(Error::Unavailable(r));
             }
-            if host.connected() >= n {
+            // Every server connected, or, since a server that is down must not keep an
+            // application from starting (its shards fail over, or its transactions time
+            // out, as the protocol says), every other one refused several dials in a
+            // row: the client starts with the ones it has and keeps re-dialling the
+            // others. With no server at all there is nothing to talk to.
+            let (connected, down) = (host.connected(), host.unreachable());
+            if connected >= n || (connected > 0 && connected + down >= n) {
                 // A server refuses (slot in use, wrong cluster) right after the Hello.
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 if let Some(r) = host.refused() {
                     return Err(Error::Unavailable(r));
                 }
-                break;
-            }
-            // A server that is down must not keep an application from starting: its
-            // shards fail over (or its transactions time out) as the protocol says.
-            // So once every server is either connected or has refused several dials in
-            // a row, the client starts with the ones it has (and keeps re-dialling the
-            // others). With no server at all there is nothing to talk to.
-            let (connected, down) = (host.connected(), host.unreachable());
-            if connected > 0 && connected + down >= n {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                if let Some(r) = host.refused() {
-                    return Err(Error::Unavailable(r));
+                if connected < n {
+                    tracing::warn!(
+                        "connected to {connected} of {n} servers; {down} unreachable (re-dialling them in the background)"
+                    );
                 }
-                tracing::warn!(
-                    "connected to {connected} of {n} servers; {down} unreachable (re-dialling them in the background)"
-                );
                 break;
             }
             if start.elapsed() > opts.connect_timeout {

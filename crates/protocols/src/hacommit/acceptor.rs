@@ -51,10 +51,7 @@ impl Server {
             t.shards = shards;
         }
         t.last_seen = now;
-        let ok = ballot >= t.promised && (fenced == 0 || ballot > fenced);
-        if !ok {
-            t.promised = t.promised.max(fenced);
-        }
+        let ok = t.may_take(ballot, fenced);
         if ok {
             t.promised = ballot;
             if matches!(t.stage, Stage::Active | Stage::Locking { .. }) {
@@ -123,7 +120,7 @@ impl Server {
         }
         let syncing = g.status == Status::Syncing;
         if !self.may_accept_ballot(ts, ballot) || syncing {
-            if ballot == 0 && g.status != Status::Syncing && !self.proposals.contains_key(&txn) {
+            if ballot == 0 && !syncing && !self.proposals.contains_key(&txn) {
                 // The client's ballot 0 reached a replica that restarted after the
                 // transaction began and may have forgotten it. The client may never
                 // gather a majority here (its re-sends skip replicas that already
@@ -162,12 +159,10 @@ impl Server {
             t.shards = shards.to_vec();
         }
         t.last_seen = now;
-        let ok = ballot >= t.promised && (fenced == 0 || ballot > fenced);
+        let ok = t.may_take(ballot, fenced);
         if ok {
             t.promised = ballot;
             t.accepted = Some((ballot, commit));
-        } else {
-            t.promised = t.promised.max(fenced);
         }
         let part = P2bPart {
             shard,

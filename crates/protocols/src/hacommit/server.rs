@@ -81,6 +81,17 @@ impl Txn {
     }
     /// Whether this replica may have to finish the transaction by recovery: it holds a
     /// voted context or Paxos state (an unvoted leader transaction aborts unilaterally).
+    /// Whether an acceptor may promise or accept `ballot` here: at least its promise,
+    /// and above `fenced` (a restarted peer's fence, 0 for none, see
+    /// [`Server::fence_of`]). Refused, the fence becomes part of its promise.
+    pub(super) fn may_take(&mut self, ballot: Ballot, fenced: Ballot) -> bool {
+        let ok = ballot >= self.promised && (fenced == 0 || ballot > fenced);
+        if !ok {
+            self.promised = self.promised.max(fenced);
+        }
+        ok
+    }
+
     pub(super) fn needs_recovery(&self) -> bool {
         matches!(self.stage, Stage::Voted | Stage::Replicating { .. })
             && (self.ctx.is_some() || self.accepted.is_some() || self.promised > 0)
