@@ -106,6 +106,11 @@ pub(super) struct Slots {
     pub(super) up_since: Time,
     /// Slots abandoned (counter for the experiments).
     pub(super) abandoned: u64,
+    /// Per other DC, the last acknowledgement run computed, `(top, from)`: every epoch
+    /// in `from..=top` was held or empty then. Only `held` growing and `empty_before`
+    /// rising happen between two computations, so the next one need look only above
+    /// `top` and below `from`; dropping an entry from `held` clears this.
+    runs: BTreeMap<DcId, (u64, u64)>,
 }
 
 impl Coordinator {
@@ -117,7 +122,7 @@ impl Coordinator {
 
     /// The acknowledgements this coordinator's epoch messages carry: per other DC, the
     /// run of its epochs accepted here at ballot zero that ends at the newest one.
-    pub(super) fn mj_acks(&self) -> Vec<(DcId, u64, u64)> {
+    pub(super) fn mj_acks(&mut self) -> Vec<(DcId, u64, u64)> {
         if !self.cfg.majority {
             return vec![];
         }
@@ -130,16 +135,35 @@ impl Coordinator {
             let Some((&(_, top), _)) = self.slots.held.range((d, 0)..=(d, u64::MAX)).next_back() else {
                 continue;
             };
-            let mut from = top;
-            while from > 0
-                && top - from < ACK_SCAN
-                && (self.slots.held.contains_key(&(d, from - 1)) || self.is_empty_epoch(d, from - 1))
-            {
-                from -= 1;
-            }
+            let from = self.ack_run_from(d, top);
+            self.slots.runs.insert(d, (top, from));
             out.push((d, from, top + 1));
         }
         out
+    }
+
+    /// The lowest `from` such that every epoch of `d` in `from..=top` is held or empty,
+    /// reaching back at most `ACK_SCAN` epochs. Walks only the epochs that may have
+    /// changed since the last run computed for `d` (`Slots::runs`): those above its
+    /// top and below its start.
+    fn ack_run_from(&self, d: DcId, top: u64) -> u64 {
+        let lo = top.saturating_sub(ACK_SCAN);
+        let ok = |e: u64| self.slots.held.contains_key(&(d, e)) || self.is_empty_epoch(d, e);
+        let mut from = top;
+        let last = self.slots.runs.get(&d).copied().filter(|&(t, _)| t <= top);
+        if let Some((t, f)) = last {
+            while from > t && from > lo && ok(from - 1) {
+                from -= 1;
+            }
+            if from == t {
+                // Everything in `f..=t` is still held or empty.
+                from = f.max(lo);
+            }
+        }
+        while from > lo && ok(from - 1) {
+            from -= 1;
+        }
+        from
     }
 
     /// Acknowledgements from `dc`'s epoch message (any ever heard stays true: an
@@ -171,6 +195,7 @@ impl Coordinator {
         self.slots.held.insert(slot, p.clone());
         while self.slots.held.len() > KEEP {
             self.slots.held.pop_first();
+            self.slots.runs.clear();
         }
         true
     }
