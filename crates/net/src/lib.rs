@@ -24,8 +24,9 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 /// The wire version this build speaks. 5: keys, transaction ids and version ids are
-/// encoded as bytes and numbers instead of text (issue 22).
-pub const VERSION: u8 = 5;
+/// encoded as bytes and numbers instead of text (issue 22). 6: a Catenae vote may be
+/// an abstention.
+pub const VERSION: u8 = 6;
 
 /// The largest frame accepted (length field), 16 MiB.
 pub const MAX_FRAME: usize = 16 << 20;

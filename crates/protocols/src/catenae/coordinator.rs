@@ -24,6 +24,11 @@ pub(super) struct CoTxn {
     pub(super) decision: Option<Result<Vec<TxnId>, AbortReason>>,
     /// WAN hops on its causal chain here.
     pub(super) hops: u32,
+    /// When it was scheduled here (for the abstention timeout).
+    pub(super) sched: Time,
+    /// This DC's vote for it went into an epoch payload (an execution result or an
+    /// abstention): it never votes again.
+    pub(super) voted: bool,
 }
 
 /// Transactions of one epoch connected by conflicting accesses (the "conflicting
@@ -49,6 +54,7 @@ struct Stats {
     dominant_checked: u64,
     dominant_mismatch: u64,
     nacks: u64,
+    abstained: u64,
 }
 
 /// A DC's coordinator.
@@ -71,7 +77,8 @@ pub struct Coordinator {
     pub(super) seen: HashSet<TxnId>,
     pub(super) outcomes: HashMap<TxnId, Msg>,
     pub(super) txns: HashMap<TxnId, CoTxn>,
-    pub(super) votes: HashMap<TxnId, BTreeMap<DcId, (Vec<TxnId>, u32)>>,
+    /// Votes heard per transaction: DC → (its value, hops); `None` is an abstention.
+    pub(super) votes: HashMap<TxnId, BTreeMap<DcId, (Option<Vec<TxnId>>, u32)>>,
     pub(super) comps: HashMap<u64, Comp>,
     pub(super) next_comp: u64,
     pub(super) pending: HashMap<Key, BTreeSet<(u64, u64)>>,
@@ -171,6 +178,7 @@ impl Coordinator {
             ("identical".into(), s.identical as f64),
             ("committed".into(), s.committed as f64),
             ("no_majority".into(), s.no_majority as f64),
+            ("abstained".into(), s.abstained as f64),
             ("cycles".into(), s.cycles as f64),
             ("caught_up".into(), s.caught_up as f64),
             ("dominant_checked".into(), s.dominant_checked as f64),
@@ -233,6 +241,7 @@ impl Coordinator {
             }
         }
         self.send_manifests(cx);
+        self.abstain_stale(cx);
         cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
     }
 
@@ -785,6 +794,8 @@ impl Coordinator {
                     local: if chain.is_none() { Some(vec![]) } else { None },
                     decision,
                     hops: *hops,
+                    sched: cx.now(),
+                    voted: false,
                 },
             );
             if let Some(ch) = chain.filter(|_| leads) {
@@ -852,20 +863,11 @@ impl Coordinator {
                 },
             );
         }
-        if multi {
+        if multi && !self.voted(txn) {
             // This DC's execution result: its vote, carried by the next epoch message
             // (with a secondary, counted here once that message is held elsewhere).
-            let lo = self.cur + self.decision_delay();
-            self.open.votes.push(VoteEntry {
-                txn,
-                eid,
-                deps: local.clone(),
-                period: (lo, lo + self.cfg.tolerance),
-                hops,
-            });
-            if !self.sec.on {
-                self.record_vote(self.dc, txn, local, hops, cx);
-            }
+            // Not when this DC already abstained: a DC votes once.
+            self.cast_vote(txn, eid, Some(local), hops, cx);
         }
         self.try_finalize(c, cx);
     }
@@ -895,7 +897,84 @@ impl Coordinator {
         max_one_way.div_ceil(self.cfg.epoch) + 1
     }
 
-    pub(super) fn record_vote(&mut self, dc: DcId, txn: TxnId, deps: Vec<TxnId>, hops: u32, cx: &mut Ctx<'_, Msg>) {
+    /// Whether this DC's vote for `txn` was cast (here or, known here, by a predecessor).
+    pub(super) fn voted(&self, txn: TxnId) -> bool {
+        self.txns.get(&txn).is_some_and(|t| t.voted) || self.votes.get(&txn).is_some_and(|v| v.contains_key(&self.dc))
+    }
+
+    /// Puts this DC's one vote for `txn` (an execution result, or `None`: an
+    /// abstention) in the open epoch's payload; without a secondary it counts here
+    /// at once, with one once that payload is held elsewhere.
+    pub(super) fn cast_vote(
+        &mut self,
+        txn: TxnId,
+        eid: u64,
+        deps: Option<Vec<TxnId>>,
+        hops: u32,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
+        if let Some(t) = self.txns.get_mut(&txn) {
+            t.voted = true;
+        }
+        let lo = self.cur + self.decision_delay();
+        self.open.votes.push(VoteEntry {
+            txn,
+            eid,
+            deps: deps.clone(),
+            period: (lo, lo + self.cfg.tolerance),
+            hops,
+        });
+        if !self.sec.on {
+            self.record_vote(self.dc, txn, deps, hops, cx);
+        }
+    }
+
+    /// Abstentions (sweep): a conflicting transaction that has not finished executing
+    /// here `abstain_after` after it was scheduled (one of this DC's chain servers is
+    /// down or cut off) gets an abstention as this DC's vote, so the other DCs are not
+    /// left waiting for a vote this DC cannot give. Without it, two DCs that executed
+    /// it differently wait for the third's vote until its server is back, and every
+    /// later transaction on its keys waits behind it.
+    fn abstain_stale(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let now = cx.now();
+        let after = self.abstain_after();
+        let mut stale: Vec<(TxnId, u64, u32)> = self
+            .txns
+            .iter()
+            .filter(|(id, t)| {
+                t.local.is_none()
+                    && t.decision.is_none()
+                    && !t.voted
+                    && now.saturating_sub(t.sched) >= after
+                    && self.comps.get(&t.comp).is_some_and(|c| c.members.len() > 1)
+                    && !self.votes.get(id).is_some_and(|v| v.contains_key(&self.dc))
+            })
+            .map(|(id, t)| (*id, t.eid, t.hops))
+            .collect();
+        stale.sort();
+        for (id, eid, hops) in stale {
+            self.stats.abstained += 1;
+            self.cast_vote(id, eid, None, hops, cx);
+            let c = self.txns[&id].comp;
+            self.try_finalize(c, cx);
+        }
+    }
+
+    /// How long a conflicting transaction may stay unfinished here before this DC
+    /// abstains: the runtime's fail-over timeout, and at least twice the stall bound
+    /// after which a waiting transaction goes ahead at its chain server.
+    pub(super) fn abstain_after(&self) -> Time {
+        self.env.timeouts.failover.max(2 * self.cfg.stall)
+    }
+
+    pub(super) fn record_vote(
+        &mut self,
+        dc: DcId,
+        txn: TxnId,
+        deps: Option<Vec<TxnId>>,
+        hops: u32,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
         let n = self.n_dcs();
         let vs = self.votes.entry(txn).or_default();
         if vs.contains_key(&dc) {
@@ -905,7 +984,7 @@ impl Coordinator {
         if vs.len() == n {
             self.stats.conflicting_voted_all += 1;
             let first = &vs.values().next().expect("votes").0;
-            if vs.values().all(|(d, _)| d == first) {
+            if first.is_some() && vs.values().all(|(d, _)| d == first) {
                 self.stats.identical += 1;
             }
         }
@@ -924,8 +1003,10 @@ impl Coordinator {
             return;
         }
         let Some(vs) = self.votes.get(&txn) else { return };
+        // Abstentions count as votes cast, never toward a value.
         let mut count: BTreeMap<&Vec<TxnId>, (usize, u32)> = BTreeMap::new();
         for (deps, hops) in vs.values() {
+            let Some(deps) = deps else { continue };
             let c = count.entry(deps).or_insert((0, 0));
             c.0 += 1;
             c.1 = c.1.max(*hops);
@@ -934,7 +1015,7 @@ impl Coordinator {
             .iter()
             .max_by_key(|(_, (c, _))| *c)
             .map(|(d, c)| ((*d).clone(), *c));
-        let Some((deps, (c, hops))) = best else { return };
+        let (deps, (c, hops)) = best.unwrap_or_default();
         let t = self.txns.get_mut(&txn).expect("present");
         if c >= maj {
             t.decision = Some(Ok(deps));

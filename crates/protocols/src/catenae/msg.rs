@@ -35,8 +35,10 @@ pub struct VoteEntry {
     pub txn: TxnId,
     /// Its epoch.
     pub eid: u64,
-    /// The dependencies it executed with in the voting DC.
-    pub deps: Vec<TxnId>,
+    /// The dependencies it executed with in the voting DC; `None`: the voting DC
+    /// abstains, having not finished executing it within the abstention timeout
+    /// (its vote is a value no execution equals, so it can never be chosen).
+    pub deps: Option<Vec<TxnId>>,
     /// The voter's decision period `[lo, hi]` in epochs (§VI-E).
     pub period: (u64, u64),
     /// WAN hops on the transaction's causal chain when the voter finished it.

@@ -587,7 +587,7 @@ impl Coordinator {
         let ids: Vec<TxnId> = self.txns_unfinished();
         for id in ids {
             let own_vote = self.votes.get(&id).and_then(|v| v.get(&self.dc)).map(|v| v.0.clone());
-            if let Some(deps) = own_vote {
+            if let Some(Some(deps)) = own_vote {
                 self.set_local(id, deps, cx);
                 continue;
             }
@@ -618,16 +618,17 @@ impl Coordinator {
             let (Some(local), None) = (&t.local, &t.decision) else {
                 continue;
             };
-            if self.comps[&t.comp].members.len() < 2 || self.votes.get(&id).is_some_and(|v| v.contains_key(&self.dc)) {
+            if self.comps[&t.comp].members.len() < 2 || self.voted(id) {
                 continue;
             }
             self.open.votes.push(VoteEntry {
                 txn: id,
                 eid: t.eid,
-                deps: local.clone(),
+                deps: Some(local.clone()),
                 period: (lo, lo + self.cfg.tolerance),
                 hops: t.hops,
             });
+            self.txns.get_mut(&id).expect("present").voted = true;
         }
     }
 
