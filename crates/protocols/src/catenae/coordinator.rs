@@ -10,6 +10,9 @@ use std::hash::{Hash, Hasher};
 /// Epochs one answer to an `EpochNack` carries at most.
 const NACK_BATCH: usize = 1024;
 
+/// A DC's vote as heard: its value (`None`: it abstained) and the WAN hops behind it.
+pub(super) type Vote = (Option<Vec<TxnId>>, u32);
+
 /// A transaction the coordinator scheduled.
 #[derive(Debug)]
 pub(super) struct CoTxn {
@@ -78,7 +81,7 @@ pub struct Coordinator {
     pub(super) outcomes: HashMap<TxnId, Msg>,
     pub(super) txns: HashMap<TxnId, CoTxn>,
     /// Votes heard per transaction: DC → (its value, hops); `None` is an abstention.
-    pub(super) votes: HashMap<TxnId, BTreeMap<DcId, (Option<Vec<TxnId>>, u32)>>,
+    pub(super) votes: HashMap<TxnId, BTreeMap<DcId, Vote>>,
     pub(super) comps: HashMap<u64, Comp>,
     pub(super) next_comp: u64,
     pub(super) pending: HashMap<Key, BTreeSet<(u64, u64)>>,
