@@ -99,6 +99,19 @@
 //!   first, and a DC's own transactions wait for one acknowledgement of its message
 //!   (no extra latency from EU on gcp3; about one more one-way trip to the nearest DC
 //!   from US and AS). With fewer than three DCs majority mode is the default mode.
+//! - **Abstentions (not in the paper).** A DC votes with its own execution, so a DC
+//!   that cannot execute a conflicting transaction (one of its chain servers is down or
+//!   cut off; the paper gives chain servers no fail-over) never votes. When the other
+//!   two of three DCs executed it differently, neither value can reach a majority
+//!   without that vote, and the transaction, then every later one on its keys, waits
+//!   in every DC until the server is back. So a coordinator whose DC has not finished a
+//!   conflicting transaction `abstain_after` after scheduling it (the runtime's
+//!   fail-over timeout, at least twice `stall`) votes an abstention: a value no
+//!   execution equals, counted as a vote cast and never toward a value. It is the DC's
+//!   one ballot-zero acceptance, like any vote: a DC that abstained never votes its
+//!   execution later (`CoTxn::voted`; with a secondary, a successor knows an abstention
+//!   once it is held). Two DCs that agree still commit; a split now aborts. The DC's
+//!   own clients of such a transaction still wait for the server.
 //! - **The secondary coordinator (§IV)** is optional (`secondary=on`, default off,
 //!   as in the paper). Without it a crashed coordinator resumes from its forced state
 //!   and its DC (and, by default, every DC) waits meanwhile. With it the DC's second
