@@ -138,6 +138,7 @@ mod majority;
 mod msg;
 mod resolver;
 mod secondary;
+mod validate;
 
 pub use chain::Chain;
 pub use client::Client;

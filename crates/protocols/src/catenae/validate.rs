@@ -1,0 +1,457 @@
+//! Validation and commit at a coordinator (catenae.md §VI-D, E): this DC's execution
+//! results as votes (Paxos phase 2 among the coordinators) and abstentions, the
+//! decision of each conflicting transaction, and the commit of a conflict set in its
+//! decided order (programs re-run against the committed state), or its abort.
+
+use super::coordinator::{server_of, CoTxn, Comp, Coordinator};
+use super::*;
+use std::hash::{Hash, Hasher};
+
+impl Coordinator {
+    pub(super) fn on_finished(&mut self, txn: TxnId, deps: Vec<TxnId>, hops: u32, cx: &mut Ctx<'_, Msg>) {
+        let Some(t) = self.txns.get_mut(&txn) else { return };
+        if t.local.is_some() {
+            return;
+        }
+        t.hops = t.hops.max(hops);
+        self.unfinished.remove(&txn);
+        let comp = &self.comps[&t.comp];
+        let mut local: Vec<TxnId> = deps.into_iter().filter(|d| comp.members.contains(d)).collect();
+        local.sort();
+        local.dedup();
+        t.local = Some(local.clone());
+        let (eid, c, multi) = (t.eid, t.comp, comp.members.len() > 1);
+        if self.sec.on {
+            cx.send(
+                self.peer(),
+                Msg::Local {
+                    term: self.sec.term,
+                    txn,
+                    deps: local.clone(),
+                },
+            );
+        }
+        if multi && !self.voted(txn) {
+            // This DC's execution result: its vote, carried by the next epoch message
+            // (with a secondary, counted here once that message is held elsewhere).
+            // Not when this DC already abstained: a DC votes once.
+            self.cast_vote(txn, eid, Some(local), hops, cx);
+        }
+        self.try_finalize(c, cx);
+    }
+
+    /// Marks `txn` finished here with same-component dependencies `deps` (no vote).
+    pub(super) fn set_local(&mut self, txn: TxnId, deps: Vec<TxnId>, cx: &mut Ctx<'_, Msg>) {
+        let Some(t) = self.txns.get_mut(&txn) else { return };
+        if t.local.is_some() {
+            return;
+        }
+        self.unfinished.remove(&txn);
+        let comp = &self.comps[&t.comp];
+        let mut local: Vec<TxnId> = deps.into_iter().filter(|d| comp.members.contains(d)).collect();
+        local.sort();
+        local.dedup();
+        t.local = Some(local);
+        let c = t.comp;
+        self.try_finalize(c, cx);
+    }
+
+    /// Epochs until every DC is expected to have this DC's execution result.
+    pub(super) fn decision_delay(&self) -> u64 {
+        let max_one_way = (0..self.n_dcs())
+            .map(|d| self.env.layout.topology.one_way(self.dc, DcId(d as u16)))
+            .max()
+            .unwrap_or(0);
+        max_one_way.div_ceil(self.cfg.epoch) + 1
+    }
+
+    /// Whether this DC's vote for `txn` was cast (here or, known here, by a predecessor).
+    pub(super) fn voted(&self, txn: TxnId) -> bool {
+        self.txns.get(&txn).is_some_and(|t| t.voted) || self.votes.get(&txn).is_some_and(|v| v.contains_key(&self.dc))
+    }
+
+    /// Puts this DC's one vote for `txn` (an execution result, or `None`: an
+    /// abstention) in the open epoch's payload; without a secondary it counts here
+    /// at once, with one once that payload is held elsewhere.
+    pub(super) fn cast_vote(
+        &mut self,
+        txn: TxnId,
+        eid: u64,
+        deps: Option<Vec<TxnId>>,
+        hops: u32,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
+        if let Some(t) = self.txns.get_mut(&txn) {
+            t.voted = true;
+        }
+        let lo = self.cur + self.decision_delay();
+        self.open.votes.push(VoteEntry {
+            txn,
+            eid,
+            deps: deps.clone(),
+            period: (lo, lo + self.cfg.tolerance),
+            hops,
+        });
+        if !self.sec.on {
+            self.record_vote(self.dc, txn, deps, hops, cx);
+        }
+    }
+
+    /// Abstentions (sweep): a conflicting transaction that has not finished executing
+    /// here `abstain_after` after it was scheduled (one of this DC's chain servers is
+    /// down or cut off) gets an abstention as this DC's vote, so the other DCs are not
+    /// left waiting for a vote this DC cannot give. Without it, two DCs that executed
+    /// it differently wait for the third's vote until its server is back, and every
+    /// later transaction on its keys waits behind it.
+    pub(super) fn abstain_stale(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let now = cx.now();
+        let after = self.abstain_after();
+        let mut stale: Vec<(TxnId, u64, u32)> = self
+            .txns
+            .iter()
+            .filter(|(id, t)| {
+                t.local.is_none()
+                    && t.decision.is_none()
+                    && !t.voted
+                    && now.saturating_sub(t.sched) >= after
+                    && self.comps.get(&t.comp).is_some_and(|c| c.members.len() > 1)
+                    && !self.votes.get(id).is_some_and(|v| v.contains_key(&self.dc))
+            })
+            .map(|(id, t)| (*id, t.eid, t.hops))
+            .collect();
+        stale.sort();
+        for (id, eid, hops) in stale {
+            self.stats.abstained += 1;
+            self.cast_vote(id, eid, None, hops, cx);
+            let c = self.txns[&id].comp;
+            self.try_finalize(c, cx);
+        }
+    }
+
+    /// How long a conflicting transaction may stay unfinished here before this DC
+    /// abstains: the runtime's fail-over timeout, and at least twice the stall bound
+    /// after which a waiting transaction goes ahead at its chain server.
+    pub(super) fn abstain_after(&self) -> Time {
+        self.env.timeouts.failover.max(2 * self.cfg.stall)
+    }
+
+    pub(super) fn record_vote(
+        &mut self,
+        dc: DcId,
+        txn: TxnId,
+        deps: Option<Vec<TxnId>>,
+        hops: u32,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
+        let n = self.n_dcs();
+        let vs = self.votes.entry(txn).or_default();
+        if vs.contains_key(&dc) {
+            return;
+        }
+        vs.insert(dc, (deps, hops));
+        if vs.len() == n {
+            self.stats.conflicting_voted_all += 1;
+            let first = &vs.values().next().expect("votes").0;
+            if first.is_some() && vs.values().all(|(d, _)| d == first) {
+                self.stats.identical += 1;
+            }
+        }
+        if let Some(c) = self.txns.get(&txn).map(|t| t.comp) {
+            self.check_decision(txn);
+            self.try_finalize(c, cx);
+        }
+    }
+
+    /// Paxos phase 2 (§VI-D2): a value (dependency set) accepted by a majority of DCs
+    /// is chosen; when no value can reach a majority any more, the transaction aborts.
+    pub(super) fn check_decision(&mut self, txn: TxnId) {
+        let (n, maj) = (self.n_dcs(), self.majority());
+        let Some(t) = self.txns.get(&txn) else { return };
+        if t.decision.is_some() {
+            return;
+        }
+        let Some(vs) = self.votes.get(&txn) else { return };
+        // Abstentions count as votes cast, never toward a value.
+        let mut count: BTreeMap<&Vec<TxnId>, (usize, u32)> = BTreeMap::new();
+        for (deps, hops) in vs.values() {
+            let Some(deps) = deps else { continue };
+            let c = count.entry(deps).or_insert((0, 0));
+            c.0 += 1;
+            c.1 = c.1.max(*hops);
+        }
+        let best = count
+            .iter()
+            .max_by_key(|(_, (c, _))| *c)
+            .map(|(d, c)| ((*d).clone(), *c));
+        let (deps, (c, hops)) = best.unwrap_or_default();
+        let t = self.txns.get_mut(&txn).expect("present");
+        if c >= maj {
+            t.decision = Some(Ok(deps));
+            t.hops = t.hops.max(hops);
+        } else if c + (n - vs.len()) < maj {
+            t.decision = Some(Err(AbortReason::NoMajorityExecution));
+            t.hops = t.hops.max(vs.values().map(|v| v.1).max().unwrap_or(0));
+            self.stats.no_majority += 1;
+        }
+    }
+
+    /// A component commits once every member is decided and finished here, and every
+    /// earlier epoch's transactions on its keys are done (§VI-E: dependencies first).
+    pub(super) fn try_finalize(&mut self, first: u64, cx: &mut Ctx<'_, Msg>) {
+        let mut work = vec![first];
+        while let Some(c) = work.pop() {
+            let Some(comp) = self.comps.get(&c) else { continue };
+            let ready = comp.members.iter().all(|m| {
+                let t = &self.txns[m];
+                t.decision.is_some() && t.local.is_some()
+            }) && comp.keys.iter().all(|k| {
+                self.pending
+                    .get(k)
+                    .and_then(|s| s.first())
+                    .is_some_and(|(e, _)| *e == comp.eid)
+            });
+            if !ready {
+                continue;
+            }
+            let comp = self.comps.remove(&c).expect("present");
+            self.finalize(&comp, cx);
+            let mut next: BTreeSet<u64> = BTreeSet::new();
+            for k in &comp.keys {
+                if let Some(s) = self.pending.get_mut(k) {
+                    s.remove(&(comp.eid, c));
+                    if let Some((_, n)) = s.first() {
+                        next.insert(*n);
+                    }
+                    if s.is_empty() {
+                        self.pending.remove(k);
+                    }
+                }
+            }
+            work.extend(next.into_iter().rev());
+        }
+    }
+
+    /// Orders a component by its decided dependencies (a topological sort, ties by
+    /// transaction id), aborts what lies on or behind a cycle, and commits the rest
+    /// in that order: each transaction's program runs against the committed state
+    /// with its reads supplied, and its writes go to the chain servers with commit
+    /// timestamp (epoch, rank).
+    fn finalize(&mut self, comp: &Comp, cx: &mut Ctx<'_, Msg>) {
+        let mut indeg: BTreeMap<TxnId, usize> = BTreeMap::new();
+        let mut out: BTreeMap<TxnId, Vec<TxnId>> = BTreeMap::new();
+        let mut aborts: Vec<(TxnId, AbortReason)> = vec![];
+        for m in &comp.members {
+            match &self.txns[m].decision {
+                Some(Ok(_)) => {
+                    indeg.insert(*m, 0);
+                }
+                Some(Err(r)) => aborts.push((*m, r.clone())),
+                None => unreachable!("finalize runs on decided components"),
+            }
+        }
+        for m in &comp.members {
+            if let Some(Ok(deps)) = &self.txns[m].decision {
+                for d in deps {
+                    if indeg.contains_key(d) {
+                        *indeg.get_mut(m).expect("present") += 1;
+                        out.entry(*d).or_default().push(*m);
+                    }
+                }
+            }
+        }
+        // Transactions on a cycle of decided dependencies abort; the rest (including
+        // those that depended on them) are ordered by a topological sort.
+        let on_cycle: BTreeSet<TxnId> = indeg.keys().copied().filter(|t| reaches(&out, *t, *t)).collect();
+        for t in &on_cycle {
+            self.stats.cycles += 1;
+            aborts.push((*t, AbortReason::DependencyCycle));
+            for s in out.get(t).cloned().unwrap_or_default() {
+                if let Some(d) = indeg.get_mut(&s) {
+                    *d -= 1;
+                }
+            }
+            indeg.remove(t);
+        }
+        let mut ready: BTreeSet<TxnId> = indeg.iter().filter(|(_, d)| **d == 0).map(|(t, _)| *t).collect();
+        let mut order = vec![];
+        while let Some(t) = ready.pop_first() {
+            order.push(t);
+            for s in out.get(&t).cloned().unwrap_or_default() {
+                if let Some(d) = indeg.get_mut(&s) {
+                    *d -= 1;
+                    if *d == 0 {
+                        ready.insert(s);
+                    }
+                }
+            }
+        }
+        debug_assert_eq!(order.len(), indeg.len(), "only cycle members are left out");
+        let lone = comp.members.len() == 1;
+        for (rank, t) in order.into_iter().enumerate() {
+            let ts = (comp.eid << RANK_BITS) | (rank as u64 + 1);
+            self.commit(t, ts, lone, cx);
+        }
+        aborts.sort();
+        for (t, r) in aborts {
+            self.abort(t, r, cx);
+        }
+    }
+
+    fn commit(&mut self, txn: TxnId, ts: u64, lone: bool, cx: &mut Ctx<'_, Msg>) {
+        let t = self.txns.remove(&txn).expect("scheduled");
+        self.resolver.forget(txn);
+        if let (Some(Ok(dec)), Some(local)) = (&t.decision, &t.local) {
+            if dec != local {
+                self.stats.caught_up += 1; // this DC executed it with other dependencies
+            }
+        }
+        let run = rederive(&self.env, &t, &self.view);
+        cx.charge_ops((t.keys.len() as u32).max(1));
+        let (reads, writes) = match run {
+            Ok(rw) => rw,
+            Err(r) => {
+                self.txns.insert(txn, t);
+                self.abort(txn, r, cx);
+                return;
+            }
+        };
+        self.stats.committed += 1;
+        let mut finals: BTreeMap<Key, (VersionId, Value)> = BTreeMap::new();
+        for (i, (k, v)) in writes.iter().enumerate() {
+            finals.insert(k.clone(), (VersionId { txn, seq: i as u32 }, v.clone()));
+        }
+        let mut h = rustc_hash::FxHasher::default();
+        for (k, (v, val)) in &finals {
+            k.hash(&mut h);
+            v.hash(&mut h);
+            val.hash(&mut h);
+        }
+        let digest = h.finish();
+        if let Some(d) = self.dominant_heard.remove(&txn) {
+            if d != digest {
+                self.stats.dominant_mismatch += 1;
+            }
+        }
+        self.digests.insert(txn, digest);
+        let mut per: BTreeMap<NodeId, Vec<(Key, VersionId, Value)>> = BTreeMap::new();
+        if let Some(ch) = &t.chain {
+            for n in &ch.servers {
+                per.insert(*n, vec![]);
+            }
+        }
+        for (k, (v, val)) in finals {
+            per.entry(server_of(&self.env, self.dc, &k))
+                .or_default()
+                .push((k.clone(), v, val.clone()));
+            self.view.insert(k, (v, val));
+        }
+        let leads = self.leads();
+        let mut msgs = BTreeMap::new();
+        for (n, writes) in per {
+            let m = Msg::Commit { txn, ts, writes };
+            if leads {
+                cx.send(n, m.clone());
+            }
+            msgs.insert(n, m);
+        }
+        self.track_unacked(txn, msgs, cx);
+        if t.entry.home == self.dc {
+            if leads && lone && t.local.as_ref().is_some_and(|l| l.is_empty()) && t.chain.is_some() {
+                self.open.dominant.push(DominantEntry { txn, digest });
+            }
+            let msg = Msg::Outcome {
+                txn,
+                result: Ok((reads, writes)),
+                hops: t.hops,
+            };
+            self.outcomes.insert(txn, msg.clone());
+            if leads {
+                cx.send_on_chain(t.entry.client, msg, t.hops);
+            }
+        }
+    }
+
+    /// Commit or abort messages sent (or, on a standby, that its coordinator sent) and
+    /// not yet acknowledged by every chain server.
+    fn track_unacked(&mut self, txn: TxnId, mut msgs: BTreeMap<NodeId, Msg>, cx: &mut Ctx<'_, Msg>) {
+        if let Some(early) = self.sec.applied_early.remove(&txn) {
+            msgs.retain(|n, _| !early.contains(n));
+        }
+        if !msgs.is_empty() {
+            self.unacked.insert(txn, (cx.now(), msgs));
+        }
+    }
+
+    fn abort(&mut self, txn: TxnId, reason: AbortReason, cx: &mut Ctx<'_, Msg>) {
+        let Some(t) = self.txns.remove(&txn) else { return };
+        self.resolver.forget(txn);
+        let leads = self.leads();
+        if let Some(ch) = &t.chain {
+            let mut msgs = BTreeMap::new();
+            for n in &ch.servers {
+                if leads {
+                    cx.send(*n, Msg::Abort { txn });
+                }
+                msgs.insert(*n, Msg::Abort { txn });
+            }
+            self.track_unacked(txn, msgs, cx);
+        }
+        if t.entry.home == self.dc {
+            let msg = Msg::Outcome {
+                txn,
+                result: Err(reason),
+                hops: t.hops,
+            };
+            self.outcomes.insert(txn, msg.clone());
+            if leads {
+                cx.send_on_chain(t.entry.client, msg, t.hops);
+            }
+        }
+    }
+}
+/// Whether `to` is reachable from `from` by one or more edges of `out`.
+fn reaches(out: &BTreeMap<TxnId, Vec<TxnId>>, from: TxnId, to: TxnId) -> bool {
+    let mut seen: BTreeSet<TxnId> = BTreeSet::new();
+    let mut stack: Vec<TxnId> = out.get(&from).cloned().unwrap_or_default();
+    while let Some(t) = stack.pop() {
+        if t == to {
+            return true;
+        }
+        if seen.insert(t) {
+            stack.extend(out.get(&t).into_iter().flatten().copied());
+        }
+    }
+    false
+}
+
+/// Runs the transaction's program against the committed state `view` (reads
+/// supplied), refusing any key outside its declaration: its reads (with versions)
+/// and its writes in program order.
+#[allow(clippy::type_complexity)]
+fn rederive(env: &Env, t: &CoTxn, view: &HashMap<Key, (VersionId, Value)>) -> Result<Executed, AbortReason> {
+    let mut exec = Execution::new(t.entry.call.clone());
+    let mut reads = vec![];
+    loop {
+        match crate::kit::client::next_step(&mut exec, &env.registry) {
+            Step::Read(k) => {
+                if !t.keys.iter().any(|(d, _)| meridian_txn::covers(d, &k)) {
+                    return Err(AbortReason::UndeclaredKey);
+                }
+                let v = view.get(&k);
+                reads.push((k.clone(), v.map(|x| x.0)));
+                exec.supply(k, v.map(|x| x.1.clone()));
+            }
+            Step::Done { writes, .. } => {
+                if writes
+                    .iter()
+                    .any(|(k, _)| !t.keys.iter().any(|(d, w)| *w && meridian_txn::covers(d, k)))
+                {
+                    return Err(AbortReason::UndeclaredKey);
+                }
+                return Ok((reads, writes));
+            }
+            Step::Abort(r) => return Err(r),
+            Step::Wait { .. } => return Err(AbortReason::NotInteractive),
+        }
+    }
+}
