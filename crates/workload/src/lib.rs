@@ -174,6 +174,7 @@ pub fn build(spec: &str) -> Result<Box<dyn Workload>, WorkloadError> {
                 theta,
                 value,
                 zipf,
+                interned: Vec::new(),
             })
         }
         "bank" => {
@@ -315,6 +316,25 @@ struct Ycsb {
     theta: f64,
     value: usize,
     zipf: Option<Zipf<f64>>,
+    /// Each item's key, made once and shared by every operation on it (a run of a
+    /// million transactions otherwise holds millions of copies of the same names in
+    /// its history). Only for key spaces up to `INTERN_MAX` items.
+    interned: Vec<Option<Key>>,
+}
+
+/// Key spaces up to this many items have their keys interned (16 bytes per item).
+const INTERN_MAX: u64 = 1 << 24;
+
+impl Ycsb {
+    fn key(&mut self, i: u64) -> Key {
+        if self.keys > INTERN_MAX {
+            return ycsb_key(i);
+        }
+        if self.interned.is_empty() {
+            self.interned = vec![None; self.keys as usize];
+        }
+        self.interned[i as usize].get_or_insert_with(|| ycsb_key(i)).clone()
+    }
 }
 
 /// The key name YCSB uses for item `i`.
@@ -358,7 +378,7 @@ impl Workload for Ycsb {
         let mut args = Vec::with_capacity(1 + 2 * chosen.len());
         args.push(Arg::U64(chosen.len() as u64));
         for i in chosen {
-            args.push(Arg::Key(ycsb_key(i)));
+            args.push(Arg::Key(self.key(i)));
             if rng.gen_bool(self.reads) {
                 args.push(Arg::Bytes(vec![]));
             } else {

@@ -6,14 +6,9 @@ use super::*;
 /// Records in a server's log.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum Rec {
-    /// Participant prepared (forced before voting yes).
-    Prepared {
-        txn: TxnId,
-        ts: Time,
-        coord: NodeId,
-        reads: Vec<Key>,
-        writes: Vec<(Key, VersionId, Value)>,
-    },
+    /// Participant prepared (forced before voting yes). Boxed: the other records,
+    /// which a coordinator keeps for good, are then half the size.
+    Prepared(Box<PreparedRec>),
     /// Participant applied a commit (forced before acking).
     Committed { txn: TxnId },
     /// Participant aborted a prepared transaction (not forced).
@@ -28,10 +23,21 @@ pub(super) enum Rec {
     Ended { txn: TxnId },
 }
 
+/// A participant's PREPARED record.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct PreparedRec {
+    pub(super) txn: TxnId,
+    pub(super) ts: Time,
+    pub(super) coord: NodeId,
+    pub(super) reads: Vec<Key>,
+    pub(super) writes: Vec<(Key, VersionId, Value)>,
+}
+
 impl LogRecord for Rec {
     fn size(&self) -> u64 {
         match self {
-            Rec::Prepared { reads, writes, .. } => {
+            Rec::Prepared(p) => {
+                let (reads, writes) = (&p.reads, &p.writes);
                 48 + reads.iter().map(|k| k.len() as u64).sum::<u64>()
                     + writes
                         .iter()
@@ -60,7 +66,8 @@ impl Server {
             })
             .collect();
         self.log.retain(|r| match r {
-            Rec::Prepared { txn, .. } | Rec::Committed { txn } | Rec::Aborted { txn } => !finished.contains(txn),
+            Rec::Prepared(p) => !finished.contains(&p.txn),
+            Rec::Committed { txn } | Rec::Aborted { txn } => !finished.contains(txn),
             Rec::Decided { .. } | Rec::Ended { .. } => true,
         });
     }
@@ -68,16 +75,16 @@ impl Server {
     /// Rebuilds volatile state from the log.
     pub(super) fn replay(&mut self, cx: &mut Ctx<'_, Msg>) {
         let recs = self.log.records().to_vec();
-        let mut prepared: BTreeMap<TxnId, Rec> = BTreeMap::new();
+        let mut prepared: BTreeMap<TxnId, PreparedRec> = BTreeMap::new();
         let mut decided: BTreeMap<TxnId, Rec> = BTreeMap::new();
         for r in recs {
             match r {
-                Rec::Prepared { txn, .. } => {
-                    prepared.insert(txn, r);
+                Rec::Prepared(p) => {
+                    prepared.insert(p.txn, *p);
                 }
                 Rec::Committed { txn } => {
-                    if let Some(Rec::Prepared { writes, .. }) = prepared.remove(&txn) {
-                        for (k, v, val) in writes {
+                    if let Some(p) = prepared.remove(&txn) {
+                        for (k, v, val) in p.writes {
                             if !self.store.contains(&k, v) {
                                 self.store.install_latest(&k, v, val);
                             }
@@ -97,17 +104,14 @@ impl Server {
             }
         }
         let now = cx.now();
-        for (txn, r) in prepared {
-            let Rec::Prepared {
+        for (txn, p) in prepared {
+            let PreparedRec {
                 ts,
                 coord,
                 reads,
                 writes,
                 ..
-            } = r
-            else {
-                continue;
-            };
+            } = p;
             let prio = (ts, txn);
             for k in &reads {
                 self.locks.acquire(txn, prio, k, LockMode::Shared);

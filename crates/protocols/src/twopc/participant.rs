@@ -284,13 +284,13 @@ impl Server {
             return;
         };
         self.log.append_sync(
-            Rec::Prepared {
+            Rec::Prepared(Box::new(PreparedRec {
                 txn,
                 ts: t.prio.0,
                 coord,
                 reads: part.reads.iter().map(|(k, _)| k.clone()).collect(),
                 writes: part.writes.clone(),
-            },
+            })),
             cx,
         );
         t.state = PState::Prepared {
