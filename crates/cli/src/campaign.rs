@@ -449,6 +449,9 @@ struct Summary {
     protocols: BTreeMap<String, BTreeMap<&'static str, u64>>,
     /// Failing runs, with their replay commands.
     failures: Vec<FailureOut>,
+    /// Per protocol: the command that replays its slowest run within tolerance (the
+    /// liveness bound's run).
+    slowest: BTreeMap<String, String>,
 }
 
 #[derive(Serialize)]
@@ -509,8 +512,9 @@ pub fn campaign(a: &CampaignArgs) -> Result<ExitCode> {
     // nothing passes every check vacuously, and the summary shows it.
     let mut committed: BTreeMap<String, u64> = BTreeMap::new();
     // The liveness bound: the slowest transaction of any run within tolerance, in
-    // milliseconds, and its seed.
+    // milliseconds, and its seed; and the command that replays that run.
     let mut slowest: BTreeMap<String, (f64, u64)> = BTreeMap::new();
+    let mut slowest_cmd: BTreeMap<String, String> = BTreeMap::new();
     let mut failures: Vec<Done> = vec![];
     std::thread::scope(|scope| {
         for _ in 0..jobs.min(total) {
@@ -552,8 +556,12 @@ pub fn campaign(a: &CampaignArgs) -> Result<ExitCode> {
             *committed.entry(d.protocol.clone()).or_default() += d.report.as_ref().map_or(0, |r| r.committed);
             if let Some(r) = d.report.as_ref().filter(|r| r.within_tolerance) {
                 let e = slowest.entry(d.protocol.clone()).or_insert((0.0, r.seed));
-                if r.slowest_ms > e.0 {
-                    *e = (r.slowest_ms, r.seed);
+                let first = !slowest_cmd.contains_key(&d.protocol);
+                if r.slowest_ms > e.0 || first {
+                    if r.slowest_ms > e.0 {
+                        *e = (r.slowest_ms, r.seed);
+                    }
+                    slowest_cmd.insert(d.protocol.clone(), d.args.repro(&d.protocol));
                 }
             }
             *counts
@@ -626,6 +634,7 @@ pub fn campaign(a: &CampaignArgs) -> Result<ExitCode> {
                 })
                 .collect(),
             failures: out_failures,
+            slowest: slowest_cmd,
         };
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
@@ -650,6 +659,9 @@ pub fn campaign(a: &CampaignArgs) -> Result<ExitCode> {
         }
         let ran: u64 = counts.values().flat_map(|c| c.values()).sum();
         println!("{ran} runs in {wall:.1} s, {} failing", failures.len());
+        for (p, cmd) in &slowest_cmd {
+            println!("slowest run of {p}: {cmd}");
+        }
     }
     Ok(if failures.is_empty() {
         ExitCode::SUCCESS

@@ -99,10 +99,12 @@ impl Coordinator {
 
     /// Abstentions (sweep): a conflicting transaction that has not finished executing
     /// here `abstain_after` after it was scheduled (one of this DC's chain servers is
-    /// down or cut off) gets an abstention as this DC's vote, so the other DCs are not
-    /// left waiting for a vote this DC cannot give. Without it, two DCs that executed
-    /// it differently wait for the third's vote until its server is back, and every
-    /// later transaction on its keys waits behind it.
+    /// down or cut off), and whose other DCs' votes are in but cannot reach a majority
+    /// without this DC's, gets an abstention as this DC's vote, which decides it
+    /// (abort). Without it, two DCs that executed it differently wait for the third's
+    /// vote until its server is back, and every later transaction on its keys waits
+    /// behind it. Only then: a DC that is merely slow (or the only DC) keeps its
+    /// transactions, since abstaining would abort them and help no one.
     pub(super) fn abstain_stale(&mut self, cx: &mut Ctx<'_, Msg>) {
         let now = cx.now();
         let after = self.abstain_after();
@@ -115,7 +117,7 @@ impl Coordinator {
                     && !t.voted
                     && now.saturating_sub(t.sched) >= after
                     && self.comps.get(&t.comp).is_some_and(|c| c.members.len() > 1)
-                    && !self.votes.get(id).is_some_and(|v| v.contains_key(&self.dc))
+                    && self.abstention_decides(**id)
             })
             .map(|(id, t)| (*id, t.eid, t.hops))
             .collect();
@@ -126,6 +128,22 @@ impl Coordinator {
             let c = self.txns[&id].comp;
             self.try_finalize(c, cx);
         }
+    }
+
+    /// Whether other DCs voted on `txn` (none of them for this DC), and no value could
+    /// reach a majority once this DC abstains: its vote is what they wait for.
+    fn abstention_decides(&self, txn: TxnId) -> bool {
+        let Some(vs) = self.votes.get(&txn) else { return false };
+        if vs.is_empty() || vs.contains_key(&self.dc) {
+            return false;
+        }
+        let mut count: BTreeMap<&Vec<TxnId>, usize> = BTreeMap::new();
+        for deps in vs.values().filter_map(|(d, _)| d.as_ref()) {
+            *count.entry(deps).or_default() += 1;
+        }
+        let best = count.values().copied().max().unwrap_or(0);
+        // After the abstention, `n - len - 1` DCs would still be to vote.
+        best + (self.n_dcs() - vs.len() - 1) < self.majority()
     }
 
     /// How long a conflicting transaction may stay unfinished here before this DC
