@@ -106,8 +106,11 @@
 //!   without that vote, and the transaction, then every later one on its keys, waits
 //!   in every DC until the server is back. So a coordinator whose DC has not finished a
 //!   conflicting transaction `abstain_after` after scheduling it (the runtime's
-//!   fail-over timeout, at least twice `stall`) votes an abstention: a value no
-//!   execution equals, counted as a vote cast and never toward a value. It is the DC's
+//!   fail-over timeout, at least twice `stall`), while the other DCs' votes are in and
+//!   none can reach a majority without its own, votes an abstention: a value no
+//!   execution equals, counted as a vote cast and never toward a value, so the split
+//!   is decided (abort). A DC that is merely slow, with no one waiting on its vote,
+//!   keeps its transactions (a lone DC abstaining would only abort them). It is the DC's
 //!   one ballot-zero acceptance, like any vote: a DC that abstained never votes its
 //!   execution later (`CoTxn::voted`; with a secondary, a successor knows an abstention
 //!   once it is held). Two DCs that agree still commit; a split now aborts. The DC's
