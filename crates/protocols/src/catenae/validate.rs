@@ -3,7 +3,7 @@
 //! decision of each conflicting transaction, and the commit of a conflict set in its
 //! decided order (programs re-run against the committed state), or its abort.
 
-use super::coordinator::{server_of, CoTxn, Comp, Coordinator};
+use super::coordinator::{server_of, CoTxn, Comp, Coordinator, Vote};
 use super::*;
 use std::hash::{Hash, Hasher};
 
@@ -137,11 +137,7 @@ impl Coordinator {
         if vs.is_empty() || vs.contains_key(&self.dc) {
             return false;
         }
-        let mut count: BTreeMap<&Vec<TxnId>, usize> = BTreeMap::new();
-        for deps in vs.values().filter_map(|(d, _)| d.as_ref()) {
-            *count.entry(deps).or_default() += 1;
-        }
-        let best = count.values().copied().max().unwrap_or(0);
+        let best = tally(vs).values().map(|(c, _)| *c).max().unwrap_or(0);
         // After the abstention, `n - len - 1` DCs would still be to vote.
         best + (self.n_dcs() - vs.len() - 1) < self.majority()
     }
@@ -189,14 +185,7 @@ impl Coordinator {
             return;
         }
         let Some(vs) = self.votes.get(&txn) else { return };
-        // Abstentions count as votes cast, never toward a value.
-        let mut count: BTreeMap<&Vec<TxnId>, (usize, u32)> = BTreeMap::new();
-        for (deps, hops) in vs.values() {
-            let Some(deps) = deps else { continue };
-            let c = count.entry(deps).or_insert((0, 0));
-            c.0 += 1;
-            c.1 = c.1.max(*hops);
-        }
+        let count = tally(vs);
         let best = count
             .iter()
             .max_by_key(|(_, (c, _))| *c)
@@ -427,6 +416,19 @@ impl Coordinator {
         }
     }
 }
+/// The votes per value (dependency set): how many DCs voted it, and the most WAN hops
+/// behind any of those votes. Abstentions count as votes cast, never toward a value.
+fn tally(vs: &BTreeMap<DcId, Vote>) -> BTreeMap<&Vec<TxnId>, (usize, u32)> {
+    let mut count: BTreeMap<&Vec<TxnId>, (usize, u32)> = BTreeMap::new();
+    for (deps, hops) in vs.values() {
+        let Some(deps) = deps else { continue };
+        let c = count.entry(deps).or_insert((0, 0));
+        c.0 += 1;
+        c.1 = c.1.max(*hops);
+    }
+    count
+}
+
 /// Whether `to` is reachable from `from` by one or more edges of `out`.
 fn reaches(out: &BTreeMap<TxnId, Vec<TxnId>>, from: TxnId, to: TxnId) -> bool {
     let mut seen: BTreeSet<TxnId> = BTreeSet::new();
