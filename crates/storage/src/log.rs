@@ -54,6 +54,11 @@ impl<R: LogRecord> Log<R> {
         &self.records
     }
 
+    /// Number of records in the synced prefix (those a crash keeps).
+    pub fn synced_len(&self) -> usize {
+        self.synced
+    }
+
     /// Number of records.
     pub fn len(&self) -> usize {
         self.records.len()

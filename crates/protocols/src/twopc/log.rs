@@ -53,9 +53,13 @@ impl LogRecord for Rec {
 impl Server {
     /// Checkpoint: a finished participant transaction's records (PREPARED with its writes,
     /// COMMITTED or ABORTED) are no longer needed, because its writes are in the store.
-    /// Coordinator records are small and kept, so a restarted coordinator still knows
-    /// every COMMIT it decided.
+    /// A restarted coordinator must still know every COMMIT it decided: a decision still
+    /// being delivered keeps its DECIDED record (to re-send it); one whose ENDED record is
+    /// synced too is folded into `ended`, the bare transaction id, which is all a
+    /// restart needs of it (a decided outcome). Only synced records are folded, so a
+    /// crash keeps exactly what it kept before the checkpoint.
     pub(super) fn compact(&mut self) {
+        let synced = &self.log.records()[..self.log.synced_len()];
         let finished: rustc_hash::FxHashSet<TxnId> = self
             .log
             .records()
@@ -65,15 +69,32 @@ impl Server {
                 _ => None,
             })
             .collect();
+        let fold: rustc_hash::FxHashSet<TxnId> = synced
+            .iter()
+            .filter_map(|r| match r {
+                Rec::Ended { txn } => Some(*txn),
+                _ => None,
+            })
+            .collect();
         self.log.retain(|r| match r {
             Rec::Prepared(p) => !finished.contains(&p.txn),
             Rec::Committed { txn } | Rec::Aborted { txn } => !finished.contains(txn),
-            Rec::Decided { .. } | Rec::Ended { .. } => true,
+            Rec::Decided { txn, .. } => {
+                let keep = !fold.contains(txn);
+                if !keep {
+                    self.ended.push(*txn);
+                }
+                keep
+            }
+            Rec::Ended { txn } => !fold.contains(txn),
         });
     }
 
     /// Rebuilds volatile state from the log.
     pub(super) fn replay(&mut self, cx: &mut Ctx<'_, Msg>) {
+        for txn in &self.ended {
+            self.done.insert(*txn, true);
+        }
         let recs = self.log.records().to_vec();
         let mut prepared: BTreeMap<TxnId, PreparedRec> = BTreeMap::new();
         let mut decided: BTreeMap<TxnId, Rec> = BTreeMap::new();

@@ -54,6 +54,10 @@ pub struct Server {
     pub(super) me: NodeId,
     // --- durable ---
     pub(super) log: Log<Rec>,
+    /// Coordinator COMMIT decisions whose DECIDED and ENDED records were both synced,
+    /// folded out of the log at a checkpoint: after a restart each is only a decided
+    /// outcome to answer late questions with, so its transaction id is all it keeps.
+    pub(super) ended: Vec<TxnId>,
     // --- volatile ---
     pub(super) store: MvStore,
     pub(super) locks: LockTable,
@@ -85,6 +89,7 @@ impl Server {
             cc,
             me,
             log: Log::new(),
+            ended: vec![],
             store: MvStore::new(),
             locks: LockTable::new(policy),
             ptxns: HashMap::default(),
@@ -203,8 +208,10 @@ impl Actor for Server {
         let mut log = std::mem::take(&mut self.log);
         log.crash();
         let store = std::mem::take(&mut self.store);
+        let ended = std::mem::take(&mut self.ended);
         *self = Server::new(self.env.clone(), self.cc, self.me);
         self.log = log;
+        self.ended = ended;
         // The committed store is the checkpointed on-disk data (see the module docs).
         self.store = store;
     }

@@ -623,6 +623,62 @@ fn test_coordinator_recovery_resends_logged_commits_and_presumes_abort() {
 }
 
 #[test]
+fn test_coordinator_checkpoint_folds_ended_commits_and_still_answers_them_after_a_restart() {
+    let env = env();
+    let me = NodeId(0);
+    let p = NodeId(2);
+    let mut s = Server::new(env.clone(), Cc::Locking, me);
+    call(&mut s, 0, me, |s, cx| s.on_start(cx));
+    let n = COMPACT_AT as u32;
+    // n commits decided and acknowledged, then one more whose ENDED record is the
+    // log's unsynced tail.
+    for i in 1..=n + 1 {
+        let (t, at) = (tid(0, i), u64::from(i) * 3);
+        let commit = Msg::Commit {
+            txn: t,
+            ts: at,
+            parts: vec![part(p, vec![], vec![])],
+        };
+        deliver(&mut s, at, me, NodeId(4), commit);
+        let vote = Msg::Vote {
+            txn: t,
+            yes: true,
+            reason: None,
+        };
+        deliver(&mut s, at + 1, me, p, vote);
+        deliver(&mut s, at + 2, me, p, Msg::Ack { txn: t });
+    }
+    assert_eq!(s.log.len(), 2 * (n as usize + 1));
+    fire(&mut s, 10_000, me, T_SWEEP);
+    assert_eq!(s.ended.len(), n as usize, "every synced DECIDED/ENDED pair is folded");
+    assert_eq!(s.log.len(), 2, "the last pair stays: its ENDED was not synced");
+    s.on_crash();
+    let now = 5_000_000_000;
+    call(&mut s, now, me, |s, cx| s.on_recover(cx));
+    let e = fire(&mut s, now + 1, me, T_SWEEP);
+    let last = tid(0, n + 1);
+    assert!(
+        sent(&e).contains(&(
+            p,
+            Msg::Decide {
+                txn: last,
+                commit: true
+            }
+        )),
+        "a decision whose ENDED was lost is delivered again: {:?}",
+        sent(&e)
+    );
+    for t in [tid(0, 1), tid(0, n)] {
+        let e = deliver(&mut s, now + 2, me, p, Msg::Query { txn: t });
+        assert_eq!(
+            sent(&e),
+            vec![(p, Msg::Decide { txn: t, commit: true })],
+            "folded {t:?}"
+        );
+    }
+}
+
+#[test]
 fn test_participant_recovery_keeps_prepared_locks_and_asks_the_coordinator() {
     let env = env();
     let me = NodeId(2);
