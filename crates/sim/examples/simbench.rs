@@ -1,6 +1,6 @@
 //! Simulator speed and memory for a large run:
-//! `cargo run --release -p meridian-sim --example simbench -- [TXNS] [PROTOCOL] [TOPOLOGY] [WORKLOAD]`
-//! (defaults: 1000000 2pc-2pl rc5 ycsb). Prints events/s, simulated txns/s, the time
+//! `cargo run --release -p meridian-sim --example simbench -- [TXNS] [PROTOCOL] [TOPOLOGY] [WORKLOAD] [CLIENTS]`
+//! (defaults: 1000000 2pc-2pl rc5 ycsb:keys=1000000 256). Prints events/s, simulated txns/s, the time
 //! split between simulating and checking (each timed inside the run; the checker runs
 //! once, as part of the run), and peak resident memory (Linux VmHWM).
 
@@ -30,7 +30,14 @@ fn main() {
     };
     let mut cfg = SimConfig::new(t, workload);
     cfg.txns = txns;
-    cfg.clients = 256;
+    cfg.clients = match args.get(4).map(|s| s.parse::<u32>()) {
+        None => 256,
+        Some(Ok(n)) if n > 0 => n,
+        Some(_) => {
+            eprintln!("CLIENTS must be a positive number, not `{}`", args[4]);
+            std::process::exit(2);
+        }
+    };
     let start = Instant::now();
     let out = match run_named(protocol, &cfg, &mut |_, _| {}) {
         Ok(o) => o,
@@ -43,7 +50,8 @@ fn main() {
     let (sim_s, check_s) = (out.wall_simulate_s.max(1e-9), out.wall_check_s);
     let r = &out.report;
     println!(
-        "{protocol} {topo} {workload}: {} txns, {} committed, check ok={}",
+        "{protocol} {topo} {workload}, {} clients: {} txns, {} committed, check ok={}",
+        cfg.clients,
         txns,
         r.committed,
         r.check.ok()

@@ -46,7 +46,7 @@ use meridian_workload::Workload;
 use rand::Rng as _;
 use rustc_hash::FxHashMap as HashMap;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::sync::Arc;
 
 /// CPU cost model of a server.
@@ -227,18 +227,37 @@ enum Ev<M> {
 }
 
 /// The event queue: a binary heap of small (time, seq, slot) keys, with the events
-/// themselves in a slab, so heap operations move 16 bytes, not whole messages.
+/// themselves in a slab, so heap operations move 24 bytes, not whole messages.
+///
+/// Only the events of the current time bucket (`BUCKET` ns wide) are in the heap;
+/// later ones wait unsorted in their bucket (`far`) until the clock reaches it. A run
+/// with thousands of clients holds hundreds of thousands of pending timeouts, most of
+/// them re-armed since and due seconds ahead: kept in one heap, every pop walked a
+/// heap of megabytes (a cache miss per level). The order is exactly the single heap's,
+/// (time, push order): every event in the heap is earlier than `horizon`, every event
+/// in `far` is at or after it.
 struct Queue<M> {
     heap: BinaryHeap<Reverse<(Time, u64, u32)>>,
+    far: BTreeMap<Time, Vec<(Time, u64, u32)>>,
+    /// End of the bucket whose events are in `heap`.
+    horizon: Time,
+    /// Emptied bucket vectors, reused.
+    spare: Vec<Vec<(Time, u64, u32)>>,
     slab: Vec<Option<Ev<M>>>,
     free: Vec<u32>,
     seq: u64,
 }
 
+/// Width of one bucket of the event queue: 2^24 ns, about 17 ms.
+const BUCKET_BITS: u32 = 24;
+
 impl<M> Queue<M> {
     fn new() -> Self {
         Queue {
             heap: BinaryHeap::new(),
+            far: BTreeMap::new(),
+            horizon: 0,
+            spare: Vec::new(),
             slab: Vec::new(),
             free: Vec::new(),
             seq: 0,
@@ -256,9 +275,28 @@ impl<M> Queue<M> {
                 self.slab.len() as u32 - 1
             }
         };
-        self.heap.push(Reverse((at, self.seq, slot)));
+        let key = (at, self.seq, slot);
+        if at < self.horizon {
+            self.heap.push(Reverse(key));
+        } else {
+            let spare = &mut self.spare;
+            self.far
+                .entry(at >> BUCKET_BITS)
+                .or_insert_with(|| spare.pop().unwrap_or_default())
+                .push(key);
+        }
     }
     fn pop(&mut self) -> Option<(Time, Ev<M>)> {
+        while self.heap.is_empty() {
+            let (bucket, mut keys) = self.far.pop_first()?;
+            self.horizon = if bucket + 1 >= 1 << (Time::BITS - BUCKET_BITS) {
+                Time::MAX
+            } else {
+                (bucket + 1) << BUCKET_BITS
+            };
+            self.heap.extend(keys.drain(..).map(Reverse));
+            self.spare.push(keys);
+        }
         let Reverse((at, _, slot)) = self.heap.pop()?;
         let ev = self.slab[slot as usize].take().expect("queued event present");
         self.free.push(slot);
@@ -497,7 +535,7 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
         any.then(|| seen.values().filter(|(c, a)| *c && *a).count() as u64)
     };
     let stats = {
-        let mut m = std::collections::BTreeMap::new();
+        let mut m = BTreeMap::new();
         for s in &sim.servers {
             for (k, v) in s.stats().unwrap_or_default() {
                 *m.entry(k).or_insert(0.0) += v;
