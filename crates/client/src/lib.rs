@@ -339,7 +339,7 @@ impl Client {
                 Outcome::Aborted => {
                     return Err(Error::Aborted {
                         txn: r.id,
-                        reason: r.abort_reason.unwrap_or(AbortReason::Aborted),
+                        reason: r.abort_reason.map_or(AbortReason::Aborted, |b| *b),
                         attempts: attempt,
                     })
                 }
@@ -535,7 +535,7 @@ impl Transaction<'_> {
         match r.outcome {
             Outcome::Aborted => Error::Aborted {
                 txn: r.id,
-                reason: r.abort_reason.unwrap_or(AbortReason::Aborted),
+                reason: r.abort_reason.map_or(AbortReason::Aborted, |b| *b),
                 attempts: 1,
             },
             _ => Error::TimedOut(self.client.opts.timeout),

@@ -497,9 +497,10 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
     let end = sim.main_loop(progress);
     let wall_simulate_s = sim_wall.elapsed().as_secs_f64();
     // What the report needs from the servers, read before the history takes their
-    // state: from there on each server is dropped once its snapshot is taken, and the
-    // clients and the event queue before the check, so that a large run's peak memory
-    // does not hold the live servers, their snapshots and the checker's graph at once.
+    // state: from there on each server is dropped once its snapshot is taken (the
+    // clients and the event queue, with its pending timeouts, go first), so that a
+    // large run's peak memory does not hold the live servers, their snapshots and the
+    // checker's graph at once.
     let holds = {
         let mut h = meridian_protocols::HoldStats::default();
         let mut any = false;
@@ -543,9 +544,9 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
         }
         m
     };
-    let history = sim.history(&p);
     sim.clients = vec![];
     sim.queue = Queue::new();
+    let history = sim.history(&p);
     let check_wall = std::time::Instant::now();
     let check = meridian_check::check(&history);
     let wall_check_s = check_wall.elapsed().as_secs_f64();

@@ -322,7 +322,7 @@ fn undeclared_program_is_refused() {
     assert!(fx.sent().is_empty());
     assert_eq!(fx.records.len(), 1);
     assert_eq!(fx.records[0].outcome, Outcome::Aborted);
-    assert_eq!(fx.records[0].abort_reason, Some(AbortReason::Undeclared));
+    assert_eq!(fx.records[0].abort_reason.as_deref(), Some(&AbortReason::Undeclared));
 }
 
 /// Bad options are one clear error.

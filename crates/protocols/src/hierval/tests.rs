@@ -277,7 +277,7 @@ fn test_a_read_newer_than_the_snapshot_aborts_a_read_write_transaction_before_co
         let t2 = TxnId { client: 9, seq: 1 };
         let (rec, sent) = run_client(&p, &mut n, program, |n| commit_blind(n, t2, "#2/b", 2));
         assert_eq!(rec.outcome, Outcome::Aborted, "{spec}");
-        assert_eq!(rec.abort_reason, Some(AbortReason::NewerVersionInstalled));
+        assert_eq!(rec.abort_reason.as_deref(), Some(&AbortReason::NewerVersionInstalled));
         // The read of #2/b was answered in the past (the initial version), and no
         // commit request was sent.
         assert_eq!(rec.reads[1].version, None);

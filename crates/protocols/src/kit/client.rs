@@ -54,7 +54,7 @@ pub fn number_writes(rec: &mut TxnRecord, writes: Vec<(Key, Value)>) -> BTreeMap
 /// Ends a transaction's record with its outcome, now, and hands it to the runtime.
 pub fn close<M>(mut rec: TxnRecord, outcome: Outcome, reason: Option<AbortReason>, cx: &mut Ctx<'_, M>) {
     rec.outcome = outcome;
-    rec.abort_reason = reason;
+    rec.abort_reason = reason.map(Box::new);
     rec.end = Some(cx.now());
     cx.record(rec);
 }

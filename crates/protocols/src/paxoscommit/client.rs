@@ -81,7 +81,7 @@ impl Client {
             // is a new transaction (its own id and versions) of the same call.
             let mut first = cur.rec.clone();
             first.outcome = Outcome::Aborted;
-            first.abort_reason = reason;
+            first.abort_reason = reason.map(Box::new);
             first.end = Some(cx.now());
             let id = TxnId {
                 client: txn.client,

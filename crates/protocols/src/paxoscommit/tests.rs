@@ -275,7 +275,7 @@ fn two_pl_a_wounded_younger_transaction_aborts_and_the_older_commits() {
     let out: BTreeMap<TxnId, (Outcome, Option<AbortReason>)> = net
         .records
         .iter()
-        .map(|r| (r.id, (r.outcome, r.abort_reason.clone())))
+        .map(|r| (r.id, (r.outcome, r.abort_reason.as_deref().cloned())))
         .collect();
     assert_eq!(out[&t(1, 1)], (Outcome::Aborted, Some(AbortReason::Wounded)), "{out:?}");
     assert_eq!(out[&t(0, 1)], (Outcome::Committed, None), "{out:?}");
@@ -306,7 +306,7 @@ fn occ_validation_failure_is_retried_once_and_both_attempts_are_recorded() {
     assert_eq!(net.records.len(), 2, "{:?}", net.records);
     let (a, b) = (&net.records[0], &net.records[1]);
     assert_eq!((a.id, a.outcome), (t(0, 1), Outcome::Aborted));
-    assert_eq!(a.abort_reason, Some(AbortReason::ReadVersionChanged));
+    assert_eq!(a.abort_reason.as_deref(), Some(&AbortReason::ReadVersionChanged));
     assert_eq!(b.id, t(0, 1 | RETRY_BIT));
     assert_eq!(
         b.outcome,

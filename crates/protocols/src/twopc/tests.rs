@@ -883,7 +883,7 @@ fn test_interactive_client_pauses_resumes_and_aborts_when_its_caller_is_idle() {
     assert_eq!(e.records.len(), 1);
     assert_eq!(e.records[0].outcome, Outcome::Aborted);
     assert_eq!(
-        e.records[0].abort_reason.as_ref(),
+        e.records[0].abort_reason.as_deref(),
         Some(&meridian_core::AbortReason::IdleInteractive)
     );
 }
