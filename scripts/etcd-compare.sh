@@ -25,6 +25,16 @@
 # Server CPU per committed transaction is user plus system time of the three server
 # processes from /proc/PID/stat over the run (USER_HZ = 100).
 #
+# BASELINE=/path/to/an/older/meridian adds that binary's runs of the same protocols
+# right after this build's (rows `replog@base`, ...) and a second table of this build
+# against it: the before/after of a change, in the same sitting as the etcd rows.
+#
+# DURABLE=0 runs Meridian without `--durable` (no journal, no fsync); ETCD=0 leaves
+# etcd out (with BASELINE: a before/after of Meridian alone).
+#
+# SAVE=FILE keeps the raw results (one JSON object per run: the bench's own `--json`
+# report, or etcd_bench.py's) in FILE, so a later run can be set beside them.
+#
 # Installing etcd is this script's job: it runs `apt-get install -y etcd-server` when
 # `etcd` is missing (as root, or through sudo).
 set -euo pipefail
@@ -35,8 +45,16 @@ ROUNDS=${ROUNDS:-2}
 DURATION=${DURATION:-10}
 WORKLOAD="ycsb:ops=4,reads=0.5,keys=10000"
 PROTOCOLS=(replog hacommit rc)
+BASELINE=${BASELINE:-}
+DURABLE_FLAG=--durable
+[ "${DURABLE:-1}" = 0 ] && DURABLE_FLAG=
+ETCD=${ETCD:-1}
+if [ -n "$BASELINE" ] && [ ! -x "$BASELINE" ]; then
+    echo "BASELINE=$BASELINE is not an executable meridian binary" >&2
+    exit 2
+fi
 
-if ! command -v etcd >/dev/null; then
+if [ "$ETCD" != 0 ] && ! command -v etcd >/dev/null; then
     echo "etcd not found: installing Debian's etcd-server" >&2
     if [ "$(id -u)" -eq 0 ]; then apt-get install -y etcd-server >&2; else sudo apt-get install -y etcd-server >&2; fi
 fi
@@ -102,22 +120,29 @@ run=0
 for round in $(seq "$ROUNDS"); do
     for c in "${CLIENTS[@]}"; do
         run=$((run + 1))
-        d=$WORK/etcd-$run
-        etcd_up "$d"
-        r=$(python3 scripts/etcd_bench.py --endpoints 127.0.0.1:23790,127.0.0.1:23791,127.0.0.1:23792 \
-            --clients "$c" --duration "$DURATION" --pids "$(IFS=,; echo "${ETCD_PIDS[*]}")")
-        etcd_down
-        echo "{\"system\":\"etcd\",\"clients\":$c,\"round\":$round,\"r\":$r}" >>"$OUT"
-        echo "round $round, $c clients: etcd $r" >&2
+        if [ "$ETCD" != 0 ]; then
+            d=$WORK/etcd-$run
+            etcd_up "$d"
+            r=$(python3 scripts/etcd_bench.py --endpoints 127.0.0.1:23790,127.0.0.1:23791,127.0.0.1:23792 \
+                --clients "$c" --duration "$DURATION" --pids "$(IFS=,; echo "${ETCD_PIDS[*]}")")
+            etcd_down
+            echo "{\"system\":\"etcd\",\"clients\":$c,\"round\":$round,\"r\":$r}" >>"$OUT"
+            echo "round $round, $c clients: etcd $r" >&2
+        fi
         for p in "${PROTOCOLS[@]}"; do
-            d=$WORK/m-$p-$run
-            "$M" cluster up --protocol "$p" --topology "$WORK/one3.toml" --dir "$d" --no-delay --durable \
-                --base-port $((24000 + 10 * run)) >/dev/null
-            r=$("$M" bench --cluster "$d/cluster.toml" --workload "$WORKLOAD" --clients "$c" \
-                --duration "${DURATION}s" --settle 1s --json 2>/dev/null)
-            "$M" cluster down --dir "$d" >/dev/null
-            echo "{\"system\":\"$p\",\"clients\":$c,\"round\":$round,\"r\":$r}" >>"$OUT"
-            echo "round $round, $c clients: $p done" >&2
+            bins=("$p=$M")
+            [ -n "$BASELINE" ] && bins+=("$p@base=$BASELINE")
+            for sb in "${bins[@]}"; do
+                sys=${sb%%=*} bin=${sb#*=}
+                d=$WORK/m-$sys-$run
+                "$bin" cluster up --protocol "$p" --topology "$WORK/one3.toml" --dir "$d" --no-delay $DURABLE_FLAG \
+                    --base-port $((24000 + 10 * run)) >/dev/null
+                r=$("$bin" bench --cluster "$d/cluster.toml" --workload "$WORKLOAD" --clients "$c" \
+                    --duration "${DURATION}s" --settle 1s --json 2>/dev/null)
+                "$bin" cluster down --dir "$d" >/dev/null
+                echo "{\"system\":\"$sys\",\"clients\":$c,\"round\":$round,\"r\":$r}" >>"$OUT"
+                echo "round $round, $c clients: $sys done" >&2
+            done
         done
     done
 done
@@ -137,10 +162,25 @@ for row in rows:
 med = lambda xs: statistics.median([x for x in xs if x is not None]) if any(x is not None for x in xs) else float("nan")
 print(f"{'clients':>7} {'system':>9} {'txn/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'CPU ms/txn':>11} {'txn/s vs etcd':>14} {'p50 vs etcd':>12} {'CPU vs etcd':>12}")
 for c in sorted({k[0] for k in by}):
-    e = [med([f[i] for f in by[(c, "etcd")]]) for i in range(4)]
-    for s in ["etcd", "replog", "hacommit", "rc"]:
+    e = [med([f[i] for f in by[(c, "etcd")]]) for i in range(4)] if (c, "etcd") in by else [float("nan")] * 4
+    for s in ["etcd", "replog", "replog@base", "hacommit", "hacommit@base", "rc", "rc@base"]:
         if (c, s) not in by:
             continue
         m = [med([f[i] for f in by[(c, s)]]) for i in range(4)]
-        print(f"{c:>7} {s:>9} {m[0]:>9.0f} {m[1]:>8.2f} {m[2]:>8.2f} {m[3]:>11.3f} {m[0]/e[0]:>14.2f} {m[1]/e[1]:>12.2f} {m[3]/e[3]:>12.2f}")
+        vs = [f"{m[i]/e[i]:.2f}" if e[i] == e[i] else "-" for i in (0, 1, 3)]
+        print(f"{c:>7} {s:>13} {m[0]:>9.0f} {m[1]:>8.2f} {m[2]:>8.2f} {m[3]:>11.3f} {vs[0]:>14} {vs[1]:>12} {vs[2]:>12}")
+if any(k[1].endswith("@base") for k in by):
+    print()
+    print("this build against BASELINE (medians; a ratio below 1 is lower in this build)")
+    print(f"{'clients':>7} {'system':>9} {'txn/s':>16} {'p50 ms':>16} {'p99 ms':>16} {'CPU ms/txn':>18}")
+    for c in sorted({k[0] for k in by}):
+        for s in ["replog", "hacommit", "rc"]:
+            if (c, s) not in by or (c, s + "@base") not in by:
+                continue
+            a = [med([f[i] for f in by[(c, s)]]) for i in range(4)]
+            b = [med([f[i] for f in by[(c, s + "@base")]]) for i in range(4)]
+            cells = [f"{y:.4g}->{x:.4g} {x/y:.2f}x" for x, y in zip(a, b)]
+            print(f"{c:>7} {s:>9} " + " ".join(f"{x:>16}" for x in cells))
 PY
+[ -n "${SAVE:-}" ] && cp "$OUT" "$SAVE" && echo "results kept in $SAVE" >&2
+true
