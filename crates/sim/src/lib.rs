@@ -1092,3 +1092,56 @@ fn debug_msgs() -> Option<&'static str> {
     PAT.get_or_init(|| std::env::var("MERIDIAN_DEBUG_MSGS").ok().filter(|s| !s.is_empty()))
         .as_deref()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The bucketed queue pops exactly what one heap ordered by (time, push order)
+        /// pops: events in the current bucket, in later buckets, far ahead, at the end
+        /// of time, and ties, pushed between pops as a simulation does (never before
+        /// the last popped time).
+        #[test]
+        fn queue_pops_in_time_then_push_order(ops in proptest::collection::vec((any::<bool>(), 0u8..16, any::<u64>()), 1..600)) {
+            let mut q: Queue<()> = Queue::new();
+            let mut model: BinaryHeap<Reverse<(Time, u32)>> = BinaryHeap::new();
+            let (mut n, mut now) = (0u32, 0 as Time);
+            let id = |ev: Ev<()>| match ev {
+                Ev::Submit { client } => client,
+                _ => unreachable!(),
+            };
+            for (pop, kind, r) in ops {
+                if pop {
+                    let got = q.pop().map(|(t, ev)| (t, id(ev)));
+                    let want = model.pop().map(|Reverse(k)| k);
+                    prop_assert_eq!(got, want);
+                    if let Some((t, _)) = got {
+                        now = t;
+                    }
+                } else {
+                    let at = match kind {
+                        0..=2 => now,
+                        3..=5 => now.saturating_add(r % 1_000),
+                        6..=12 => now.saturating_add(r % (1 << (BUCKET_BITS + 2))),
+                        13 | 14 => now.saturating_add(r % 10_000_000_000),
+                        _ if r % 8 == 0 => Time::MAX - r % 3,
+                        _ => now.saturating_add(r % (1 << 40)),
+                    };
+                    n += 1;
+                    q.push(at, Ev::Submit { client: n });
+                    model.push(Reverse((at, n)));
+                }
+            }
+            loop {
+                let got = q.pop().map(|(t, ev)| (t, id(ev)));
+                let want = model.pop().map(|Reverse(k)| k);
+                prop_assert_eq!(got, want);
+                if got.is_none() {
+                    break;
+                }
+            }
+        }
+    }
+}
