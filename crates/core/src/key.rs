@@ -11,12 +11,19 @@ use std::sync::Arc;
 /// message, a lock entry or a history record costs a reference count, not a copy.
 /// Equality and order are the bytes'; two clones of one key (the common case: a
 /// workload hands out one allocation per key) compare equal without reading them.
-#[derive(Clone, Eq, Hash, Default)]
+#[derive(Clone, Eq, Default)]
 pub struct Key(Arc<[u8]>);
 
 impl PartialEq for Key {
     fn eq(&self, other: &Key) -> bool {
         Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+    }
+}
+
+impl std::hash::Hash for Key {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        // What `#[derive(Hash)]` did: the bytes, so equal keys hash alike.
+        self.0.hash(state)
     }
 }
 
