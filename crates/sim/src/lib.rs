@@ -175,7 +175,7 @@ pub struct SimOutput {
     /// The checker's full verdict.
     pub check: meridian_check::Report,
     /// Wall-clock seconds spent simulating (from the first event to the last, before
-    /// the history is taken); with `wall_check_s`, how `report.wall_s` splits.
+    /// the history is taken); part of `report.wall_s`, as is `wall_check_s`.
     pub wall_simulate_s: f64,
     /// Wall-clock seconds the checker took on this run's history.
     pub wall_check_s: f64,
@@ -229,7 +229,7 @@ enum Ev<M> {
 /// The event queue: a binary heap of small (time, seq, slot) keys, with the events
 /// themselves in a slab, so heap operations move 24 bytes, not whole messages.
 ///
-/// Only the events of the current time bucket (`BUCKET` ns wide) are in the heap;
+/// Only the events of the current time bucket (2^`BUCKET_BITS` ns wide) are in the heap;
 /// later ones wait unsorted in their bucket (`far`) until the clock reaches it. A run
 /// with thousands of clients holds hundreds of thousands of pending timeouts, most of
 /// them re-armed since and due seconds ahead: kept in one heap, every pop walked a

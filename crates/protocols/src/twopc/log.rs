@@ -59,23 +59,20 @@ impl Server {
     /// restart needs of it (a decided outcome). Only synced records are folded, so a
     /// crash keeps exactly what it kept before the checkpoint.
     pub(super) fn compact(&mut self) {
-        let synced = &self.log.records()[..self.log.synced_len()];
-        let finished: rustc_hash::FxHashSet<TxnId> = self
-            .log
-            .records()
-            .iter()
-            .filter_map(|r| match r {
-                Rec::Committed { txn } | Rec::Aborted { txn } => Some(*txn),
-                _ => None,
-            })
-            .collect();
-        let fold: rustc_hash::FxHashSet<TxnId> = synced
-            .iter()
-            .filter_map(|r| match r {
-                Rec::Ended { txn } => Some(*txn),
-                _ => None,
-            })
-            .collect();
+        let synced = self.log.synced_len();
+        let mut finished: rustc_hash::FxHashSet<TxnId> = Default::default();
+        let mut fold: rustc_hash::FxHashSet<TxnId> = Default::default();
+        for (i, r) in self.log.records().iter().enumerate() {
+            match r {
+                Rec::Committed { txn } | Rec::Aborted { txn } => {
+                    finished.insert(*txn);
+                }
+                Rec::Ended { txn } if i < synced => {
+                    fold.insert(*txn);
+                }
+                _ => {}
+            }
+        }
         self.log.retain(|r| match r {
             Rec::Prepared(p) => !finished.contains(&p.txn),
             Rec::Committed { txn } | Rec::Aborted { txn } => !finished.contains(txn),

@@ -138,8 +138,9 @@ impl Server {
         self.tombstones.retain(|_, t| now.saturating_sub(*t) < to.tombstone);
         if self.log.len() >= self.compact_at {
             self.compact();
-            // Amortized: the kept coordinator records make the log grow, so checkpoint
-            // again only once it has doubled (otherwise every sweep rescans it).
+            // Amortized: what a checkpoint keeps (prepared transactions, decisions still
+            // being delivered) can be most of the log, so checkpoint again only once it
+            // has doubled (otherwise every sweep would rescan it).
             self.compact_at = (2 * self.log.len()).max(COMPACT_AT);
         }
         // Coordinator: vote timeouts and undelivered decisions.
