@@ -226,43 +226,66 @@ enum Ev<M> {
     Heal { a: DcId, b: DcId },
 }
 
-/// The event queue: a binary heap of small (time, seq, slot) keys, with the events
-/// themselves in a slab, so heap operations move 24 bytes, not whole messages.
+/// A queued event's key: (time, push sequence number, slab slot).
+type QKey = (Time, u64, u32);
+
+/// The event queue: a calendar of time buckets holding small (time, seq, slot) keys,
+/// with the events themselves in a slab, so the queue moves 24 bytes, not whole
+/// messages. The order is exactly one heap's, (time, push order).
 ///
-/// Only the events of the current time bucket (2^`BUCKET_BITS` ns wide) are in the heap;
-/// later ones wait unsorted in their bucket (`far`) until the clock reaches it. A run
-/// with thousands of clients holds hundreds of thousands of pending timeouts, most of
-/// them re-armed since and due seconds ahead: kept in one heap, every pop walked a
-/// heap of megabytes (a cache miss per level). The order is exactly the single heap's,
-/// (time, push order): every event in the heap is earlier than `horizon`, every event
-/// in `far` is at or after it.
+/// Time is cut into buckets 2^`BUCKET_BITS` ns wide. The current bucket is two sorted
+/// sources popped by merge: `now` (the events already queued when the clock reached
+/// the bucket, sorted once, earliest last) and `heap` (events pushed into the current
+/// bucket since, usually a handful: CPU completions, intra-DC messages). The next
+/// `RING` − 1 buckets are a ring of unsorted vectors, a push into one is a vector
+/// push; later buckets wait unsorted in `far`. A run with thousands of clients holds
+/// hundreds of thousands of pending timeouts, most of them re-armed since and due
+/// seconds ahead: kept in one heap, every pop walked a heap of megabytes (a cache miss
+/// per level), and a map of buckets cost a tree search per push.
 struct Queue<M> {
-    heap: BinaryHeap<Reverse<(Time, u64, u32)>>,
-    far: BTreeMap<Time, Vec<(Time, u64, u32)>>,
-    /// End of the bucket whose events are in `heap`.
-    horizon: Time,
-    /// Emptied bucket vectors, reused.
-    spare: Vec<Vec<(Time, u64, u32)>>,
+    /// The current bucket's events queued before it became current, latest first.
+    now: Vec<QKey>,
+    /// Events pushed into the current bucket since it became current.
+    heap: BinaryHeap<Reverse<QKey>>,
+    /// Index of the current bucket (time >> BUCKET_BITS).
+    bucket: u64,
+    /// `ring[b % RING]` holds the events of bucket `b`, for `bucket < b < bucket + RING`.
+    ring: Vec<Vec<QKey>>,
+    /// Events in `ring`.
+    in_ring: usize,
+    /// Buckets at or after `bucket + RING` (when they were pushed).
+    far: BTreeMap<u64, Vec<QKey>>,
+    /// First key of `far` (u64::MAX when empty).
+    far_first: u64,
+    /// Emptied vectors, reused.
+    spare: Vec<Vec<QKey>>,
     slab: Vec<Option<Ev<M>>>,
     free: Vec<u32>,
     seq: u64,
 }
 
-/// Width of one bucket of the event queue: 2^24 ns, about 17 ms.
-const BUCKET_BITS: u32 = 24;
+/// Width of one bucket of the event queue: 2^20 ns, about 1 ms.
+const BUCKET_BITS: u32 = 20;
+/// Buckets in the ring: 4096 of 1 ms, about 4.3 s ahead.
+const RING: u64 = 1 << 12;
 
 impl<M> Queue<M> {
     fn new() -> Self {
         Queue {
+            now: Vec::new(),
             heap: BinaryHeap::new(),
+            bucket: 0,
+            ring: (0..RING).map(|_| Vec::new()).collect(),
+            in_ring: 0,
             far: BTreeMap::new(),
-            horizon: 0,
+            far_first: u64::MAX,
             spare: Vec::new(),
             slab: Vec::new(),
             free: Vec::new(),
             seq: 0,
         }
     }
+
     fn push(&mut self, at: Time, ev: Ev<M>) {
         self.seq += 1;
         let slot = match self.free.pop() {
@@ -276,31 +299,77 @@ impl<M> Queue<M> {
             }
         };
         let key = (at, self.seq, slot);
-        if at < self.horizon {
+        let b = at >> BUCKET_BITS;
+        if b <= self.bucket {
             self.heap.push(Reverse(key));
+        } else if b - self.bucket < RING {
+            let v = &mut self.ring[(b % RING) as usize];
+            if v.capacity() == 0 {
+                if let Some(s) = self.spare.pop() {
+                    *v = s;
+                }
+            }
+            v.push(key);
+            self.in_ring += 1;
         } else {
             let spare = &mut self.spare;
             self.far
-                .entry(at >> BUCKET_BITS)
+                .entry(b)
                 .or_insert_with(|| spare.pop().unwrap_or_default())
                 .push(key);
+            self.far_first = self.far_first.min(b);
         }
     }
+
     fn pop(&mut self) -> Option<(Time, Ev<M>)> {
-        while self.heap.is_empty() {
-            let (bucket, mut keys) = self.far.pop_first()?;
-            self.horizon = if bucket + 1 >= 1 << (Time::BITS - BUCKET_BITS) {
-                Time::MAX
-            } else {
-                (bucket + 1) << BUCKET_BITS
-            };
-            self.heap.extend(keys.drain(..).map(Reverse));
-            self.spare.push(keys);
-        }
-        let Reverse((at, _, slot)) = self.heap.pop()?;
+        let (at, _, slot) = loop {
+            match (self.now.last(), self.heap.peek()) {
+                (Some(a), Some(Reverse(h))) => {
+                    if a < h {
+                        break self.now.pop().expect("non-empty");
+                    }
+                    break self.heap.pop().expect("non-empty").0;
+                }
+                (Some(_), None) => break self.now.pop().expect("non-empty"),
+                (None, Some(_)) => break self.heap.pop().expect("non-empty").0,
+                (None, None) => self.advance()?,
+            }
+        };
         let ev = self.slab[slot as usize].take().expect("queued event present");
         self.free.push(slot);
         Some((at, ev))
+    }
+
+    /// The current bucket is spent: makes the next bucket holding events current.
+    fn advance(&mut self) -> Option<()> {
+        let mut keys = if self.in_ring == 0 {
+            // Nothing in the ring: jump to the first far bucket.
+            let (b, keys) = self.far.pop_first()?;
+            self.bucket = b;
+            keys
+        } else {
+            loop {
+                self.bucket += 1;
+                let v = &mut self.ring[(self.bucket % RING) as usize];
+                if !v.is_empty() || self.bucket == self.far_first {
+                    self.in_ring -= v.len();
+                    let mut keys = std::mem::take(v);
+                    if self.bucket == self.far_first {
+                        let (_, mut more) = self.far.pop_first().expect("far_first is in far");
+                        keys.append(&mut more);
+                        self.spare.push(more);
+                    }
+                    break keys;
+                }
+            }
+        };
+        if self.bucket >= self.far_first {
+            self.far_first = self.far.first_key_value().map_or(u64::MAX, |(b, _)| *b);
+        }
+        keys.sort_unstable_by(|a, b| b.cmp(a));
+        let done = std::mem::replace(&mut self.now, keys);
+        self.spare.push(done);
+        Some(())
     }
 }
 
@@ -356,7 +425,16 @@ struct Sim<'a, P: Protocol> {
     /// `now + offset`; the history's times are corrected back to true time.
     clock_off: Vec<Time>,
     partitions: Vec<(DcId, DcId, Time)>,
-    fifo: HashMap<(u32, u32), Time>,
+    /// FIFO links: the latest arrival time queued on each link, so a later message
+    /// never overtakes an earlier one. Every link has a server at one end (clients
+    /// talk only to servers): `fifo[x * servers + s]` is the link from node `x` to
+    /// server `s` for every node `x`, and after those, the link from server `s` to
+    /// client `c`. A dense table: one of these per message was a hash lookup.
+    fifo: Vec<Time>,
+    /// Links between two clients (none of the protocols sends on one).
+    fifo_other: HashMap<(u32, u32), Time>,
+    /// One-way delay between each pair of DCs (`Topology::one_way`, computed once).
+    one_way: Vec<Time>,
     healed: bool,
     // clients
     client_seq: Vec<u32>,
@@ -470,7 +548,15 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
         clock_off: plan.clock_offsets(layout.num_servers(), cfg.clients),
         plan,
         partitions: vec![],
-        fifo: HashMap::default(),
+        fifo: vec![0; (2 * layout.num_nodes() - layout.num_servers()) as usize * layout.num_servers() as usize],
+        fifo_other: HashMap::default(),
+        one_way: {
+            let t = &layout.topology;
+            let dcs = (0..t.num_dcs() as u16).map(DcId);
+            dcs.clone()
+                .flat_map(|a| dcs.clone().map(move |b| t.one_way(a, b)))
+                .collect()
+        },
         healed: false,
         client_seq: vec![0; cfg.clients as usize],
         client_busy: vec![false; cfg.clients as usize],
@@ -1009,7 +1095,7 @@ impl<P: Protocol> Sim<'_, P> {
         if faulty && self.plan.loss > 0.0 && self.net_rng.gen_bool(self.plan.loss) {
             return;
         }
-        let base = self.layout.one_way(from, to);
+        let base = self.one_way[da.0 as usize * self.layout.topology.num_dcs() + db.0 as usize];
         let jitter = if self.cfg.jitter > 0.0 {
             (base as f64 * self.cfg.jitter * self.net_rng.gen::<f64>()) as Time
         } else {
@@ -1021,7 +1107,7 @@ impl<P: Protocol> Sim<'_, P> {
         if reorder {
             at += (base.max(ms(1.0)) as f64 * self.net_rng.gen::<f64>()) as Time;
         } else {
-            let last = self.fifo.entry((from.0, to.0)).or_insert(0);
+            let last = self.fifo_link(from, to);
             at = at.max(*last);
             *last = at;
         }
@@ -1047,6 +1133,19 @@ impl<P: Protocol> Sim<'_, P> {
                 inc,
             },
         );
+    }
+
+    /// The latest arrival queued on the link `from` → `to` (see `fifo`).
+    fn fifo_link(&mut self, from: NodeId, to: NodeId) -> &mut Time {
+        let (s, n) = (self.layout.num_servers(), self.layout.num_nodes());
+        let (f, t) = (from.0 as usize, to.0 as usize);
+        if to.0 < s {
+            &mut self.fifo[f * s as usize + t]
+        } else if from.0 < s {
+            &mut self.fifo[(n as usize + (to.0 - s) as usize) * s as usize + f]
+        } else {
+            self.fifo_other.entry((from.0, to.0)).or_insert(0)
+        }
     }
 
     /// The run's history. Takes the servers: each is dropped once its snapshot is
@@ -1125,6 +1224,7 @@ mod tests {
                         0..=2 => now,
                         3..=5 => now.saturating_add(r % 1_000),
                         6..=12 => now.saturating_add(r % (1 << (BUCKET_BITS + 2))),
+                        13 if r % 2 == 0 => now.saturating_add(r % ((RING + 2) << BUCKET_BITS)),
                         13 | 14 => now.saturating_add(r % 10_000_000_000),
                         _ if r % 8 == 0 => Time::MAX - r % 3,
                         _ => now.saturating_add(r % (1 << 40)),
