@@ -293,13 +293,19 @@ impl Execution {
 
     /// Runs the program from the top against the known reads.
     pub fn step(&mut self, reg: &Registry) -> Result<Step, TxnError> {
-        self.step_ops(reg).map(|(s, _)| s)
+        self.run(reg, false).map(|(s, _)| s)
     }
 
     /// Like [`Self::step`], and also returns the writes made before the run stopped
     /// (for [`Step::Done`] they are the same as its `writes`; for [`Step::Abort`] they
     /// are empty, since an aborting program writes nothing).
     pub fn step_ops(&mut self, reg: &Registry) -> Result<(Step, Vec<(Key, Value)>), TxnError> {
+        self.run(reg, true)
+    }
+
+    /// One run of the program; the writes made are also returned when `ops` (a copy for
+    /// [`Step::Done`], whose `writes` are the same).
+    fn run(&mut self, reg: &Registry, ops: bool) -> Result<(Step, Vec<(Key, Value)>), TxnError> {
         let prog = reg.get(&self.call.program)?;
         if self.index.len() != self.reads.len() {
             self.reindex();
@@ -314,13 +320,16 @@ impl Execution {
         let r = prog.run(&self.call.args, &mut tx);
         self.batch = std::mem::take(&mut tx.batch);
         Ok(match r {
-            Ok(()) => (
-                Step::Done {
-                    writes: tx.writes.clone(),
-                    output: tx.output,
-                },
-                tx.writes,
-            ),
+            Ok(()) => {
+                let made = if ops { tx.writes.clone() } else { Vec::new() };
+                (
+                    Step::Done {
+                        writes: tx.writes,
+                        output: tx.output,
+                    },
+                    made,
+                )
+            }
             Err(Stop::NeedRead(k)) => {
                 if self.batch.first() != Some(&k) {
                     self.batch.clear();

@@ -322,8 +322,8 @@ impl Server {
                         unreachable!()
                     };
                     cx.charge_ops(part.writes.len() as u32);
-                    for (k, v, val) in &part.writes {
-                        self.store.install_latest(k, *v, val.clone());
+                    for (k, v, val) in part.writes {
+                        self.store.install_latest(&k, v, val);
                     }
                     self.log.append_sync(Rec::Committed { txn }, cx);
                     let grants = self.locks.release_all(txn);
