@@ -1146,7 +1146,7 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
     match dir {
         Some(dir) => {
             let header = crate::journal::Header::new(&cluster.file.protocol, node, cluster.id());
-            let (journal, entries) = Journal::open(&dir, &header).map_err(|e| match e {
+            let journal = Journal::open(&dir, &header).map_err(|e| match e {
                 crate::journal::JournalError::Mismatch(why) => {
                     format!("node {}: refusing the journal in {}: {why}", node.0, dir.display())
                 }
@@ -1154,11 +1154,12 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
             })?;
             core.replaying = true;
             let mut restarted = false;
-            for e in entries {
-                let e: Entry<P::Msg> = Journal::decode(&e).map_err(|e| format!("journal in {}: {e}", dir.display()))?;
-                core.replayed += 1;
-                restarted |= core.replay(node, e);
-            }
+            journal
+                .replay(|e: Entry<P::Msg>| {
+                    core.replayed += 1;
+                    restarted |= core.replay(node, e);
+                })
+                .map_err(|e| format!("journal in {}: {e}", dir.display()))?;
             core.replaying = false;
             core.journal = Some(journal);
             core.forces_every_step = p.forces_every_step();

@@ -186,11 +186,10 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// Opens (or creates) the journal in `dir` for the server `want` describes and
-    /// returns it with every entry it holds, oldest first, still encoded (decode with
-    /// [`Journal::decode`]). A journal whose header differs from `want` is refused
-    /// ([`JournalError::Mismatch`]) and left untouched.
-    pub fn open(dir: &Path, want: &Header) -> Result<(Journal, Vec<Vec<u8>>), JournalError> {
+    /// Opens (or creates) the journal in `dir` for the server `want` describes; read
+    /// what it holds with [`Journal::replay`]. A journal whose header differs from
+    /// `want` is refused ([`JournalError::Mismatch`]) and left untouched.
+    pub fn open(dir: &Path, want: &Header) -> Result<Journal, JournalError> {
         std::fs::create_dir_all(dir)?;
         let ks = fjall::Config::new(dir).open()?;
         let part = ks.open_partition("inputs", fjall::PartitionCreateOptions::default())?;
@@ -216,23 +215,72 @@ impl Journal {
                 ks.persist(fjall::PersistMode::SyncAll)?;
             }
         }
-        let mut entries = vec![];
-        let mut next = 0;
-        for kv in part.iter() {
-            let (k, v) = kv?;
-            let seq = u64::from_be_bytes(k.as_ref().try_into().unwrap_or([0xff; 8]));
-            next = seq + 1;
-            entries.push(v.to_vec());
+        let next = match part.last_key_value()? {
+            Some((k, _)) => u64::from_be_bytes(k.as_ref().try_into().unwrap_or([0xff; 8])) + 1,
+            None => 0,
+        };
+        Ok(Journal {
+            ks,
+            part,
+            next,
+            pending: vec![],
+        })
+    }
+
+    /// Every entry the journal holds, oldest first, still encoded (decode with
+    /// [`Journal::decode`]).
+    pub fn raw_entries(&self) -> Result<Vec<Vec<u8>>, JournalError> {
+        let mut out = vec![];
+        for kv in self.part.iter() {
+            out.push(kv?.1.to_vec());
         }
-        Ok((
-            Journal {
-                ks,
-                part,
-                next,
-                pending: vec![],
-            },
-            entries,
-        ))
+        Ok(out)
+    }
+
+    /// Hands every entry the journal holds, oldest first and decoded, to `each`;
+    /// returns how many. Reading the store and decoding run on a second thread, a
+    /// chunk of entries ahead of `each`, so a restart replays at the speed of the
+    /// slower of the two rather than of both in turn. Stops at the first entry that
+    /// does not decode (or a read error), with the error.
+    pub fn replay<M: DeserializeOwned + Send>(&self, mut each: impl FnMut(Entry<M>)) -> Result<u64, String> {
+        const CHUNK: usize = 1024;
+        let part = self.part.clone();
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Vec<Entry<M>>, String>>(8);
+            scope.spawn(move || {
+                let mut chunk = Vec::with_capacity(CHUNK);
+                for kv in part.iter() {
+                    let e = kv
+                        .map_err(|e| format!("reading the journal: {e}"))
+                        .and_then(|(_, v)| Journal::decode(&v));
+                    match e {
+                        Ok(e) => chunk.push(e),
+                        Err(e) => {
+                            // The entries before it first: they replay, as one by one.
+                            let _ = tx.send(Ok(chunk));
+                            let _ = tx.send(Err(e));
+                            return;
+                        }
+                    }
+                    if chunk.len() == CHUNK
+                        && tx
+                            .send(Ok(std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK))))
+                            .is_err()
+                    {
+                        return;
+                    }
+                }
+                let _ = tx.send(Ok(chunk));
+            });
+            let mut n = 0;
+            for chunk in rx {
+                for e in chunk? {
+                    n += 1;
+                    each(e);
+                }
+            }
+            Ok(n)
+        })
     }
 
     /// Decodes one entry.
@@ -300,7 +348,7 @@ mod tests {
     fn a_journal_of_another_version_protocol_node_or_cluster_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let (mut j, _) = Journal::open(dir.path(), &header()).unwrap();
+            let mut j = Journal::open(dir.path(), &header()).unwrap();
             j.append(&Entry::<u32>::Start { now: 1 }).unwrap();
             j.sync().unwrap();
         }
@@ -341,11 +389,11 @@ mod tests {
                     assert!(why.contains(says), "{want:?}: {why}");
                     assert_eq!(why.lines().count(), 1, "{why}");
                 }
-                other => panic!("{want:?}: {:?}", other.map(|(_, e)| e.len())),
+                other => panic!("{want:?}: {:?}", other.map(|j| j.len())),
             }
         }
-        let (_, old) = Journal::open(dir.path(), &header()).unwrap();
-        assert_eq!(old.len(), 1);
+        let j = Journal::open(dir.path(), &header()).unwrap();
+        assert_eq!(j.raw_entries().unwrap().len(), 1);
     }
 
     /// A journal from before headers (entries, no `meta`) reads as format 1 and is
@@ -367,7 +415,7 @@ mod tests {
         }
         match Journal::open(dir.path(), &header()) {
             Err(JournalError::Mismatch(why)) => assert!(why.contains("journal format 1 with wire version 1"), "{why}"),
-            other => panic!("{:?}", other.map(|(_, e)| e.len())),
+            other => panic!("{:?}", other.map(|j| j.len())),
         }
     }
 
@@ -375,8 +423,9 @@ mod tests {
     fn entries_survive_reopening_in_order() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let (mut j, old) = Journal::open(dir.path(), &header()).unwrap();
-            assert!(old.is_empty());
+            let mut j = Journal::open(dir.path(), &header()).unwrap();
+            assert!(j.raw_entries().unwrap().is_empty());
+            assert_eq!(j.replay(|_: Entry<u32>| panic!("nothing to replay")), Ok(0));
             j.append(&Entry::<u32>::Start { now: 1 }).unwrap();
             for i in 0..300u32 {
                 j.append(&Entry::Msg {
@@ -392,8 +441,20 @@ mod tests {
             }
             j.flush().unwrap();
         }
-        let (mut j, old) = Journal::open(dir.path(), &header()).unwrap();
+        let mut j = Journal::open(dir.path(), &header()).unwrap();
+        assert_eq!(j.len(), 301);
+        let old = j.raw_entries().unwrap();
         assert_eq!(old.len(), 301);
+        // Replay hands over the same entries, decoded, in order.
+        let mut replayed = vec![];
+        assert_eq!(j.replay(|e: Entry<u32>| replayed.push(e)), Ok(301));
+        assert_eq!(
+            replayed
+                .iter()
+                .map(|e| postcard::to_stdvec(e).unwrap())
+                .collect::<Vec<_>>(),
+            old
+        );
         assert!(matches!(
             Journal::decode::<u32>(&old[0]).unwrap(),
             Entry::Start { now: 1 }
@@ -408,5 +469,35 @@ mod tests {
         j.sync().unwrap();
         assert_eq!(j.len(), 302);
         assert!(Journal::decode::<u32>(&[0xff, 0xff]).is_err());
+    }
+
+    /// Replay crosses the reading thread's chunks in order, and a corrupt entry stops
+    /// it with an error after the entries before it.
+    #[test]
+    fn replay_reads_every_chunk_in_order_and_stops_at_a_corrupt_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::open(dir.path(), &header()).unwrap();
+        for i in 0..5000u32 {
+            j.append(&Entry::Msg {
+                from: NodeId(0),
+                hops: 0,
+                now: i as u64,
+                msg: i,
+            })
+            .unwrap();
+        }
+        j.flush().unwrap();
+        let mut seen = vec![];
+        let n = j.replay(|e: Entry<u32>| match e {
+            Entry::Msg { msg, .. } => seen.push(msg),
+            e => panic!("{e:?}"),
+        });
+        assert_eq!(n, Ok(5000));
+        assert_eq!(seen, (0..5000).collect::<Vec<_>>());
+        j.part.insert(5000u64.to_be_bytes(), [0xffu8, 0xff]).unwrap();
+        let mut count = 0;
+        let err = j.replay(|_: Entry<u32>| count += 1).unwrap_err();
+        assert!(err.contains("corrupt journal entry"), "{err}");
+        assert_eq!(count, 5000);
     }
 }
