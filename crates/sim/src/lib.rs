@@ -356,8 +356,12 @@ impl<M> Queue<M> {
                     let mut keys = std::mem::take(v);
                     if self.bucket == self.far_first {
                         let (_, mut more) = self.far.pop_first().expect("far_first is in far");
-                        keys.append(&mut more);
-                        self.spare.push(more);
+                        if keys.is_empty() {
+                            keys = more;
+                        } else {
+                            keys.append(&mut more);
+                            self.spare.push(more);
+                        }
                     }
                     break keys;
                 }
