@@ -3,17 +3,45 @@
 # durable local cluster, runs `bench` for SECS seconds, kills node 0 with SIGKILL,
 # restarts it with the documented command and times it until `cluster status` shows
 # it up. Prints the journal sizes, the time and the node's replay log line.
-# Usage: scripts/restart-time.sh [PROTOCOL] [SECS]   (default: 2pc-2pl 110)
+#
+# With BASELINE=/path/to/older/meridian, node 0 is instead restarted ROUNDS times
+# (default 5) with each build in turn on the same journal (kill -9 before each), and
+# each restart is timed from the process start to its `serving` log line: a
+# before/after comparison in one sitting. Each restart adds a few entries.
+#
+# Usage: [BASELINE=old-binary] [ROUNDS=5] scripts/restart-time.sh [PROTOCOL] [SECS]
+#        (default: 2pc-2pl 110)
 set -euo pipefail
 B=${MERIDIAN:-target/release/meridian}
 P=${1:-2pc-2pl}
 SECS=${2:-110}
 D=$(mktemp -d)
-trap '$B cluster down --dir "$D" >/dev/null 2>&1 || true; kill %1 2>/dev/null || true; rm -rf "$D"' EXIT
+trap '$B cluster down --dir "$D" >/dev/null 2>&1 || true; kill -9 "${pid:-}" 2>/dev/null || true; rm -rf "$D"' EXIT
 $B cluster up --protocol "$P" --topology us3 --dir "$D" --no-delay --durable >/dev/null
 $B bench --cluster "$D/cluster.toml" --clients 32 --duration "${SECS}s" --settle 1s --json >"$D/bench.json" 2>/dev/null
 $B cluster status --dir "$D" --json | python3 -c "import json,sys; v=json.load(sys.stdin); print('journal entries per node', [n['status']['journal_entries'] for n in v])"
-kill -9 "$(sed -n 1p "$D/pids")"
+pid=$(sed -n 1p "$D/pids")
+if [ -n "${BASELINE:-}" ]; then
+    for r in $(seq "${ROUNDS:-5}"); do
+        for build in "$BASELINE" "$B"; do
+            kill -9 "$pid" 2>/dev/null || true
+            sleep 0.5
+            : >"$D/r.log"
+            t0=$(date +%s.%N)
+            "$build" server --cluster "$D/cluster.toml" --node 0 >>"$D/r.log" 2>&1 &
+            pid=$!
+            until grep -q "serving" "$D/r.log"; do
+                kill -0 "$pid" 2>/dev/null || { echo "node 0 exited:"; tail -3 "$D/r.log"; exit 1; }
+                sleep 0.01
+            done
+            t1=$(date +%s.%N)
+            inputs=$(grep -o 'inputs=[0-9]*' "$D/r.log" | tail -1 || true)
+            python3 -c "print('round $r $build: %.2f s until serving, $inputs' % ($t1 - $t0))"
+        done
+    done
+    exit 0
+fi
+kill -9 "$pid"
 sleep 0.5
 t0=$(date +%s.%N)
 $B server --cluster "$D/cluster.toml" --node 0 >>"$D/n0.log" 2>&1 &
