@@ -25,6 +25,7 @@ if [ -n "${BASELINE:-}" ]; then
     for r in $(seq "${ROUNDS:-5}"); do
         for build in "$BASELINE" "$B"; do
             kill -9 "$pid" 2>/dev/null || true
+            wait "$pid" 2>/dev/null || true
             sleep 0.5
             : >"$D/r.log"
             t0=$(date +%s.%N)
