@@ -227,9 +227,10 @@ impl Journal {
         })
     }
 
-    /// Every entry the journal holds, oldest first, still encoded (decode with
-    /// [`Journal::decode`]).
-    pub fn raw_entries(&self) -> Result<Vec<Vec<u8>>, JournalError> {
+    /// Every entry the journal holds, oldest first, still encoded (tests: a restart
+    /// reads through [`Journal::replay`]).
+    #[cfg(test)]
+    fn raw_entries(&self) -> Result<Vec<Vec<u8>>, JournalError> {
         let mut out = vec![];
         for kv in self.part.iter() {
             out.push(kv?.1.to_vec());
