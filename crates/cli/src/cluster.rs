@@ -28,6 +28,11 @@ pub struct ServerArgs {
     /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9400).
     #[arg(long)]
     metrics: Option<std::net::SocketAddr>,
+    /// Checkpoint the journal every N inputs, dropping the inputs before it, so that a
+    /// restart replays at most N (0: never; protocols without a server image never do).
+    /// Overrides the cluster file's `checkpoint_every` (default 100000).
+    #[arg(long, value_name = "N")]
+    checkpoint_every: Option<u64>,
 }
 
 /// `meridian cluster` subcommands.
@@ -155,6 +160,10 @@ pub struct UpArgs {
     /// that is restarted recovers.
     #[arg(long)]
     durable: bool,
+    /// With --durable: checkpoint each journal every N inputs (written to the cluster
+    /// file; default 100000, 0: never).
+    #[arg(long, value_name = "N", requires = "durable")]
+    checkpoint_every: Option<u64>,
     /// Home DC of every shard (default: shard s in DC s mod #DCs).
     #[arg(long)]
     data_dc: Option<String>,
@@ -227,6 +236,7 @@ pub fn server(a: &ServerArgs) -> Result<()> {
     let opts = ServerOptions {
         data_dir: a.data_dir.clone(),
         metrics: a.metrics,
+        checkpoint_every: a.checkpoint_every,
     };
     with_protocol(
         &cluster.file.protocol,
@@ -374,6 +384,7 @@ fn up(a: &UpArgs) -> Result<()> {
     if a.durable {
         file.data_dir = Some(PathBuf::from("data"));
     }
+    file.checkpoint_every = a.checkpoint_every;
     let path = dir.join("cluster.toml");
     // Validate everything (protocol included) before starting a process.
     let cluster = Cluster::validate(file.clone(), &path)?;

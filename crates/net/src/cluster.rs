@@ -103,6 +103,10 @@ pub struct ClusterFile {
     /// Directory for the servers' journals (none: servers keep nothing on disk).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_dir: Option<PathBuf>,
+    /// Checkpoint each server's journal every this many inputs (none:
+    /// [`crate::host::CHECKPOINT_EVERY`]; 0: never). See [`crate::journal`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_every: Option<u64>,
     /// Server nodes.
     #[serde(rename = "node", default)]
     pub nodes: Vec<NodeEntry>,
@@ -342,6 +346,7 @@ impl Cluster {
             client_slots: slots(),
             data_dc: None,
             data_dir: None,
+            checkpoint_every: None,
             nodes: (0..n)
                 .map(|i| NodeEntry {
                     id: i,

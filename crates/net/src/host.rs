@@ -236,8 +236,24 @@ impl Stats {
     }
 }
 
+/// What a journal checkpoint holds of a server node: everything a replay of the
+/// inputs before it would have rebuilt.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Checkpoint {
+    /// The protocol's server image ([`Protocol::image`]).
+    server: Vec<u8>,
+    /// The node's random generator.
+    rng: Rng,
+    /// Its armed timers and when each fires.
+    timers: Vec<(u64, Time)>,
+}
+
+/// Inputs between two checkpoints of a server's journal, by default.
+pub const CHECKPOINT_EVERY: u64 = 100_000;
+
 /// The event loop's state.
 struct Core<P: Protocol> {
+    proto: P,
     cluster: Arc<Cluster>,
     layout: Arc<Layout>,
     clock: Clock,
@@ -251,6 +267,8 @@ struct Core<P: Protocol> {
     /// Frames waiting for the end of the batch (and its journal sync).
     outbox: Vec<(NodeId, Vec<u8>)>,
     journal: Option<Journal>,
+    /// Checkpoint the journal every this many inputs (0: never).
+    checkpoint_every: u64,
     /// Replaying the journal: effects are discarded.
     replaying: bool,
     need_sync: bool,
@@ -294,8 +312,9 @@ pub fn registry() -> Registry {
 }
 
 impl<P: Protocol> Core<P> {
-    fn new(cluster: Arc<Cluster>, env: &Env, stats: Arc<Stats>, routes: Routes) -> Self {
+    fn new(proto: P, cluster: Arc<Cluster>, env: &Env, stats: Arc<Stats>, routes: Routes) -> Self {
         Core {
+            proto,
             layout: env.layout.clone(),
             clock: Clock::new(cluster.file.epoch_ns),
             cluster,
@@ -308,6 +327,7 @@ impl<P: Protocol> Core<P> {
             recs: vec![],
             outbox: vec![],
             journal: None,
+            checkpoint_every: 0,
             replaying: false,
             need_sync: false,
             forces_every_step: false,
@@ -533,6 +553,54 @@ impl<P: Protocol> Core<P> {
         }
     }
 
+    /// Checkpoints the (only) server node's journal: its image, random generator and
+    /// armed timers, after which the inputs before it are dropped. A protocol without
+    /// an image never checkpoints.
+    fn checkpoint(&mut self) {
+        let Some((&node, local)) = self.locals.iter().next() else {
+            return;
+        };
+        let Role::Server(s) = &local.role else { return };
+        let t0 = std::time::Instant::now();
+        let Some(server) = self.proto.image(s) else {
+            info!(
+                protocol = self.proto.name(),
+                "this protocol has no server image: its journal is never checkpointed, and a restart \
+                 replays every input"
+            );
+            self.checkpoint_every = 0;
+            return;
+        };
+        let mut timers: Vec<(u64, Time)> = self
+            .due
+            .iter()
+            .filter_map(|((at, _), d)| match d {
+                Due::Timer { node: n, id, gen } if *n == node && local.timers.get(id) == Some(gen) => Some((id.0, *at)),
+                _ => None,
+            })
+            .collect();
+        timers.sort_unstable();
+        let ck = Checkpoint {
+            server,
+            rng: local.rng.clone(),
+            timers,
+        };
+        let bytes = postcard::to_stdvec(&ck).expect("checkpoints serialize");
+        let Some(j) = &mut self.journal else { return };
+        let dropped = j.since_checkpoint();
+        if let Err(err) = j.checkpoint(&bytes) {
+            panic_free_exit(&format!("journal checkpoint failed: {err}"));
+        }
+        self.syncs += 1;
+        info!(
+            node = node.0,
+            bytes = bytes.len(),
+            inputs_dropped = dropped,
+            ms = t0.elapsed().as_millis() as u64,
+            "checkpointed the journal"
+        );
+    }
+
     fn journal_input(&mut self, node: NodeId, e: Entry<P::Msg>) {
         if self.replaying
             || !self
@@ -563,6 +631,9 @@ impl<P: Protocol> Core<P> {
             };
             if let Err(err) = res {
                 panic_free_exit(&format!("journal sync failed: {err}"));
+            }
+            if self.checkpoint_every > 0 && j.since_checkpoint() >= self.checkpoint_every {
+                self.checkpoint();
             }
         }
         for (to, frame) in self.outbox.drain(..) {
@@ -1073,6 +1144,9 @@ pub struct ServerOptions {
     pub data_dir: Option<std::path::PathBuf>,
     /// Serve Prometheus metrics over HTTP here (`GET /metrics`).
     pub metrics: Option<std::net::SocketAddr>,
+    /// Checkpoint the journal every this many inputs (`None`: the cluster file's
+    /// `checkpoint_every`, else [`CHECKPOINT_EVERY`]; 0: never).
+    pub checkpoint_every: Option<u64>,
 }
 
 /// How a server with no state to replay begins.
@@ -1132,7 +1206,7 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
     let stats = Arc::new(Stats::default());
     let (inbox_tx, inbox_rx) = mpsc::channel(INBOX);
     let hosted = Arc::new(vec![node]);
-    let mut core: Core<P> = Core::new(cluster.clone(), &env, stats.clone(), routes.clone());
+    let mut core: Core<P> = Core::new(p.clone(), cluster.clone(), &env, stats.clone(), routes.clone());
     core.locals.insert(
         node,
         Local {
@@ -1152,19 +1226,27 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
                 }
                 e => format!("journal in {}: {e}", dir.display()),
             })?;
+            let restored = core
+                .restore(&p, &env, node, &journal)
+                .map_err(|e| format!("node {}: journal in {}: {e}", node.0, dir.display()))?;
             core.replaying = true;
-            let mut restarted = false;
             journal
                 .replay(|e: Entry<P::Msg>| {
                     core.replayed += 1;
-                    restarted |= core.replay(node, e);
+                    core.replay(node, e);
                 })
                 .map_err(|e| format!("journal in {}: {e}", dir.display()))?;
             core.replaying = false;
             core.journal = Some(journal);
             core.forces_every_step = p.forces_every_step();
+            core.checkpoint_every = opts
+                .checkpoint_every
+                .or(cluster.file.checkpoint_every)
+                .unwrap_or(CHECKPOINT_EVERY);
             let forgetful = matches!(p.fault_model(), meridian_protocols::FaultModel::Forgetful { .. });
-            if core.replayed > 0 && forgetful && !cluster.same_boot_as_last_start(node) {
+            // State to resume from: a checkpoint, inputs, or both.
+            let has_state = restored || core.replayed > 0;
+            if has_state && forgetful && !cluster.same_boot_as_last_start(node) {
                 info!(
                     node = node.0,
                     inputs = core.replayed,
@@ -1172,7 +1254,7 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
                      tail may be lost): forgetting, and recovering from the other replicas"
                 );
             }
-            if core.replayed > 0 && forgetful && cluster.same_boot_as_last_start(node) {
+            if has_state && forgetful && cluster.same_boot_as_last_start(node) {
                 // A protocol whose replicas are designed to forget (HACommit,
                 // CrossStitch) recovers a forgotten replica from the others. Had this
                 // node done so here, a restart of every replica at once (a killed
@@ -1202,7 +1284,7 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
                     }
                     core.schedule(at.max(now), Due::Timer { node: n, id, gen });
                 }
-            } else if core.replayed > 0 {
+            } else if has_state {
                 info!(
                     node = node.0,
                     inputs = core.replayed,
@@ -1224,7 +1306,6 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
                     }
                 });
             } else if begin_without_state(&p, &cluster, node)? == Begin::Recover {
-                let _ = restarted;
                 core.journal_input(node, Entry::Restart { now });
                 core.call(node, 0, now, |r, cx| {
                     if let Role::Server(s) = r {
@@ -1311,8 +1392,30 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
 }
 
 impl<P: Protocol> Core<P> {
-    /// Re-applies one journalled input (effects discarded). Returns whether it was a restart.
-    fn replay(&mut self, node: NodeId, e: Entry<P::Msg>) -> bool {
+    /// Rebuilds server `node` from the journal's checkpoint, if it has one: the
+    /// protocol's image, the random generator, and the armed timers (re-armed as
+    /// replayed ones are). Returns whether there was one.
+    fn restore(&mut self, p: &P, env: &Env, node: NodeId, journal: &Journal) -> Result<bool, String> {
+        let Some(bytes) = journal.image().map_err(|e| e.to_string())? else {
+            return Ok(false);
+        };
+        let ck: Checkpoint =
+            postcard::from_bytes(&bytes).map_err(|e| format!("unreadable checkpoint ({} bytes): {e}", bytes.len()))?;
+        let server = p.restore(env, node, &ck.server)?;
+        let local = self.locals.get_mut(&node).expect("the server node is hosted here");
+        local.role = Role::Server(server);
+        local.rng = ck.rng;
+        self.replay_timers = ck
+            .timers
+            .into_iter()
+            .map(|(id, at)| ((node, TimerId(id)), at))
+            .collect();
+        info!(node = node.0, bytes = bytes.len(), "restored the checkpoint");
+        Ok(true)
+    }
+
+    /// Re-applies one journalled input (effects discarded).
+    fn replay(&mut self, node: NodeId, e: Entry<P::Msg>) {
         match e {
             Entry::Start { now } => self.call(node, 0, now, |r, cx| {
                 if let Role::Server(s) = r {
@@ -1344,10 +1447,8 @@ impl<P: Protocol> Core<P> {
                         s.on_recover(cx)
                     }
                 });
-                return true;
             }
         }
-        false
     }
 }
 
@@ -1378,7 +1479,7 @@ impl ClientHost {
         let (req_tx, req_rx) = mpsc::channel(1024);
         let nodes: Vec<NodeId> = slots.iter().map(|s| cluster.slot_node(*s)).collect();
         let hosted = Arc::new(nodes.clone());
-        let mut core: Core<P> = Core::new(cluster.clone(), &env, stats.clone(), routes.clone());
+        let mut core: Core<P> = Core::new(p.clone(), cluster.clone(), &env, stats.clone(), routes.clone());
         let session = (core.clock.now() / 1_000_000_000 % 4_000_000) as u32;
         for (slot, node) in slots.iter().zip(&nodes) {
             let id = ClientId(session * 1024 + slot);

@@ -51,11 +51,24 @@
 //! wire 1, the only format there was, and so refused by this build; an empty one is
 //! given this build's header.
 //!
-//! # Limits
+//! # Checkpoints
 //!
-//! The journal is never truncated: restart replays every input since the node was
-//! first started, so a long-lived node restarts slowly. A checkpoint (the actor's
-//! durable image) would bound it; protocols expose no such image yet.
+//! A journal holds at most one checkpoint: an opaque image of the server at some input
+//! (the runtime's `Checkpoint`: the protocol's server image, its random generator and
+//! its armed timers), followed by the inputs handled since. Restart rebuilds the server
+//! from the image and replays only those inputs, so it costs the state's size plus the
+//! inputs since the last checkpoint, not the node's age.
+//!
+//! The inputs after each checkpoint live in their own partition (`inputs-G`, the image
+//! in `image-G`, for generation G; generation 0 has no image). [`Journal::checkpoint`]
+//! writes the new image and `meta`'s `current` generation in one atomic batch, forces
+//! it to disk, and only then drops the previous generation's partitions whole (no
+//! per-entry deletes). A crash before the batch is on disk leaves the previous
+//! generation current and complete; one after it leaves stale partitions, which the
+//! next [`Journal::open`] drops.
+//!
+//! A protocol without an image (`Protocol::image` is `None`) never checkpoints: its
+//! journal grows with the node's age, and restart replays all of it.
 
 use meridian_core::{NodeId, Time};
 use serde::de::DeserializeOwned;
@@ -96,7 +109,7 @@ pub enum Entry<M> {
 }
 
 /// The layout of the journal (its partitions, keys and [`Entry`]): bump on any change.
-pub const FORMAT: u32 = 2;
+pub const FORMAT: u32 = 3;
 
 /// What a journal says about itself (its `meta` partition).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -177,12 +190,40 @@ fn mismatch(found: &Header, want: &Header) -> Option<String> {
     None
 }
 
+/// Where the current generation's image is (`meta`'s `image` key).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct ImageMeta {
+    /// Sequence number of the first input after the image.
+    at: u64,
+    /// Its length in bytes.
+    len: u64,
+    /// Chunks it is stored in (keys 0.. of `image-G`).
+    chunks: u32,
+}
+
+/// Chunk size of an image in the store (an LSM store keeps large values poorly).
+const IMAGE_CHUNK: usize = 1 << 20;
+
 /// A server's journal.
 pub struct Journal {
     ks: fjall::Keyspace,
+    meta: fjall::PartitionHandle,
+    /// The current generation (see the module docs' "Checkpoints").
+    gen: u64,
+    /// Its inputs.
     part: fjall::PartitionHandle,
+    /// Where its image is, if it has one.
+    image: Option<ImageMeta>,
     next: u64,
     pending: Vec<(u64, Vec<u8>)>,
+}
+
+fn inputs_name(gen: u64) -> String {
+    format!("inputs-{gen}")
+}
+
+fn image_name(gen: u64) -> String {
+    format!("image-{gen}")
 }
 
 impl Journal {
@@ -192,16 +233,22 @@ impl Journal {
     pub fn open(dir: &Path, want: &Header) -> Result<Journal, JournalError> {
         std::fs::create_dir_all(dir)?;
         let ks = fjall::Config::new(dir).open()?;
-        let part = ks.open_partition("inputs", fjall::PartitionCreateOptions::default())?;
         let meta = ks.open_partition("meta", fjall::PartitionCreateOptions::default())?;
         let found = match meta.get("header")? {
             Some(b) => Some(postcard::from_bytes::<Header>(&b).map_err(|e| JournalError::Header(e.to_string()))?),
             // Written before headers existed: the first format, if it holds anything.
-            None if part.first_key_value()?.is_some() => Some(Header {
-                format: 1,
-                wire: 1,
-                ..want.clone()
-            }),
+            None if ks.partition_exists("inputs")
+                && ks
+                    .open_partition("inputs", fjall::PartitionCreateOptions::default())?
+                    .first_key_value()?
+                    .is_some() =>
+            {
+                Some(Header {
+                    format: 1,
+                    wire: 1,
+                    ..want.clone()
+                })
+            }
             None => None,
         };
         match found {
@@ -215,20 +262,124 @@ impl Journal {
                 ks.persist(fjall::PersistMode::SyncAll)?;
             }
         }
+        let gen = match meta.get("current")? {
+            Some(b) => postcard::from_bytes::<u64>(&b).map_err(|e| JournalError::Header(e.to_string()))?,
+            None => 0,
+        };
+        let image = match meta.get("image")? {
+            Some(b) if gen > 0 => {
+                Some(postcard::from_bytes::<ImageMeta>(&b).map_err(|e| JournalError::Header(e.to_string()))?)
+            }
+            _ => None,
+        };
+        // A checkpoint that was on disk before its predecessor's partitions were
+        // dropped: drop them now.
+        for name in ks.list_partitions() {
+            let name: &str = &name;
+            if name != "meta" && name != inputs_name(gen) && name != image_name(gen) {
+                let h = ks.open_partition(name, fjall::PartitionCreateOptions::default())?;
+                ks.delete_partition(h)?;
+            }
+        }
+        let part = ks.open_partition(&inputs_name(gen), fjall::PartitionCreateOptions::default())?;
         let next = match part.last_key_value()? {
             Some((k, _)) => u64::from_be_bytes(k.as_ref().try_into().unwrap_or([0xff; 8])) + 1,
-            None => 0,
+            None => image.as_ref().map_or(0, |i| i.at),
         };
         Ok(Journal {
             ks,
+            meta,
+            gen,
             part,
+            image,
             next,
             pending: vec![],
         })
     }
 
-    /// Every entry the journal holds, oldest first, still encoded (tests: a restart
-    /// reads through [`Journal::replay`]).
+    /// The image of the current checkpoint, if there is one (the inputs
+    /// [`Journal::replay`] hands over are those after it).
+    pub fn image(&self) -> Result<Option<Vec<u8>>, JournalError> {
+        let Some(m) = &self.image else { return Ok(None) };
+        let part = self
+            .ks
+            .open_partition(&image_name(self.gen), fjall::PartitionCreateOptions::default())?;
+        let mut out = Vec::with_capacity(m.len as usize);
+        for i in 0..m.chunks {
+            match part.get(i.to_be_bytes())? {
+                Some(c) => out.extend_from_slice(&c),
+                None => {
+                    return Err(JournalError::Header(format!(
+                        "checkpoint image chunk {i} of {} is missing",
+                        m.chunks
+                    )))
+                }
+            }
+        }
+        if out.len() as u64 != m.len {
+            return Err(JournalError::Header(format!(
+                "checkpoint image is {} bytes, its header says {}",
+                out.len(),
+                m.len
+            )));
+        }
+        Ok(Some(out))
+    }
+
+    /// Makes `image` (the server's state after every input appended so far) the
+    /// journal's checkpoint and drops the inputs before it: written and forced to disk
+    /// atomically with a new generation of inputs, after which the previous
+    /// generation's partitions go (module docs, "Checkpoints").
+    pub fn checkpoint(&mut self, image: &[u8]) -> Result<(), JournalError> {
+        self.write()?;
+        let gen = self.gen + 1;
+        let inputs = self
+            .ks
+            .open_partition(&inputs_name(gen), fjall::PartitionCreateOptions::default())?;
+        let images = self
+            .ks
+            .open_partition(&image_name(gen), fjall::PartitionCreateOptions::default())?;
+        let m = ImageMeta {
+            at: self.next,
+            len: image.len() as u64,
+            chunks: image.chunks(IMAGE_CHUNK).count() as u32,
+        };
+        let mut b = self.ks.batch();
+        for (i, c) in image.chunks(IMAGE_CHUNK).enumerate() {
+            b.insert(&images, (i as u32).to_be_bytes(), c);
+        }
+        b.insert(
+            &self.meta,
+            "image",
+            postcard::to_stdvec(&m).expect("image headers serialize"),
+        );
+        b.insert(
+            &self.meta,
+            "current",
+            postcard::to_stdvec(&gen).expect("numbers serialize"),
+        );
+        b.commit()?;
+        self.ks.persist(fjall::PersistMode::SyncAll)?;
+        let old = std::mem::replace(&mut self.part, inputs);
+        self.ks.delete_partition(old)?;
+        if self.gen > 0 {
+            let h = self
+                .ks
+                .open_partition(&image_name(self.gen), fjall::PartitionCreateOptions::default())?;
+            self.ks.delete_partition(h)?;
+        }
+        self.gen = gen;
+        self.image = Some(m);
+        Ok(())
+    }
+
+    /// Inputs appended since the last checkpoint (or since the journal began).
+    pub fn since_checkpoint(&self) -> u64 {
+        self.next - self.image.as_ref().map_or(0, |i| i.at)
+    }
+
+    /// Every entry the journal holds after its checkpoint, oldest first, still encoded
+    /// (tests: a restart reads through [`Journal::replay`]).
     #[cfg(test)]
     fn raw_entries(&self) -> Result<Vec<Vec<u8>>, JournalError> {
         let mut out = vec![];
@@ -238,7 +389,8 @@ impl Journal {
         Ok(out)
     }
 
-    /// Hands every entry the journal holds, oldest first and decoded, to `each`;
+    /// Hands every entry the journal holds after its checkpoint (if any), oldest first
+    /// and decoded, to `each`;
     /// returns how many. Reading the store and decoding run on a second thread, a
     /// chunk of entries ahead of `each`, so a restart replays at the speed of the
     /// slower of the two rather than of both in turn. Stops at the first entry that
@@ -359,7 +511,7 @@ mod tests {
                     format: FORMAT + 1,
                     ..header()
                 },
-                "journal format 2 with wire version",
+                "journal format 3 with wire version",
             ),
             (
                 Header {
@@ -470,6 +622,74 @@ mod tests {
         j.sync().unwrap();
         assert_eq!(j.len(), 302);
         assert!(Journal::decode::<u32>(&[0xff, 0xff]).is_err());
+    }
+
+    fn msg(i: u32) -> Entry<u32> {
+        Entry::Msg {
+            from: NodeId(0),
+            hops: 0,
+            now: i as u64,
+            msg: i,
+        }
+    }
+
+    fn replayed(j: &Journal) -> Vec<u32> {
+        let mut seen = vec![];
+        j.replay(|e: Entry<u32>| match e {
+            Entry::Msg { msg, .. } => seen.push(msg),
+            e => panic!("{e:?}"),
+        })
+        .unwrap();
+        seen
+    }
+
+    /// A checkpoint keeps its image and only the inputs after it, across reopening; a
+    /// second one replaces the first; numbering continues; the previous generation's
+    /// partitions are gone, and stale ones a crash left behind are dropped at open.
+    #[test]
+    fn a_checkpoint_keeps_its_image_and_only_the_inputs_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let big: Vec<u8> = (0..(IMAGE_CHUNK * 2 + 17)).map(|i| (i * 7 % 251) as u8).collect();
+        {
+            let mut j = Journal::open(dir.path(), &header()).unwrap();
+            assert_eq!(j.image().unwrap(), None);
+            for i in 0..100 {
+                j.append(&msg(i)).unwrap();
+            }
+            assert_eq!(j.since_checkpoint(), 100);
+            j.checkpoint(b"first").unwrap();
+            assert_eq!(j.since_checkpoint(), 0);
+            for i in 100..150 {
+                j.append(&msg(i)).unwrap();
+            }
+            j.flush().unwrap();
+        }
+        {
+            let mut j = Journal::open(dir.path(), &header()).unwrap();
+            assert_eq!(j.image().unwrap().as_deref(), Some(&b"first"[..]));
+            assert_eq!(replayed(&j), (100..150).collect::<Vec<_>>());
+            assert_eq!((j.len(), j.since_checkpoint()), (150, 50));
+            j.checkpoint(&big).unwrap();
+            j.sync().unwrap();
+        }
+        let j = Journal::open(dir.path(), &header()).unwrap();
+        assert_eq!(j.image().unwrap(), Some(big.clone()));
+        assert!(replayed(&j).is_empty());
+        assert_eq!((j.len(), j.since_checkpoint()), (150, 0));
+        let mut parts: Vec<String> = j.ks.list_partitions().iter().map(|p| p.to_string()).collect();
+        parts.sort();
+        assert_eq!(parts, ["image-2", "inputs-2", "meta"]);
+        // A crash between a checkpoint's batch and the drop of its predecessor.
+        j.ks.open_partition("inputs-1", fjall::PartitionCreateOptions::default())
+            .unwrap()
+            .insert(3u64.to_be_bytes(), postcard::to_stdvec(&msg(3)).unwrap())
+            .unwrap();
+        j.ks.persist(fjall::PersistMode::SyncAll).unwrap();
+        drop(j);
+        let j = Journal::open(dir.path(), &header()).unwrap();
+        assert!(!j.ks.partition_exists("inputs-1"));
+        assert_eq!(j.image().unwrap(), Some(big));
+        assert!(replayed(&j).is_empty());
     }
 
     /// Replay crosses the reading thread's chunks in order, and a corrupt entry stops

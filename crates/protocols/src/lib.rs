@@ -44,7 +44,7 @@ pub const PROTOCOLS: [&str; 13] = [
 /// only in builds with the `mutants` feature (the tests'): each breaks one rule its
 /// paper depends on, so a test can show the fault campaign catches it (issue 19).
 /// `None` everywhere else.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Mutant {
     /// The protocol as specified.
     #[default]
@@ -301,4 +301,20 @@ pub trait Protocol: Clone + Send + 'static {
     fn server(&self, env: &Env, node: NodeId) -> Self::Server;
     /// Builds the client actor `id` living on `node`.
     fn client(&self, env: &Env, node: NodeId, id: ClientId) -> Self::Client;
+    /// The server's whole state as bytes ([`kit::image`]), for a runtime's checkpoint,
+    /// or `None` if this protocol has no image (a runtime then keeps every input to
+    /// replay). [`Protocol::restore`] must rebuild a server that behaves exactly as `s`
+    /// would on every later input.
+    fn image(&self, _s: &Self::Server) -> Option<Vec<u8>> {
+        None
+    }
+    /// Rebuilds server `node` from an [`image`](Protocol::image) taken in a cluster
+    /// with environment `env`.
+    fn restore(&self, _env: &Env, node: NodeId, _image: &[u8]) -> Result<Self::Server, String> {
+        Err(format!(
+            "{} has no server image to restore node {} from",
+            self.name(),
+            node.0
+        ))
+    }
 }

@@ -117,6 +117,12 @@ pub struct SimConfig {
     /// runaway instead of growing until the process is killed for memory. (An open-loop
     /// run of millions of transactions far above a node's capacity could reach it too.)
     pub max_pending: usize,
+    /// Every this many server inputs (0: never), the server that handled the input is
+    /// replaced by one rebuilt from its image ([`Protocol::image`], then
+    /// [`Protocol::restore`]), as the TCP runtime does at a checkpoint. A protocol whose
+    /// image holds its whole state runs exactly as without (the `images_change_nothing`
+    /// tests); one without an image is refused.
+    pub image_every: u64,
 }
 
 impl SimConfig {
@@ -141,6 +147,7 @@ impl SimConfig {
             settle: secs(30.0),
             cores: vec![],
             max_pending: 1 << 20,
+            image_every: 0,
         }
     }
 }
@@ -415,6 +422,11 @@ impl<M> NodeRt<M> {
 
 struct Sim<'a, P: Protocol> {
     cfg: &'a SimConfig,
+    /// The protocol and environment (for [`SimConfig::image_every`]).
+    proto: P,
+    env: Env,
+    /// Server inputs handled (for [`SimConfig::image_every`]).
+    server_inputs: u64,
     layout: Arc<Layout>,
     servers: Vec<P::Server>,
     clients: Vec<P::Client>,
@@ -519,7 +531,13 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
             eprintln!("shard {s}: {r:?}");
         }
     }
-    let servers = (0..layout.num_servers()).map(|n| p.server(&env, NodeId(n))).collect();
+    let servers: Vec<P::Server> = (0..layout.num_servers()).map(|n| p.server(&env, NodeId(n))).collect();
+    if cfg.image_every > 0 && servers.first().is_some_and(|s| p.image(s).is_none()) {
+        return Err(SimError::Invalid(format!(
+            "{} has no server image to rebuild its servers from",
+            p.name()
+        )));
+    }
     let clients = client_nodes
         .iter()
         .enumerate()
@@ -540,6 +558,9 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
         .collect();
     let mut sim: Sim<P> = Sim {
         cfg,
+        proto: p.clone(),
+        env: env.clone(),
+        server_inputs: 0,
         layout: layout.clone(),
         servers,
         clients,
@@ -961,6 +982,20 @@ impl<P: Protocol> Sim<'_, P> {
         }
     }
 
+    /// Replaces server `node` by one rebuilt from its image.
+    fn rebuild_from_image(&mut self, node: NodeId) {
+        let ni = node.0 as usize;
+        let image = self.proto.image(&self.servers[ni]).expect("checked at the start");
+        match self.proto.restore(&self.env, node, &image) {
+            Ok(s) => self.servers[ni] = s,
+            Err(e) => panic!(
+                "node {}: an image of {} bytes does not restore: {e}",
+                node.0,
+                image.len()
+            ),
+        }
+    }
+
     /// Runs one actor call at `self.now` and applies its effects.
     fn dispatch(&mut self, node: NodeId, hops: u32, f: impl FnOnce(Either<'_, P>, &mut Ctx<'_, P::Msg>)) {
         let ni = node.0 as usize;
@@ -980,6 +1015,12 @@ impl<P: Protocol> Sim<'_, P> {
             f(actor, &mut cx);
             cx.work()
         };
+        if server && self.cfg.image_every > 0 {
+            self.server_inputs += 1;
+            if self.server_inputs.is_multiple_of(self.cfg.image_every) {
+                self.rebuild_from_image(node);
+            }
+        }
         let cost = if server {
             let c = &self.cfg.cpu;
             let k = self.cfg.cores.get(ni).copied().unwrap_or(1).max(1) as u64;

@@ -23,7 +23,7 @@ use rustc_hash::FxHashMap as HashMap;
 pub type Prio = (u64, TxnId);
 
 /// Lock mode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum LockMode {
     /// Shared (read).
     Shared,
@@ -32,7 +32,7 @@ pub enum LockMode {
 }
 
 /// Conflict policy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Policy {
     /// Deny on conflict.
     NoWait,
@@ -74,14 +74,14 @@ pub struct Grant {
     pub mode: LockMode,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 struct Req {
     txn: TxnId,
     mode: LockMode,
     prio: Prio,
 }
 
-#[derive(Default, Debug)]
+#[derive(Default, Debug, serde::Serialize, serde::Deserialize)]
 struct Entry {
     holders: Vec<Req>,
     waiters: Vec<Req>,
@@ -112,7 +112,7 @@ impl Entry {
 }
 
 /// The lock table of one node.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct LockTable {
     policy: Policy,
     keys: HashMap<Key, Entry>,

@@ -15,7 +15,7 @@ pub trait LogRecord {
 }
 
 /// The log of one node.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Log<R> {
     records: Vec<R>,
     synced: usize,

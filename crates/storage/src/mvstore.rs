@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap as HashMap;
 use std::collections::BTreeMap;
 
 /// One version of a key.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Version {
     /// Who wrote it.
     pub id: VersionId,
@@ -24,7 +24,7 @@ pub struct Version {
     pub tentative: bool,
 }
 
-#[derive(Default, Debug, Clone)]
+#[derive(Default, Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct Chain {
     versions: Vec<Version>,
     /// Read timestamp of the implicit initial version.
@@ -43,7 +43,7 @@ pub struct MvtoRead {
 }
 
 /// The multi-version store of one node.
-#[derive(Default, Debug, Clone)]
+#[derive(Default, Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct MvStore {
     keys: HashMap<Key, Chain>,
 }

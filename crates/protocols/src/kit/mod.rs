@@ -5,11 +5,13 @@
 //! - [`client`]: a client's bookkeeping of its transaction: the history record from
 //!   start to outcome, stepping the program, recording reads, numbering writes as
 //!   versions, interactive transactions (`extend`, the idle abort) and `finish`.
+//! - [`image`]: a server's whole state as bytes, for a runtime's checkpoints.
 //! - [`reads`]: reads waiting at a server for a shared lock, each answered exactly once.
 //! - [`marks`]: the durable watermarks of replicas that forget on a crash.
 //! - [`snapshot`]: the committed state a server reports to the checker.
 
 pub mod client;
+pub mod image;
 pub mod marks;
 pub mod reads;
 

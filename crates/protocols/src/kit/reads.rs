@@ -8,7 +8,7 @@
 use meridian_core::{Key, NodeId};
 
 /// One waiting read: who asked, for which key, on which causal chain (WAN hops).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct WaitingRead {
     /// The client that asked.
     pub client: NodeId,
@@ -19,7 +19,7 @@ pub struct WaitingRead {
 }
 
 /// The reads of one transaction waiting at one server.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct PendingReads(Vec<WaitingRead>);
 
 impl PendingReads {

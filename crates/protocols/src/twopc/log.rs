@@ -4,7 +4,7 @@
 use super::*;
 
 /// Records in a server's log.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(super) enum Rec {
     /// Participant prepared (forced before voting yes). Boxed: the other records,
     /// which a coordinator keeps for good, are then half the size.
@@ -24,7 +24,7 @@ pub(super) enum Rec {
 }
 
 /// A participant's PREPARED record.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(super) struct PreparedRec {
     pub(super) txn: TxnId,
     pub(super) ts: Time,

@@ -81,7 +81,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Concurrency control used under 2PC.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Cc {
     /// Two-phase locking, wound-wait.
     Locking,
@@ -146,6 +146,12 @@ impl Protocol for TwoPc {
     }
     fn client(&self, env: &Env, node: NodeId, id: ClientId) -> Client {
         Client::new(env.clone(), node, id)
+    }
+    fn image(&self, s: &Server) -> Option<Vec<u8>> {
+        Some(crate::kit::image::encode(s))
+    }
+    fn restore(&self, env: &Env, _node: NodeId, image: &[u8]) -> Result<Server, String> {
+        crate::kit::image::decode(env, image)
     }
 }
 

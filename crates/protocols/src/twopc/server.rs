@@ -9,7 +9,7 @@ pub(super) const T_SWEEP: TimerId = TimerId(1);
 pub(super) const COMPACT_AT: usize = 1024;
 
 /// Participant-side state of one transaction.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(super) enum PState {
     /// Reading (2PL: holding shared locks).
     Active,
@@ -24,7 +24,7 @@ pub(super) enum PState {
     Prepared { coord: NodeId, part: Part, asked: Time },
 }
 
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(super) struct PTxn {
     pub(super) prio: Prio,
     pub(super) state: PState,
@@ -34,7 +34,7 @@ pub(super) struct PTxn {
 }
 
 /// Coordinator-side state of one transaction.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(super) struct CTxn {
     pub(super) client: NodeId,
     pub(super) parts: Vec<NodeId>,
@@ -45,10 +45,12 @@ pub(super) struct CTxn {
 }
 
 /// A 2PC server: participant for the shards it holds, coordinator for clients of its DC.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Server {
     /// A deliberately broken variant (tests only; see [`crate::Mutant`]).
     pub(super) mutant: crate::Mutant,
+    /// The cluster's environment: not in an image (see [`crate::kit::image`]).
+    #[serde(skip, default = "crate::kit::image::env")]
     pub(super) env: Env,
     pub(super) cc: Cc,
     pub(super) me: NodeId,
