@@ -6,7 +6,7 @@ use super::*;
 use rand::Rng as _;
 
 /// Where a transaction stands at this chain server.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum St {
     /// Forward pass left its footprints; the backward pass has not come back.
     Footprint,
@@ -20,7 +20,7 @@ enum St {
     Precommitted,
 }
 
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct CTxn {
     chain: Arc<ChainTxn>,
     pos: usize,
@@ -41,7 +41,7 @@ impl CTxn {
 
 /// The transactions on one key: footprints (epoch, write?) and, in the order they
 /// started accessing it, the unresolved ones that did.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 struct KeyQ {
     fps: BTreeMap<TxnId, (u64, bool)>,
     started: Vec<TxnId>,
@@ -52,7 +52,7 @@ struct KeyQ {
 }
 
 /// A chain server.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct Chain {
     cfg: Arc<Catenae>,
     pub(super) me: NodeId,

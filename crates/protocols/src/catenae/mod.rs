@@ -165,7 +165,7 @@ use std::sync::Arc;
 pub const RANK_BITS: u32 = 24;
 
 /// The `catenae` protocol and its options (`catenae:epoch=10ms,...`).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Catenae {
     /// Epoch length (§V; default 10 ms).
     pub epoch: Time,
@@ -351,7 +351,7 @@ pub(crate) const T_STALL: u64 = 3 << 40;
 
 /// A Catenae server node: a chain server for its shards, and on the first node of each
 /// DC also the DC's coordinator and transaction resolver (§VII-B co-locates them).
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct Server {
     /// Chain server role.
     pub chain: Chain,
@@ -498,6 +498,7 @@ impl Protocol for Catenae {
     fn client(&self, env: &Env, node: NodeId, id: ClientId) -> Client {
         Client::new(env.clone(), node, id, self.secondary)
     }
+    crate::kit::image::serde_image!();
 }
 
 #[cfg(test)]

@@ -69,7 +69,7 @@ const RESEND: usize = 256;
 const RETRY_EPOCHS: u64 = 5;
 
 /// A coordinator node's part in its DC's coordinatorship.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(super) enum Role {
     /// The DC's coordinator.
     Leader,
@@ -86,7 +86,7 @@ pub(super) enum Role {
 type Answer = (u32, Vec<Arc<Payload>>, Vec<Arc<Payload>>, (u64, u64));
 
 /// Secondary-coordinator state of a coordinator node.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Sec {
     /// Whether `secondary=on`.
     pub on: bool,

@@ -167,7 +167,7 @@ use std::sync::Arc;
 mod tests;
 
 /// The `crossstitch` protocol.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub struct CrossStitch {
     /// Copies of each shard (primary + replicas) in its home DC: 2 in the paper.
     pub copies: u32,
@@ -221,4 +221,5 @@ impl Protocol for CrossStitch {
     fn client(&self, env: &Env, node: NodeId, id: ClientId) -> Client {
         Client::new(env.clone(), node, id)
     }
+    crate::kit::image::serde_image!();
 }

@@ -38,7 +38,7 @@ pub fn txn_replicas(layout: &meridian_core::Layout, f: NodeId) -> [NodeId; 2] {
 }
 
 /// Where a position is in PLC (Fig. 3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(super) enum Phase {
     /// Executed its state, may still abort alone.
     Executed,
@@ -47,7 +47,7 @@ pub(super) enum Phase {
 }
 
 /// One position of a transaction at this server.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Part {
     pub(super) ts: u64,
     pub(super) pos: u32,
@@ -81,7 +81,7 @@ pub(super) struct Part {
 }
 
 /// A replica's copy of another server's puts.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Backup {
     pub(super) ts: u64,
     pub(super) primary: NodeId,
@@ -94,7 +94,7 @@ pub(super) struct Backup {
 }
 
 /// Tentative versions copied while re-syncing, whose outcome is being asked.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Orphan {
     /// The transaction's timestamp (its versions' write timestamp): queries and
     /// recoveries must carry it, or a restarted acceptor cannot tell whether it may
@@ -108,7 +108,7 @@ pub(super) struct Orphan {
 
 /// Acceptor state of one transaction (this server as final server or transaction
 /// replica).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(super) struct Acceptor {
     pub(super) promised: Ballot,
     pub(super) accepted: Option<(Ballot, Decision)>,
@@ -117,7 +117,7 @@ pub(super) struct Acceptor {
 
 /// A Paxos proposer for one transaction's decision (the final server at ballot 0, or a
 /// transaction replica recovering).
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Proposer {
     pub(super) ts: u64,
     pub(super) ballot: Ballot,
@@ -133,7 +133,7 @@ pub(super) struct Proposer {
 }
 
 /// An outcome this server knows.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Done {
     pub(super) commit: bool,
     pub(super) rec: Option<Arc<Rec>>,
@@ -143,10 +143,12 @@ pub(super) struct Done {
 
 /// A CrossStitch data server (primary of some shards, replica of others, final
 /// coordinator and transaction replica of transactions).
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct Server {
     /// A deliberately broken variant (tests only; see [`crate::Mutant`]).
     pub(super) mutant: crate::Mutant,
+    /// The cluster's environment: not in an image (see [`crate::kit::image`]).
+    #[serde(skip, default = "crate::kit::image::env")]
     pub(super) env: Env,
     pub(super) me: NodeId,
     pub(super) store: MvStore,
@@ -271,7 +273,8 @@ impl Server {
         self.early_notifies
             .retain(|_, (at, _)| now.saturating_sub(*at) < t.idle);
         // Positions.
-        let keys: Vec<(TxnId, u32)> = self.parts.keys().copied().collect();
+        let mut keys: Vec<(TxnId, u32)> = self.parts.keys().copied().collect();
+        keys.sort_unstable();
         for (txn, pos) in keys {
             let Some(p) = self.parts.get_mut(&(txn, pos)) else {
                 continue;
@@ -347,10 +350,15 @@ impl Server {
             }
         }
         // Proposers: re-send the current phase.
-        for (txn, p) in self.proposers.iter_mut() {
-            if now.saturating_sub(p.since) < t.query {
-                continue;
-            }
+        let mut due: Vec<TxnId> = self
+            .proposers
+            .iter()
+            .filter(|(_, p)| now.saturating_sub(p.since) >= t.query)
+            .map(|(txn, _)| *txn)
+            .collect();
+        due.sort_unstable();
+        for txn in &due {
+            let p = self.proposers.get_mut(txn).expect("listed");
             p.since = now;
             match &p.value {
                 Some(v) => {
@@ -413,6 +421,7 @@ impl Server {
                 asks.push((*txn, o.ts, o.ask.iter().copied().collect(), last, None));
             }
         }
+        asks.sort_unstable_by_key(|a| a.0);
         for (txn, ts, mut to, last, kill) in asks {
             if let Some(last) = last {
                 if now.saturating_sub(self.restarted_at.unwrap_or(0)) >= t.query {

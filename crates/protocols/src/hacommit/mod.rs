@@ -181,7 +181,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The `hacommit` / `hacommit-rc` protocol.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub struct HaCommit {
     /// Replicas per shard group.
     pub replicas: u32,
@@ -243,6 +243,7 @@ impl Protocol for HaCommit {
             ..Client::new(env.clone(), node, id)
         }
     }
+    crate::kit::image::serde_image!();
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use super::*;
 pub(super) const T_SWEEP: TimerId = TimerId(1);
 
 /// Where a transaction is at this replica of one shard.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) enum Stage {
     /// Leader: reading (2PL: holding shared locks).
     Active,
@@ -24,7 +24,7 @@ pub(super) enum Stage {
     Voted,
 }
 
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Txn {
     pub(super) prio: Prio,
     pub(super) client: Option<NodeId>,
@@ -98,14 +98,14 @@ impl Txn {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Done {
     pub(super) commit: bool,
     pub(super) ctx: Option<TCtx>,
     pub(super) at: Time,
 }
 
-#[derive(Debug, PartialEq)]
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(super) enum Status {
     /// Serving in `view` (as leader or follower).
     Normal,
@@ -115,7 +115,7 @@ pub(super) enum Status {
     Syncing,
 }
 
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Group {
     pub(super) replicas: Vec<NodeId>,
     pub(super) view: u64,
@@ -139,7 +139,7 @@ impl Group {
 }
 
 /// A recovery proposer's round for one transaction (§VI-A).
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Proposal {
     pub(super) ts: Time,
     pub(super) ballot: Ballot,
@@ -153,8 +153,10 @@ pub(super) struct Proposal {
 }
 
 /// A HACommit server: a replica of every shard group it belongs to, leader of some.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct Server {
+    /// The cluster's environment: not in an image (see [`crate::kit::image`]).
+    #[serde(skip, default = "crate::kit::image::env")]
     pub(super) env: Env,
     pub(super) me: NodeId,
     pub(super) rc: bool,

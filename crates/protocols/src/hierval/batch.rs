@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 pub(super) const T_FLUSH: TimerId = TimerId(11);
 
 /// Per-destination buffers of batched items.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct Batcher {
     size: usize,
     flush: Time,

@@ -151,7 +151,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 /// Which protocol of the family.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Mode {
     /// `hier-lock`: locks at the leaves, two levels.
     Lock,
@@ -166,7 +166,7 @@ pub enum Mode {
 pub struct Vid(pub u32);
 
 /// The `hier-lock` / `hier-ts` / `2pc-deferred` protocol and its parameters.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct HierVal {
     /// Variant.
     pub mode: Mode,
@@ -245,7 +245,7 @@ impl HierVal {
 }
 
 /// The validator tree over a layout's data nodes.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Tree {
     /// Data nodes (leaves), sorted.
     pub leaves: Vec<NodeId>,
@@ -256,7 +256,7 @@ pub struct Tree {
 }
 
 /// An inner validator.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Inner {
     /// The node that runs it.
     pub host: NodeId,
@@ -374,7 +374,7 @@ impl Tree {
 }
 
 /// What every actor of a deployment shares besides [`Env`].
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Shared {
     pub(crate) p: HierVal,
     pub(crate) tree: Tree,
@@ -407,6 +407,7 @@ impl Protocol for HierVal {
     fn client(&self, env: &Env, node: NodeId, id: ClientId) -> Client {
         Client::new(env.clone(), self.shared(env), node, id)
     }
+    crate::kit::image::serde_image!();
 }
 
 impl HierVal {

@@ -15,7 +15,7 @@ pub(super) const T_SWEEP: TimerId = TimerId(12);
 pub(super) const RESERVE: u64 = 1 << 20;
 
 /// Records in a server's log.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) enum Rec {
     /// The clock may reach this value (forced before the clock passes the previous one).
     Reserve(u64),
@@ -73,7 +73,7 @@ impl LogRecord for Rec {
 }
 
 /// A transaction prepared at this data node, waiting for its decision.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Prep {
     pub(super) snap: u64,
     pub(super) ts: u64,
@@ -90,7 +90,7 @@ pub(super) struct Prep {
 }
 
 /// A read waiting for a tentative version to become final or be discarded.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Blocked {
     pub(super) from: NodeId,
     pub(super) txn: TxnId,
@@ -100,7 +100,7 @@ pub(super) struct Blocked {
 }
 
 /// An inner validator's state for one transaction it has not passed on yet.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Gather {
     pub(super) got: BTreeSet<Child>,
     pub(super) ok: bool,
@@ -112,8 +112,10 @@ pub(super) struct Gather {
 }
 
 /// A server node of `hier-lock`, `hier-ts` or `2pc-deferred`.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct Server {
+    /// The cluster's environment: not in an image (see [`crate::kit::image`]).
+    #[serde(skip, default = "crate::kit::image::env")]
     pub(super) env: Env,
     pub(super) sh: Arc<Shared>,
     pub(super) me: NodeId,

@@ -50,3 +50,22 @@ pub fn env() -> Env {
     ENV.with(|e| e.borrow().clone())
         .expect("kit::image::env is read only while kit::image::decode runs")
 }
+
+/// [`crate::Protocol::image`] and [`crate::Protocol::restore`] for a protocol whose
+/// server state is serde (every field, or skipped as the module docs say).
+macro_rules! serde_image {
+    () => {
+        fn image(&self, s: &Self::Server) -> Option<Vec<u8>> {
+            Some($crate::kit::image::encode(s))
+        }
+        fn restore(
+            &self,
+            env: &$crate::Env,
+            _node: meridian_core::NodeId,
+            image: &[u8],
+        ) -> Result<Self::Server, String> {
+            $crate::kit::image::decode(env, image)
+        }
+    };
+}
+pub(crate) use serde_image;

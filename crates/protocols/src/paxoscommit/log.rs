@@ -5,7 +5,7 @@
 use super::*;
 
 /// A log record.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(super) enum Rec {
     /// Coordinator: its DC's vote (forced before it is sent), with the value.
     Voted {

@@ -152,7 +152,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// Concurrency control of the baseline.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Cc {
     /// `pc-2pl`: locks at a majority of DCs during execution, wound-wait.
     Locking,
@@ -161,7 +161,7 @@ pub enum Cc {
 }
 
 /// The Paxos-commit baselines of catenae.md §VII-A (`pc-2pl`, `pc-occ`).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub struct PaxosCommit {
     /// Concurrency control.
     pub cc: Cc,
@@ -224,6 +224,7 @@ impl Protocol for PaxosCommit {
     fn client(&self, env: &Env, node: NodeId, id: ClientId) -> Client {
         Client::new(env.clone(), node, id, self.cc)
     }
+    crate::kit::image::serde_image!();
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ pub(super) const T_SWEEP: TimerId = TimerId(1);
 pub(super) const COMPACT_AT: usize = 1024;
 
 /// The home coordinator's view of a transaction it runs (volatile: lost in a crash).
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct HTxn {
     pub(super) client: NodeId,
     pub(super) exec: Execution,
@@ -26,7 +26,7 @@ pub(super) struct HTxn {
 pub(super) type ReadAnswer = (Option<VersionId>, u64, Option<Value>);
 
 /// What a home coordinator's transaction waits for.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) enum HPhase {
     /// Reads of one batch: per key, the answers so far (DC → version, ts, value).
     Reading {
@@ -43,7 +43,7 @@ pub(super) enum HPhase {
 }
 
 /// A lock holder or waiter at a coordinator, before its DC voted on it (volatile).
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Holder {
     pub(super) home: NodeId,
     pub(super) last: Time,
@@ -52,7 +52,7 @@ pub(super) struct Holder {
 }
 
 /// A coordinator's view of a transaction in the commit round (acceptor and learner).
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct ATxn {
     pub(super) value: Option<Arc<TxnValue>>,
     pub(super) my_vote: Option<bool>,
@@ -82,8 +82,10 @@ impl ATxn {
 }
 
 /// A Paxos-commit baseline server.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct Server {
+    /// The cluster's environment: not in an image (see [`crate::kit::image`]).
+    #[serde(skip, default = "crate::kit::image::env")]
     pub(super) env: Env,
     pub(super) me: NodeId,
     pub(super) dc: DcId,

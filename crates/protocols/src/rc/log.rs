@@ -3,7 +3,7 @@
 
 use super::*;
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(super) enum Rec {
     Prepared {
         txn: TxnId,

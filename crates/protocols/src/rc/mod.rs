@@ -105,7 +105,7 @@ pub fn crossover_reads(tr_rc: f64, tc_rc: f64, tr_rl: f64, tc_rl: f64) -> f64 {
 }
 
 /// The `rc` protocol.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct ReplicatedCommit {
     /// Deliberately incorrect variant for tests: prepare does not validate reads (shared
     /// locks, read versions, read timestamps). Not offered on the command line; it
@@ -138,6 +138,7 @@ impl Protocol for ReplicatedCommit {
     fn client(&self, env: &Env, node: NodeId, id: ClientId) -> Client {
         Client::new(env.clone(), node, id)
     }
+    crate::kit::image::serde_image!();
 }
 
 #[cfg(test)]

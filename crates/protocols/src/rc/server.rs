@@ -7,7 +7,7 @@ pub(super) const T_SWEEP: TimerId = TimerId(1);
 pub(super) const COMPACT_AT: usize = 1024;
 
 /// A cohort's prepared transaction.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Prep {
     pub(super) coord: NodeId,
     pub(super) coord_shard: ShardId,
@@ -18,7 +18,7 @@ pub(super) struct Prep {
 }
 
 /// A coordinator's view of one transaction.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct CTxn {
     pub(super) value: Option<Arc<TxnValue>>,
     pub(super) coord: ShardId,
@@ -55,8 +55,10 @@ impl CTxn {
 
 /// A Replicated Commit server: replica (cohort) of its shards in its DC, and coordinator
 /// for transactions that appoint one of its shards.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct Server {
+    /// The cluster's environment: not in an image (see [`crate::kit::image`]).
+    #[serde(skip, default = "crate::kit::image::env")]
     pub(super) env: Env,
     pub(super) me: NodeId,
     pub(super) dc: DcId,

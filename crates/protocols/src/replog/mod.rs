@@ -96,7 +96,7 @@ mod tests;
 
 /// The `replog` protocol: leader placement per shard (DC of each shard's leader;
 /// empty: shard `s` in DC `s mod #DCs`).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct ReplicatedLog {
     /// Leader DC per shard.
     pub leader_dcs: Vec<DcId>,
@@ -161,4 +161,5 @@ impl Protocol for ReplicatedLog {
     fn client(&self, env: &Env, node: NodeId, id: ClientId) -> Client {
         Client::new(env.clone(), node, id, &self.leaders(env))
     }
+    crate::kit::image::serde_image!();
 }

@@ -15,7 +15,7 @@ pub(super) type Share = (Vec<Key>, Vec<(Key, VersionId, Value)>);
 pub(super) type Accepted = Vec<(u64, Ballot, Entry)>;
 
 /// One shard's Paxos group as seen from one replica.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Group {
     pub(super) replicas: Vec<NodeId>,
     // --- durable (acceptor state and applied data) ---
@@ -47,7 +47,7 @@ impl Group {
 }
 
 /// Participant-side state at a leader.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) enum PState {
     Active,
     /// Waiting for exclusive locks.
@@ -76,7 +76,7 @@ pub(super) enum PState {
 /// touches, and each share prepares, commits and releases its locks on its own.
 pub(super) type Part = (TxnId, ShardId);
 
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct PTxn {
     pub(super) prio: Prio,
     pub(super) state: PState,
@@ -85,7 +85,7 @@ pub(super) struct PTxn {
     pub(super) entry: Option<Arc<PrepareEntry>>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct CTxn {
     pub(super) coord: ShardId,
     pub(super) parts: Vec<ShardId>,
@@ -114,10 +114,12 @@ impl CTxn {
 }
 
 /// A replicated-log server: a replica of each shard it holds, leader of some.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct Server {
     /// A deliberately broken variant (tests only; see [`crate::Mutant`]).
     pub(super) mutant: crate::Mutant,
+    /// The cluster's environment: not in an image (see [`crate::kit::image`]).
+    #[serde(skip, default = "crate::kit::image::env")]
     pub(super) env: Env,
     pub(super) me: NodeId,
     /// Initial leader of each shard.

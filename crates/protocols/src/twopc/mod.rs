@@ -147,12 +147,7 @@ impl Protocol for TwoPc {
     fn client(&self, env: &Env, node: NodeId, id: ClientId) -> Client {
         Client::new(env.clone(), node, id)
     }
-    fn image(&self, s: &Server) -> Option<Vec<u8>> {
-        Some(crate::kit::image::encode(s))
-    }
-    fn restore(&self, env: &Env, _node: NodeId, image: &[u8]) -> Result<Server, String> {
-        crate::kit::image::decode(env, image)
-    }
+    crate::kit::image::serde_image!();
 }
 
 #[cfg(test)]
