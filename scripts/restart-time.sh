@@ -7,7 +7,9 @@
 # With BASELINE=/path/to/older/meridian, node 0 is instead restarted ROUNDS times
 # (default 5) with each build in turn on the same journal (kill -9 before each), and
 # each restart is timed from the process start to its `serving` log line: a
-# before/after comparison in one sitting. Each restart adds a few entries.
+# before/after comparison in one sitting. Each restart adds a few entries. ROUNDS=N
+# alone does the same with this build only (for a baseline whose journal format this
+# build refuses: run the script once with MERIDIAN=old-binary, once without).
 #
 # Usage: [BASELINE=old-binary] [ROUNDS=5] scripts/restart-time.sh [PROTOCOL] [SECS]
 #        (default: 2pc-2pl 110)
@@ -20,10 +22,18 @@ trap '$B cluster down --dir "$D" >/dev/null 2>&1 || true; kill -9 "${pid:-}" 2>/
 $B cluster up --protocol "$P" --topology us3 --dir "$D" --no-delay --durable >/dev/null
 $B bench --cluster "$D/cluster.toml" --clients 32 --duration "${SECS}s" --settle 1s --json >"$D/bench.json" 2>/dev/null
 $B cluster status --dir "$D" --json | python3 -c "import json,sys; v=json.load(sys.stdin); print('journal entries per node', [n['status']['journal_entries'] for n in v])"
+cat "$D"/n*.log | python3 -c "
+import re, sys
+c = [tuple(int(x) for x in m) for m in re.findall(r'checkpointed the journal.*?bytes=(\d+).*?ms=(\d+)', sys.stdin.read())]
+if c:
+    print('checkpoints: %d, image bytes up to %d, pause ms median %d, max %d' % (len(c), max(b for b, _ in c), sorted(m for _, m in c)[len(c) // 2], max(m for _, m in c)))
+else:
+    print('no checkpoints')
+"
 pid=$(sed -n 1p "$D/pids")
-if [ -n "${BASELINE:-}" ]; then
+if [ -n "${BASELINE:-}${ROUNDS:-}" ]; then
     for r in $(seq "${ROUNDS:-5}"); do
-        for build in "$BASELINE" "$B"; do
+        for build in ${BASELINE:-} "$B"; do
             kill -9 "$pid" 2>/dev/null || true
             wait "$pid" 2>/dev/null || true
             sleep 0.5
@@ -37,7 +47,8 @@ if [ -n "${BASELINE:-}" ]; then
             done
             t1=$(date +%s.%N)
             inputs=$(grep -o 'inputs=[0-9]*' "$D/r.log" | tail -1 || true)
-            python3 -c "print('round $r $build: %.2f s until serving, $inputs' % ($t1 - $t0))"
+            image=$(grep -o 'restored the checkpoint.*bytes=[0-9]*' "$D/r.log" | grep -o 'bytes=[0-9]*' | tail -1 || true)
+            python3 -c "print('round $r $build: %.2f s until serving, $inputs replayed ${image:+after a checkpoint of $image}' % ($t1 - $t0))"
         done
     done
     exit 0

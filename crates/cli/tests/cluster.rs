@@ -316,6 +316,19 @@ fn kill9_2pc_2pl_restart_recovers_from_a_checkpoint() {
     assert!(after.contains("replayed the journal; recovering"), "{log}");
 }
 
+/// The same for HACommit, whose journalled replica resumes where it stopped rather than
+/// recovering: it resumes from the checkpoint plus the inputs after it.
+#[test]
+fn kill9_hacommit_restart_resumes_from_a_checkpoint() {
+    let c = kill9_up("hacommit", 2, "1s", "bank", &["--checkpoint-every", "300"]);
+    let log = c.log(2);
+    let (before, after) = log.split_once("restored the checkpoint").unwrap_or_else(|| {
+        panic!("node 2 did not restore a checkpoint:\n{log}");
+    });
+    assert!(before.contains("checkpointed the journal"), "{log}");
+    assert!(after.contains("resuming where it stopped"), "{log}");
+}
+
 /// Catenae with a secondary coordinator (catenae.md §IV): `kill -9` of NY's coordinator
 /// (node 0) in the middle of a benchmark. Without a secondary every DC waits for NY's
 /// epoch messages until it is back; with one, NY's second node takes over after the
