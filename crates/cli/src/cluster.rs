@@ -126,7 +126,7 @@ pub struct ComposeArgs {
     #[arg(long)]
     no_delay: bool,
     /// Keep no journals (by default every server journals its inputs under
-    /// DIR/data/n<ID>, so a container that is restarted or re-created recovers).
+    /// `DIR/data/n<ID>`, so a container that is restarted or re-created recovers).
     #[arg(long)]
     memory_only: bool,
     /// Home DC of every shard (default: shard s in DC s mod #DCs).

@@ -304,29 +304,26 @@ fn kill9_up(protocol: &str, node: u32, settle: &str, workload: &str, extra: &[&s
 /// A journal that checkpoints every 300 inputs: the killed server is rebuilt from its
 /// latest checkpoint plus the inputs after it (not from every input since it started),
 /// by the documented restart command, which reads the cadence from the cluster file.
-/// The history checks clean, restarted replica included.
-#[test]
-fn kill9_2pc_2pl_restart_recovers_from_a_checkpoint() {
-    let c = kill9_up("2pc-2pl", 2, "1s", "bank", &["--checkpoint-every", "300"]);
+/// The history checks clean, restarted replica included. `then` is what the node logs
+/// after restoring: a durable protocol recovers; HACommit's journalled replica resumes
+/// where it stopped.
+fn kill9_from_a_checkpoint(protocol: &str, then: &str) {
+    let c = kill9_up(protocol, 2, "1s", "bank", &["--checkpoint-every", "300"]);
     let log = c.log(2);
     let (before, after) = log.split_once("restored the checkpoint").unwrap_or_else(|| {
         panic!("node 2 did not restore a checkpoint:\n{log}");
     });
     assert!(before.contains("checkpointed the journal"), "{log}");
-    assert!(after.contains("replayed the journal; recovering"), "{log}");
+    assert!(after.contains(then), "{log}");
 }
 
-/// The same for HACommit, whose journalled replica resumes where it stopped rather than
-/// recovering: it resumes from the checkpoint plus the inputs after it.
+#[test]
+fn kill9_2pc_2pl_restart_recovers_from_a_checkpoint() {
+    kill9_from_a_checkpoint("2pc-2pl", "replayed the journal; recovering");
+}
 #[test]
 fn kill9_hacommit_restart_resumes_from_a_checkpoint() {
-    let c = kill9_up("hacommit", 2, "1s", "bank", &["--checkpoint-every", "300"]);
-    let log = c.log(2);
-    let (before, after) = log.split_once("restored the checkpoint").unwrap_or_else(|| {
-        panic!("node 2 did not restore a checkpoint:\n{log}");
-    });
-    assert!(before.contains("checkpointed the journal"), "{log}");
-    assert!(after.contains("resuming where it stopped"), "{log}");
+    kill9_from_a_checkpoint("hacommit", "resuming where it stopped");
 }
 
 /// Catenae with a secondary coordinator (catenae.md §IV): `kill -9` of NY's coordinator

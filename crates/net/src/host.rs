@@ -586,6 +586,7 @@ impl<P: Protocol> Core<P> {
             timers,
         };
         let bytes = postcard::to_stdvec(&ck).expect("checkpoints serialize");
+        let encoded = t0.elapsed();
         let Some(j) = &mut self.journal else { return };
         let dropped = j.since_checkpoint();
         if let Err(err) = j.checkpoint(&bytes) {
@@ -597,6 +598,7 @@ impl<P: Protocol> Core<P> {
             bytes = bytes.len(),
             inputs_dropped = dropped,
             ms = t0.elapsed().as_millis() as u64,
+            encode_ms = encoded.as_millis() as u64,
             "checkpointed the journal"
         );
     }

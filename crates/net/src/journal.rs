@@ -216,6 +216,14 @@ pub struct Journal {
     image: Option<ImageMeta>,
     next: u64,
     pending: Vec<(u64, Vec<u8>)>,
+    /// The thread dropping the generation before the last checkpoint.
+    dropping: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Journal {
+    fn drop(&mut self) {
+        self.join_dropping();
+    }
 }
 
 fn inputs_name(gen: u64) -> String {
@@ -294,6 +302,7 @@ impl Journal {
             image,
             next,
             pending: vec![],
+            dropping: None,
         })
     }
 
@@ -360,17 +369,37 @@ impl Journal {
         );
         b.commit()?;
         self.ks.persist(fjall::PersistMode::SyncAll)?;
-        let old = std::mem::replace(&mut self.part, inputs);
-        self.ks.delete_partition(old)?;
+        // The checkpoint is on disk. Dropping the previous generation costs a few
+        // fsyncs of its own (a marker per partition, its folder): done on a second
+        // thread, off the caller's event loop. A crash before it is done leaves stale
+        // partitions, which the next `open` drops.
+        let mut old = vec![std::mem::replace(&mut self.part, inputs)];
         if self.gen > 0 {
-            let h = self
-                .ks
-                .open_partition(&image_name(self.gen), fjall::PartitionCreateOptions::default())?;
-            self.ks.delete_partition(h)?;
+            old.push(
+                self.ks
+                    .open_partition(&image_name(self.gen), fjall::PartitionCreateOptions::default())?,
+            );
         }
+        self.join_dropping();
+        let ks = self.ks.clone();
+        self.dropping = Some(std::thread::spawn(move || {
+            for h in old {
+                let name = h.name.clone();
+                if let Err(e) = ks.delete_partition(h) {
+                    tracing::warn!(partition = ?name, "cannot drop a journal generation behind a checkpoint (the next start will): {e}");
+                }
+            }
+        }));
         self.gen = gen;
         self.image = Some(m);
         Ok(())
+    }
+
+    /// Waits until the previous generation is dropped.
+    fn join_dropping(&mut self) {
+        if let Some(h) = self.dropping.take() {
+            let _ = h.join();
+        }
     }
 
     /// Inputs appended since the last checkpoint (or since the journal began).

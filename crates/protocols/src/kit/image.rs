@@ -8,7 +8,7 @@
 //! handled by a server that had all of that state. What it leaves out is what every
 //! server of a cluster shares and the runtime hands back: the [`Env`] (layout,
 //! programs, timeouts) and a protocol's configuration. Such fields are
-//! `#[serde(skip, default = "...")]` and filled from [`env`] while [`decode`] runs.
+//! `#[serde(skip, default = "...")]` and filled from [`env()`] while [`decode`] runs.
 //!
 //! The simulator's `image_every` option round-trips every server through its image
 //! every so many events: the `images_change_nothing` tests hold each protocol to an
