@@ -1229,7 +1229,7 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
                 e => format!("journal in {}: {e}", dir.display()),
             })?;
             let restored = core
-                .restore(&p, &env, node, &journal)
+                .restore(&env, node, &journal)
                 .map_err(|e| format!("node {}: journal in {}: {e}", node.0, dir.display()))?;
             core.replaying = true;
             journal
@@ -1397,13 +1397,13 @@ impl<P: Protocol> Core<P> {
     /// Rebuilds server `node` from the journal's checkpoint, if it has one: the
     /// protocol's image, the random generator, and the armed timers (re-armed as
     /// replayed ones are). Returns whether there was one.
-    fn restore(&mut self, p: &P, env: &Env, node: NodeId, journal: &Journal) -> Result<bool, String> {
+    fn restore(&mut self, env: &Env, node: NodeId, journal: &Journal) -> Result<bool, String> {
         let Some(bytes) = journal.image().map_err(|e| e.to_string())? else {
             return Ok(false);
         };
         let ck: Checkpoint =
             postcard::from_bytes(&bytes).map_err(|e| format!("unreadable checkpoint ({} bytes): {e}", bytes.len()))?;
-        let server = p.restore(env, node, &ck.server)?;
+        let server = self.proto.restore(env, node, &ck.server)?;
         let local = self.locals.get_mut(&node).expect("the server node is hosted here");
         local.role = Role::Server(server);
         local.rng = ck.rng;
