@@ -172,6 +172,9 @@ reasons! {
     /// CrossStitch: the next position restarted and may have acted on the transaction
     /// before its crash, so it will not run it.
     NextPositionRestarted => "the next position restarted and may have forgotten the transaction",
+    /// CrossStitch: a replica of the previous position's puts restarted and may have
+    /// acted on the transaction before its crash, so it will not hold them.
+    ReplicaRestarted => "a replica of the puts restarted and may have forgotten the transaction",
     // ---- Catenae
     /// Catenae: the program does not pre-declare its keys (catenae.md §VI-B).
     Undeclared => "the protocol runs only pre-declared transactions and this program declares no key set",

@@ -46,7 +46,10 @@ impl Server {
     ) {
         // Idempotent: whatever is still held for the transaction here is resolved.
         self.record_done(txn, commit, rec, reason.clone(), cx);
-        let positions: Vec<u32> = self.parts.keys().filter(|(t, _)| *t == txn).map(|(_, p)| *p).collect();
+        let mut positions: Vec<u32> = self.parts.keys().filter(|(t, _)| *t == txn).map(|(_, p)| *p).collect();
+        // In position order, not the hash table's (which a server rebuilt from its
+        // image does not share): every run of the same inputs acts alike.
+        positions.sort_unstable();
         let rec = self.done.get(&txn).and_then(|d| d.rec.clone());
         for pos in positions {
             let p = self.parts.remove(&(txn, pos)).expect("listed");

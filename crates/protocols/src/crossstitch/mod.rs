@@ -221,11 +221,9 @@ impl Protocol for CrossStitch {
     fn client(&self, env: &Env, node: NodeId, id: ClientId) -> Client {
         Client::new(env.clone(), node, id)
     }
-    // No server image yet (`Protocol::image` stays `None`; a journalled server replays
-    // every input at restart). Its state is serde, but four places act in its hash
-    // tables' order (the positions resolved at a decision, the sweep's positions, the
-    // proposers it re-sends, the queries it asks), which a table rebuilt from an image
-    // does not share, so a restored server would not act as the original. Sorting them
-    // (stop 38) made `crates/sim/tests/faults.rs`'s seed 7344 stall: a latent liveness
-    // bug that the order exposes, to be fixed before CrossStitch gets an image.
+    // A server image: the state is serde, and every place that walks a hash table
+    // (the positions resolved at a decision, the sweep's positions, the proposers it
+    // re-sends, the queries it asks, the versions a re-sync ships) sorts first, so a
+    // server rebuilt from its image acts as the original (crates/sim/tests/images.rs).
+    crate::kit::image::serde_image!();
 }

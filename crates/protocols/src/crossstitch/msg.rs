@@ -134,6 +134,17 @@ pub enum Msg {
         /// The receiver's position.
         pos: u32,
     },
+    /// Replica → position `pos`: I will not hold your predecessor's puts (I restarted,
+    /// and the transaction's timestamp is below my watermark, so I may have acted on it
+    /// before my crash), so the notify you wait for will never come. The receiver
+    /// aborts if it has not precommitted and has not had my notify; otherwise it
+    /// ignores this.
+    ReplicaRefused {
+        /// Transaction.
+        txn: TxnId,
+        /// The receiver's position.
+        pos: u32,
+    },
     /// The outcome, to the client, a participant or a replica.
     Decide {
         /// Transaction.
@@ -239,6 +250,7 @@ impl Msg {
             | ForwardAbort { txn, .. }
             | Replicate { txn, .. }
             | Notify { txn, .. }
+            | ReplicaRefused { txn, .. }
             | Decide { txn, .. }
             | Query { txn, .. }
             | Recover { txn, .. }

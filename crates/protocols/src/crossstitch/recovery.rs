@@ -108,12 +108,15 @@ impl Server {
                 Status::Aborted(d.reason.clone().unwrap_or(AbortReason::Aborted))
             }
         } else {
-            let mine: Vec<(u32, Phase)> = self
+            let mut mine: Vec<(u32, Phase)> = self
                 .parts
                 .iter()
                 .filter(|((t, p), _)| *t == txn && (pos == 0 || *p == pos))
                 .map(|(_, p)| (p.pos, p.phase))
                 .collect();
+            // In position order, not the hash table's (see `decided`): a kill aborts the
+            // first position held here.
+            mine.sort_unstable_by_key(|(p, _)| *p);
             if mine.iter().any(|(_, ph)| *ph == Phase::Precommitted) {
                 Status::Pending
             } else if let Some((p, _)) = mine.first() {

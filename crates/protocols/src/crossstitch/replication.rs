@@ -28,7 +28,17 @@ impl Server {
             cx.send(notify, Msg::Notify { txn, pos });
             return;
         }
-        if self.forgot(ts) || !self.syncing.is_empty() {
+        if self.forgot(ts) {
+            // It may have held these puts before its crash: it will not hold them now.
+            // Say so, or the notified position waits for this notify until its vote
+            // timeout, and a crash in that window left a transaction whose acceptors
+            // were two forgetful servers (faults.rs seed 7344 once the sweep acted in
+            // position order).
+            cx.send(notify, Msg::ReplicaRefused { txn, pos });
+            return;
+        }
+        if !self.syncing.is_empty() {
+            // The primary re-sends until the outcome: take it once the data is here.
             return;
         }
         let b = self.backups.entry(txn).or_insert(Backup {
@@ -53,6 +63,19 @@ impl Server {
         }
         cx.charge_ops(b.puts.len() as u32);
         cx.send(notify, Msg::Notify { txn, pos });
+    }
+
+    /// A replica of the previous position's puts will not hold them: abort here unless
+    /// this position has precommitted or already has that replica's notify (then the
+    /// refusal answers a re-sent copy after the replica restarted, and changes nothing).
+    pub(super) fn on_replica_refused(&mut self, from: NodeId, txn: TxnId, pos: u32, cx: &mut Ctx<'_, Msg>) {
+        let refused = self
+            .parts
+            .get(&(txn, pos))
+            .is_some_and(|p| p.phase == Phase::Executed && !p.notifies.contains(&from));
+        if refused {
+            self.abort_here(txn, pos, AbortReason::ReplicaRestarted, cx);
+        }
     }
 
     pub(super) fn on_notify(&mut self, from: NodeId, txn: TxnId, pos: u32, cx: &mut Ctx<'_, Msg>) {

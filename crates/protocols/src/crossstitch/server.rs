@@ -273,7 +273,8 @@ impl Server {
         self.early_notifies
             .retain(|_, (at, _)| now.saturating_sub(*at) < t.idle);
         // Positions.
-        let keys: Vec<(TxnId, u32)> = self.parts.keys().copied().collect();
+        let mut keys: Vec<(TxnId, u32)> = self.parts.keys().copied().collect();
+        keys.sort_unstable();
         for (txn, pos) in keys {
             let Some(p) = self.parts.get_mut(&(txn, pos)) else {
                 continue;
@@ -349,10 +350,15 @@ impl Server {
             }
         }
         // Proposers: re-send the current phase.
-        for (txn, p) in self.proposers.iter_mut() {
-            if now.saturating_sub(p.since) < t.query {
-                continue;
-            }
+        let mut due: Vec<TxnId> = self
+            .proposers
+            .iter()
+            .filter(|(_, p)| now.saturating_sub(p.since) >= t.query)
+            .map(|(txn, _)| *txn)
+            .collect();
+        due.sort_unstable();
+        for txn in &due {
+            let p = self.proposers.get_mut(txn).expect("listed");
             p.since = now;
             match &p.value {
                 Some(v) => {
@@ -415,6 +421,7 @@ impl Server {
                 asks.push((*txn, o.ts, o.ask.iter().copied().collect(), last, None));
             }
         }
+        asks.sort_unstable_by_key(|a| a.0);
         for (txn, ts, mut to, last, kill) in asks {
             if let Some(last) = last {
                 if now.saturating_sub(self.restarted_at.unwrap_or(0)) >= t.query {
@@ -508,6 +515,7 @@ impl Actor for Server {
                 chain,
             } => self.on_replicate(from, txn, ts, puts, notify, pos, chain, cx),
             Msg::Notify { txn, pos } => self.on_notify(from, txn, pos, cx),
+            Msg::ReplicaRefused { txn, pos } => self.on_replica_refused(from, txn, pos, cx),
             Msg::Decide {
                 txn,
                 commit,

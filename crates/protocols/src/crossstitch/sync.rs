@@ -28,6 +28,8 @@ impl Server {
                 }
             }
         }
+        // In key order (each key's versions in their order), not the hash table's.
+        versions.sort_by(|a, b| a.0.cmp(&b.0));
         cx.charge_ops(versions.len() as u32);
         let mut askers: BTreeMap<TxnId, (BTreeSet<NodeId>, Option<NodeId>)> = BTreeMap::new();
         for (_, id, _, _, tentative) in &versions {

@@ -408,6 +408,43 @@ fn recovery_does_not_count_a_forgetful_acceptor_as_one_that_accepted_nothing() {
     );
 }
 
+/// A replica that restarted refuses a put of a transaction below its watermark, and
+/// says so: the position waiting for its notify aborts at once. It used to drop the
+/// put silently, so that position waited for its vote timeout (3 s), and a crash of the
+/// last server in that window left a transaction whose acceptors were two forgetful
+/// servers, undecidable (faults.rs seed 7344 once the sweep acted in position order).
+#[test]
+fn a_restarted_replica_refusing_a_put_aborts_the_waiting_position_at_once() {
+    let mut n = Net::new();
+    // A first transaction at 100 ms: node 3 (the replica of position 2's put of
+    // `#2/b`) handles it, which raises its watermark past 100 ms.
+    n.run_for(ms(100.0));
+    n.start();
+    assert_eq!(n.records.len(), 1);
+    assert_eq!(n.records[0].outcome, Outcome::Committed);
+    // Node 3 crashes and restarts, and finishes re-syncing.
+    n.crash(3);
+    n.restart(3);
+    n.run_for(ms(250.0));
+    assert!(n.servers[3].syncing.is_empty(), "node 3 re-synced");
+    // A second transaction whose timestamp is below node 3's watermark.
+    let second = TxnId { client: 1, seq: 1 };
+    assert!(n.servers[3].forgot(n.now * TS_SCALE), "node 3 may have acted on it");
+    n.submit(1, second, call_args());
+    // No time passes: the abort comes from the refusal, not from a timeout.
+    let r = n
+        .records
+        .iter()
+        .find(|r| r.id == second)
+        .expect("the second transaction resolved at once");
+    assert_eq!(r.outcome, Outcome::Aborted);
+    assert_eq!(r.abort_reason.as_deref(), Some(&AbortReason::ReplicaRestarted));
+    n.run_for(ms(1_000.0));
+    for s in n.servers.iter() {
+        assert_eq!(s.locked_keys(), Some(0), "{:?} still holds uncommitted versions", s.me);
+    }
+}
+
 /// In one DC the transaction replicas of each final server are the two servers after
 /// it (wrapping), so every server is an acceptor for exactly two final servers instead
 /// of the two lowest ids serving all of them (the cs-fig6 bottleneck).
