@@ -137,6 +137,20 @@ impl Local {
         std::fs::write(path, new).expect("pids");
         self.restarted.lock().unwrap().push(child);
     }
+    /// The last lines of every node's log (for a failure's message).
+    fn log_tails(&self) -> String {
+        let mut out = String::new();
+        for node in 0.. {
+            let path = self.dir.path().join(format!("n{node}.log"));
+            let Ok(log) = std::fs::read_to_string(&path) else {
+                break;
+            };
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = lines[lines.len().saturating_sub(15)..].join("\n");
+            out += &format!("--- n{node}.log (last 15 lines)\n{tail}\n");
+        }
+        out
+    }
     fn log(&self, node: u32) -> String {
         std::fs::read_to_string(self.dir.path().join(format!("n{node}.log"))).unwrap_or_default()
     }
@@ -159,7 +173,7 @@ fn signal(sig: &str, pid: &str) {
 /// Waits for a bench, asserts it passed its check, returns its report.
 fn finish(c: &Local, b: std::process::Child) -> serde_json::Value {
     let o = b.wait_with_output().expect("bench");
-    assert!(o.status.success(), "bench failed: {}", text(&o));
+    assert!(o.status.success(), "bench failed: {}\n{}", text(&o), c.log_tails());
     let stdout = String::from_utf8_lossy(&o.stdout);
     let r: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
     // The history file checks clean on its own too.
@@ -324,6 +338,10 @@ fn kill9_2pc_2pl_restart_recovers_from_a_checkpoint() {
 #[test]
 fn kill9_hacommit_restart_resumes_from_a_checkpoint() {
     kill9_from_a_checkpoint("hacommit", "resuming where it stopped");
+}
+#[test]
+fn kill9_crossstitch_restart_resumes_from_a_checkpoint() {
+    kill9_from_a_checkpoint("crossstitch", "resuming where it stopped");
 }
 
 /// Catenae with a secondary coordinator (catenae.md §IV): `kill -9` of NY's coordinator

@@ -59,13 +59,22 @@
 //! from the image and replays only those inputs, so it costs the state's size plus the
 //! inputs since the last checkpoint, not the node's age.
 //!
-//! The inputs after each checkpoint live in their own partition (`inputs-G`, the image
-//! in `image-G`, for generation G; generation 0 has no image). [`Journal::checkpoint`]
-//! writes the new image and `meta`'s `current` generation in one atomic batch, forces
-//! it to disk, and only then drops the previous generation's partitions whole (no
-//! per-entry deletes). A crash before the batch is on disk leaves the previous
-//! generation current and complete; one after it leaves stale partitions, which the
-//! next [`Journal::open`] drops.
+//! The journal has three partitions, all created at its first open: `meta`, `inputs`
+//! (keyed by the input's sequence number, which never restarts) and `images` (keyed by
+//! generation and chunk). [`Journal::checkpoint`] writes the new generation's image
+//! and `meta`'s `current` generation and image position in one atomic batch and
+//! forces it to disk; only then are the inputs before the image and the previous
+//! generation's image deleted, key by key, on a second thread, which records how far
+//! it got (`meta`'s `dropped`). A crash before the batch is on disk leaves the
+//! previous generation current and complete; one after it leaves inputs and an image
+//! that are no longer needed, which the next [`Journal::open`] deletes.
+//!
+//! Format 3 kept each generation in partitions of its own and dropped them whole. Two
+//! bugs of the storage engine (fjall 2.11) made that unsafe: a `kill -9` while a
+//! partition was being created left one that no later open could read, and dropping
+//! a partition while its memtable was being flushed panicked the flush thread and
+//! poisoned the keyspace (both seen on a cluster under frequent checkpoints). Format
+//! 4 never creates or drops a partition after the first open.
 //!
 //! A protocol without an image (`Protocol::image` is `None`) never checkpoints: its
 //! journal grows with the node's age, and restart replays all of it.
@@ -109,7 +118,7 @@ pub enum Entry<M> {
 }
 
 /// The layout of the journal (its partitions, keys and [`Entry`]): bump on any change.
-pub const FORMAT: u32 = 3;
+pub const FORMAT: u32 = 4;
 
 /// What a journal says about itself (its `meta` partition).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -197,8 +206,17 @@ struct ImageMeta {
     at: u64,
     /// Its length in bytes.
     len: u64,
-    /// Chunks it is stored in (keys 0.. of `image-G`).
+    /// Chunks it is stored in (keys `(G, 0..)` of `images`).
     chunks: u32,
+}
+
+/// What was in the journal before the current checkpoint and is not deleted yet.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Dropped {
+    /// Inputs below this sequence number are deleted.
+    inputs: u64,
+    /// Images of generations below this are deleted.
+    images: u64,
 }
 
 /// Chunk size of an image in the store (an LSM store keeps large values poorly).
@@ -208,15 +226,19 @@ const IMAGE_CHUNK: usize = 1 << 20;
 pub struct Journal {
     ks: fjall::Keyspace,
     meta: fjall::PartitionHandle,
+    /// The inputs, keyed by sequence number.
+    part: fjall::PartitionHandle,
+    /// Checkpoint images, keyed by generation and chunk.
+    images: fjall::PartitionHandle,
     /// The current generation (see the module docs' "Checkpoints").
     gen: u64,
-    /// Its inputs.
-    part: fjall::PartitionHandle,
     /// Where its image is, if it has one.
     image: Option<ImageMeta>,
+    /// What is deleted of what came before it.
+    dropped: Dropped,
     next: u64,
     pending: Vec<(u64, Vec<u8>)>,
-    /// The thread dropping the generation before the last checkpoint.
+    /// The thread deleting what the last checkpoint replaced.
     dropping: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -226,12 +248,47 @@ impl Drop for Journal {
     }
 }
 
-fn inputs_name(gen: u64) -> String {
-    format!("inputs-{gen}")
+fn image_key(gen: u64, chunk: u32) -> [u8; 12] {
+    let mut k = [0; 12];
+    k[..8].copy_from_slice(&gen.to_be_bytes());
+    k[8..].copy_from_slice(&chunk.to_be_bytes());
+    k
 }
 
-fn image_name(gen: u64) -> String {
-    format!("image-{gen}")
+/// Deletes inputs `from..to` and the images of generations `images..gen`, in batches,
+/// then records it in `meta` (unsynced: a crash before it is durable only means the
+/// next open deletes them again).
+fn drop_before(
+    ks: &fjall::Keyspace,
+    meta: &fjall::PartitionHandle,
+    inputs: &fjall::PartitionHandle,
+    images: &fjall::PartitionHandle,
+    from: u64,
+    to: u64,
+    gen: u64,
+) -> Result<(), fjall::Error> {
+    const BATCH: u64 = 4096;
+    let mut seq = from;
+    while seq < to {
+        let end = (seq + BATCH).min(to);
+        let mut b = ks.batch();
+        for k in seq..end {
+            b.remove(inputs, k.to_be_bytes());
+        }
+        b.commit()?;
+        seq = end;
+    }
+    let mut b = ks.batch();
+    for kv in images.range(..image_key(gen, 0)) {
+        b.remove(images, kv?.0);
+    }
+    let done = Dropped {
+        inputs: to,
+        images: gen,
+    };
+    b.insert(meta, "dropped", postcard::to_stdvec(&done).expect("numbers serialize"));
+    b.commit()?;
+    ks.persist(fjall::PersistMode::Buffer)
 }
 
 impl Journal {
@@ -240,6 +297,7 @@ impl Journal {
     /// `want` is refused ([`JournalError::Mismatch`]) and left untouched.
     pub fn open(dir: &Path, want: &Header) -> Result<Journal, JournalError> {
         std::fs::create_dir_all(dir)?;
+        drop_cut_off_partitions(dir)?;
         let ks = fjall::Config::new(dir).open()?;
         let meta = ks.open_partition("meta", fjall::PartitionCreateOptions::default())?;
         let found = match meta.get("header")? {
@@ -280,42 +338,68 @@ impl Journal {
             }
             _ => None,
         };
-        // A checkpoint that was on disk before its predecessor's partitions were
-        // dropped: drop them now.
-        for name in ks.list_partitions() {
-            let name: &str = &name;
-            if name != "meta" && name != inputs_name(gen) && name != image_name(gen) {
-                let h = ks.open_partition(name, fjall::PartitionCreateOptions::default())?;
-                ks.delete_partition(h)?;
-            }
-        }
-        let part = ks.open_partition(&inputs_name(gen), fjall::PartitionCreateOptions::default())?;
+        let dropped = match meta.get("dropped")? {
+            Some(b) => postcard::from_bytes::<Dropped>(&b).map_err(|e| JournalError::Header(e.to_string()))?,
+            None => Dropped::default(),
+        };
+        let opts = fjall::PartitionCreateOptions::default;
+        let part = ks.open_partition("inputs", opts())?;
+        let images = ks.open_partition("images", opts())?;
         let next = match part.last_key_value()? {
             Some((k, _)) => u64::from_be_bytes(k.as_ref().try_into().unwrap_or([0xff; 8])) + 1,
             None => image.as_ref().map_or(0, |i| i.at),
         };
-        Ok(Journal {
+        let mut j = Journal {
             ks,
             meta,
-            gen,
             part,
+            images,
+            gen,
             image,
+            dropped,
             next,
             pending: vec![],
             dropping: None,
-        })
+        };
+        // A checkpoint that was on disk before what it replaced was deleted: delete
+        // it now (on the second thread, as after a checkpoint).
+        j.drop_replaced();
+        Ok(j)
+    }
+
+    /// Deletes, on a second thread, the inputs before the current image and the images
+    /// of earlier generations, if any are left.
+    fn drop_replaced(&mut self) {
+        let at = self.image.as_ref().map_or(0, |i| i.at);
+        if self.dropped.inputs >= at && self.dropped.images >= self.gen {
+            return;
+        }
+        self.join_dropping();
+        let (ks, meta, inputs, images) = (
+            self.ks.clone(),
+            self.meta.clone(),
+            self.part.clone(),
+            self.images.clone(),
+        );
+        let (from, gen) = (self.dropped.inputs, self.gen);
+        self.dropped = Dropped {
+            inputs: at,
+            images: gen,
+        };
+        self.dropping = Some(std::thread::spawn(move || {
+            if let Err(e) = drop_before(&ks, &meta, &inputs, &images, from, at, gen) {
+                tracing::warn!("cannot delete the journal's inputs behind a checkpoint (the next start will): {e}");
+            }
+        }));
     }
 
     /// The image of the current checkpoint, if there is one (the inputs
     /// [`Journal::replay`] hands over are those after it).
     pub fn image(&self) -> Result<Option<Vec<u8>>, JournalError> {
         let Some(m) = &self.image else { return Ok(None) };
-        let part = self
-            .ks
-            .open_partition(&image_name(self.gen), fjall::PartitionCreateOptions::default())?;
         let mut out = Vec::with_capacity(m.len as usize);
         for i in 0..m.chunks {
-            match part.get(i.to_be_bytes())? {
+            match self.images.get(image_key(self.gen, i))? {
                 Some(c) => out.extend_from_slice(&c),
                 None => {
                     return Err(JournalError::Header(format!(
@@ -342,12 +426,6 @@ impl Journal {
     pub fn checkpoint(&mut self, image: &[u8]) -> Result<(), JournalError> {
         self.write()?;
         let gen = self.gen + 1;
-        let inputs = self
-            .ks
-            .open_partition(&inputs_name(gen), fjall::PartitionCreateOptions::default())?;
-        let images = self
-            .ks
-            .open_partition(&image_name(gen), fjall::PartitionCreateOptions::default())?;
         let m = ImageMeta {
             at: self.next,
             len: image.len() as u64,
@@ -355,7 +433,7 @@ impl Journal {
         };
         let mut b = self.ks.batch();
         for (i, c) in image.chunks(IMAGE_CHUNK).enumerate() {
-            b.insert(&images, (i as u32).to_be_bytes(), c);
+            b.insert(&self.images, image_key(gen, i as u32), c);
         }
         b.insert(
             &self.meta,
@@ -369,37 +447,25 @@ impl Journal {
         );
         b.commit()?;
         self.ks.persist(fjall::PersistMode::SyncAll)?;
-        // The checkpoint is on disk. Dropping the previous generation costs a few
-        // fsyncs of its own (a marker per partition, its folder): done on a second
-        // thread, off the caller's event loop. A crash before it is done leaves stale
-        // partitions, which the next `open` drops.
-        let mut old = vec![std::mem::replace(&mut self.part, inputs)];
-        if self.gen > 0 {
-            old.push(
-                self.ks
-                    .open_partition(&image_name(self.gen), fjall::PartitionCreateOptions::default())?,
-            );
-        }
-        self.join_dropping();
-        let ks = self.ks.clone();
-        self.dropping = Some(std::thread::spawn(move || {
-            for h in old {
-                let name = h.name.clone();
-                if let Err(e) = ks.delete_partition(h) {
-                    tracing::warn!(partition = ?name, "cannot drop a journal generation behind a checkpoint (the next start will): {e}");
-                }
-            }
-        }));
+        // The checkpoint is on disk: what it replaced goes, on a second thread, off
+        // the caller's event loop. A crash before that is done leaves it for the next
+        // `open` to delete.
         self.gen = gen;
         self.image = Some(m);
+        self.drop_replaced();
         Ok(())
     }
 
-    /// Waits until the previous generation is dropped.
+    /// Waits until what the last checkpoint replaced is deleted.
     fn join_dropping(&mut self) {
         if let Some(h) = self.dropping.take() {
             let _ = h.join();
         }
+    }
+
+    /// The sequence number of the first input after the checkpoint (0 without one).
+    fn first(&self) -> u64 {
+        self.image.as_ref().map_or(0, |i| i.at)
     }
 
     /// Inputs appended since the last checkpoint (or since the journal began).
@@ -412,7 +478,7 @@ impl Journal {
     #[cfg(test)]
     fn raw_entries(&self) -> Result<Vec<Vec<u8>>, JournalError> {
         let mut out = vec![];
-        for kv in self.part.iter() {
+        for kv in self.part.range(self.first().to_be_bytes()..) {
             out.push(kv?.1.to_vec());
         }
         Ok(out)
@@ -427,11 +493,12 @@ impl Journal {
     pub fn replay<M: DeserializeOwned + Send>(&self, mut each: impl FnMut(Entry<M>)) -> Result<u64, String> {
         const CHUNK: usize = 1024;
         let part = self.part.clone();
+        let first = self.first().to_be_bytes();
         std::thread::scope(|scope| {
             let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Vec<Entry<M>>, String>>(8);
             scope.spawn(move || {
                 let mut chunk = Vec::with_capacity(CHUNK);
-                for kv in part.iter() {
+                for kv in part.range(first..) {
                     let e = kv
                         .map_err(|e| format!("reading the journal: {e}"))
                         .and_then(|(_, v)| Journal::decode(&v));
@@ -515,6 +582,36 @@ impl Journal {
     }
 }
 
+/// Removes the folders of partitions whose creation a crash cut off, which fjall 2.11
+/// cannot open again. Creating a partition (`lsm-tree` 2.10's `Tree::create_new`)
+/// writes the tree's `manifest`, the mark fjall's recovery takes for "initialized",
+/// and only then its `levels` file; a `kill -9` between the two left a folder with the
+/// first and not the second, and every later open of the keyspace failed on the
+/// missing `levels` (`No such file or directory`), so the node could never restart.
+/// Format 3 created two partitions at every checkpoint, so a kill during one hit this
+/// (a cluster test, about one run in fifteen); format 4 creates partitions only at a
+/// journal's first open, where a kill can still cut one off. Such a partition holds
+/// nothing: no write reaches a partition before its creation returns. A folder marked
+/// deleted is left to fjall, which finishes the deletion itself.
+fn drop_cut_off_partitions(dir: &Path) -> std::io::Result<()> {
+    let partitions = dir.join("partitions");
+    let Ok(entries) = std::fs::read_dir(&partitions) else {
+        return Ok(()); // a new journal
+    };
+    for e in entries {
+        let path = e?.path();
+        let cut_off = path.is_dir()
+            && path.join("manifest").exists()
+            && !path.join("levels").exists()
+            && !path.join(".deleted").exists();
+        if cut_off {
+            tracing::warn!(partition = ?path, "dropping a journal partition whose creation a crash cut off (it holds nothing)");
+            std::fs::remove_dir_all(&path)?;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -540,7 +637,7 @@ mod tests {
                     format: FORMAT + 1,
                     ..header()
                 },
-                "journal format 3 with wire version",
+                "journal format 4 with wire version",
             ),
             (
                 Header {
@@ -672,9 +769,16 @@ mod tests {
         seen
     }
 
+    /// Keys of a partition, decoded as sequence numbers (inputs) or generations (images).
+    fn keys(p: &fjall::PartitionHandle) -> Vec<u64> {
+        p.iter()
+            .map(|kv| u64::from_be_bytes(kv.unwrap().0[..8].try_into().unwrap()))
+            .collect()
+    }
+
     /// A checkpoint keeps its image and only the inputs after it, across reopening; a
-    /// second one replaces the first; numbering continues; the previous generation's
-    /// partitions are gone, and stale ones a crash left behind are dropped at open.
+    /// second one replaces the first; numbering continues; what a checkpoint replaced
+    /// is deleted, and what a crash left undeleted is deleted at the next open.
     #[test]
     fn a_checkpoint_keeps_its_image_and_only_the_inputs_after_it() {
         let dir = tempfile::tempdir().unwrap();
@@ -698,27 +802,69 @@ mod tests {
             assert_eq!(j.image().unwrap().as_deref(), Some(&b"first"[..]));
             assert_eq!(replayed(&j), (100..150).collect::<Vec<_>>());
             assert_eq!((j.len(), j.since_checkpoint()), (150, 50));
+            j.join_dropping();
+            assert_eq!(keys(&j.part), (100..150).collect::<Vec<_>>());
             j.checkpoint(&big).unwrap();
             j.sync().unwrap();
         }
-        let j = Journal::open(dir.path(), &header()).unwrap();
+        let mut j = Journal::open(dir.path(), &header()).unwrap();
         assert_eq!(j.image().unwrap(), Some(big.clone()));
         assert!(replayed(&j).is_empty());
         assert_eq!((j.len(), j.since_checkpoint()), (150, 0));
-        let mut parts: Vec<String> = j.ks.list_partitions().iter().map(|p| p.to_string()).collect();
-        parts.sort();
-        assert_eq!(parts, ["image-2", "inputs-2", "meta"]);
-        // A crash between a checkpoint's batch and the drop of its predecessor.
-        j.ks.open_partition("inputs-1", fjall::PartitionCreateOptions::default())
-            .unwrap()
+        j.join_dropping();
+        assert!(keys(&j.part).is_empty(), "the inputs before the image are deleted");
+        assert_eq!(keys(&j.images), [2, 2, 2], "only the current image is kept");
+        // A crash between a checkpoint's batch and the deletion of what it replaced:
+        // an input and an image of before it are still there, and `dropped` says not.
+        j.part
             .insert(3u64.to_be_bytes(), postcard::to_stdvec(&msg(3)).unwrap())
+            .unwrap();
+        j.images.insert(image_key(1, 0), b"old").unwrap();
+        j.meta
+            .insert(
+                "dropped",
+                postcard::to_stdvec(&Dropped { inputs: 0, images: 1 }).unwrap(),
+            )
             .unwrap();
         j.ks.persist(fjall::PersistMode::SyncAll).unwrap();
         drop(j);
-        let j = Journal::open(dir.path(), &header()).unwrap();
-        assert!(!j.ks.partition_exists("inputs-1"));
+        let mut j = Journal::open(dir.path(), &header()).unwrap();
         assert_eq!(j.image().unwrap(), Some(big));
         assert!(replayed(&j).is_empty());
+        j.join_dropping();
+        assert!(keys(&j.part).is_empty());
+        assert_eq!(keys(&j.images), [2, 2, 2]);
+    }
+
+    /// A `kill -9` while fjall created a partition left a folder with the tree's
+    /// `manifest` and no `levels`; fjall then failed every later open (`No such file or
+    /// directory`), and the node could never restart (seen on a cluster test, when
+    /// format 3 created partitions at every checkpoint). Such a folder holds nothing:
+    /// open drops it, creates the partition again and recovers the rest.
+    #[test]
+    fn a_partition_whose_creation_a_crash_cut_off_does_not_stop_the_next_open() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let mut j = Journal::open(dir.path(), &header()).unwrap();
+            for i in 0..10 {
+                j.append(&msg(i)).unwrap();
+            }
+            j.sync().unwrap();
+        }
+        // What a kill between lsm-tree's `manifest` and `levels` leaves.
+        let parts = dir.path().join("partitions");
+        std::fs::remove_dir_all(parts.join("images")).unwrap();
+        let cut = parts.join("images");
+        std::fs::create_dir_all(cut.join("segments")).unwrap();
+        for f in ["config", "manifest"] {
+            std::fs::copy(parts.join("inputs").join(f), cut.join(f)).unwrap();
+        }
+        let mut j = Journal::open(dir.path(), &header()).expect("a cut-off partition must not stop the open");
+        assert_eq!(replayed(&j), (0..10).collect::<Vec<_>>());
+        j.checkpoint(b"image").unwrap();
+        drop(j);
+        let j = Journal::open(dir.path(), &header()).unwrap();
+        assert_eq!(j.image().unwrap().as_deref(), Some(&b"image"[..]));
     }
 
     /// Replay crosses the reading thread's chunks in order, and a corrupt entry stops
