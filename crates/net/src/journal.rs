@@ -234,8 +234,6 @@ pub struct Journal {
     gen: u64,
     /// Where its image is, if it has one.
     image: Option<ImageMeta>,
-    /// What is deleted of what came before it.
-    dropped: Dropped,
     next: u64,
     pending: Vec<(u64, Vec<u8>)>,
     /// The thread deleting what the last checkpoint replaced.
@@ -255,7 +253,7 @@ fn image_key(gen: u64, chunk: u32) -> [u8; 12] {
     k
 }
 
-/// Deletes inputs `from..to` and the images of generations `images..gen`, in batches,
+/// Deletes inputs `from..to` and the images of generations before `gen`, in batches,
 /// then records it in `meta` (unsynced: a crash before it is durable only means the
 /// next open deletes them again).
 fn drop_before(
@@ -350,10 +348,6 @@ impl Journal {
             }
             _ => None,
         };
-        let dropped = match meta.get("dropped")? {
-            Some(b) => postcard::from_bytes::<Dropped>(&b).map_err(|e| JournalError::Header(e.to_string()))?,
-            None => Dropped::default(),
-        };
         let opts = fjall::PartitionCreateOptions::default;
         let part = ks.open_partition("inputs", opts())?;
         let images = ks.open_partition("images", opts())?;
@@ -368,41 +362,43 @@ impl Journal {
             images,
             gen,
             image,
-            dropped,
             next,
             pending: vec![],
             dropping: None,
         };
         // A checkpoint that was on disk before what it replaced was deleted: delete
         // it now (on the second thread, as after a checkpoint).
-        j.drop_replaced();
+        j.drop_replaced()?;
         Ok(j)
     }
 
     /// Deletes, on a second thread, the inputs before the current image and the images
     /// of earlier generations, if any are left.
-    fn drop_replaced(&mut self) {
-        let at = self.image.as_ref().map_or(0, |i| i.at);
-        if self.dropped.inputs >= at && self.dropped.images >= self.gen {
-            return;
-        }
+    fn drop_replaced(&mut self) -> Result<(), JournalError> {
+        // What the last deletion recorded, once it is over (one that failed recorded
+        // nothing, and this one starts where it did).
         self.join_dropping();
+        let done = match self.meta.get("dropped")? {
+            Some(b) => postcard::from_bytes::<Dropped>(&b).map_err(|e| JournalError::Header(e.to_string()))?,
+            None => Dropped::default(),
+        };
+        let at = self.first();
+        if done.inputs >= at && done.images >= self.gen {
+            return Ok(());
+        }
         let (ks, meta, inputs, images) = (
             self.ks.clone(),
             self.meta.clone(),
             self.part.clone(),
             self.images.clone(),
         );
-        let (from, gen) = (self.dropped.inputs, self.gen);
-        self.dropped = Dropped {
-            inputs: at,
-            images: gen,
-        };
+        let (from, gen) = (done.inputs, self.gen);
         self.dropping = Some(std::thread::spawn(move || {
             if let Err(e) = drop_before(&ks, &meta, &inputs, &images, from, at, gen) {
-                tracing::warn!("cannot delete the journal's inputs behind a checkpoint (the next start will): {e}");
+                tracing::warn!("cannot delete the journal's inputs behind a checkpoint (the next one will): {e}");
             }
         }));
+        Ok(())
     }
 
     /// The image of the current checkpoint, if there is one (the inputs
@@ -464,8 +460,7 @@ impl Journal {
         // `open` to delete.
         self.gen = gen;
         self.image = Some(m);
-        self.drop_replaced();
-        Ok(())
+        self.drop_replaced()
     }
 
     /// Waits until what the last checkpoint replaced is deleted.
