@@ -141,10 +141,10 @@ impl Local {
     fn log_tails(&self) -> String {
         let mut out = String::new();
         for node in 0.. {
-            let path = self.dir.path().join(format!("n{node}.log"));
-            let Ok(log) = std::fs::read_to_string(&path) else {
+            if !self.dir.path().join(format!("n{node}.log")).exists() {
                 break;
-            };
+            }
+            let log = self.log(node);
             let lines: Vec<&str> = log.lines().collect();
             let tail = lines[lines.len().saturating_sub(15)..].join("\n");
             out += &format!("--- n{node}.log (last 15 lines)\n{tail}\n");

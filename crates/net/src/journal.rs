@@ -477,7 +477,7 @@ impl Journal {
 
     /// Inputs appended since the last checkpoint (or since the journal began).
     pub fn since_checkpoint(&self) -> u64 {
-        self.next - self.image.as_ref().map_or(0, |i| i.at)
+        self.next - self.first()
     }
 
     /// Every entry the journal holds after its checkpoint, oldest first, still encoded
