@@ -987,11 +987,18 @@ fn isolate_a_dc(protocol: &str, majority: bool) {
     );
     assert!(after.iter().sum::<u64>() > 0, "no commit after the heal: {r}");
     if majority {
-        // After the groups led from TX elected new leaders (about a second).
-        let during = commits_between(&c, start + 2_000_000_000, until);
+        // After the groups led from TX elected new leaders (about a second), NY and CA
+        // keep committing: at least 5% of their rate before the cut (60-115% measured
+        // on a 2-core machine; 0.2-1.4% before issue 16's read re-send and early release
+        // of a cut-off client's locks). A loose floor, for a loaded machine.
+        let late = commits_between(&c, start + 2_000_000_000, until);
+        let secs = (until - start - 2_000_000_000) as f64 / 1e9;
+        let just_before = commits_between(&c, start.saturating_sub(1_500_000_000), start);
+        let rate_before = (just_before[0] + just_before[1]) as f64 / 1.5;
+        let rate_during = (late[0] + late[1]) as f64 / secs;
         assert!(
-            during[0] + during[1] > 0,
-            "NY and CA committed nothing while TX was cut off: {r}"
+            rate_during >= 0.05 * rate_before,
+            "NY and CA committed {rate_during:.0}/s while TX was cut off, {rate_before:.0}/s before: {r}"
         );
     }
 }

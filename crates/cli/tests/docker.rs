@@ -95,6 +95,23 @@ impl Project {
         let o = run(&mut self.cmd(args));
         assert!(o.status.success(), "compose {args:?}: {}", text(&o));
     }
+    /// `down`, retried: Docker may still be detaching a just-exited `run --rm`
+    /// container from the project network, and then refuses to remove the network
+    /// ("has active endpoints") although every container is gone. Seen in CI.
+    fn down(&self) {
+        let mut last = None;
+        for _ in 0..10 {
+            let o = run(&mut self.cmd(&["down", "--remove-orphans", "-t", "5"]));
+            if o.status.success() {
+                return;
+            }
+            let err = String::from_utf8_lossy(&o.stderr).to_string();
+            assert!(err.contains("active endpoints"), "compose down: {}", text(&o));
+            last = Some(o);
+            std::thread::sleep(std::time::Duration::from_secs(2));
+        }
+        panic!("compose down kept failing: {}", text(&last.expect("tried")));
+    }
     fn wait_ready(&self) {
         let o = self.meridian(&["cluster", "status", "--cluster", "cluster.toml", "--wait", "120s"]);
         assert!(o.status.success(), "cluster status --wait: {}", text(&o));
@@ -202,7 +219,7 @@ fn compose_cluster_in_containers_runs_a_bench_and_survives_restarts() {
     p.bench(&d, "h2.jsonl");
     // Every container removed and created again: the journals in the mounted
     // directory bring the whole cluster back.
-    p.ok(&["down", "-t", "5"]);
+    p.down();
     p.ok(&["up", "-d"]);
     p.wait_ready();
     p.bench(&d, "h3.jsonl");

@@ -104,7 +104,9 @@ reasons! {
     /// Replicated Commit: a read arrived after the transaction finished or prepared.
     FinishedOrPreparing => "transaction already finished or preparing here",
     // ---- validation
-    /// OCC: a version read was overwritten before validation.
+    /// OCC: a version read was overwritten before validation (also HACommit, whose
+    /// leader checks the versions read at its vote: a read may have been answered by a
+    /// leader replaced since).
     ReadVersionChanged => "validation failed: a read version changed",
     /// OCC: a key read is locked by a transaction that is preparing.
     LockedByPreparing => "validation failed: a key is locked by a preparing transaction",

@@ -467,6 +467,38 @@ impl FaultPlan {
                     }
                 }
             }
+        } else {
+            // Per group: a partition that cuts a down or re-syncing server off from a
+            // peer of one of its groups holds up its re-sync (it needs a majority of
+            // the others), so it counts as failed until `resync` after that partition
+            // heals. (HACommit campaign seeds 1376 and 2105: a replica whose re-sync a
+            // partition delayed was still re-syncing when a second replica of its
+            // group crashed, and the two, each waiting for the other's state, never
+            // finished: two of three replicas without memory, beyond the model.)
+            let cuts: Vec<(Time, Time, DcId, DcId)> = self
+                .events
+                .iter()
+                .filter_map(|(at, f)| match f {
+                    Fault::Partition { a, b, down: d } => Some((*at, at + d, *a, *b)),
+                    _ => None,
+                })
+                .collect();
+            for (n, a, b) in down.iter_mut() {
+                let here = layout.dc_of(*n);
+                let peer_in = |dc: DcId| {
+                    layout
+                        .shard_replicas
+                        .iter()
+                        .filter(|g| g.contains(n))
+                        .any(|g| g.iter().any(|m| m != n && layout.dc_of(*m) == dc))
+                };
+                for (p, q, x, y) in &cuts {
+                    let cut_off = (here == *x && peer_in(*y)) || (here == *y && peer_in(*x));
+                    if p < b && q > a && cut_off {
+                        *b = (*b).max(q + resync);
+                    }
+                }
+            }
         }
         let groups: Vec<Vec<NodeId>> = if global {
             vec![(0..layout.num_servers()).map(NodeId).collect()]
@@ -625,6 +657,49 @@ mod tests {
         assert!(plan(s).within(per_group, &layout));
         let later = "crash:node=0,at=1s,for=2s;partition:a=A,b=B,at=8.5s,for=2s;crash:node=2,at=16s,for=2s";
         assert!(plan(later).within(global, &layout));
+    }
+
+    /// HACommit campaign seed 1376: a replica whose re-sync a partition held up (it
+    /// needs a majority of the other replicas) was still re-syncing when a second
+    /// replica of its group crashed, 2 s after the first came back: beyond the model,
+    /// though the two crashes alone are not. A partition that cuts it off from no peer
+    /// of its groups changes nothing.
+    #[test]
+    fn a_partition_holding_up_a_re_sync_extends_the_failure_of_a_group() {
+        use meridian_core::{secs, HomeRule, Placement};
+        let topo = Topology::preset("rc5").unwrap();
+        let layout = Layout::new(
+            topo.clone(),
+            Placement::Groups {
+                home: HomeRule::Spread,
+                k: 3,
+            },
+        )
+        .unwrap();
+        let plan = |spec: &str| FaultPlan::parse(spec, &topo, 8, 4, &mut rng_for(1, 1)).unwrap();
+        let majority = FaultModel::Forgetful {
+            per_group: 1,
+            global: false,
+            resync: secs(2.0),
+        };
+        let g = layout.shard_replicas[0].clone();
+        let dc = |n: NodeId| topo.dcs[layout.dc_of(n).0 as usize].clone();
+        let (x, y) = (g[0], g[1]);
+        let crashes = format!("crash:node={},at=1s,for=2s;crash:node={},at=5s,for=1s", x.0, y.0);
+        assert!(plan(&crashes).within(majority, &layout));
+        // Cut off from its peer y while re-syncing (3-5 s), until 4.5 s: re-synced by
+        // 6.5 s at the earliest, after y crashed.
+        let cut = format!("{crashes};partition:a={},b={},at=2.5s,for=2s", dc(x), dc(y));
+        assert!(!plan(&cut).within(majority, &layout));
+        // A cut between two DCs that hold none of x's group changes nothing.
+        let others: Vec<String> = (0..topo.dcs.len())
+            .map(|i| DcId(i as u16))
+            .filter(|d| !g.iter().any(|n| layout.dc_of(*n) == *d))
+            .map(|d| topo.dcs[d.0 as usize].clone())
+            .collect();
+        assert!(others.len() >= 2, "rc5 has five DCs and a group spans three");
+        let elsewhere = format!("{crashes};partition:a={},b={},at=2.5s,for=2s", others[0], others[1]);
+        assert!(plan(&elsewhere).within(majority, &layout));
     }
 
     #[test]

@@ -700,8 +700,9 @@ fn faults(cx: &mut Ctx) -> Result<()> {
     if goes_on && dip < 0.5 * before {
         c1 = c1.with_status(
             Status::Partly,
-            "each leader crash stalls R1's clients for their 5 s read time-out plus a 1 s view change; the paper \
-             reads from a quorum, not a leader, and shows no dip",
+            "each leader crash stalls R1's clients until their read, re-sent after the 1 s fail-over time, \
+             reaches the group's new leader (a 1 s view change); the paper reads from a quorum, not a leader, \
+             and shows no dip",
         );
     }
     cx.claim(c1);

@@ -176,6 +176,16 @@ impl Server {
                 // cannot be chosen now; recover the transaction rather than leave the
                 // client re-sending until someone thinks it silent.
                 self.start_recovery(txn, cx);
+            } else if ballot == 0 && !self.proposals.contains_key(&txn) {
+                // Refused because a recovery promised a higher ballot, and that
+                // recovery runs nowhere here: it may have been dropped (it stalled in a
+                // partition), and the client's re-sends keep this replica from ever
+                // thinking the transaction silent. Recover it (after the usual
+                // back-off) so that the client's next re-send learns the outcome (a
+                // campaign stall with the early recovery of blocking transactions).
+                if self.txns.get(&(shard, txn)).is_some_and(|t| t.recover_at.is_none()) {
+                    self.arm_recovery((shard, txn), cx);
+                }
             }
             return Some(part);
         }

@@ -41,6 +41,7 @@ impl Server {
             Acquired::Granted => self.reply_read(from, txn, key, cx.hops(), cx),
             Acquired::Waiting { wound } => {
                 let hops = cx.hops();
+                self.mark_blocking(&key, cx.now());
                 if let Some(t) = self.txns.get_mut(&(shard, txn)) {
                     t.pending_reads.wait(from, key, hops);
                 }
@@ -79,6 +80,25 @@ impl Server {
                 .collect();
             for k in keys {
                 self.abort_unvoted(k, AbortReason::Wounded, cx);
+            }
+        }
+    }
+
+    /// Someone waits for a lock on `key`: every transaction holding it that is
+    /// executing (unvoted) or voted notes when it began to block someone since its
+    /// client was last heard (`Txn::blocking`). If the client then stays silent for
+    /// the fail-over time, the sweep aborts it (unvoted: this leader promised nothing)
+    /// or recovers it (voted) then rather than after `idle`: a client cut off by a
+    /// partition would otherwise keep its keys locked, and everyone on the majority
+    /// side waiting behind them, for `idle` (10 s).
+    pub(super) fn mark_blocking(&mut self, key: &Key, now: Time) {
+        let shard = self.env.layout.shard_of(key);
+        for (h, _) in self.locks.holders(key) {
+            if let Some(t) = self.txns.get_mut(&(shard, h)) {
+                let holds = matches!(t.stage, Stage::Active | Stage::Replicating { .. } | Stage::Voted);
+                if holds && t.blocking.is_none_or(|b| t.last_seen > b) {
+                    t.blocking = Some(now);
+                }
             }
         }
     }
@@ -207,24 +227,42 @@ impl Server {
         t.client = Some(from);
         t.shards = shards;
         // Every read must still be protected by our shared lock (lost on wound or a
-        // leader change).
-        if !self.rc && reads.iter().any(|k| !self.locks.holds(txn, k, LockMode::Shared)) {
-            let why = AbortReason::ReadLockLostOrLeaderChanged;
-            self.abort_unvoted((shard, txn), why.clone(), cx);
-            return no(why, cx);
+        // leader change), and the version read must still be the key's latest here: a
+        // client re-sends an unanswered read to the group's next replica (`T_RETRY`),
+        // so the answer it took may come from a leader that was replaced, while the
+        // lock is the new leader's. Under the lock the latest version cannot change
+        // until the decision, so the read is valid at the vote.
+        if !self.rc {
+            let why = if reads.iter().any(|(k, _)| !self.locks.holds(txn, k, LockMode::Shared)) {
+                Some(AbortReason::ReadLockLostOrLeaderChanged)
+            } else if reads.iter().any(|(k, v)| self.store.latest(k).0 != *v) {
+                Some(AbortReason::ReadVersionChanged)
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                self.abort_unvoted((shard, txn), why.clone(), cx);
+                return no(why, cx);
+            }
         }
+        let reads: Vec<Key> = reads.into_iter().map(|(k, _)| k).collect();
         let prio = (ts, txn);
         let mut waiting = 0;
         let mut wounded = vec![];
+        let mut blocked = vec![];
         for (k, _, _) in &writes {
             match self.locks.acquire(txn, prio, k, LockMode::Exclusive) {
                 Acquired::Granted => {}
                 Acquired::Waiting { wound } => {
                     waiting += 1;
                     wounded.extend(wound);
+                    blocked.push(k.clone());
                 }
                 Acquired::Denied | Acquired::TookOver { .. } => unreachable!("wound-wait never denies"),
             }
+        }
+        for k in &blocked {
+            self.mark_blocking(k, cx.now());
         }
         let hops = cx.hops();
         if let Some(t) = self.txns.get_mut(&(shard, txn)) {

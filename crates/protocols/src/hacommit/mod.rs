@@ -111,6 +111,21 @@
 //!   it plus the fail-over time), the only place the rule reads a clock. Concurrent
 //!   failures of a majority of a group are beyond what the paper tolerates: that group
 //!   stalls.
+//! - **When a silent client's locks go.** The paper aborts an unvoted transaction, or
+//!   starts a recovery proposer for a voted one, when its client is suspected failed,
+//!   without saying after how long. Here a leader waits `idle` (10 s) for a silent
+//!   client, except for a transaction another one waits behind: the leader notes when
+//!   it began to block someone since its client was last heard, and if the client is
+//!   still silent the fail-over time (1 s) later, aborts it (unvoted: the leader
+//!   promised nothing) or recovers it (voted). A client cut off by a partition
+//!   otherwise kept its keys locked, and every transaction on the majority side that
+//!   touched them waiting, for 10 s. Recovering a live client's transaction is safe
+//!   (Paxos; the client learns the outcome from its phase 2), at worst an abort it
+//!   could have avoided; a word from the client after the block cancels the early
+//!   rule. A replica that refuses the client's ballot 0 because a recovery promised a
+//!   higher ballot, and runs no recovery of it itself, arms one: a recovery that
+//!   stalled in a partition is dropped, and the client's re-sends would otherwise
+//!   keep everyone from ever thinking it silent (campaign seed 258 of this rule).
 //! - **Recovery's configuration.** A recovery proposes over the largest configuration
 //!   its node knows, and the client's phase-2 message (which carries the final one)
 //!   replaces a partial one learnt from a read: a replica that started recovery with
@@ -138,12 +153,25 @@
 //!   re-report their acceptance to the leader until they learn the outcome, recovery
 //!   proposers re-send their current phase, and clients re-send phase 2 to replicas
 //!   that have not answered. A client whose request to a shard's leader times out tries
-//!   the next replica of the group next time. It does not re-send a pending read to
-//!   another replica before then: a version that did so after the fail-over time (to
-//!   follow a view change sooner) lost updates in the fault campaign (seeds 1279, 1972,
-//!   1618, kept as a sim test): an answer from the replaced view could be taken while
-//!   the vote counted the new leader's lock. Following a view change safely would need
-//!   the vote to validate the versions read, not only the locks.
+//!   the next replica of the group next time, and a read unanswered for the fail-over
+//!   time is re-sent to the next replica at once (the believed leader may be cut off
+//!   while its group elects another), the read timeout still bounding the whole wait.
+//!   A last operation is not re-sent before the vote timeout: sent to a new leader
+//!   while the old leader's vote had reached some followers, it was voted twice, with
+//!   two version sequence numbers, and replicas ordered the versions differently
+//!   (campaign seeds 1798 and 1986 of that try).
+//! - **Reads validated at the vote (departure).** After such a re-send the client takes
+//!   whichever answer comes first, and it may come from a leader that was replaced in
+//!   the meantime, while the shared lock the vote counts is the new leader's: an update
+//!   committed through the new view between the two would be lost. (A first version,
+//!   validating only the locks, lost updates in the fault campaign: seeds 1279, 1972
+//!   and 1618, kept as a sim test.) So the last operation carries the version of every
+//!   key read, and the leader votes yes only if it still holds the shared lock *and*
+//!   that version is still the key's latest there (`ReadVersionChanged` otherwise);
+//!   under the lock the latest version cannot change before the decision, so every read
+//!   is valid at the vote. The paper's participants check only their locks; the
+//!   version check costs nothing on the common path (the version read under the lock
+//!   is the latest).
 //! - **Configuration messages.** The paper has the client send the growing configuration
 //!   to every participant contacted so far on each operation. Here each operation
 //!   carries it to the participant it goes to, and the last operation carries the final

@@ -128,8 +128,10 @@ pub enum Msg {
         shard: ShardId,
         /// Final configuration.
         shards: Vec<ShardId>,
-        /// Keys read at this shard.
-        reads: Vec<Key>,
+        /// Keys read at this shard, each with the version the client was answered
+        /// (`None`: the initial version); the leader votes yes only if that is still the
+        /// key's latest version under the transaction's shared lock.
+        reads: Vec<(Key, Option<VersionId>)>,
         /// Writes to this shard (empty: an empty last operation).
         writes: Vec<(Key, VersionId, Value)>,
     },
@@ -349,8 +351,9 @@ pub(super) fn p2a_by_node(
         .collect()
 }
 
-/// One participant's share of the last operation: keys read there, writes to it.
-pub(super) type LastShare = (Vec<Key>, Vec<(Key, VersionId, Value)>);
+/// One participant's share of the last operation: keys read there (with the version
+/// read), writes to it.
+pub(super) type LastShare = (Vec<(Key, Option<VersionId>)>, Vec<(Key, VersionId, Value)>);
 
 /// The fields of a `Last` message.
 pub(super) struct LastOp {
@@ -358,6 +361,6 @@ pub(super) struct LastOp {
     pub(super) ts: Time,
     pub(super) shard: ShardId,
     pub(super) shards: Vec<ShardId>,
-    pub(super) reads: Vec<Key>,
+    pub(super) reads: Vec<(Key, Option<VersionId>)>,
     pub(super) writes: Vec<(Key, VersionId, Value)>,
 }

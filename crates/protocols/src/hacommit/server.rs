@@ -43,6 +43,9 @@ pub(super) struct Txn {
     pub(super) locked_at: Option<u32>,
     /// When this replica will start recovering the transaction.
     pub(super) recover_at: Option<Time>,
+    /// Leader: when another transaction began to wait for a lock this one holds (since
+    /// its client was last heard).
+    pub(super) blocking: Option<Time>,
     /// Follower: when it last reported its acceptance to the leader.
     pub(super) reported: Time,
     /// When it last asked its group for the context of a chosen COMMIT it lacks.
@@ -65,6 +68,7 @@ impl Txn {
             pending_reads: Default::default(),
             locked_at: None,
             recover_at: None,
+            blocking: None,
             reported: 0,
             ctx_asked: None,
         }
@@ -90,6 +94,13 @@ impl Txn {
             self.promised = self.promised.max(fenced);
         }
         ok
+    }
+
+    /// Whether it has blocked someone for `failover` without a word from its client
+    /// (`Server::mark_blocking`).
+    pub(super) fn blocked_silent(&self, now: Time, failover: Time) -> bool {
+        self.blocking
+            .is_some_and(|b| self.last_seen <= b && now.saturating_sub(b) > failover)
     }
 
     pub(super) fn needs_recovery(&self) -> bool {
@@ -313,18 +324,37 @@ impl Server {
 }
 
 impl Server {
+    /// Schedules this replica's recovery of a transaction, after a back-off that grows
+    /// with its rank in the group plus a random part (competing proposers resolve by
+    /// ballots; the back-off keeps them from pre-empting each other).
+    pub(super) fn arm_recovery(&mut self, key: (ShardId, TxnId), cx: &mut Ctx<'_, Msg>) {
+        let to = &self.env.timeouts;
+        let (query, sweep) = (to.query, to.sweep);
+        let rank = self
+            .groups
+            .get(&key.0)
+            .and_then(|g| g.replicas.iter().position(|r| *r == self.me))
+            .unwrap_or(0) as u64;
+        let jitter = cx.rng().gen_range(0..sweep.max(1) * 4);
+        let now = cx.now();
+        if let Some(t) = self.txns.get_mut(&key) {
+            t.recover_at = Some(now + rank * query + jitter);
+        }
+    }
+
     pub(super) fn sweep(&mut self, cx: &mut Ctx<'_, Msg>) {
         let now = cx.now();
         let to = self.env.timeouts.clone();
         self.heartbeat_and_failover(cx);
-        // Leaders: unvoted transactions whose client went silent abort unilaterally.
+        // Leaders: unvoted transactions whose client went silent abort unilaterally
+        // (after `idle`, or after the fail-over time once they block someone).
         let mut idle: Vec<(ShardId, TxnId)> = self
             .txns
             .iter()
             .filter(|(_, t)| {
                 matches!(t.stage, Stage::Active)
                     && t.pending_reads.is_empty()
-                    && now.saturating_sub(t.last_seen) > to.idle
+                    && (now.saturating_sub(t.last_seen) > to.idle || t.blocked_silent(now, to.failover))
             })
             .map(|(k, _)| *k)
             .collect();
@@ -344,18 +374,15 @@ impl Server {
                 if now >= at {
                     start.push(*id);
                 }
-            } else if now.saturating_sub(t.last_seen) > to.idle {
-                let g = &self.groups[shard];
-                let rank = g.replicas.iter().position(|r| *r == self.me).unwrap_or(0) as u64;
-                arm.push(((*shard, *id), rank));
+            } else if now.saturating_sub(t.last_seen) > to.idle || t.blocked_silent(now, to.failover) {
+                // Silent for `idle`; or, sooner, silent for the fail-over time since
+                // another transaction began to wait for its locks (`mark_blocking`).
+                arm.push((*shard, *id));
             }
         }
         arm.sort();
-        for (k, rank) in arm {
-            let jitter = cx.rng().gen_range(0..to.sweep.max(1) * 4);
-            if let Some(t) = self.txns.get_mut(&k) {
-                t.recover_at = Some(now + rank * to.query + jitter);
-            }
+        for k in arm {
+            self.arm_recovery(k, cx);
         }
         start.sort();
         start.dedup();

@@ -549,3 +549,111 @@ fn a_restarted_replica_never_completes_a_recovery_majority_for_what_it_forgot() 
         "C took the late COMMIT although R's re-sync fenced it"
     );
 }
+
+/// A read answered by a leader that is then replaced, while an update to the key
+/// commits through the new view: the client (which re-sends an unanswered read to the
+/// next replica and takes the first answer) may hold the old answer and the new
+/// leader's lock at once. The new leader's vote checks the version read, not only the
+/// lock, and votes no; a read answered by the voting leader itself votes yes.
+#[test]
+fn a_read_answered_by_a_replaced_leader_is_refused_at_the_vote() {
+    let mut net = Net::new(3);
+    let s = 0;
+    let key = Key::from("#0/x");
+    let read = |txn: TxnId| Msg::Read {
+        txn,
+        ts: 0,
+        shard: ShardId(s),
+        key: key.clone(),
+        shards: vec![ShardId(s)],
+    };
+    let answers = |net: &Net| -> Vec<Option<VersionId>> {
+        net.to_client()
+            .filter_map(|m| match m {
+                Msg::ReadReply { result: Ok((v, _)), .. } => Some(*v),
+                _ => None,
+            })
+            .collect()
+    };
+    let old = net.leader_of(s).expect("a leader");
+    net.client_sends(old, read(t(1)));
+    assert_eq!(
+        answers(&net),
+        vec![None],
+        "T1 read the initial version at the old leader"
+    );
+    // The old leader goes; the group elects another.
+    net.crash(old.0);
+    net.run_for(secs(5.0));
+    let new = net.leader_of(s).expect("a new leader");
+    assert_ne!(new, old);
+    // T2 writes the key through the new view and commits.
+    let ts2 = net.now;
+    assert_eq!(net.last_write(t(2), ts2, s, "#0/x"), vec![(t(2), true)]);
+    for r in net.replicas(s) {
+        if net.down.contains(&r) {
+            continue;
+        }
+        let m = Msg::P2a {
+            txn: t(2),
+            ts: ts2,
+            targets: vec![ShardId(s)],
+            ballot: 0,
+            commit: true,
+            shards: vec![ShardId(s)],
+        };
+        net.client_sends(r, m);
+    }
+    assert_eq!(net.outcome(new, s, t(2)), Some(true));
+    let v2 = Some(VersionId { txn: t(2), seq: 0 });
+    // T1's re-sent read takes a lock at the new leader (its answer, v2, comes too late:
+    // the client already took the old leader's).
+    net.outside.clear();
+    net.client_sends(new, read(t(1)));
+    assert_eq!(answers(&net), vec![v2]);
+    let last = |txn: TxnId, v: Option<VersionId>| Msg::Last {
+        txn,
+        ts: 0,
+        shard: ShardId(s),
+        shards: vec![ShardId(s)],
+        reads: vec![(key.clone(), v)],
+        writes: vec![],
+    };
+    net.outside.clear();
+    net.client_sends(new, last(t(1), None));
+    let why: Vec<_> = net
+        .to_client()
+        .filter_map(|m| match m {
+            Msg::Vote { yes, reason, .. } => Some((*yes, reason.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(why, vec![(false, Some(AbortReason::ReadVersionChanged))]);
+    // The same read answered by the voting leader itself is valid.
+    net.outside.clear();
+    net.client_sends(new, read(t(3)));
+    assert_eq!(answers(&net), vec![v2]);
+    net.outside.clear();
+    net.client_sends(new, last(t(3), v2));
+    assert_eq!(net.votes(), vec![(t(3), true)]);
+}
+
+/// A voted transaction whose client went silent (cut off by a partition, say) and that
+/// another transaction waits behind is recovered after the fail-over time, not after
+/// `idle` (10 s): the waiter gets its lock within a few seconds.
+#[test]
+fn a_silent_voted_transaction_that_blocks_another_is_recovered_after_the_failover_time() {
+    let mut net = Net::new(3);
+    let s = 0;
+    let ts1 = net.now;
+    assert_eq!(net.last_write(t(1), ts1, s, "#0/x"), vec![(t(1), true)]);
+    // The client of T1 is never heard again. T2, younger, waits for T1's lock.
+    net.run_for(ms_(500));
+    let ts2 = net.now;
+    assert_eq!(net.last_write(t(2), ts2, s, "#0/x"), vec![]);
+    net.outside.clear();
+    net.run_for(secs(3.0));
+    let leader = net.leader_of(s).expect("a leader");
+    assert_eq!(net.outcome(leader, s, t(1)), Some(false), "T1 recovered (aborted)");
+    assert_eq!(net.votes(), vec![(t(2), true)], "T2 got the lock and voted");
+}
