@@ -72,12 +72,15 @@ impl Server {
             }
         }
         for v in victims {
-            let keys: Vec<(ShardId, TxnId)> = self
+            let mut keys: Vec<(ShardId, TxnId)> = self
                 .txns
                 .iter()
                 .filter(|((_, t), x)| *t == v && matches!(x.stage, Stage::Active | Stage::Locking { .. }))
                 .map(|(k, _)| *k)
                 .collect();
+            // In shard order, not the table's (a rebuilt table iterates in another:
+            // the image test caught it once blocked transactions were released early).
+            keys.sort();
             for k in keys {
                 self.abort_unvoted(k, AbortReason::Wounded, cx);
             }
