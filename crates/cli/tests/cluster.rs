@@ -151,6 +151,15 @@ impl Local {
         }
         out
     }
+    /// The cluster's time origin (Unix ns) from its file: history times are relative
+    /// to it.
+    fn epoch_ns(&self) -> u64 {
+        let file = std::fs::read_to_string(self.file()).expect("cluster file");
+        file.lines()
+            .find_map(|l| l.strip_prefix("epoch_ns = "))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("epoch_ns in the cluster file")
+    }
     fn log(&self, node: u32) -> String {
         std::fs::read_to_string(self.dir.path().join(format!("n{node}.log"))).unwrap_or_default()
     }
@@ -163,6 +172,14 @@ impl Drop for Local {
             .arg(self.dir.path())
             .output();
     }
+}
+
+/// Now, in Unix ns (the clock of a cluster file's `epoch_ns`).
+fn unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_nanos() as u64
 }
 
 fn signal(sig: &str, pid: &str) {
@@ -365,18 +382,10 @@ fn kill9_hacommit_server_not_restarted_the_others_go_on_and_check_clean() {
     ]);
     std::thread::sleep(Duration::from_millis(1500));
     signal("-9", &c.pid(0));
-    let killed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_nanos() as u64;
+    let killed = unix_ns();
     let r = finish(&c, b);
     assert!(r["check"]["durable"].as_bool().unwrap(), "{r}");
-    let file = std::fs::read_to_string(c.file()).expect("cluster file");
-    let epoch: u64 = file
-        .lines()
-        .find_map(|l| l.strip_prefix("epoch_ns = "))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("epoch_ns in the cluster file");
+    let epoch = c.epoch_ns();
     // From 3 s after the kill (a view change and a read re-send each take 1 s).
     let after = commits_between(&c, (killed + 3_000_000_000).saturating_sub(epoch), u64::MAX);
     assert!(
@@ -408,12 +417,6 @@ fn kill9_catenae_coordinator_fails_over_to_the_secondary() {
         "--settle",
         "2s",
     ]);
-    let unix_ns = || {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .expect("clock")
-            .as_nanos() as u64
-    };
     std::thread::sleep(Duration::from_millis(2000));
     signal("-9", &c.pid(0));
     let killed = unix_ns();
@@ -423,12 +426,7 @@ fn kill9_catenae_coordinator_fails_over_to_the_secondary() {
     c.restart(0);
     let r = finish(&c, b);
     assert!(r["check"]["durable"].as_bool().unwrap(), "{r}");
-    let file = std::fs::read_to_string(c.file()).expect("cluster file");
-    let epoch: u64 = file
-        .lines()
-        .find_map(|l| l.strip_prefix("epoch_ns = "))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("epoch_ns in the cluster file");
+    let epoch = c.epoch_ns();
     let history = std::fs::read_to_string(c.dir.path().join("history.jsonl")).expect("history");
     let during = history
         .lines()

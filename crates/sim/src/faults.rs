@@ -578,24 +578,28 @@ mod tests {
         assert!(e("outage:dc=C,at=soon,for=1s").contains("bad duration"));
     }
 
-    #[test]
-    fn tolerance_follows_the_fault_model() {
+    /// `topo` with groups of three (HACommit's layout) and the per-group model of one
+    /// failure per group with a 2 s re-sync.
+    fn groups_of_three(topo: &Topology) -> (Layout, FaultModel) {
         use meridian_core::{secs, HomeRule, Placement};
-        let topo = Topology::preset("lan").unwrap();
-        let groups = Layout::new(
-            topo.clone(),
-            Placement::Groups {
-                home: HomeRule::Spread,
-                k: 3,
-            },
-        )
-        .unwrap();
-        let plan = |spec: &str| FaultPlan::parse(spec, &topo, 8, 4, &mut rng_for(1, 1)).unwrap();
-        let majority = FaultModel::Forgetful {
+        let placement = Placement::Groups {
+            home: HomeRule::Spread,
+            k: 3,
+        };
+        let model = FaultModel::Forgetful {
             per_group: 1,
             global: false,
             resync: secs(2.0),
         };
+        (Layout::new(topo.clone(), placement).unwrap(), model)
+    }
+
+    #[test]
+    fn tolerance_follows_the_fault_model() {
+        use meridian_core::secs;
+        let topo = Topology::preset("lan").unwrap();
+        let (groups, majority) = groups_of_three(&topo);
+        let plan = |spec: &str| FaultPlan::parse(spec, &topo, 8, 4, &mut rng_for(1, 1)).unwrap();
         let one_at_a_time = FaultModel::Forgetful {
             per_group: 1,
             global: true,
@@ -666,22 +670,9 @@ mod tests {
     /// of its groups changes nothing.
     #[test]
     fn a_partition_holding_up_a_re_sync_extends_the_failure_of_a_group() {
-        use meridian_core::{secs, HomeRule, Placement};
         let topo = Topology::preset("rc5").unwrap();
-        let layout = Layout::new(
-            topo.clone(),
-            Placement::Groups {
-                home: HomeRule::Spread,
-                k: 3,
-            },
-        )
-        .unwrap();
+        let (layout, majority) = groups_of_three(&topo);
         let plan = |spec: &str| FaultPlan::parse(spec, &topo, 8, 4, &mut rng_for(1, 1)).unwrap();
-        let majority = FaultModel::Forgetful {
-            per_group: 1,
-            global: false,
-            resync: secs(2.0),
-        };
         let g = layout.shard_replicas[0].clone();
         let dc = |n: NodeId| topo.dcs[layout.dc_of(n).0 as usize].clone();
         let (x, y) = (g[0], g[1]);
