@@ -637,7 +637,11 @@ fn hacommit_the_majority_side_keeps_committing_through_a_cut_off_dc() {
         "us3fast",
     )
     .unwrap();
-    for seed in 1..=2 {
+    // Seeds 17, 42, 47 and 48 stalled the majority side (under 1% of its rate) before
+    // the client followed the replica that answered it: a read re-sent after the
+    // fail-over time had moved the client's belief to a cut-off replica while the live
+    // leader only made the read wait for a lock, and the last operation went there.
+    for seed in [1, 2, 17, 42, 47, 48] {
         let mut c = SimConfig::new(topo.clone(), "bank");
         c.txns = 40_000;
         c.clients = 6;

@@ -302,6 +302,13 @@ impl Actor for Client {
                 }
                 cx.cancel_timer(T_READ);
                 cx.cancel_timer(T_RETRY);
+                // Only a replica that holds itself the group's leader answers a read
+                // (a follower sends `NotLeader`): follow it. A read re-sent after
+                // `failover` may have moved the belief to a replica that is cut off
+                // while this, the live leader, only made the read wait for a lock;
+                // the last operation must not follow that guess (campaign of the
+                // cut-off-DC sweep, seed 47).
+                self.leaders.insert(self.env.layout.shard_of(&key), from);
                 match result {
                     Ok((version, value)) => {
                         crate::kit::client::supply_read(&mut cur.rec, &mut cur.exec, key, version, value);
@@ -342,7 +349,10 @@ impl Actor for Client {
                 shard,
                 yes,
                 reason,
-            } if txn == cur.rec.id => self.on_vote(shard, yes, reason, cx),
+            } if txn == cur.rec.id => {
+                self.leaders.insert(shard, from);
+                self.on_vote(shard, yes, reason, cx)
+            }
             Msg::P2b { txn, ballot: 0, parts } if txn == cur.rec.id => {
                 for p in parts {
                     if self.cur.is_none() {

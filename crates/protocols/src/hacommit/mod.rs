@@ -30,8 +30,9 @@
 //!   every participant's group has acknowledged: one round trip from its decision, and
 //!   no log write anywhere.
 //! - **Client failure (§VI-A).** A replica holding a transaction's context whose
-//!   proposer has been silent for `idle` becomes a recovery proposer, after a random
-//!   back-off that grows with its rank in the group: it runs full Paxos from phase 1
+//!   proposer has been silent for `idle` becomes a recovery proposer, after a back-off
+//!   of `query` per place it stands after the group's current leader, plus a random
+//!   part under one `sweep`: it runs full Paxos from phase 1
 //!   with a ballot above any it has seen, to every replica of every shard in the
 //!   context's configuration, and proposes the highest-ballot accepted decision, or
 //!   ABORT if no response carries one. Competing proposers are resolved by ballots
@@ -156,7 +157,12 @@
 //!   the next replica of the group next time, and a read unanswered for the fail-over
 //!   time is re-sent to the next replica at once (the believed leader may be cut off
 //!   while its group elects another), the read timeout still bounding the whole wait.
-//!   A last operation is not re-sent before the vote timeout: sent to a new leader
+//!   The client then follows whichever replica answers (only a replica that holds
+//!   itself the leader answers a read or votes): the first one may have been alive,
+//!   only making the read wait for a lock, and a last operation sent to the guessed,
+//!   cut-off replica stalled the vote, and everyone behind the transaction's locks,
+//!   for the vote timeout (a cut-off DC's majority side fell below 1% of its rate in
+//!   7 of 50 seeds of a sweep). A last operation is not re-sent before the vote timeout: sent to a new leader
 //!   while the old leader's vote had reached some followers, it was voted twice, with
 //!   two version sequence numbers, and replicas ordered the versions differently
 //!   (campaign seeds 1798 and 1986 of that try).

@@ -325,17 +325,26 @@ impl Server {
 
 impl Server {
     /// Schedules this replica's recovery of a transaction, after a back-off that grows
-    /// with its rank in the group plus a random part (competing proposers resolve by
-    /// ballots; the back-off keeps them from pre-empting each other).
+    /// with its rank in the group (`query` per place after the leader) plus a random
+    /// part under one `sweep` (competing proposers resolve by ballots; the back-off
+    /// keeps them from pre-empting each other).
     pub(super) fn arm_recovery(&mut self, key: (ShardId, TxnId), cx: &mut Ctx<'_, Msg>) {
         let to = &self.env.timeouts;
         let (query, sweep) = (to.query, to.sweep);
+        // Rank counted from the group's current leader, which holds the locks and
+        // sees who waits for them: after a view change the replica listed first may
+        // be the one that is cut off, and counting from it delayed the live leader's
+        // recovery by a whole `query`.
         let rank = self
             .groups
             .get(&key.0)
-            .and_then(|g| g.replicas.iter().position(|r| *r == self.me))
+            .and_then(|g| {
+                let n = g.replicas.len();
+                let me = g.replicas.iter().position(|r| *r == self.me)?;
+                Some((me + n - (g.view % n as u64) as usize) % n)
+            })
             .unwrap_or(0) as u64;
-        let jitter = cx.rng().gen_range(0..sweep.max(1) * 4);
+        let jitter = cx.rng().gen_range(0..sweep.max(1));
         let now = cx.now();
         if let Some(t) = self.txns.get_mut(&key) {
             t.recover_at = Some(now + rank * query + jitter);

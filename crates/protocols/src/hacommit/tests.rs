@@ -657,3 +657,60 @@ fn a_silent_voted_transaction_that_blocks_another_is_recovered_after_the_failove
     assert_eq!(net.outcome(leader, s, t(1)), Some(false), "T1 recovered (aborted)");
     assert_eq!(net.votes(), vec![(t(2), true)], "T2 got the lock and voted");
 }
+
+/// A read re-sent after the fail-over time moves the client's guess to the group's
+/// next replica; when the first replica, the live leader that only made the read wait
+/// for a lock, answers after all, the client follows it: its last operation goes to the
+/// replica that answered, not to the guess (which, cut off, would leave the vote
+/// unanswered for the vote timeout while the transaction's locks stall others: the
+/// cut-off-DC sweep's seed 47).
+#[test]
+fn a_client_sends_its_last_operation_to_the_replica_that_answered_its_read() {
+    let mut layout = Layout::new(
+        Topology::preset("lan").unwrap(),
+        Placement::Groups {
+            home: HomeRule::Spread,
+            k: 3,
+        },
+    )
+    .unwrap();
+    let me = layout.add_client(DcId(0));
+    let env = Env {
+        layout: Arc::new(layout),
+        registry: Arc::new(testing::ycsb_registry()),
+        timeouts: Default::default(),
+    };
+    let mut c = Client::new(env.clone(), me, ClientId(0));
+    let call_ = testing::ycsb_call(&[("#0/x", b""), ("#0/x", b"v")]);
+    let e = call(&mut c, 0, me, |c, cx| c.submit(t(1), call_, cx));
+    let leader = env.layout.primary(ShardId(0));
+    assert!(
+        matches!(e.sent()[..], [(to, Msg::Read { .. })] if to == leader),
+        "{:?}",
+        e.sent()
+    );
+    let e = testing::fire(&mut c, secs(1.0), me, client::T_RETRY);
+    let guess = env.layout.replicas(ShardId(0))[1];
+    assert!(
+        matches!(e.sent()[..], [(to, Msg::Read { .. })] if to == guess),
+        "the read re-sent to the next replica: {:?}",
+        e.sent()
+    );
+    let reply = Msg::ReadReply {
+        txn: t(1),
+        key: Key::from("#0/x"),
+        result: Ok((None, None)),
+    };
+    let e = deliver(&mut c, secs(1.1), me, leader, reply);
+    let lasts: Vec<NodeId> = e
+        .sent()
+        .iter()
+        .filter(|(_, m)| matches!(m, Msg::Last { .. }))
+        .map(|(to, _)| *to)
+        .collect();
+    assert_eq!(
+        lasts,
+        vec![leader],
+        "the last operation goes to the replica that answered"
+    );
+}
