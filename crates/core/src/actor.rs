@@ -146,12 +146,12 @@ impl<'a, M> Ctx<'a, M> {
         });
     }
     /// Arms (or re-arms) a timer.
-    pub fn set_timer(&mut self, after: Time, id: TimerId) {
-        self.out.push(Command::SetTimer { id, after });
+    pub fn set_timer(&mut self, after: Time, id: impl Into<TimerId>) {
+        self.out.push(Command::SetTimer { id: id.into(), after });
     }
     /// Disarms a timer.
-    pub fn cancel_timer(&mut self, id: TimerId) {
-        self.out.push(Command::CancelTimer { id });
+    pub fn cancel_timer(&mut self, id: impl Into<TimerId>) {
+        self.out.push(Command::CancelTimer { id: id.into() });
     }
     /// Tells the caller of interactive transaction `txn` that it waits for the next
     /// operations (client roles only).

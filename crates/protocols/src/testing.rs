@@ -55,7 +55,8 @@ pub fn deliver<A: Actor>(a: &mut A, now: Time, me: NodeId, from: NodeId, msg: A:
 }
 
 /// Fires a timer.
-pub fn fire<A: Actor>(a: &mut A, now: Time, me: NodeId, t: TimerId) -> Effects<A::Msg> {
+pub fn fire<A: Actor>(a: &mut A, now: Time, me: NodeId, t: impl Into<TimerId>) -> Effects<A::Msg> {
+    let t = t.into();
     with_ctx(a, now, me, |a, cx| a.on_timer(t, cx))
 }
 
@@ -216,12 +217,19 @@ impl<P: Protocol> Net<P> {
 
     /// Advances time by `d` in steps of `step`, firing timer `t` on every live server
     /// at each step (a periodic housekeeping timer), and delivering what that causes.
-    pub fn run_for(&mut self, d: Time, step: Time, t: TimerId) {
-        self.run_for_with_clients(d, step, t, None);
+    pub fn run_for(&mut self, d: Time, step: Time, t: impl Into<TimerId>) {
+        self.run_for_with_clients::<TimerId>(d, step, t.into(), None);
     }
 
     /// [`Net::run_for`], also firing client timer `c.0` on every client each `c.1`.
-    pub fn run_for_with_clients(&mut self, d: Time, step: Time, t: TimerId, c: Option<(TimerId, Time)>) {
+    pub fn run_for_with_clients<C: Into<TimerId>>(
+        &mut self,
+        d: Time,
+        step: Time,
+        t: impl Into<TimerId>,
+        c: Option<(C, Time)>,
+    ) {
+        let (t, c) = (t.into(), c.map(|(ct, every)| (ct.into(), every)));
         let end = self.now + d;
         while self.now < end {
             self.now += step;

@@ -4,8 +4,13 @@
 
 use super::*;
 
-const T_STATUS: TimerId = TimerId(1);
-const T_RETRY: TimerId = TimerId(2);
+crate::kit::timers::timers! {
+    /// A Catenae client's timers.
+    pub(crate) enum ClientTimer {
+        Status = 1,
+        Retry = 2,
+    }
+}
 
 /// Delay before a read-only transaction that met an uncommitted writer retries.
 pub const RO_RETRY: Time = 50_000_000;
@@ -89,7 +94,7 @@ impl Client {
 
     fn finish(&mut self, outcome: Outcome, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.take() else { return };
-        crate::kit::client::finish(cur.rec, &[T_STATUS, T_RETRY], outcome, reason, cx);
+        crate::kit::client::finish(cur.rec, &[ClientTimer::Status, ClientTimer::Retry], outcome, reason, cx);
     }
 
     fn send_read_only(&mut self, cx: &mut Ctx<'_, Msg>) {
@@ -118,7 +123,7 @@ impl Client {
                 keys: cur.keys.clone(),
             },
         );
-        cx.set_timer(self.env.timeouts.status, T_STATUS);
+        cx.set_timer(self.env.timeouts.status, ClientTimer::Status);
     }
 
     fn on_ro_reply(
@@ -144,8 +149,8 @@ impl Client {
         let Some(reads) = reads else {
             // Inside an uncommitted writer's decision period: retry after 50 ms.
             r.retry = true;
-            cx.cancel_timer(T_STATUS);
-            cx.set_timer(RO_RETRY, T_RETRY);
+            cx.cancel_timer(ClientTimer::Status);
+            cx.set_timer(RO_RETRY, ClientTimer::Retry);
             return;
         };
         if !r.expect.contains(&from) {
@@ -260,8 +265,8 @@ impl Actor for Client {
 
     fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_ref() else { return };
-        match (t, &cur.phase) {
-            (T_STATUS, Phase::Submitted) => {
+        match (ClientTimer::of(t), &cur.phase) {
+            (Some(ClientTimer::Status), Phase::Submitted) => {
                 // The coordinator de-duplicates; a lost submit or outcome is re-sent.
                 let msg = Msg::Submit {
                     txn: cur.rec.id,
@@ -269,13 +274,13 @@ impl Actor for Client {
                 };
                 self.switch();
                 cx.send(self.coord, msg);
-                cx.set_timer(self.env.timeouts.status, T_STATUS);
+                cx.set_timer(self.env.timeouts.status, ClientTimer::Status);
             }
-            (T_STATUS, Phase::Reading(_)) => {
+            (Some(ClientTimer::Status), Phase::Reading(_)) => {
                 self.switch();
                 self.send_read_only(cx)
             }
-            (T_RETRY, Phase::Reading(_)) => self.send_read_only(cx),
+            (Some(ClientTimer::Retry), Phase::Reading(_)) => self.send_read_only(cx),
             _ => {}
         }
     }
@@ -313,7 +318,7 @@ impl ClientRole for Client {
             self.send_read_only(cx);
         } else {
             cx.send(self.coord, Msg::Submit { txn, call });
-            cx.set_timer(self.env.timeouts.status, T_STATUS);
+            cx.set_timer(self.env.timeouts.status, ClientTimer::Status);
         }
     }
 

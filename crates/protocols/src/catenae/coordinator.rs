@@ -212,7 +212,7 @@ impl Coordinator {
             }
         }
         self.arm(cx);
-        cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
+        cx.set_timer(self.env.timeouts.sweep, ServerTimer::Sweep);
     }
 
     /// Retransmissions: chains that never finished here are started again (chain
@@ -220,7 +220,7 @@ impl Coordinator {
     /// acknowledged, and the newest manifests go out again.
     fn sweep(&mut self, cx: &mut Ctx<'_, Msg>) {
         if !self.leads() {
-            cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
+            cx.set_timer(self.env.timeouts.sweep, ServerTimer::Sweep);
             return;
         }
         let (now, after) = (cx.now(), (self.cfg.stall / 2).min(self.env.timeouts.query));
@@ -246,7 +246,7 @@ impl Coordinator {
         }
         self.send_manifests(cx);
         self.abstain_stale(cx);
-        cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
+        cx.set_timer(self.env.timeouts.sweep, ServerTimer::Sweep);
     }
 
     /// Starts (or restarts) a chain's forward pass at its first server.
@@ -281,27 +281,27 @@ impl Coordinator {
 
     fn arm(&mut self, cx: &mut Ctx<'_, Msg>) {
         let end = (self.cur + 1) * self.cfg.epoch;
-        cx.set_timer(end.saturating_sub(cx.now()).max(1), T_EPOCH);
+        cx.set_timer(end.saturating_sub(cx.now()).max(1), ServerTimer::Epoch);
     }
 
     /// The next epoch boundary by the clock (a node that is not coordinator seals
     /// nothing, so `cur` does not move).
     fn arm_next(&mut self, cx: &mut Ctx<'_, Msg>) {
         let end = (epoch_of(cx.now(), self.cfg.epoch) + 1) * self.cfg.epoch;
-        cx.set_timer(end.saturating_sub(cx.now()).max(1), T_EPOCH);
+        cx.set_timer(end.saturating_sub(cx.now()).max(1), ServerTimer::Epoch);
     }
 
     pub(super) fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {
         self.slots.up_since = cx.now();
         if self.sec.on {
             self.arm(cx);
-            cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
+            cx.set_timer(self.env.timeouts.sweep, ServerTimer::Sweep);
             self.sec_on_recover(cx);
             return;
         }
         self.seal_missed(cx);
         self.arm(cx);
-        cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
+        cx.set_timer(self.env.timeouts.sweep, ServerTimer::Sweep);
         self.resend_lost(cx);
     }
 
@@ -342,10 +342,10 @@ impl Coordinator {
     }
 
     pub(super) fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
-        if t == T_EPOCH && !self.leads() {
+        if ServerTimer::of(t) == Some(ServerTimer::Epoch) && !self.leads() {
             self.arm_next(cx);
             self.sec_tick(cx);
-        } else if t == T_EPOCH {
+        } else if ServerTimer::of(t) == Some(ServerTimer::Epoch) {
             let now_e = epoch_of(cx.now(), self.cfg.epoch);
             while self.cur < now_e {
                 self.seal(cx);
@@ -354,7 +354,7 @@ impl Coordinator {
             self.try_schedule(cx);
             self.mj_tick(cx);
             self.nack_missing(cx);
-        } else if t == T_SWEEP {
+        } else if ServerTimer::of(t) == Some(ServerTimer::Sweep) {
             self.sweep(cx);
         } else if let Some(chains) = self.dispatch.remove(&t.0).filter(|_| self.leads()) {
             for c in chains {

@@ -338,10 +338,17 @@ pub(crate) fn epoch_of(t: Time, len: Time) -> u64 {
     t / len
 }
 
-/// Timer of the coordinator's epoch boundary.
-pub(crate) const T_EPOCH: TimerId = TimerId(1);
-/// Timer of the coordinator's retransmission sweep.
-pub(crate) const T_SWEEP: TimerId = TimerId(2);
+crate::kit::timers::timers! {
+    /// A Catenae server's fixed timers (its per-dispatch, per-hold and per-stall timers
+    /// are numbered families from [`T_DISPATCH`], [`T_HOLD`] and [`T_STALL`]).
+    pub(crate) enum ServerTimer {
+        /// Timer of the coordinator's epoch boundary.
+        Epoch = 1,
+        /// Timer of the coordinator's retransmission sweep.
+        Sweep = 2,
+    }
+}
+
 /// Timer base of delayed dispatches (coordinator) and record holds (chain servers).
 pub(crate) const T_DISPATCH: u64 = 1 << 40;
 /// Timer base of chain-server record holds.
@@ -436,7 +443,10 @@ impl Actor for Server {
     }
 
     fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
-        if t == T_EPOCH || t == T_SWEEP || (T_DISPATCH..T_HOLD).contains(&t.0) {
+        if ServerTimer::of(t) == Some(ServerTimer::Epoch)
+            || ServerTimer::of(t) == Some(ServerTimer::Sweep)
+            || (T_DISPATCH..T_HOLD).contains(&t.0)
+        {
             if let Some(c) = self.coord.as_mut() {
                 c.on_timer(t, cx);
             }

@@ -43,7 +43,7 @@ fn txn(seq: u32) -> TxnId {
 
 /// Fires every coordinator's epoch boundary once (10 ms) and delivers what follows.
 fn epoch(net: &mut Net<Catenae>) {
-    net.run_for(ms(10.0), ms(10.0), T_EPOCH);
+    net.run_for(ms(10.0), ms(10.0), ServerTimer::Epoch);
 }
 
 /// The outcomes the hand-played client got: txn → (committed?, hops).

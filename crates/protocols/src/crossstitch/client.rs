@@ -4,6 +4,13 @@
 
 use super::*;
 
+crate::kit::timers::timers! {
+    /// A CrossStitch client's timers.
+    pub(crate) enum ClientTimer {
+        Status = 2,
+    }
+}
+
 #[derive(Debug)]
 pub(super) struct Current {
     pub(super) ts: u64,
@@ -58,7 +65,7 @@ impl Client {
         cx: &mut Ctx<'_, Msg>,
     ) {
         let Some(mut cur) = self.cur.take() else { return };
-        cx.cancel_timer(T_CLIENT);
+        cx.cancel_timer(ClientTimer::Status);
         if let Some(r) = rec {
             cur.rec.reads = r.reads.clone();
             cur.rec.writes = r.writes.clone();
@@ -112,7 +119,7 @@ impl Actor for Client {
     }
 
     fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
-        if t != T_CLIENT {
+        if ClientTimer::of(t) != Some(ClientTimer::Status) {
             return;
         }
         let me = cx.me();
@@ -179,7 +186,7 @@ impl Actor for Client {
                 }
             }
         }
-        cx.set_timer(tm.status, T_CLIENT);
+        cx.set_timer(tm.status, ClientTimer::Status);
     }
 
     fn on_crash(&mut self) {
@@ -263,7 +270,7 @@ impl ClientRole for Client {
         let m = self.exec_msg(&cur, cx.me());
         cx.send(first, m);
         self.cur = Some(cur);
-        cx.set_timer(self.env.timeouts.status, T_CLIENT);
+        cx.set_timer(self.env.timeouts.status, ClientTimer::Status);
     }
 
     fn in_flight(&self) -> Option<TxnRecord> {

@@ -4,8 +4,12 @@
 
 use super::*;
 
-pub(super) const T_SWEEP: TimerId = TimerId(1);
-pub(super) const T_CLIENT: TimerId = TimerId(2);
+crate::kit::timers::timers! {
+    /// A CrossStitch server's timers.
+    pub(crate) enum ServerTimer {
+        Sweep = 1,
+    }
+}
 
 /// The other servers holding a copy of any shard `n` holds (whom it re-syncs from).
 pub(super) fn partners_of(layout: &meridian_core::Layout, n: NodeId) -> BTreeSet<NodeId> {
@@ -454,7 +458,7 @@ impl Server {
         // Forget old outcomes and acceptor state.
         self.done.retain(|_, d| now.saturating_sub(d.at) < t.tombstone);
         self.acceptors.retain(|_, a| now.saturating_sub(a.since) < t.tombstone);
-        cx.set_timer(t.sweep, T_SWEEP);
+        cx.set_timer(t.sweep, ServerTimer::Sweep);
     }
 
     /// Keys with an uncommitted version here.
@@ -476,7 +480,7 @@ impl Actor for Server {
         // have acted on anything started before its restart.
         self.mark_ts = self.mark_ts.max(1);
         cx.charge_log_sync(8);
-        cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
+        cx.set_timer(self.env.timeouts.sweep, ServerTimer::Sweep);
     }
 
     fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
@@ -545,7 +549,7 @@ impl Actor for Server {
     }
 
     fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
-        if t == T_SWEEP {
+        if ServerTimer::of(t) == Some(ServerTimer::Sweep) {
             self.sweep(cx);
         }
     }

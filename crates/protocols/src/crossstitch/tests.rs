@@ -7,6 +7,7 @@
 //! replica on s+1). The program reads `#0/a`, writes `#2/b`, reads `#4/c`, writes
 //! `#6/d`: positions 1..4 are nodes 0, 2, 4, 6; their replicas 1, 3, 5, 7.
 
+use super::client::ClientTimer;
 use super::*;
 use crate::testing::{self, call, deliver};
 use meridian_core::{ms, Layout, Topology};
@@ -87,8 +88,12 @@ impl Net {
     /// Advances time in sweep-sized steps, firing every live server's sweep, and the
     /// clients' timers each second.
     fn run_for(&mut self, d: Time) {
-        self.net
-            .run_for_with_clients(d, ms(250.0), T_SWEEP, Some((T_CLIENT, ms(1000.0))));
+        self.net.run_for_with_clients(
+            d,
+            ms(250.0),
+            ServerTimer::Sweep,
+            Some((ClientTimer::Status, ms(1000.0))),
+        );
     }
 
     fn crash(&mut self, n: u32) {

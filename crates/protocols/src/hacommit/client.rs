@@ -4,20 +4,25 @@
 
 use super::*;
 
-pub(super) const T_READ: TimerId = TimerId(1);
-pub(super) const T_VOTE: TimerId = TimerId(2);
-pub(super) const T_RESEND: TimerId = TimerId(3);
-pub(super) const T_IDLE: TimerId = TimerId(4);
-/// A read unanswered for `failover` is re-sent to the group's next replica (the
-/// believed leader may be cut off; its group elects another within `failover`), while
-/// `T_READ` still bounds the whole wait. (A last operation is not: re-sent to a new
-/// leader while the old one's vote reached some followers, it was voted twice with two
-/// version sequence numbers, and replicas ordered the versions differently: campaign
-/// seeds 1798 and 1986 of that try.) Whichever replica answers first is taken: the
-/// leader that votes checks that the version read is still the key's latest under the
-/// transaction's lock there (`ReadVersionChanged` otherwise), so an answer from a
-/// replaced leader cannot be committed on.
-pub(super) const T_RETRY: TimerId = TimerId(5);
+crate::kit::timers::timers! {
+    /// A HACommit client's timers.
+    pub(crate) enum ClientTimer {
+        Read = 1,
+        Vote = 2,
+        Resend = 3,
+        Idle = 4,
+        /// A read unanswered for `failover` is re-sent to the group's next replica (the
+        /// believed leader may be cut off; its group elects another within `failover`), while
+        /// `ClientTimer::Read` still bounds the whole wait. (A last operation is not: re-sent to a new
+        /// leader while the old one's vote reached some followers, it was voted twice with two
+        /// version sequence numbers, and replicas ordered the versions differently: campaign
+        /// seeds 1798 and 1986 of that try.) Whichever replica answers first is taken: the
+        /// leader that votes checks that the version read is still the key's latest under the
+        /// transaction's lock there (`ReadVersionChanged` otherwise), so an answer from a
+        /// replaced leader cannot be committed on.
+        Retry = 5,
+    }
+}
 
 #[derive(Debug)]
 pub(super) enum Phase {
@@ -107,12 +112,12 @@ impl Client {
                     redirects: 0,
                 };
                 self.send_read(cx);
-                cx.set_timer(self.env.timeouts.read, T_READ);
+                cx.set_timer(self.env.timeouts.read, ClientTimer::Read);
             }
             Step::Abort(reason) => self.decide(false, Some(reason), cx),
             Step::Wait { output } => {
                 cur.phase = Phase::Waiting;
-                crate::kit::client::wait_for_caller(cur.rec.id, output, self.env.timeouts.idle, T_IDLE, cx);
+                crate::kit::client::wait_for_caller(cur.rec.id, output, self.env.timeouts.idle, ClientTimer::Idle, cx);
             }
             Step::Done { writes, .. } => {
                 let finals = crate::kit::client::number_writes(&mut cur.rec, writes);
@@ -138,13 +143,13 @@ impl Client {
                     yes: BTreeSet::new(),
                     redirects: 0,
                 };
-                cx.cancel_timer(T_READ);
-                cx.cancel_timer(T_RETRY);
+                cx.cancel_timer(ClientTimer::Read);
+                cx.cancel_timer(ClientTimer::Retry);
                 let shards: Vec<ShardId> = self.cur.as_ref().expect("cur").shards.iter().copied().collect();
                 for s in shards {
                     self.send_last(s, cx);
                 }
-                cx.set_timer(self.env.timeouts.vote, T_VOTE);
+                cx.set_timer(self.env.timeouts.vote, ClientTimer::Vote);
             }
         }
     }
@@ -163,7 +168,7 @@ impl Client {
         };
         let to = self.leader(*shard);
         cx.send(to, m);
-        cx.set_timer(self.env.timeouts.failover, T_RETRY);
+        cx.set_timer(self.env.timeouts.failover, ClientTimer::Retry);
     }
 
     pub(super) fn send_last(&mut self, s: ShardId, cx: &mut Ctx<'_, Msg>) {
@@ -188,9 +193,9 @@ impl Client {
     /// participant.
     pub(super) fn decide(&mut self, commit: bool, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_mut() else { return };
-        cx.cancel_timer(T_READ);
-        cx.cancel_timer(T_RETRY);
-        cx.cancel_timer(T_VOTE);
+        cx.cancel_timer(ClientTimer::Read);
+        cx.cancel_timer(ClientTimer::Retry);
+        cx.cancel_timer(ClientTimer::Vote);
         cur.rec.commit_start = Some(cx.now());
         if cur.shards.is_empty() {
             let outcome = if commit { Outcome::Committed } else { Outcome::Aborted };
@@ -202,7 +207,7 @@ impl Client {
             acks: BTreeMap::new(),
         };
         self.send_p2a(cx);
-        cx.set_timer(self.env.timeouts.status, T_RESEND);
+        cx.set_timer(self.env.timeouts.status, ClientTimer::Resend);
     }
 
     pub(super) fn send_p2a(&mut self, cx: &mut Ctx<'_, Msg>) {
@@ -223,7 +228,13 @@ impl Client {
         let Some(cur) = self.cur.take() else { return };
         crate::kit::client::finish(
             cur.rec,
-            &[T_READ, T_RETRY, T_VOTE, T_RESEND, T_IDLE],
+            &[
+                ClientTimer::Read,
+                ClientTimer::Retry,
+                ClientTimer::Vote,
+                ClientTimer::Resend,
+                ClientTimer::Idle,
+            ],
             outcome,
             reason,
             cx,
@@ -300,8 +311,8 @@ impl Actor for Client {
                 if !matches!(&cur.phase, Phase::Reading { key: k, .. } if *k == key) {
                     return;
                 }
-                cx.cancel_timer(T_READ);
-                cx.cancel_timer(T_RETRY);
+                cx.cancel_timer(ClientTimer::Read);
+                cx.cancel_timer(ClientTimer::Retry);
                 // Only a replica that holds itself the group's leader answers a read
                 // (a follower sends `NotLeader`): follow it. A read re-sent after
                 // `failover` may have moved the belief to a replica that is cut off
@@ -367,28 +378,28 @@ impl Actor for Client {
 
     fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_ref() else { return };
-        match (t, &cur.phase) {
-            (T_READ, Phase::Reading { shard, .. }) => {
+        match (ClientTimer::of(t), &cur.phase) {
+            (Some(ClientTimer::Read), Phase::Reading { shard, .. }) => {
                 let s = *shard;
                 self.suspect(s);
                 self.decide(false, Some(AbortReason::ReadTimedOut), cx)
             }
-            (T_RETRY, Phase::Reading { shard, .. }) => {
+            (Some(ClientTimer::Retry), Phase::Reading { shard, .. }) => {
                 let s = *shard;
                 self.suspect(s);
                 self.send_read(cx);
             }
-            (T_VOTE, Phase::Voting { yes, .. }) => {
+            (Some(ClientTimer::Vote), Phase::Voting { yes, .. }) => {
                 let silent: Vec<ShardId> = cur.shards.iter().filter(|s| !yes.contains(s)).copied().collect();
                 for s in silent {
                     self.suspect(s);
                 }
                 self.decide(false, Some(AbortReason::VoteTimedOut), cx)
             }
-            (T_IDLE, Phase::Waiting) => self.decide(false, Some(AbortReason::IdleInteractive), cx),
-            (T_RESEND, Phase::Deciding { .. }) => {
+            (Some(ClientTimer::Idle), Phase::Waiting) => self.decide(false, Some(AbortReason::IdleInteractive), cx),
+            (Some(ClientTimer::Resend), Phase::Deciding { .. }) => {
                 self.send_p2a(cx);
-                cx.set_timer(self.env.timeouts.status, T_RESEND);
+                cx.set_timer(self.env.timeouts.status, ClientTimer::Resend);
             }
             _ => {}
         }
@@ -416,7 +427,7 @@ impl ClientRole for Client {
         self.step(cx);
     }
 
-    crate::kit::client::interactive_client!(role, T_IDLE);
+    crate::kit::client::interactive_client!(role, ClientTimer::Idle);
 }
 
 crate::kit::client::interactive_client!(current);

@@ -231,7 +231,7 @@ impl Server {
         t.shards = shards;
         // Every read must still be protected by our shared lock (lost on wound or a
         // leader change), and the version read must still be the key's latest here: a
-        // client re-sends an unanswered read to the group's next replica (`T_RETRY`),
+        // client re-sends an unanswered read to the group's next replica (`ClientTimer::Retry`),
         // so the answer it took may come from a leader that was replaced, while the
         // lock is the new leader's. Under the lock the latest version cannot change
         // until the decision, so the read is valid at the vote.

@@ -4,7 +4,12 @@
 
 use super::*;
 
-pub(super) const T_SWEEP: TimerId = TimerId(1);
+crate::kit::timers::timers! {
+    /// A HACommit server's timers.
+    pub(crate) enum ServerTimer {
+        Sweep = 1,
+    }
+}
 
 /// Where a transaction is at this replica of one shard.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
@@ -494,7 +499,7 @@ impl Server {
                 d.ctx = None;
             }
         }
-        cx.set_timer(to.sweep, T_SWEEP);
+        cx.set_timer(to.sweep, ServerTimer::Sweep);
     }
 }
 
@@ -511,7 +516,7 @@ impl Actor for Server {
         for g in self.groups.values_mut() {
             g.last_hb = now;
         }
-        cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
+        cx.set_timer(self.env.timeouts.sweep, ServerTimer::Sweep);
     }
 
     fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
@@ -650,7 +655,7 @@ impl Actor for Server {
     }
 
     fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
-        if t == T_SWEEP {
+        if ServerTimer::of(t) == Some(ServerTimer::Sweep) {
             self.sweep(cx);
         }
     }

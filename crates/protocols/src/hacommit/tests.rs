@@ -63,7 +63,7 @@ impl Net {
     }
     /// Advances time by `d` in sweep-sized steps, running every live server's sweep.
     fn run_for(&mut self, d: Time) {
-        self.net.run_for(d, ms_(250), T_SWEEP);
+        self.net.run_for(d, ms_(250), ServerTimer::Sweep);
     }
     fn crash(&mut self, n: u32) {
         self.net.crash(NodeId(n));
@@ -689,7 +689,7 @@ fn a_client_sends_its_last_operation_to_the_replica_that_answered_its_read() {
         "{:?}",
         e.sent()
     );
-    let e = testing::fire(&mut c, secs(1.0), me, client::T_RETRY);
+    let e = testing::fire(&mut c, secs(1.0), me, client::ClientTimer::Retry);
     let guess = env.layout.replicas(ShardId(0))[1];
     assert!(
         matches!(e.sent()[..], [(to, Msg::Read { .. })] if to == guess),

@@ -4,12 +4,10 @@
 //! the first item of an empty buffer arrives sends every partial batch when it fires,
 //! so no item waits longer than `flush`. With `batch=1` every item leaves at once.
 
+use super::server::ServerTimer;
 use super::{Item, Msg};
-use meridian_core::{Ctx, NodeId, Time, TimerId};
+use meridian_core::{Ctx, NodeId, Time};
 use std::collections::BTreeMap;
-
-/// The flush timer.
-pub(super) const T_FLUSH: TimerId = TimerId(11);
 
 /// Per-destination buffers of batched items.
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -40,7 +38,7 @@ impl Batcher {
             cx.send(to, Msg::Batch(items));
         } else if !self.armed {
             self.armed = true;
-            cx.set_timer(self.flush, T_FLUSH);
+            cx.set_timer(self.flush, ServerTimer::Flush);
         }
     }
 

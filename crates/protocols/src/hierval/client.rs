@@ -9,9 +9,14 @@ use meridian_core::{AbortReason, Actor, ClientId, Ctx, DcId, Key, NodeId, Outcom
 use meridian_txn::{Call, Execution, Step};
 use std::collections::BTreeMap;
 
-const T_READ: TimerId = TimerId(1);
-const T_STATUS: TimerId = TimerId(2);
-const T_IDLE: TimerId = TimerId(3);
+crate::kit::timers::timers! {
+    /// A hierarchical-validation client's timers.
+    pub(crate) enum ClientTimer {
+        Read = 1,
+        Status = 2,
+        Idle = 3,
+    }
+}
 
 /// One data node's share of a commit request: keys read, writes.
 type Part = (Vec<Key>, Vec<(Key, meridian_core::VersionId, meridian_core::Value)>);
@@ -93,15 +98,15 @@ impl Client {
                     );
                 }
                 cur.phase = Phase::Reading(keys);
-                cx.set_timer(self.env.timeouts.read, T_READ);
+                cx.set_timer(self.env.timeouts.read, ClientTimer::Read);
             }
             Step::Abort(reason) => self.finish(Outcome::Aborted, Some(reason), cx),
             Step::Wait { output } => {
                 cur.phase = Phase::Waiting;
-                kit::wait_for_caller(cur.rec.id, output, self.env.timeouts.idle, T_IDLE, cx);
+                kit::wait_for_caller(cur.rec.id, output, self.env.timeouts.idle, ClientTimer::Idle, cx);
             }
             Step::Done { writes, .. } => {
-                cx.cancel_timer(T_READ);
+                cx.cancel_timer(ClientTimer::Read);
                 cur.rec.commit_start = Some(cx.now());
                 if writes.is_empty() {
                     // Read-only: serialized at its snapshot (in the past if a read was),
@@ -142,10 +147,10 @@ impl Client {
                     );
                 }
                 cur.phase = if self.sh.p.mode == Mode::TwoPc && nodes.len() > 1 {
-                    cx.set_timer(self.env.timeouts.vote, T_STATUS);
+                    cx.set_timer(self.env.timeouts.vote, ClientTimer::Status);
                     Phase::Voting
                 } else {
-                    cx.set_timer(self.env.timeouts.status, T_STATUS);
+                    cx.set_timer(self.env.timeouts.status, ClientTimer::Status);
                     Phase::Committing
                 };
                 cur.nodes = nodes;
@@ -155,7 +160,13 @@ impl Client {
 
     fn finish(&mut self, outcome: Outcome, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.take() else { return };
-        kit::finish(cur.rec, &[T_READ, T_STATUS, T_IDLE], outcome, reason, cx);
+        kit::finish(
+            cur.rec,
+            &[ClientTimer::Read, ClientTimer::Status, ClientTimer::Idle],
+            outcome,
+            reason,
+            cx,
+        );
     }
 
     /// `2pc-deferred`: sends the decision to every participant.
@@ -203,7 +214,7 @@ impl Actor for Client {
                 cur.doomed |= newer;
                 kit::supply_read(&mut cur.rec, &mut cur.exec, key, version, value);
                 if all_in {
-                    cx.cancel_timer(T_READ);
+                    cx.cancel_timer(ClientTimer::Read);
                     self.step(cx);
                 }
             }
@@ -225,7 +236,7 @@ impl Actor for Client {
                     let ts = cur.votes.values().copied().max().unwrap_or(0);
                     cur.phase = Phase::Acking(ts);
                     let nodes = cur.nodes.clone();
-                    cx.set_timer(self.env.timeouts.status, T_STATUS);
+                    cx.set_timer(self.env.timeouts.status, ClientTimer::Status);
                     self.send_decision(true, ts, &nodes, cx);
                 }
             }
@@ -254,21 +265,25 @@ impl Actor for Client {
 
     fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_ref() else { return };
-        match (t, &cur.phase) {
-            (T_READ, Phase::Reading(_)) => self.finish(Outcome::Aborted, Some(AbortReason::ReadTimedOut), cx),
-            (T_IDLE, Phase::Waiting) => self.finish(Outcome::Aborted, Some(AbortReason::IdleInteractive), cx),
-            (T_STATUS, Phase::Voting) => {
+        match (ClientTimer::of(t), &cur.phase) {
+            (Some(ClientTimer::Read), Phase::Reading(_)) => {
+                self.finish(Outcome::Aborted, Some(AbortReason::ReadTimedOut), cx)
+            }
+            (Some(ClientTimer::Idle), Phase::Waiting) => {
+                self.finish(Outcome::Aborted, Some(AbortReason::IdleInteractive), cx)
+            }
+            (Some(ClientTimer::Status), Phase::Voting) => {
                 let nodes = cur.nodes.clone();
                 self.send_decision(false, 0, &nodes, cx);
                 self.finish(Outcome::Aborted, Some(AbortReason::VoteTimedOut), cx);
             }
-            (T_STATUS, Phase::Acking(ts)) => {
+            (Some(ClientTimer::Status), Phase::Acking(ts)) => {
                 let ts = *ts;
                 let missing: Vec<NodeId> = cur.nodes.iter().filter(|n| !cur.acks.contains(n)).copied().collect();
                 self.send_decision(true, ts, &missing, cx);
-                cx.set_timer(self.env.timeouts.status, T_STATUS);
+                cx.set_timer(self.env.timeouts.status, ClientTimer::Status);
             }
-            (T_STATUS, Phase::Committing) => {
+            (Some(ClientTimer::Status), Phase::Committing) => {
                 let vid = self.sh.tree.decider(&cur.nodes);
                 let to = match (self.sh.p.mode, vid) {
                     (Mode::TwoPc, _) | (_, None) => cur.nodes[0],
@@ -285,7 +300,7 @@ impl Actor for Client {
                         from_client: true,
                     },
                 );
-                cx.set_timer(self.env.timeouts.status, T_STATUS);
+                cx.set_timer(self.env.timeouts.status, ClientTimer::Status);
             }
             _ => {}
         }
@@ -312,7 +327,7 @@ impl ClientRole for Client {
         self.step(cx);
     }
 
-    crate::kit::client::interactive_client!(role, T_IDLE);
+    crate::kit::client::interactive_client!(role, ClientTimer::Idle);
 }
 
 crate::kit::client::interactive_client!(current);

@@ -1,15 +1,22 @@
 //! A server node: a data node with its leaf validator (if it holds shards), the inner
 //! validators it hosts, its log, and the `Actor` entry points.
 
-use super::batch::{Batcher, T_FLUSH};
+use super::batch::Batcher;
 use super::*;
 use crate::{Env, Replica};
 use meridian_core::{Actor, Ctx, Key, NodeId, ReplicaSnapshot, TimerId, TxnId, Value, VersionId};
 use meridian_storage::{LockTable, Log, LogRecord, MvStore, Policy};
 use rustc_hash::FxHashMap as HashMap;
 
-/// The housekeeping timer (queries for long-prepared transactions).
-pub(super) const T_SWEEP: TimerId = TimerId(12);
+crate::kit::timers::timers! {
+    /// A hierarchical-validation server's timers (a validator's batch flush and the housekeeping sweep).
+    pub(crate) enum ServerTimer {
+        /// The flush timer.
+        Flush = 11,
+        /// The housekeeping timer (queries for long-prepared transactions).
+        Sweep = 12,
+    }
+}
 
 /// Clock values reserved per forced reservation record.
 pub(super) const RESERVE: u64 = 1 << 20;
@@ -290,7 +297,7 @@ impl Server {
             self.prepared.insert(txn, p);
         }
         self.bump_clock(self.clock + 1, cx);
-        cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
+        cx.set_timer(self.env.timeouts.sweep, ServerTimer::Sweep);
     }
 }
 
@@ -298,7 +305,7 @@ impl Actor for Server {
     type Msg = Msg;
 
     fn on_start(&mut self, cx: &mut Ctx<'_, Msg>) {
-        cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
+        cx.set_timer(self.env.timeouts.sweep, ServerTimer::Sweep);
     }
 
     fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
@@ -337,11 +344,11 @@ impl Actor for Server {
     }
 
     fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
-        match t {
-            T_FLUSH => self.batcher.flush(cx),
-            T_SWEEP => {
+        match ServerTimer::of(t) {
+            Some(ServerTimer::Flush) => self.batcher.flush(cx),
+            Some(ServerTimer::Sweep) => {
                 self.sweep(cx);
-                cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
+                cx.set_timer(self.env.timeouts.sweep, ServerTimer::Sweep);
             }
             _ => {}
         }

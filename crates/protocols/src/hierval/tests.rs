@@ -3,16 +3,15 @@
 //! timestamps, and the failure cases (lost votes, a crashed decider, a crashed data
 //! node, a silent 2PC client).
 
-use super::server::T_SWEEP;
+use super::server::ServerTimer;
 use super::*;
 use crate::testing::{call, deliver, ycsb_call, ycsb_registry, Net};
 use crate::{Env, Protocol, Replica, Timeouts};
 use meridian_core::{
-    ms, secs, AbortReason, ClientId, DcId, Key, Layout, NodeId, Outcome, Placement, TimerId, Topology, TxnId, Value,
-    VersionId,
+    ms, secs, AbortReason, ClientId, DcId, Key, Layout, NodeId, Outcome, Placement, Topology, TxnId, Value, VersionId,
 };
 
-const T_STATUS: TimerId = TimerId(2);
+use super::client::ClientTimer;
 
 /// One DC, 8 shards on nodes 0..8, `nodes - 8` spare nodes for inner validators, and a
 /// client node right after the servers.
@@ -166,13 +165,13 @@ fn test_batching_packs_items_per_destination_and_the_flush_timer_sends_partial_b
     let mut n = net(&p, 9);
     n.submit(0, txn(1), rmw(&["#1/a", "#2/b"]));
     assert!(n.records.is_empty(), "a partial batch waits for the flush timer");
-    n.run_for(ms(10.0), ms(10.0), super::batch::T_FLUSH);
+    n.run_for(ms(10.0), ms(10.0), ServerTimer::Flush);
     // Votes flushed: the root decided and told the client (one direct message); its
     // decisions to nodes 1 and 2 are partial batches, waiting for the next flush.
     assert_eq!(n.records.len(), 1);
     assert_eq!(n.records[0].outcome, Outcome::Committed);
     assert!(n.servers[1].prepared.contains_key(&txn(1)));
-    n.run_for(ms(10.0), ms(10.0), super::batch::T_FLUSH);
+    n.run_for(ms(10.0), ms(10.0), ServerTimer::Flush);
     assert!(n.servers[1].prepared.is_empty() && n.servers[2].prepared.is_empty());
     // Two transactions from two clients: each leaf's two votes share one message.
     let env = env(9);
@@ -420,7 +419,7 @@ fn test_a_lost_vote_ends_in_abort_through_the_query() {
         n.drop_once = Some(Box::new(|from, _, m| from == NodeId(1) && matches!(m, Msg::Batch(_))));
         n.submit(0, txn(1), rmw(&["#1/a", "#2/b"]));
         assert!(n.records.is_empty());
-        n.run_for(secs(2.0), ms(250.0), T_SWEEP);
+        n.run_for(secs(2.0), ms(250.0), ServerTimer::Sweep);
         assert_eq!(n.records.len(), 1, "{spec}");
         assert_eq!(n.records[0].outcome, Outcome::Aborted);
         for s in &n.servers {
@@ -447,10 +446,20 @@ fn test_a_decider_crash_after_deciding_commit_loses_nothing() {
     n.submit(0, txn(1), rmw(&["#1/a", "#2/b"]));
     assert!(n.down.contains(&NodeId(8)));
     assert!(n.records.is_empty());
-    n.run_for_with_clients(secs(2.0), ms(250.0), T_SWEEP, Some((T_STATUS, secs(1.0))));
+    n.run_for_with_clients(
+        secs(2.0),
+        ms(250.0),
+        ServerTimer::Sweep,
+        Some((ClientTimer::Status, secs(1.0))),
+    );
     assert!(n.records.is_empty(), "the decider is down: nothing decided elsewhere");
     n.restart(NodeId(8));
-    n.run_for_with_clients(secs(2.0), ms(250.0), T_SWEEP, Some((T_STATUS, secs(1.0))));
+    n.run_for_with_clients(
+        secs(2.0),
+        ms(250.0),
+        ServerTimer::Sweep,
+        Some((ClientTimer::Status, secs(1.0))),
+    );
     assert_eq!(n.records.len(), 1);
     assert_eq!(n.records[0].outcome, Outcome::Committed);
     for (node, key) in [(1, "#1/a"), (2, "#2/b")] {
@@ -472,7 +481,12 @@ fn test_a_data_node_crash_after_preparing_recovers_its_tentative_writes() {
     // Restarted from its log: T1 is prepared again, locks and tentative version back.
     assert!(n.servers[1].prepared.contains_key(&txn(1)));
     assert_eq!(n.servers[1].locked_keys(), Some(1));
-    n.run_for_with_clients(secs(2.0), ms(250.0), T_SWEEP, Some((T_STATUS, secs(1.0))));
+    n.run_for_with_clients(
+        secs(2.0),
+        ms(250.0),
+        ServerTimer::Sweep,
+        Some((ClientTimer::Status, secs(1.0))),
+    );
     // Its vote was lost with the crash: the root aborts on the first query.
     assert_eq!(n.records.len(), 1);
     assert_eq!(n.records[0].outcome, Outcome::Aborted);
@@ -507,7 +521,7 @@ fn test_2pc_deferred_participants_terminate_when_the_client_goes_silent() {
     );
     // The client never decides. The participants ask it (no answer), then each other:
     // both frozen and undecided, so both abort.
-    n.run_for(secs(2.0), ms(250.0), T_SWEEP);
+    n.run_for(secs(2.0), ms(250.0), ServerTimer::Sweep);
     for i in [1, 2] {
         assert!(n.servers[i].prepared.is_empty());
         assert_eq!(n.servers[i].locked_keys(), Some(0));

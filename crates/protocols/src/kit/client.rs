@@ -85,7 +85,13 @@ pub fn supply_read(
 
 /// An interactive transaction stops for its caller: arms the idle timer (`idle` after
 /// `after`) and hands the caller the program's output so far.
-pub fn wait_for_caller<M>(txn: TxnId, output: Option<Value>, after: Time, idle: TimerId, cx: &mut Ctx<'_, M>) {
+pub fn wait_for_caller<M>(
+    txn: TxnId,
+    output: Option<Value>,
+    after: Time,
+    idle: impl Into<TimerId>,
+    cx: &mut Ctx<'_, M>,
+) {
     cx.set_timer(after, idle);
     cx.await_input(txn, output);
 }
@@ -108,7 +114,7 @@ pub fn extend<C: Interactive, M>(
     cur: Option<&mut C>,
     txn: TxnId,
     args: Vec<Arg>,
-    idle: TimerId,
+    idle: impl Into<TimerId>,
     cx: &mut Ctx<'_, M>,
 ) -> bool {
     let Some(cur) = cur else { return false };
@@ -121,9 +127,9 @@ pub fn extend<C: Interactive, M>(
 }
 
 /// Ends the client's transaction: disarms its `timers` and records the outcome.
-pub fn finish<M>(
+pub fn finish<M, T: Into<TimerId> + Copy>(
     rec: TxnRecord,
-    timers: &[TimerId],
+    timers: &[T],
     outcome: Outcome,
     reason: Option<AbortReason>,
     cx: &mut Ctx<'_, M>,

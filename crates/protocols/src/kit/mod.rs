@@ -9,11 +9,13 @@
 //! - [`reads`]: reads waiting at a server for a shared lock, each answered exactly once.
 //! - [`marks`]: the durable watermarks of replicas that forget on a crash.
 //! - [`snapshot`]: the committed state a server reports to the checker.
+//! - [`timers`]: a role's timers as a named enum.
 
 pub mod client;
 pub mod image;
 pub mod marks;
 pub mod reads;
+pub mod timers;
 
 use meridian_core::{NodeId, ReplicaSnapshot};
 use meridian_storage::MvStore;

@@ -4,7 +4,12 @@
 
 use super::*;
 
-pub(super) const T_STATUS: TimerId = TimerId(2);
+crate::kit::timers::timers! {
+    /// A Paxos Commit client's timers.
+    pub(crate) enum ClientTimer {
+        Status = 2,
+    }
+}
 
 /// The client's transaction in flight.
 #[derive(Debug)]
@@ -50,7 +55,7 @@ impl Client {
                 call: cur.call.clone(),
             },
         );
-        cx.set_timer(self.env.timeouts.status, T_STATUS);
+        cx.set_timer(self.env.timeouts.status, ClientTimer::Status);
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -93,7 +98,7 @@ impl Client {
             return;
         }
         let Some(cur) = self.cur.take() else { return };
-        cx.cancel_timer(T_STATUS);
+        cx.cancel_timer(ClientTimer::Status);
         if let Some(first) = cur.first {
             cx.record(first);
         }
@@ -120,12 +125,12 @@ impl Actor for Client {
     }
 
     fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
-        if t != T_STATUS {
+        if ClientTimer::of(t) != Some(ClientTimer::Status) {
             return;
         }
         let Some(cur) = &self.cur else { return };
         cx.send(self.home, Msg::Status { txn: cur.rec.id });
-        cx.set_timer(self.env.timeouts.status, T_STATUS);
+        cx.set_timer(self.env.timeouts.status, ClientTimer::Status);
     }
 
     fn on_crash(&mut self) {

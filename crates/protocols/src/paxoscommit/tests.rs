@@ -31,7 +31,12 @@ fn net(cc: Cc, clients: u32) -> (Net<PaxosCommit>, Arc<Layout>) {
 }
 
 fn run(net: &mut Net<PaxosCommit>, d: Time) {
-    net.run_for_with_clients(d, ms(250), T_SWEEP, Some((client::T_STATUS, ms(1000))));
+    net.run_for_with_clients(
+        d,
+        ms(250),
+        ServerTimer::Sweep,
+        Some((client::ClientTimer::Status, ms(1000))),
+    );
 }
 
 fn ms(v: u64) -> Time {

@@ -3,9 +3,14 @@
 
 use super::*;
 
-pub(super) const T_READ: TimerId = TimerId(1);
-pub(super) const T_STATUS: TimerId = TimerId(2);
-pub(super) const T_IDLE: TimerId = TimerId(3);
+crate::kit::timers::timers! {
+    /// A Replicated Commit client's timers.
+    pub(crate) enum ClientTimer {
+        Read = 1,
+        Status = 2,
+        Idle = 3,
+    }
+}
 
 #[derive(Debug)]
 pub(super) enum Phase {
@@ -76,17 +81,17 @@ impl Client {
                     denied: BTreeSet::new(),
                     why: None,
                 };
-                cx.set_timer(self.env.timeouts.read, T_READ);
+                cx.set_timer(self.env.timeouts.read, ClientTimer::Read);
             }
             Step::Abort(reason) => self.abort(reason, cx),
             Step::Wait { output } => {
                 cur.phase = Phase::Waiting;
-                crate::kit::client::wait_for_caller(cur.rec.id, output, self.env.timeouts.idle, T_IDLE, cx);
+                crate::kit::client::wait_for_caller(cur.rec.id, output, self.env.timeouts.idle, ClientTimer::Idle, cx);
             }
             Step::Done { writes, .. } => {
                 let txn = cur.rec.id;
                 let finals = crate::kit::client::number_writes(&mut cur.rec, writes);
-                cx.cancel_timer(T_READ);
+                cx.cancel_timer(ClientTimer::Read);
                 cur.rec.commit_start = Some(cx.now());
                 let first = finals.keys().next().or_else(|| cur.reads.first().map(|(k, _)| k));
                 let Some(first) = first else {
@@ -116,7 +121,7 @@ impl Client {
                     votes: BTreeMap::new(),
                     why: None,
                 };
-                cx.set_timer(self.env.timeouts.status, T_STATUS);
+                cx.set_timer(self.env.timeouts.status, ClientTimer::Status);
             }
         }
     }
@@ -140,7 +145,13 @@ impl Client {
 
     pub(super) fn finish(&mut self, outcome: Outcome, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.take() else { return };
-        crate::kit::client::finish(cur.rec, &[T_READ, T_STATUS, T_IDLE], outcome, reason, cx);
+        crate::kit::client::finish(
+            cur.rec,
+            &[ClientTimer::Read, ClientTimer::Status, ClientTimer::Idle],
+            outcome,
+            reason,
+            cx,
+        );
     }
 
     pub(super) fn on_read_reply(
@@ -184,7 +195,7 @@ impl Client {
                 .max_by_key(|(_, ts, _)| *ts)
                 .cloned()
                 .expect("a majority answered");
-            cx.cancel_timer(T_READ);
+            cx.cancel_timer(ClientTimer::Read);
             cur.rec.reads.push(ReadRec {
                 key: key.clone(),
                 version,
@@ -261,10 +272,10 @@ impl Actor for Client {
 
     fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_ref() else { return };
-        match (t, &cur.phase) {
-            (T_READ, Phase::Reading { .. }) => self.abort(AbortReason::ReadNoMajority, cx),
-            (T_IDLE, Phase::Waiting) => self.abort(AbortReason::IdleInteractive, cx),
-            (T_STATUS, Phase::Committing { value, votes, .. }) => {
+        match (ClientTimer::of(t), &cur.phase) {
+            (Some(ClientTimer::Read), Phase::Reading { .. }) => self.abort(AbortReason::ReadNoMajority, cx),
+            (Some(ClientTimer::Idle), Phase::Waiting) => self.abort(AbortReason::IdleInteractive, cx),
+            (Some(ClientTimer::Status), Phase::Committing { value, votes, .. }) => {
                 // Ask again the DCs that have not voted (accepts are idempotent).
                 for n in self.env.layout.replicas(value.coord) {
                     if !votes.contains_key(&self.env.layout.dc_of(*n)) {
@@ -277,7 +288,7 @@ impl Actor for Client {
                         );
                     }
                 }
-                cx.set_timer(self.env.timeouts.status, T_STATUS);
+                cx.set_timer(self.env.timeouts.status, ClientTimer::Status);
             }
             _ => {}
         }
@@ -305,7 +316,7 @@ impl ClientRole for Client {
         self.step(cx);
     }
 
-    crate::kit::client::interactive_client!(role, T_IDLE);
+    crate::kit::client::interactive_client!(role, ClientTimer::Idle);
 }
 
 crate::kit::client::interactive_client!(current);

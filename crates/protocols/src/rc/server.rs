@@ -3,7 +3,12 @@
 
 use super::*;
 
-pub(super) const T_SWEEP: TimerId = TimerId(1);
+crate::kit::timers::timers! {
+    /// A Replicated Commit server's timers.
+    pub(crate) enum ServerTimer {
+        Sweep = 1,
+    }
+}
 pub(super) const COMPACT_AT: usize = 1024;
 
 /// A cohort's prepared transaction.
@@ -211,7 +216,7 @@ impl Server {
             self.compact();
             self.compact_at = (2 * self.log.len()).max(COMPACT_AT);
         }
-        cx.set_timer(to.sweep, T_SWEEP);
+        cx.set_timer(to.sweep, ServerTimer::Sweep);
     }
 }
 
@@ -219,7 +224,7 @@ impl Actor for Server {
     type Msg = Msg;
 
     fn on_start(&mut self, cx: &mut Ctx<'_, Msg>) {
-        cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
+        cx.set_timer(self.env.timeouts.sweep, ServerTimer::Sweep);
     }
 
     fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
@@ -252,7 +257,7 @@ impl Actor for Server {
     }
 
     fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
-        if t == T_SWEEP {
+        if ServerTimer::of(t) == Some(ServerTimer::Sweep) {
             self.sweep(cx);
         }
     }

@@ -39,7 +39,12 @@ fn holders(net: &Net<ReplicatedCommit>, layout: &Layout, key: &str, txn: TxnId) 
 }
 
 fn run(net: &mut Net<ReplicatedCommit>, d: Time) {
-    net.run_for_with_clients(d, ms(250.0), T_SWEEP, Some((client::T_STATUS, ms(1000.0))));
+    net.run_for_with_clients(
+        d,
+        ms(250.0),
+        ServerTimer::Sweep,
+        Some((client::ClientTimer::Status, ms(1000.0))),
+    );
 }
 
 const T1: TxnId = TxnId { client: 0, seq: 1 };

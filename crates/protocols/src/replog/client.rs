@@ -3,9 +3,14 @@
 
 use super::*;
 
-pub(super) const T_READ: TimerId = TimerId(1);
-pub(super) const T_STATUS: TimerId = TimerId(2);
-pub(super) const T_IDLE: TimerId = TimerId(3);
+crate::kit::timers::timers! {
+    /// A replicated-log client's timers.
+    pub(crate) enum ClientTimer {
+        Read = 1,
+        Status = 2,
+        Idle = 3,
+    }
+}
 
 #[derive(Debug)]
 pub(super) enum Phase {
@@ -67,7 +72,7 @@ impl Client {
                 key,
             },
         );
-        cx.set_timer(self.env.timeouts.read, T_READ);
+        cx.set_timer(self.env.timeouts.read, ClientTimer::Read);
     }
 
     pub(super) fn step(&mut self, cx: &mut Ctx<'_, Msg>) {
@@ -78,12 +83,12 @@ impl Client {
             Step::Abort(reason) => self.abort(reason, cx),
             Step::Wait { output } => {
                 cur.phase = Phase::Waiting;
-                crate::kit::client::wait_for_caller(cur.rec.id, output, self.env.timeouts.idle, T_IDLE, cx);
+                crate::kit::client::wait_for_caller(cur.rec.id, output, self.env.timeouts.idle, ClientTimer::Idle, cx);
             }
             Step::Done { writes, .. } => {
                 let txn = cur.rec.id;
                 let finals = crate::kit::client::number_writes(&mut cur.rec, writes);
-                cx.cancel_timer(T_READ);
+                cx.cancel_timer(ClientTimer::Read);
                 cur.rec.commit_start = Some(cx.now());
                 let layout = &self.env.layout;
                 let mut shares: BTreeMap<ShardId, Share> = BTreeMap::new();
@@ -123,7 +128,7 @@ impl Client {
                     cur.prepares.insert(s, entry);
                 }
                 cur.phase = Phase::Committing(coord);
-                cx.set_timer(self.env.timeouts.status, T_STATUS);
+                cx.set_timer(self.env.timeouts.status, ClientTimer::Status);
             }
         }
     }
@@ -147,7 +152,13 @@ impl Client {
 
     pub(super) fn finish(&mut self, outcome: Outcome, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.take() else { return };
-        crate::kit::client::finish(cur.rec, &[T_READ, T_STATUS, T_IDLE], outcome, reason, cx);
+        crate::kit::client::finish(
+            cur.rec,
+            &[ClientTimer::Read, ClientTimer::Status, ClientTimer::Idle],
+            outcome,
+            reason,
+            cx,
+        );
     }
 }
 
@@ -162,7 +173,7 @@ impl Actor for Client {
                     Phase::Reading(k, t) if *k == key => *t,
                     _ => return,
                 };
-                cx.cancel_timer(T_READ);
+                cx.cancel_timer(ClientTimer::Read);
                 match result {
                     Ok((version, value)) => {
                         crate::kit::client::supply_read(&mut cur.rec, &mut cur.exec, key, version, value);
@@ -219,15 +230,15 @@ impl Actor for Client {
 
     fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_ref() else { return };
-        match (t, &cur.phase) {
-            (T_READ, Phase::Reading(key, _)) => {
+        match (ClientTimer::of(t), &cur.phase) {
+            (Some(ClientTimer::Read), Phase::Reading(key, _)) => {
                 // The leader may be gone: guess the next replica next time.
                 let s = self.env.layout.shard_of(key);
                 self.guess_next_leader(s);
                 self.abort(AbortReason::ReadTimedOut, cx);
             }
-            (T_IDLE, Phase::Waiting) => self.abort(AbortReason::IdleInteractive, cx),
-            (T_STATUS, Phase::Committing(coord)) => {
+            (Some(ClientTimer::Idle), Phase::Waiting) => self.abort(AbortReason::IdleInteractive, cx),
+            (Some(ClientTimer::Status), Phase::Committing(coord)) => {
                 for r in self.env.layout.replicas(*coord) {
                     cx.send(
                         *r,
@@ -237,7 +248,7 @@ impl Actor for Client {
                         },
                     );
                 }
-                cx.set_timer(self.env.timeouts.status, T_STATUS);
+                cx.set_timer(self.env.timeouts.status, ClientTimer::Status);
             }
             _ => {}
         }
@@ -263,7 +274,7 @@ impl ClientRole for Client {
         self.step(cx);
     }
 
-    crate::kit::client::interactive_client!(role, T_IDLE);
+    crate::kit::client::interactive_client!(role, ClientTimer::Idle);
 }
 
 crate::kit::client::interactive_client!(current);

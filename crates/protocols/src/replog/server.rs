@@ -3,7 +3,12 @@
 
 use super::*;
 
-pub(super) const T_SWEEP: TimerId = TimerId(1);
+crate::kit::timers::timers! {
+    /// A replicated-log server's timers.
+    pub(crate) enum ServerTimer {
+        Sweep = 1,
+    }
+}
 pub(super) const CATCHUP_BATCH: u64 = 512;
 /// Lock-acquisition chain of transactions rebuilt after a failover (not measured).
 pub(super) const UNKNOWN_HOPS: u32 = u32::MAX;
@@ -260,7 +265,7 @@ impl Server {
             self.decide_abort(id, AbortReason::VoteTimeout, cx);
         }
         self.tombstones.retain(|_, t| now.saturating_sub(*t) < to.tombstone);
-        cx.set_timer(to.sweep, T_SWEEP);
+        cx.set_timer(to.sweep, ServerTimer::Sweep);
     }
 }
 
@@ -272,7 +277,7 @@ impl Actor for Server {
         for g in self.groups.values_mut() {
             g.last_heard = now;
         }
-        cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
+        cx.set_timer(self.env.timeouts.sweep, ServerTimer::Sweep);
     }
 
     fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
@@ -323,7 +328,7 @@ impl Actor for Server {
     }
 
     fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
-        if t == T_SWEEP {
+        if ServerTimer::of(t) == Some(ServerTimer::Sweep) {
             self.sweep(cx);
         }
     }

@@ -77,7 +77,7 @@ fn one_leader_of_two_shards_commits_each_share() {
     prepare(&mut net, client, txn, &[(0, "#0/a"), (2, "#2/b")]);
     assert_eq!(outcome(&net, txn), Some(true));
     // Followers learn the chosen prefix from the next heartbeat.
-    net.run_for(ms(500.0), ms(250.0), T_SWEEP);
+    net.run_for(ms(500.0), ms(250.0), ServerTimer::Sweep);
     for (s, k) in [(0, "#0/a"), (2, "#2/b")] {
         for r in layout.replicas(ShardId(s)) {
             assert!(
@@ -103,9 +103,9 @@ fn a_group_of_one_elects_its_restarted_replica() {
     let n3 = NodeId(3);
     let s = net.servers[3].env.layout.shards_of(n3)[0];
     net.crash(n3);
-    net.run_for(ms(500.0), ms(250.0), T_SWEEP);
+    net.run_for(ms(500.0), ms(250.0), ServerTimer::Sweep);
     net.restart(n3);
-    net.run_for(secs(30.0), ms(250.0), T_SWEEP);
+    net.run_for(secs(30.0), ms(250.0), ServerTimer::Sweep);
     assert!(net.servers[3].leads(s), "the restarted replica leads its shard again");
     let txn = TxnId { client: 0, seq: 1 };
     let key = format!("#{}/x", s.0);
@@ -122,7 +122,7 @@ fn a_prepare_at_a_non_leader_is_redirected_to_the_leader() {
     let (mut net, client) = net("us3", |l, s| l.replicas(s)[0]);
     let layout = net.servers[0].env.layout.clone();
     // Let followers hear the leaders' heartbeats, so they know who leads.
-    net.run_for(ms(500.0), ms(250.0), T_SWEEP);
+    net.run_for(ms(500.0), ms(250.0), ServerTimer::Sweep);
     let s = ShardId(0);
     let (leader, follower) = (layout.replicas(s)[0], layout.replicas(s)[1]);
     let txn = TxnId { client: 0, seq: 1 };
@@ -153,7 +153,7 @@ fn a_vote_timeout_abort_is_announced_only_once_its_entry_is_chosen() {
     // us3: shard 0 on the first node of each DC, shard 1 on the second; leaders in NY.
     let (mut net, client) = net("us3", |l, s| l.replicas(s)[0]);
     let layout = net.servers[0].env.layout.clone();
-    net.run_for(ms(500.0), ms(250.0), T_SWEEP);
+    net.run_for(ms(500.0), ms(250.0), ServerTimer::Sweep);
     let (s0, s1) = (ShardId(0), ShardId(1));
     let r0 = layout.replicas(s0).to_vec();
     assert_ne!(r0[0], layout.replicas(s1)[0], "the two shards' leaders differ");
@@ -182,7 +182,7 @@ fn a_vote_timeout_abort_is_announced_only_once_its_entry_is_chosen() {
     net.crash(r0[1]);
     net.crash(r0[2]);
     // The vote timeout passes: the coordinator decides to abort.
-    net.run_for(secs(4.0), ms(250.0), T_SWEEP);
+    net.run_for(secs(4.0), ms(250.0), ServerTimer::Sweep);
     let told = |net: &Net<ReplicatedLog>| -> Vec<bool> {
         net.outside
             .iter()
@@ -207,7 +207,7 @@ fn a_vote_timeout_abort_is_announced_only_once_its_entry_is_chosen() {
         if elected(&net) {
             break;
         }
-        net.run_for(ms(250.0), ms(250.0), T_SWEEP);
+        net.run_for(ms(250.0), ms(250.0), ServerTimer::Sweep);
     }
     assert!(elected(&net), "shard 0 has a new leader");
     // Shard 1's PREPARE finally arrives and its vote reaches the new coordinator leader.
@@ -219,7 +219,7 @@ fn a_vote_timeout_abort_is_announced_only_once_its_entry_is_chosen() {
             entry: entry(s1, "#1/b"),
         },
     );
-    net.run_for(secs(5.0), ms(250.0), T_SWEEP);
+    net.run_for(secs(5.0), ms(250.0), ServerTimer::Sweep);
     let told = told(&net);
     assert!(
         told.windows(2).all(|w| w[0] == w[1]) && !told.is_empty(),

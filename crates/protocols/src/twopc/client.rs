@@ -2,9 +2,14 @@
 
 use super::*;
 
-pub(super) const T_READ: TimerId = TimerId(1);
-pub(super) const T_STATUS: TimerId = TimerId(2);
-pub(super) const T_IDLE: TimerId = TimerId(3);
+crate::kit::timers::timers! {
+    /// A 2PC client's timers.
+    pub(crate) enum ClientTimer {
+        Read = 1,
+        Status = 2,
+        Idle = 3,
+    }
+}
 
 #[derive(Debug)]
 pub(super) enum Phase {
@@ -71,12 +76,12 @@ impl Client {
                     );
                 }
                 cur.phase = Phase::Reading(keys);
-                cx.set_timer(self.env.timeouts.read, T_READ);
+                cx.set_timer(self.env.timeouts.read, ClientTimer::Read);
             }
             Step::Abort(reason) => self.abort(reason, cx),
             Step::Wait { output } => {
                 cur.phase = Phase::Waiting;
-                crate::kit::client::wait_for_caller(cur.rec.id, output, self.env.timeouts.idle, T_IDLE, cx);
+                crate::kit::client::wait_for_caller(cur.rec.id, output, self.env.timeouts.idle, ClientTimer::Idle, cx);
             }
             Step::Done { writes, .. } => {
                 let txn = cur.rec.id;
@@ -93,7 +98,7 @@ impl Client {
                         part_on(&mut parts, *node).writes.push((k.clone(), v, val.clone()));
                     }
                 }
-                cx.cancel_timer(T_READ);
+                cx.cancel_timer(ClientTimer::Read);
                 cur.rec.commit_start = Some(cx.now());
                 if parts.is_empty() {
                     self.finish(Outcome::Committed, None, cx);
@@ -108,7 +113,7 @@ impl Client {
                         parts: parts.into_values().collect(),
                     },
                 );
-                cx.set_timer(self.env.timeouts.status, T_STATUS);
+                cx.set_timer(self.env.timeouts.status, ClientTimer::Status);
             }
         }
     }
@@ -124,7 +129,13 @@ impl Client {
 
     pub(super) fn finish(&mut self, outcome: Outcome, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.take() else { return };
-        crate::kit::client::finish(cur.rec, &[T_READ, T_STATUS, T_IDLE], outcome, reason, cx);
+        crate::kit::client::finish(
+            cur.rec,
+            &[ClientTimer::Read, ClientTimer::Status, ClientTimer::Idle],
+            outcome,
+            reason,
+            cx,
+        );
     }
 }
 
@@ -165,7 +176,7 @@ impl Actor for Client {
                     Ok((version, value)) => {
                         crate::kit::client::supply_read(&mut cur.rec, &mut cur.exec, key, version, value);
                         if all_in {
-                            cx.cancel_timer(T_READ);
+                            cx.cancel_timer(ClientTimer::Read);
                             self.step(cx);
                         }
                     }
@@ -182,10 +193,10 @@ impl Actor for Client {
 
     fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_ref() else { return };
-        match (t, &cur.phase) {
-            (T_READ, Phase::Reading(_)) => self.abort(AbortReason::ReadTimedOut, cx),
-            (T_IDLE, Phase::Waiting) => self.abort(AbortReason::IdleInteractive, cx),
-            (T_STATUS, Phase::Committing) => {
+        match (ClientTimer::of(t), &cur.phase) {
+            (Some(ClientTimer::Read), Phase::Reading(_)) => self.abort(AbortReason::ReadTimedOut, cx),
+            (Some(ClientTimer::Idle), Phase::Waiting) => self.abort(AbortReason::IdleInteractive, cx),
+            (Some(ClientTimer::Status), Phase::Committing) => {
                 cx.send(
                     self.coord,
                     Msg::Status {
@@ -193,7 +204,7 @@ impl Actor for Client {
                         ts: cur.ts,
                     },
                 );
-                cx.set_timer(self.env.timeouts.status, T_STATUS);
+                cx.set_timer(self.env.timeouts.status, ClientTimer::Status);
             }
             _ => {}
         }
@@ -217,7 +228,7 @@ impl ClientRole for Client {
         self.step(cx);
     }
 
-    crate::kit::client::interactive_client!(role, T_IDLE);
+    crate::kit::client::interactive_client!(role, ClientTimer::Idle);
 }
 
 crate::kit::client::interactive_client!(current);

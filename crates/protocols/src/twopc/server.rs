@@ -3,7 +3,12 @@
 
 use super::*;
 
-pub(super) const T_SWEEP: TimerId = TimerId(1);
+crate::kit::timers::timers! {
+    /// A 2PC server's timers.
+    pub(crate) enum ServerTimer {
+        Sweep = 1,
+    }
+}
 
 /// Log length at which housekeeping checkpoints (drops finished transactions' records).
 pub(super) const COMPACT_AT: usize = 1024;
@@ -170,7 +175,7 @@ impl Server {
         for (n, txn) in resend {
             cx.send(n, Msg::Decide { txn, commit: true });
         }
-        cx.set_timer(to.sweep, T_SWEEP);
+        cx.set_timer(to.sweep, ServerTimer::Sweep);
     }
 }
 
@@ -182,7 +187,7 @@ impl Actor for Server {
         // aborted: `started_at` stays 0. (It used to be this node's clock reading, which
         // a client clock running behind it made look "earlier": under 2 s of skew 140
         // of 300 transactions aborted as `coordinator restarted` without any crash.)
-        cx.set_timer(self.env.timeouts.sweep, T_SWEEP);
+        cx.set_timer(self.env.timeouts.sweep, ServerTimer::Sweep);
     }
 
     fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
@@ -202,7 +207,7 @@ impl Actor for Server {
     }
 
     fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
-        if t == T_SWEEP {
+        if ServerTimer::of(t) == Some(ServerTimer::Sweep) {
             self.sweep(cx);
         }
     }

@@ -1,7 +1,7 @@
 //! 2PC roles driven by hand: the message pattern, the log-before-send rules, wound-wait,
 //! validation, and recovery from the log.
 
-use super::client::T_IDLE;
+use super::client::ClientTimer;
 use super::*;
 use crate::testing::{call, deliver, fire, Effects};
 use meridian_core::{Command, Layout, Topology};
@@ -597,7 +597,7 @@ fn test_coordinator_recovery_resends_logged_commits_and_presumes_abort() {
     s.on_crash();
     let now = 5_000_000_000;
     call(&mut s, now, me, |s, cx| s.on_recover(cx));
-    let e = fire(&mut s, now + 1, me, T_SWEEP);
+    let e = fire(&mut s, now + 1, me, ServerTimer::Sweep);
     assert!(
         sent(&e).contains(&(NodeId(2), Msg::Decide { txn: t1, commit: true })),
         "{:?}",
@@ -649,13 +649,13 @@ fn test_coordinator_checkpoint_folds_ended_commits_and_still_answers_them_after_
         deliver(&mut s, at + 2, me, p, Msg::Ack { txn: t });
     }
     assert_eq!(s.log.len(), 2 * (n as usize + 1));
-    fire(&mut s, 10_000, me, T_SWEEP);
+    fire(&mut s, 10_000, me, ServerTimer::Sweep);
     assert_eq!(s.ended.len(), n as usize, "every synced DECIDED/ENDED pair is folded");
     assert_eq!(s.log.len(), 2, "the last pair stays: its ENDED was not synced");
     s.on_crash();
     let now = 5_000_000_000;
     call(&mut s, now, me, |s, cx| s.on_recover(cx));
-    let e = fire(&mut s, now + 1, me, T_SWEEP);
+    let e = fire(&mut s, now + 1, me, ServerTimer::Sweep);
     let last = tid(0, n + 1);
     assert!(
         sent(&e).contains(&(
@@ -723,7 +723,7 @@ fn test_participant_recovery_keeps_prepared_locks_and_asks_the_coordinator() {
         vec![vid(committed)],
         "replay does not install twice"
     );
-    let e = fire(&mut s, now + 1, me, T_SWEEP);
+    let e = fire(&mut s, now + 1, me, ServerTimer::Sweep);
     assert!(sent(&e).contains(&(coord, Msg::Query { txn: t })));
     let e = deliver(
         &mut s,
@@ -784,7 +784,7 @@ fn test_participant_checkpoint_drops_finished_records_and_keeps_prepared_ones() 
         },
     );
     assert!(s.log.len() > COMPACT_AT);
-    fire(&mut s, 10_000, me, T_SWEEP);
+    fire(&mut s, 10_000, me, ServerTimer::Sweep);
     assert_eq!(s.log.len(), 1, "only the open transaction's PREPARED remains");
     s.on_crash();
     call(&mut s, 20_000, me, |s, cx| s.on_recover(cx));
@@ -835,7 +835,7 @@ fn test_interactive_client_pauses_resumes_and_aborts_when_its_caller_is_idle() {
     assert!(e
         .commands
         .iter()
-        .any(|c| matches!(c, Command::SetTimer { id, .. } if *id == T_IDLE)));
+        .any(|c| matches!(c, Command::SetTimer { id, .. } if *id == TimerId::from(ClientTimer::Idle))));
     // An extension for another transaction is ignored.
     let e = call(&mut c, 60, me, |c, cx| c.extend(tid(0, 9), encode(&[Op::Commit]), cx));
     assert!(e.commands.is_empty());
@@ -860,7 +860,7 @@ fn test_interactive_client_pauses_resumes_and_aborts_when_its_caller_is_idle() {
     assert!(e
         .commands
         .iter()
-        .any(|c| matches!(c, Command::CancelTimer { id } if *id == T_IDLE)));
+        .any(|c| matches!(c, Command::CancelTimer { id } if *id == TimerId::from(ClientTimer::Idle))));
     assert!(c.in_flight().is_some());
 
     // A second transaction whose caller goes silent aborts at the idle timer and
@@ -878,7 +878,7 @@ fn test_interactive_client_pauses_resumes_and_aborts_when_its_caller_is_idle() {
         result: Ok((None, None)),
     };
     deliver(&mut c, 50, me, NodeId(2), reply);
-    let e = fire(&mut c, 50 + env.timeouts.idle, me, T_IDLE);
+    let e = fire(&mut c, 50 + env.timeouts.idle, me, ClientTimer::Idle);
     assert!(matches!(&sent(&e)[..], [(NodeId(2), Msg::Release { txn })] if *txn == t));
     assert_eq!(e.records.len(), 1);
     assert_eq!(e.records[0].outcome, Outcome::Aborted);
