@@ -94,7 +94,7 @@ impl Client {
 
     fn finish(&mut self, outcome: Outcome, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.take() else { return };
-        crate::kit::client::finish(cur.rec, &[ClientTimer::Status, ClientTimer::Retry], outcome, reason, cx);
+        crate::kit::client::finish(cur.rec, ClientTimer::ALL, outcome, reason, cx);
     }
 
     fn send_read_only(&mut self, cx: &mut Ctx<'_, Msg>) {

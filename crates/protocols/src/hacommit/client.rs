@@ -226,19 +226,7 @@ impl Client {
 
     pub(super) fn finish(&mut self, outcome: Outcome, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.take() else { return };
-        crate::kit::client::finish(
-            cur.rec,
-            &[
-                ClientTimer::Read,
-                ClientTimer::Retry,
-                ClientTimer::Vote,
-                ClientTimer::Resend,
-                ClientTimer::Idle,
-            ],
-            outcome,
-            reason,
-            cx,
-        );
+        crate::kit::client::finish(cur.rec, ClientTimer::ALL, outcome, reason, cx);
     }
 
     pub(super) fn on_vote(&mut self, shard: ShardId, yes: bool, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {

@@ -160,13 +160,7 @@ impl Client {
 
     fn finish(&mut self, outcome: Outcome, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.take() else { return };
-        kit::finish(
-            cur.rec,
-            &[ClientTimer::Read, ClientTimer::Status, ClientTimer::Idle],
-            outcome,
-            reason,
-            cx,
-        );
+        kit::finish(cur.rec, ClientTimer::ALL, outcome, reason, cx);
     }
 
     /// `2pc-deferred`: sends the decision to every participant.

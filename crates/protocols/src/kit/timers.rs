@@ -22,6 +22,11 @@ macro_rules! timers {
         }
 
         impl $name {
+            /// Every timer of this role, in id order (what a client cancels when its
+            /// transaction ends).
+            #[allow(dead_code)]
+            $vis const ALL: &'static [$name] = &[$($name::$v,)+];
+
             /// The timer `id` names, if it is one of this role's.
             #[allow(dead_code)]
             $vis fn of(id: meridian_core::TimerId) -> Option<Self> {
@@ -51,5 +56,6 @@ mod tests {
         assert_eq!(T::of(TimerId(1)), Some(T::A));
         assert_eq!(T::of(TimerId(7)), Some(T::B));
         assert_eq!(T::of(TimerId(2)), None);
+        assert_eq!(T::ALL, &[T::A, T::B]);
     }
 }

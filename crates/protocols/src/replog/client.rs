@@ -152,13 +152,7 @@ impl Client {
 
     pub(super) fn finish(&mut self, outcome: Outcome, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.take() else { return };
-        crate::kit::client::finish(
-            cur.rec,
-            &[ClientTimer::Read, ClientTimer::Status, ClientTimer::Idle],
-            outcome,
-            reason,
-            cx,
-        );
+        crate::kit::client::finish(cur.rec, ClientTimer::ALL, outcome, reason, cx);
     }
 }
 
