@@ -28,24 +28,31 @@ impl std::ops::DerefMut for Net {
     }
 }
 
+/// The `lan` layout (8 nodes, 8 shards) in groups of `k` with `registry`, and a
+/// client node in DC 0.
+fn lan_env(k: u32, registry: Registry) -> (Env, NodeId) {
+    let mut layout = Layout::new(
+        Topology::preset("lan").unwrap(),
+        Placement::Groups {
+            home: HomeRule::Spread,
+            k,
+        },
+    )
+    .unwrap();
+    let client = layout.add_client(DcId(0));
+    let env = Env {
+        layout: Arc::new(layout),
+        registry: Arc::new(registry),
+        timeouts: Default::default(),
+    };
+    (env, client)
+}
+
 impl Net {
     /// `lan` (8 nodes, 8 shards), groups of `k`.
     fn new(k: u32) -> Net {
-        let mut layout = Layout::new(
-            Topology::preset("lan").unwrap(),
-            Placement::Groups {
-                home: HomeRule::Spread,
-                k,
-            },
-        )
-        .unwrap();
-        let client = layout.add_client(DcId(0));
-        let layout = Arc::new(layout);
-        let env = Env {
-            layout: layout.clone(),
-            registry: Arc::new(Registry::new()),
-            timeouts: Default::default(),
-        };
+        let (env, client) = lan_env(k, Registry::new());
+        let layout = env.layout.clone();
         let servers: Vec<Server> = (0..8).map(|n| Server::new(env.clone(), NodeId(n), false)).collect();
         let mut net = testing::Net::new(servers);
         // A crashed replica's messages in flight are lost with it (the scenarios
@@ -666,20 +673,7 @@ fn a_silent_voted_transaction_that_blocks_another_is_recovered_after_the_failove
 /// cut-off-DC sweep's seed 47).
 #[test]
 fn a_client_sends_its_last_operation_to_the_replica_that_answered_its_read() {
-    let mut layout = Layout::new(
-        Topology::preset("lan").unwrap(),
-        Placement::Groups {
-            home: HomeRule::Spread,
-            k: 3,
-        },
-    )
-    .unwrap();
-    let me = layout.add_client(DcId(0));
-    let env = Env {
-        layout: Arc::new(layout),
-        registry: Arc::new(testing::ycsb_registry()),
-        timeouts: Default::default(),
-    };
+    let (env, me) = lan_env(3, testing::ycsb_registry());
     let mut c = Client::new(env.clone(), me, ClientId(0));
     let call_ = testing::ycsb_call(&[("#0/x", b""), ("#0/x", b"v")]);
     let e = call(&mut c, 0, me, |c, cx| c.submit(t(1), call_, cx));
