@@ -1,6 +1,6 @@
 //! A role's timers, named by an enum instead of bare `TimerId(n)` constants.
 //!
-//! [`timers!`] declares the enum with a fixed id per timer (the ids a runtime journals
+//! `timers!` declares the enum with a fixed id per timer (the ids a runtime journals
 //! and re-arms, so they are part of a checkpoint's format and must not be renumbered),
 //! converts it into a [`meridian_core::TimerId`] for `Ctx::set_timer` and
 //! `Ctx::cancel_timer`, and back with `of`, so a role's `on_timer` matches on names
