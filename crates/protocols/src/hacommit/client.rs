@@ -12,14 +12,15 @@ crate::kit::timers::timers! {
         Resend = 3,
         Idle = 4,
         /// A read unanswered for `failover` is re-sent to the group's next replica (the
-        /// believed leader may be cut off; its group elects another within `failover`), while
-        /// `ClientTimer::Read` still bounds the whole wait. (A last operation is not: re-sent to a new
-        /// leader while the old one's vote reached some followers, it was voted twice with two
-        /// version sequence numbers, and replicas ordered the versions differently: campaign
-        /// seeds 1798 and 1986 of that try.) Whichever replica answers first is taken: the
-        /// leader that votes checks that the version read is still the key's latest under the
-        /// transaction's lock there (`ReadVersionChanged` otherwise), so an answer from a
-        /// replaced leader cannot be committed on.
+        /// believed leader may be cut off; its group elects another within `failover`),
+        /// while `ClientTimer::Read` still bounds the whole wait. (A last operation is
+        /// not: re-sent to a new leader while the old one's vote reached some
+        /// followers, it was voted twice with two version sequence numbers, and
+        /// replicas ordered the versions differently: campaign seeds 1798 and 1986 of
+        /// that try.) Whichever replica answers first is taken: the leader that votes
+        /// checks that the version read is still the key's latest under the
+        /// transaction's lock there (`ReadVersionChanged` otherwise), so an answer from
+        /// a replaced leader cannot be committed on.
         Retry = 5,
     }
 }
