@@ -17,7 +17,7 @@ impl Server {
         }
         self.max_ballot = self.max_ballot.max(ballot);
         if let Some(d) = self.done.get(&(shard, txn)) {
-            let reply = Msg::P1b {
+            let reply = Msg::P1b(P1b {
                 txn,
                 shard,
                 ballot,
@@ -26,7 +26,7 @@ impl Server {
                 accepted: None,
                 chosen: Some(d.commit),
                 ctx: d.ctx.clone(),
-            };
+            });
             return cx.send(from, reply);
         }
         let acceptor = self.may_promise(ts, ballot) && self.groups[&shard].status != Status::Syncing;
@@ -34,7 +34,7 @@ impl Server {
         let now = cx.now();
         if ballot == 0 || !acceptor {
             let t = self.txns.get(&(shard, txn));
-            let reply = Msg::P1b {
+            let reply = Msg::P1b(P1b {
                 txn,
                 shard,
                 ballot,
@@ -43,7 +43,7 @@ impl Server {
                 accepted: if acceptor { t.and_then(|t| t.accepted) } else { None },
                 chosen: t.and_then(|t| t.chosen),
                 ctx: t.and_then(|t| t.ctx.clone()),
-            };
+            });
             return cx.send(from, reply);
         }
         let t = self.txns.entry((shard, txn)).or_insert_with(|| Txn::new(txn, ts, now));
@@ -66,7 +66,7 @@ impl Server {
             }
         }
         let t = &self.txns[&(shard, txn)];
-        let reply = Msg::P1b {
+        let reply = Msg::P1b(P1b {
             txn,
             shard,
             ballot,
@@ -75,16 +75,12 @@ impl Server {
             accepted: t.accepted,
             chosen: t.chosen,
             ctx: t.ctx.clone(),
-        };
+        });
         cx.send(from, reply);
     }
 
     pub(super) fn on_p2a(&mut self, from: NodeId, m: P2a, cx: &mut Ctx<'_, Msg>) {
-        let parts: Vec<P2bPart> = m
-            .targets
-            .iter()
-            .filter_map(|s| self.p2a_one(m.txn, m.ts, *s, m.ballot, m.commit, &m.shards, cx))
-            .collect();
+        let parts: Vec<P2bPart> = m.targets.iter().filter_map(|s| self.p2a_one(&m, *s, cx)).collect();
         if !parts.is_empty() {
             let reply = Msg::P2b {
                 txn: m.txn,
@@ -97,17 +93,8 @@ impl Server {
 
     /// Phase 2 at this replica of `shard`: the answer to the proposer, if this node
     /// holds the shard.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn p2a_one(
-        &mut self,
-        txn: TxnId,
-        ts: Time,
-        shard: ShardId,
-        ballot: Ballot,
-        commit: bool,
-        shards: &[ShardId],
-        cx: &mut Ctx<'_, Msg>,
-    ) -> Option<P2bPart> {
+    pub(super) fn p2a_one(&mut self, m: &P2a, shard: ShardId, cx: &mut Ctx<'_, Msg>) -> Option<P2bPart> {
+        let (txn, ts, ballot, commit, shards) = (m.txn, m.ts, m.ballot, m.commit, &m.shards[..]);
         let g = self.groups.get(&shard)?;
         self.max_ballot = self.max_ballot.max(ballot);
         if let Some(d) = self.done.get(&(shard, txn)) {

@@ -217,7 +217,15 @@ impl Client {
             return;
         };
         let shards: Vec<ShardId> = cur.shards.iter().copied().collect();
-        let msgs = p2a_by_node(&self.env.layout, cur.rec.id, cur.ts, 0, *commit, &shards, |s, r| {
+        let proposal = P2a {
+            txn: cur.rec.id,
+            ts: cur.ts,
+            targets: shards.clone(),
+            ballot: 0,
+            commit: *commit,
+            shards,
+        };
+        let msgs = p2a_by_node(&self.env.layout, &proposal, |s, r| {
             acks.get(&s).is_some_and(|a| a.contains(&r))
         });
         for (n, m) in msgs {

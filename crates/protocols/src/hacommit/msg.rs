@@ -68,16 +68,6 @@ pub struct P2bPart {
     pub chosen: Option<bool>,
 }
 
-/// The fields of a `P2a` message.
-pub(super) struct P2a {
-    pub(super) txn: TxnId,
-    pub(super) ts: Time,
-    pub(super) targets: Vec<ShardId>,
-    pub(super) ballot: Ballot,
-    pub(super) commit: bool,
-    pub(super) shards: Vec<ShardId>,
-}
-
 /// HACommit messages.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Msg {
@@ -178,39 +168,9 @@ pub enum Msg {
         shards: Vec<ShardId>,
     },
     /// Replica → proposer: promise (or refusal), with what it accepted.
-    P1b {
-        /// Transaction.
-        txn: TxnId,
-        /// Shard.
-        shard: ShardId,
-        /// Ballot answered.
-        ballot: Ballot,
-        /// Promised?
-        ok: bool,
-        /// Highest ballot promised.
-        promised: Ballot,
-        /// Accepted ballot and decision.
-        accepted: Option<(Ballot, bool)>,
-        /// The decision, if known to be chosen.
-        chosen: Option<bool>,
-        /// The context, if held.
-        ctx: Option<TCtx>,
-    },
+    P1b(P1b),
     /// Proposer → replica node: Paxos phase 2 for every participant shard it holds.
-    P2a {
-        /// Transaction.
-        txn: TxnId,
-        /// Start time.
-        ts: Time,
-        /// Shards of the addressed node this phase 2 is for.
-        targets: Vec<ShardId>,
-        /// Ballot.
-        ballot: Ballot,
-        /// Decision proposed.
-        commit: bool,
-        /// Configuration.
-        shards: Vec<ShardId>,
-    },
+    P2a(P2a),
     /// Replica node → proposer: accepted (or refused), per shard.
     P2b {
         /// Transaction.
@@ -262,18 +222,7 @@ pub enum Msg {
         view: u64,
     },
     /// Replica → candidate: my state, for the merge.
-    ViewState {
-        /// Shard.
-        shard: ShardId,
-        /// View joined.
-        view: u64,
-        /// Undecided transactions.
-        pending: Vec<PendingInfo>,
-        /// Recently decided transactions.
-        done: Vec<DoneInfo>,
-        /// Largest version sequence number seen.
-        seq: u64,
-    },
+    ViewState(ViewState),
     /// New leader → group: the merged state of `view`.
     NewView {
         /// Shard.
@@ -299,36 +248,18 @@ pub enum Msg {
         floor: Ballot,
     },
     /// Peer → restarted replica: the shard's data and pending state.
-    SyncState {
-        /// Shard.
-        shard: ShardId,
-        /// Sender's view.
-        view: u64,
-        /// Every committed version of the shard's keys, with its sequence number.
-        versions: Vec<(Key, VersionId, Value, u64)>,
-        /// Undecided transactions.
-        pending: Vec<PendingInfo>,
-        /// Recently decided transactions.
-        done: Vec<DoneInfo>,
-        /// Largest sequence number.
-        seq: u64,
-    },
+    SyncState(SyncState),
 }
 
-/// Phase-2 messages of one proposal, one per replica node: each carries every shard of
-/// the configuration that node holds, except those `skip` says already answered.
-#[allow(clippy::too_many_arguments)]
+/// Phase-2 messages of one proposal, one per replica node: each carries the shards of
+/// `proposal.targets` that node holds, except those `skip` says already answered.
 pub(super) fn p2a_by_node(
     layout: &meridian_core::Layout,
-    txn: TxnId,
-    ts: Time,
-    ballot: Ballot,
-    commit: bool,
-    shards: &[ShardId],
+    proposal: &P2a,
     skip: impl Fn(ShardId, NodeId) -> bool,
 ) -> Vec<(NodeId, Msg)> {
     let mut by_node: BTreeMap<NodeId, Vec<ShardId>> = BTreeMap::new();
-    for s in shards {
+    for s in &proposal.targets {
         for r in layout.replicas(*s) {
             if !skip(*s, *r) {
                 by_node.entry(*r).or_default().push(*s);
@@ -338,14 +269,10 @@ pub(super) fn p2a_by_node(
     by_node
         .into_iter()
         .map(|(n, targets)| {
-            let m = Msg::P2a {
-                txn,
-                ts,
+            let m = Msg::P2a(P2a {
                 targets,
-                ballot,
-                commit,
-                shards: shards.to_vec(),
-            };
+                ..proposal.clone()
+            });
             (n, m)
         })
         .collect()
@@ -363,4 +290,74 @@ pub(super) struct LastOp {
     pub(super) shards: Vec<ShardId>,
     pub(super) reads: Vec<(Key, Option<VersionId>)>,
     pub(super) writes: Vec<(Key, VersionId, Value)>,
+}
+
+/// Replica → proposer: promise (or refusal), with what it accepted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct P1b {
+    /// Transaction.
+    pub txn: TxnId,
+    /// Shard.
+    pub shard: ShardId,
+    /// Ballot answered.
+    pub ballot: Ballot,
+    /// Promised?
+    pub ok: bool,
+    /// Highest ballot promised.
+    pub promised: Ballot,
+    /// Accepted ballot and decision.
+    pub accepted: Option<(Ballot, bool)>,
+    /// The decision, if known to be chosen.
+    pub chosen: Option<bool>,
+    /// The context, if held.
+    pub ctx: Option<TCtx>,
+}
+
+/// Replica → candidate: my state, for the merge.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ViewState {
+    /// Shard.
+    pub shard: ShardId,
+    /// View joined.
+    pub view: u64,
+    /// Undecided transactions.
+    pub pending: Vec<PendingInfo>,
+    /// Recently decided transactions.
+    pub done: Vec<DoneInfo>,
+    /// Largest version sequence number seen.
+    pub seq: u64,
+}
+
+/// Peer → restarted replica: the shard's data and pending state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SyncState {
+    /// Shard.
+    pub shard: ShardId,
+    /// Sender's view.
+    pub view: u64,
+    /// Every committed version of the shard's keys, with its sequence number.
+    pub versions: Vec<(Key, VersionId, Value, u64)>,
+    /// Undecided transactions.
+    pub pending: Vec<PendingInfo>,
+    /// Recently decided transactions.
+    pub done: Vec<DoneInfo>,
+    /// Largest sequence number.
+    pub seq: u64,
+}
+
+/// Proposer → replica node: Paxos phase 2 for every participant shard it holds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct P2a {
+    /// Transaction.
+    pub txn: TxnId,
+    /// Start time.
+    pub ts: Time,
+    /// Shards of the addressed node this phase 2 is for.
+    pub targets: Vec<ShardId>,
+    /// Ballot.
+    pub ballot: Ballot,
+    /// Decision proposed.
+    pub commit: bool,
+    /// Configuration.
+    pub shards: Vec<ShardId>,
 }

@@ -48,20 +48,17 @@ impl Server {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn on_p1b(
-        &mut self,
-        from: NodeId,
-        txn: TxnId,
-        shard: ShardId,
-        ballot: Ballot,
-        ok: bool,
-        promised: Ballot,
-        accepted: Option<(Ballot, bool)>,
-        chosen: Option<bool>,
-        ctx: Option<TCtx>,
-        cx: &mut Ctx<'_, Msg>,
-    ) {
+    pub(super) fn on_p1b(&mut self, from: NodeId, m: P1b, cx: &mut Ctx<'_, Msg>) {
+        let P1b {
+            txn,
+            shard,
+            ballot,
+            ok,
+            promised,
+            accepted,
+            chosen,
+            ctx,
+        } = m;
         self.max_ballot = self.max_ballot.max(promised);
         // Learn a missing context or a chosen decision, whoever asked.
         if let Some(c) = ctx {
@@ -149,7 +146,15 @@ impl Server {
             return vec![];
         };
         let Some(commit) = p.value else { return vec![] };
-        p2a_by_node(&self.env.layout, txn, p.ts, p.ballot, commit, &p.shards, skip)
+        let proposal = P2a {
+            txn,
+            ts: p.ts,
+            targets: p.shards.clone(),
+            ballot: p.ballot,
+            commit,
+            shards: p.shards.clone(),
+        };
+        p2a_by_node(&self.env.layout, &proposal, skip)
     }
 
     pub(super) fn send_p2a(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {

@@ -528,13 +528,13 @@ impl Actor for Server {
             | Msg::Replicate {
                 ctx: TCtx { ts, .. }, ..
             } => self.admit(*ts, cx),
-            Msg::P1a { ts, ballot, .. } | Msg::P2a { ts, ballot, .. } => {
+            Msg::P1a { ts, ballot, .. } | Msg::P2a(P2a { ts, ballot, .. }) => {
                 self.admit(*ts, cx);
                 if *ballot != 0 {
                     self.admit_ballot(*ballot, cx);
                 }
             }
-            Msg::NewView { pending, .. } | Msg::SyncState { pending, .. } => {
+            Msg::NewView { pending, .. } | Msg::SyncState(SyncState { pending, .. }) => {
                 if let Some(ts) = pending.iter().map(|p| p.ts).max() {
                     self.admit(ts, cx);
                 }
@@ -586,35 +586,8 @@ impl Actor for Server {
                 ballot,
                 shards,
             } => self.on_p1a(from, (txn, ts, shard, ballot, shards), cx),
-            Msg::P1b {
-                txn,
-                shard,
-                ballot,
-                ok,
-                promised,
-                accepted,
-                chosen,
-                ctx,
-            } => self.on_p1b(from, txn, shard, ballot, ok, promised, accepted, chosen, ctx, cx),
-            Msg::P2a {
-                txn,
-                ts,
-                targets,
-                ballot,
-                commit,
-                shards,
-            } => self.on_p2a(
-                from,
-                P2a {
-                    txn,
-                    ts,
-                    targets,
-                    ballot,
-                    commit,
-                    shards,
-                },
-                cx,
-            ),
+            Msg::P1b(m) => self.on_p1b(from, m, cx),
+            Msg::P2a(m) => self.on_p2a(from, m, cx),
             Msg::P2b { txn, ballot, parts } => self.on_p2b(from, txn, ballot, parts, cx),
             Msg::Accepted {
                 txn,
@@ -627,13 +600,7 @@ impl Actor for Server {
             Msg::Applied { shard, txns } => self.on_applied(from, shard, txns),
             Msg::Heartbeat { shard, view } => self.on_heartbeat(from, shard, view, cx),
             Msg::ViewChange { shard, view } => self.on_view_change(from, shard, view, cx),
-            Msg::ViewState {
-                shard,
-                view,
-                pending,
-                done,
-                seq,
-            } => self.on_view_state(from, shard, view, pending, done, seq, cx),
+            Msg::ViewState(m) => self.on_view_state(from, m, cx),
             Msg::NewView {
                 shard,
                 view,
@@ -642,14 +609,7 @@ impl Actor for Server {
                 seq,
             } => self.on_new_view(from, (shard, view, pending, done, seq), cx),
             Msg::SyncReq { shard, below, floor } => self.on_sync_req(from, (shard, below, floor), cx),
-            Msg::SyncState {
-                shard,
-                view,
-                versions,
-                pending,
-                done,
-                seq,
-            } => self.on_sync_state(from, shard, view, versions, pending, done, seq, cx),
+            Msg::SyncState(m) => self.on_sync_state(from, m, cx),
             Msg::ReadReply { .. } | Msg::NotLeader { .. } | Msg::Vote { .. } | Msg::Wound { .. } => {} // client messages
         }
     }

@@ -46,32 +46,29 @@ impl Server {
         let (pending, done, seq) = self.my_state(shard, cx.now());
         cx.send(
             from,
-            Msg::SyncState {
+            Msg::SyncState(SyncState {
                 shard,
                 view,
                 versions,
                 pending,
                 done,
                 seq,
-            },
+            }),
         );
     }
 
     /// A restarted replica merges a peer's state. It is back once it has the states of a
     /// majority of the group not counting itself: every decision chosen, and every
     /// promise given, before the crash involved a majority, which meets them.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn on_sync_state(
-        &mut self,
-        from: NodeId,
-        shard: ShardId,
-        view: u64,
-        versions: Vec<(Key, VersionId, Value, u64)>,
-        pending: Vec<PendingInfo>,
-        done: Vec<DoneInfo>,
-        seq: u64,
-        cx: &mut Ctx<'_, Msg>,
-    ) {
+    pub(super) fn on_sync_state(&mut self, from: NodeId, m: SyncState, cx: &mut Ctx<'_, Msg>) {
+        let SyncState {
+            shard,
+            view,
+            versions,
+            pending,
+            done,
+            seq,
+        } = m;
         let Some(g) = self.groups.get_mut(&shard) else { return };
         if g.status != Status::Syncing || !g.synced_from.insert(from) {
             return;

@@ -119,14 +119,14 @@ impl Net {
                 if !to.contains(&r) {
                     continue;
                 }
-                let m = Msg::P2a {
+                let m = Msg::P2a(P2a {
                     txn,
                     ts,
                     targets: vec![ShardId(*s)],
                     ballot: 0,
                     commit,
                     shards: vec![ShardId(shards[0]), ShardId(shards[1])],
-                };
+                });
                 self.client_sends(r, m);
             }
         }
@@ -506,14 +506,14 @@ fn a_restarted_replica_never_completes_a_recovery_majority_for_what_it_forgot() 
     );
     net.outside.clear();
     let commit = |net: &mut Net, to: NodeId| {
-        let m = Msg::P2a {
+        let m = Msg::P2a(P2a {
             txn,
             ts,
             targets: vec![ShardId(a)],
             ballot: 0,
             commit: true,
             shards: shards.clone(),
-        };
+        });
         net.client_sends(to, m);
     };
     commit(&mut net, r);
@@ -601,14 +601,14 @@ fn a_read_answered_by_a_replaced_leader_is_refused_at_the_vote() {
         if net.down.contains(&r) {
             continue;
         }
-        let m = Msg::P2a {
+        let m = Msg::P2a(P2a {
             txn: t(2),
             ts: ts2,
             targets: vec![ShardId(s)],
             ballot: 0,
             commit: true,
             shards: vec![ShardId(s)],
-        };
+        });
         net.client_sends(r, m);
     }
     assert_eq!(net.outcome(new, s, t(2)), Some(true));

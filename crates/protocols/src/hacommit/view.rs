@@ -178,27 +178,24 @@ impl Server {
         let (pending, done, seq) = self.my_state(shard, cx.now());
         cx.send(
             from,
-            Msg::ViewState {
+            Msg::ViewState(ViewState {
                 shard,
                 view,
                 pending,
                 done,
                 seq,
-            },
+            }),
         );
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn on_view_state(
-        &mut self,
-        from: NodeId,
-        shard: ShardId,
-        view: u64,
-        pending: Vec<PendingInfo>,
-        done: Vec<DoneInfo>,
-        seq: u64,
-        cx: &mut Ctx<'_, Msg>,
-    ) {
+    pub(super) fn on_view_state(&mut self, from: NodeId, m: ViewState, cx: &mut Ctx<'_, Msg>) {
+        let ViewState {
+            shard,
+            view,
+            pending,
+            done,
+            seq,
+        } = m;
         let Some(g) = self.groups.get_mut(&shard) else { return };
         if g.view != view || !matches!(g.status, Status::Candidate { .. }) {
             return;
