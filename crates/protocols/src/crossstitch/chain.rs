@@ -6,20 +6,17 @@
 use super::*;
 
 impl Server {
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn on_exec(
-        &mut self,
-        from: NodeId,
-        txn: TxnId,
-        ts: u64,
-        mut exec: Execution,
-        mut writes_done: u32,
-        mut reads: Vec<ReadRec>,
-        mut writes: Vec<WriteRec>,
-        mut chain: Vec<Hop>,
-        notifies: u32,
-        cx: &mut Ctx<'_, Msg>,
-    ) {
+    pub(super) fn on_exec(&mut self, from: NodeId, m: Exec, cx: &mut Ctx<'_, Msg>) {
+        let Exec {
+            txn,
+            ts,
+            mut exec,
+            mut writes_done,
+            mut reads,
+            mut writes,
+            mut chain,
+            notifies,
+        } = m;
         let pos = chain.len() as u32;
         if let Some(p) = self.parts.get(&(txn, pos)) {
             // A re-sent execution: our ack was lost.
@@ -177,21 +174,21 @@ impl Server {
                 part.chain[pos as usize].replicas = replicas.clone();
                 let chain_nodes: Vec<NodeId> = part.chain.iter().map(|h| h.node).collect();
                 for (r, puts) in by_replica {
-                    let m = Msg::Replicate {
+                    let m = Msg::Replicate(Replicate {
                         txn,
                         ts,
                         puts,
                         notify: target,
                         pos: if next.is_some() { pos + 1 } else { pos },
                         chain: chain_nodes.clone(),
-                    };
+                    });
                     cx.send(r, m.clone());
                     part.replicate.push((r, m));
                 }
                 match next {
                     Some(n) => {
                         part.next = Some(n);
-                        let fwd = Msg::Exec {
+                        let fwd = Msg::Exec(Exec {
                             txn,
                             ts,
                             exec,
@@ -200,7 +197,7 @@ impl Server {
                             writes: rec_so_far.writes,
                             chain: part.chain.clone(),
                             notifies: replicas.len() as u32,
-                        };
+                        });
                         cx.send(n, fwd.clone());
                         part.forward = Some(fwd);
                     }

@@ -42,7 +42,7 @@ impl Client {
     }
 
     pub(super) fn exec_msg(&self, cur: &Current, me: NodeId) -> Msg {
-        Msg::Exec {
+        Msg::Exec(Exec {
             txn: cur.rec.id,
             ts: cur.ts,
             exec: Execution::new(cur.call.clone()),
@@ -54,7 +54,7 @@ impl Client {
                 replicas: vec![],
             }],
             notifies: 0,
-        }
+        })
     }
 
     pub(super) fn finish(

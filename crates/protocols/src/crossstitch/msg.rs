@@ -58,24 +58,7 @@ pub enum Status {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Msg {
     /// Position `pos - 1` → position `pos`: run your state(s) of this transaction.
-    Exec {
-        /// Transaction.
-        txn: TxnId,
-        /// MVTO timestamp.
-        ts: u64,
-        /// The program and the values read so far.
-        exec: Execution,
-        /// How many of the program's writes have been performed.
-        writes_done: u32,
-        /// Reads made so far, with versions.
-        reads: Vec<ReadRec>,
-        /// Writes performed so far.
-        writes: Vec<WriteRec>,
-        /// Positions 0..pos (0 is the client).
-        chain: Vec<Hop>,
-        /// Notifies the receiver must collect (its predecessor's replicas).
-        notifies: u32,
-    },
+    Exec(Exec),
     /// Position `pos` → `pos - 1`: executed; the position after me is `next` (`None`:
     /// I am the last).
     Ack {
@@ -113,20 +96,7 @@ pub enum Msg {
         reason: AbortReason,
     },
     /// Primary → replica: hold these puts; notify `notify` (position `pos`).
-    Replicate {
-        /// Transaction.
-        txn: TxnId,
-        /// MVTO timestamp.
-        ts: u64,
-        /// The puts (key, version, value).
-        puts: Vec<(Key, VersionId, Value)>,
-        /// Who to notify.
-        notify: NodeId,
-        /// The notified server's position.
-        pos: u32,
-        /// Nodes of the chain so far (to ask for the outcome if the primary forgets).
-        chain: Vec<NodeId>,
-    },
+    Replicate(Replicate),
     /// Replica → position `pos`: the puts of your predecessor are replicated here.
     Notify {
         /// Transaction.
@@ -243,12 +213,12 @@ impl Msg {
     pub(super) fn txn(&self) -> Option<TxnId> {
         use Msg::*;
         match self {
-            Exec { txn, .. }
+            Exec(self::Exec { txn, .. })
             | Ack { txn, .. }
             | Refused { txn, .. }
             | Precommit { txn, .. }
             | ForwardAbort { txn, .. }
-            | Replicate { txn, .. }
+            | Replicate(self::Replicate { txn, .. })
             | Notify { txn, .. }
             | ReplicaRefused { txn, .. }
             | Decide { txn, .. }
@@ -262,4 +232,42 @@ impl Msg {
             SyncReq | SyncState { .. } => None,
         }
     }
+}
+
+/// Position `pos - 1` → position `pos`: run your state(s) of this transaction.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Exec {
+    /// Transaction.
+    pub txn: TxnId,
+    /// MVTO timestamp.
+    pub ts: u64,
+    /// The program and the values read so far.
+    pub exec: Execution,
+    /// How many of the program's writes have been performed.
+    pub writes_done: u32,
+    /// Reads made so far, with versions.
+    pub reads: Vec<ReadRec>,
+    /// Writes performed so far.
+    pub writes: Vec<WriteRec>,
+    /// Positions 0..pos (0 is the client).
+    pub chain: Vec<Hop>,
+    /// Notifies the receiver must collect (its predecessor's replicas).
+    pub notifies: u32,
+}
+
+/// Primary → replica: hold these puts; notify `notify` (position `pos`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Replicate {
+    /// Transaction.
+    pub txn: TxnId,
+    /// MVTO timestamp.
+    pub ts: u64,
+    /// The puts (key, version, value).
+    pub puts: Vec<(Key, VersionId, Value)>,
+    /// Who to notify.
+    pub notify: NodeId,
+    /// The notified server's position.
+    pub pos: u32,
+    /// Nodes of the chain so far (to ask for the outcome if the primary forgets).
+    pub chain: Vec<NodeId>,
 }

@@ -4,18 +4,15 @@
 use super::*;
 
 impl Server {
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn on_replicate(
-        &mut self,
-        from: NodeId,
-        txn: TxnId,
-        ts: u64,
-        puts: Vec<(Key, VersionId, Value)>,
-        notify: NodeId,
-        pos: u32,
-        chain: Vec<NodeId>,
-        cx: &mut Ctx<'_, Msg>,
-    ) {
+    pub(super) fn on_replicate(&mut self, from: NodeId, m: Replicate, cx: &mut Ctx<'_, Msg>) {
+        let Replicate {
+            txn,
+            ts,
+            puts,
+            notify,
+            pos,
+            chain,
+        } = m;
         if let Some(d) = self.done.get(&txn) {
             if d.commit {
                 // Late copy of a committed transaction's puts: install them.

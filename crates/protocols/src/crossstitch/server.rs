@@ -487,8 +487,8 @@ impl Actor for Server {
         // Every message that can make this server act on a transaction names its
         // timestamp: the watermark covers it before anything is done.
         match &msg {
-            Msg::Exec { ts, .. }
-            | Msg::Replicate { ts, .. }
+            Msg::Exec(Exec { ts, .. })
+            | Msg::Replicate(Replicate { ts, .. })
             | Msg::Query { ts, .. }
             | Msg::Recover { ts, .. }
             | Msg::Accept { ts, .. }
@@ -496,28 +496,12 @@ impl Actor for Server {
             _ => {}
         }
         match msg {
-            Msg::Exec {
-                txn,
-                ts,
-                exec,
-                writes_done,
-                reads,
-                writes,
-                chain,
-                notifies,
-            } => self.on_exec(from, txn, ts, exec, writes_done, reads, writes, chain, notifies, cx),
+            Msg::Exec(m) => self.on_exec(from, m, cx),
             Msg::Ack { txn, pos, next } => self.on_ack(from, txn, pos, next, cx),
             Msg::Refused { txn, pos } => self.on_refused(from, txn, pos, cx),
             Msg::Precommit { txn, pos } => self.on_precommit(txn, pos, cx),
             Msg::ForwardAbort { txn, pos, reason } => self.on_forward_abort(txn, pos, reason, cx),
-            Msg::Replicate {
-                txn,
-                ts,
-                puts,
-                notify,
-                pos,
-                chain,
-            } => self.on_replicate(from, txn, ts, puts, notify, pos, chain, cx),
+            Msg::Replicate(m) => self.on_replicate(from, m, cx),
             Msg::Notify { txn, pos } => self.on_notify(from, txn, pos, cx),
             Msg::ReplicaRefused { txn, pos } => self.on_replica_refused(from, txn, pos, cx),
             Msg::Decide {

@@ -131,7 +131,7 @@ impl Net {
 }
 
 fn is_exec_to(pos: u32) -> impl Fn(&Msg) -> bool {
-    move |m| matches!(m, Msg::Exec { chain, .. } if chain.len() as u32 == pos)
+    move |m| matches!(m, Msg::Exec(Exec { chain, .. }) if chain.len() as u32 == pos)
 }
 
 #[test]
@@ -234,7 +234,7 @@ fn lost_messages_are_recovered_by_retransmission() {
     for kind in ["exec", "ack", "precommit", "notify", "accept", "decide"] {
         let mut n = Net::new();
         n.drop_once = Some(Box::new(move |_, _, m| match kind {
-            "exec" => matches!(m, Msg::Exec { chain, .. } if chain.len() == 2),
+            "exec" => matches!(m, Msg::Exec(Exec { chain, .. }) if chain.len() == 2),
             "ack" => matches!(m, Msg::Ack { pos: 2, .. }),
             "precommit" => matches!(m, Msg::Precommit { pos: 2, .. }),
             "notify" => matches!(m, Msg::Notify { .. }),
