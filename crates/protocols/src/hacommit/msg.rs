@@ -270,8 +270,12 @@ pub(super) fn p2a_by_node(
         .into_iter()
         .map(|(n, targets)| {
             let m = Msg::P2a(P2a {
+                txn: proposal.txn,
+                ts: proposal.ts,
                 targets,
-                ..proposal.clone()
+                ballot: proposal.ballot,
+                commit: proposal.commit,
+                shards: proposal.shards.clone(),
             });
             (n, m)
         })
