@@ -177,6 +177,9 @@ reasons! {
     /// CrossStitch: a replica of the previous position's puts restarted and may have
     /// acted on the transaction before its crash, so it will not hold them.
     ReplicaRestarted => "a replica of the puts restarted and may have forgotten the transaction",
+    /// CrossStitch: the shard's primary was replaced (its keys failed over to its
+    /// replica) before the transaction got past it.
+    PrimaryFailedOver => "the shard's primary failed over to its replica",
     // ---- Catenae
     /// Catenae: the program does not pre-declare its keys (catenae.md §VI-B).
     Undeclared => "the protocol runs only pre-declared transactions and this program declares no key set",

@@ -26,8 +26,9 @@ use serde::Serialize;
 /// The wire version this build speaks. 5: keys, transaction ids and version ids are
 /// encoded as bytes and numbers instead of text (issue 22). 6: a Catenae vote may be
 /// an abstention. 7: a CrossStitch replica may refuse a put (`ReplicaRefused`). 8: a HACommit last operation carries the
-/// version of each key read.
-pub const VERSION: u8 = 8;
+/// version of each key read. 9: CrossStitch fails keys over (views, leases, witness,
+/// waived notifies; a replicated put names its shards' views).
+pub const VERSION: u8 = 9;
 
 /// The largest frame accepted (length field), 16 MiB.
 pub const MAX_FRAME: usize = 16 << 20;

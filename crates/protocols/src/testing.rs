@@ -103,6 +103,8 @@ pub struct Net<P: Protocol> {
     /// Whether a crashed node's messages still in flight are lost too (by default they
     /// are delivered, as on a real network).
     pub drop_from_down: bool,
+    /// Links that lose every message (from, to): a cut, one direction per entry.
+    pub cut: BTreeSet<(NodeId, NodeId)>,
     /// Drops the first message matching, once.
     pub drop_once: Option<Filter<P::Msg>>,
     /// Delivers the first message matching twice, once.
@@ -130,6 +132,7 @@ impl<P: Protocol> Net<P> {
             outside: vec![],
             down: BTreeSet::new(),
             drop_from_down: false,
+            cut: BTreeSet::new(),
             drop_once: None,
             duplicate_once: None,
             crash_after: None,
@@ -188,7 +191,10 @@ impl<P: Protocol> Net<P> {
                     continue;
                 }
             }
-            if self.down.contains(&to) || (self.drop_from_down && self.down.contains(&from)) {
+            if self.down.contains(&to)
+                || (self.drop_from_down && self.down.contains(&from))
+                || self.cut.contains(&(from, to))
+            {
                 continue;
             }
             if self.crash_before.as_ref().is_some_and(|(n, f)| *n == to && f(&m)) {
@@ -251,6 +257,17 @@ impl<P: Protocol> Net<P> {
             }
             self.pump();
         }
+    }
+
+    /// Cuts the links between `a` and `b`, both ways (`heal` joins them again).
+    pub fn cut_between(&mut self, a: NodeId, b: NodeId) {
+        self.cut.insert((a, b));
+        self.cut.insert((b, a));
+    }
+
+    /// Joins every cut link again.
+    pub fn heal(&mut self) {
+        self.cut.clear();
     }
 
     /// Crashes server `n` (its volatile state goes).

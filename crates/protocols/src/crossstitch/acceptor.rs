@@ -22,7 +22,7 @@ impl Server {
 
     /// Accepts `decision` at `ballot` if allowed; returns whether it did.
     pub(super) fn accept(&mut self, txn: TxnId, ts: u64, ballot: Ballot, decision: &Decision, now: Time) -> bool {
-        if !self.may_accept_ballot(ts, ballot) || !self.syncing.is_empty() {
+        if !self.may_accept_ballot(ts, ballot) || self.restarting() {
             return false;
         }
         let a = self.acceptor(txn, now);
@@ -58,7 +58,7 @@ impl Server {
         // replica). Restarted servers re-sync data, not acceptor state, so a
         // forgetful acceptor is an absent one in phase 1; it may still accept a
         // later ballot in phase 2 (see `may_accept_ballot`).
-        if self.forgot(ts) || !self.may_accept_ballot(ts, ballot) || !self.syncing.is_empty() {
+        if self.forgot(ts) || !self.may_accept_ballot(ts, ballot) || self.restarting() {
             return;
         }
         self.admit_ballot(ballot, cx);

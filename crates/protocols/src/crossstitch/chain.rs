@@ -7,6 +7,12 @@ use super::*;
 
 impl Server {
     pub(super) fn on_exec(&mut self, from: NodeId, m: Exec, cx: &mut Ctx<'_, Msg>) {
+        let fresh = !self.parts.contains_key(&(m.txn, m.chain.len() as u32)) && !self.done.contains_key(&m.txn);
+        if fresh && !self.forgot(m.ts) && !self.restarting() && !self.may_serve(m.ts) {
+            // Fail-over: the members have not promised a read floor above it yet.
+            self.park(from, m, cx);
+            return;
+        }
         let Exec {
             txn,
             ts,
@@ -45,7 +51,7 @@ impl Server {
             cx.send(from, Msg::Refused { txn, pos });
             return;
         }
-        if !self.syncing.is_empty() {
+        if self.restarting() {
             self.abort_new(txn, &chain, AbortReason::Resyncing, cx);
             return;
         }
@@ -90,8 +96,6 @@ impl Server {
             since: cx.now(),
             heard_next: cx.now(),
         };
-        // Read timestamps set before the crash are lost: refuse writes below it.
-        let floor = self.forgot_before * TS_SCALE;
         // Run every state this server can serve.
         let outcome: Result<Option<NodeId>, AbortReason> = loop {
             let (step, ws) = match exec.step_ops(&self.env.registry) {
@@ -107,7 +111,15 @@ impl Server {
                     moved = Some(owner);
                     break;
                 }
+                if self.stale.contains(&self.env.layout.shard_of(&key).0) {
+                    // Primary of a shard whose data it does not hold whole.
+                    refused = Some(AbortReason::Resyncing);
+                    break;
+                }
                 let id = VersionId { txn, seq: writes_done };
+                // Read timestamps set before a crash, or by a primary this server took
+                // the shard over from, are not here: refuse writes below them.
+                let floor = self.write_floor(self.env.layout.shard_of(&key).0);
                 if let Err(why) = self.put(ts, floor, &key, id, &value, &mut part) {
                     refused = Some(why);
                     break;
@@ -127,6 +139,9 @@ impl Server {
                     let owner = self.primary_of(&key);
                     if owner != self.me {
                         break Ok(Some(owner));
+                    }
+                    if self.stale.contains(&self.env.layout.shard_of(&key).0) {
+                        break Err(AbortReason::Resyncing);
                     }
                     let r = self.store.mvto_read(&key, ts, true);
                     cx.charge_ops(1);
@@ -163,17 +178,23 @@ impl Server {
                 let prev = part.chain[pos as usize - 1].node;
                 // Replicate this position's puts.
                 let target = next.unwrap_or(self.me);
-                let mut by_replica: BTreeMap<NodeId, Vec<(Key, VersionId, Value)>> = BTreeMap::new();
+                type Copy = (Vec<(Key, VersionId, Value)>, Vec<(u32, u32)>);
+                let mut by_replica: BTreeMap<NodeId, Copy> = BTreeMap::new();
                 for (k, v, val) in &part.puts {
-                    let s = self.env.layout.shard_of(k);
-                    for r in self.env.layout.replicas(s).iter().filter(|r| **r != self.me) {
-                        by_replica.entry(*r).or_default().push((k.clone(), *v, val.clone()));
+                    let s = self.env.layout.shard_of(k).0;
+                    let view = self.view(s);
+                    for r in view.members.iter().filter(|r| **r != self.me) {
+                        let e = by_replica.entry(*r).or_default();
+                        e.0.push((k.clone(), *v, val.clone()));
+                        if !e.1.contains(&(s, view.view)) {
+                            e.1.push((s, view.view));
+                        }
                     }
                 }
                 let replicas: Vec<NodeId> = by_replica.keys().copied().collect();
                 part.chain[pos as usize].replicas = replicas.clone();
                 let chain_nodes: Vec<NodeId> = part.chain.iter().map(|h| h.node).collect();
-                for (r, puts) in by_replica {
+                for (r, (puts, views)) in by_replica {
                     let m = Msg::Replicate(Replicate {
                         txn,
                         ts,
@@ -181,6 +202,7 @@ impl Server {
                         notify: target,
                         pos: if next.is_some() { pos + 1 } else { pos },
                         chain: chain_nodes.clone(),
+                        views,
                     });
                     cx.send(r, m.clone());
                     part.replicate.push((r, m));

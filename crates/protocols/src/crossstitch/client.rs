@@ -32,13 +32,21 @@ pub struct Client {
     pub(super) id: ClientId,
     pub(super) dc: DcId,
     pub(super) cur: Option<Current>,
+    /// Shards whose keys failed over (§4.1): their view as last told (`Msg::View`).
+    pub(super) views: BTreeMap<u32, ShardView>,
 }
 
 impl Client {
     /// A client on `node`.
     pub fn new(env: Env, node: NodeId, id: ClientId) -> Self {
         let dc = env.layout.dc_of(node);
-        Client { env, id, dc, cur: None }
+        Client {
+            env,
+            id,
+            dc,
+            cur: None,
+            views: BTreeMap::new(),
+        }
     }
 
     pub(super) fn exec_msg(&self, cur: &Current, me: NodeId) -> Msg {
@@ -78,6 +86,10 @@ impl Actor for Client {
     type Msg = Msg;
 
     fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+        if let Msg::View(v) = msg {
+            self.on_view(v, cx);
+            return;
+        }
         let Some(cur) = self.cur.as_mut() else { return };
         if msg.txn() != Some(cur.rec.id) {
             return;
@@ -130,18 +142,7 @@ impl Actor for Client {
         if !cur.acked {
             if now.saturating_sub(cur.since) >= tm.vote {
                 // Not precommitted: the client may abort alone.
-                let first = cur.first;
-                let why = AbortReason::FirstServerTimeout;
-                cx.send(
-                    first,
-                    Msg::ForwardAbort {
-                        txn,
-                        pos: 1,
-                        reason: why.clone(),
-                    },
-                );
-                self.tell_abort(txn, first, false, why, cx);
-                self.finish(Outcome::Aborted, None, Some(AbortReason::FirstServerTimeout), cx);
+                self.abort_alone(AbortReason::FirstServerTimeout, cx);
                 return;
             }
             let m = self.exec_msg(cur, me);
@@ -195,6 +196,46 @@ impl Actor for Client {
 }
 
 impl Client {
+    /// A new view of a shard: later transactions start at its primary, and one sent
+    /// to a primary that lost the shard, not yet acknowledged, aborts now rather than
+    /// at the vote timeout.
+    fn on_view(&mut self, v: ShardView, cx: &mut Ctx<'_, Msg>) {
+        let s = v.shard;
+        if s >= self.env.layout.topology.shards {
+            return;
+        }
+        let old = self
+            .views
+            .get(&s)
+            .cloned()
+            .unwrap_or_else(|| failover::first_view(&self.env.layout, s));
+        if v.view <= old.view {
+            return;
+        }
+        let lost = !v.members.contains(&old.primary);
+        self.views.insert(s, v);
+        if lost && self.cur.as_ref().is_some_and(|c| !c.acked && c.first == old.primary) {
+            self.abort_alone(AbortReason::PrimaryFailedOver, cx);
+        }
+    }
+
+    /// Aborts the transaction in flight, which its first server has not acknowledged
+    /// (so no one has precommitted): tells the first server and its partners.
+    fn abort_alone(&mut self, why: AbortReason, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_ref() else { return };
+        let (txn, first) = (cur.rec.id, cur.first);
+        cx.send(
+            first,
+            Msg::ForwardAbort {
+                txn,
+                pos: 1,
+                reason: why.clone(),
+            },
+        );
+        self.tell_abort(txn, first, false, why.clone(), cx);
+        self.finish(Outcome::Aborted, None, Some(why), cx);
+    }
+
     /// The client ends a transaction as aborted without the chain's help (its first
     /// server silent): the replicas of the first server's shards (and, with
     /// `first_too`, the first server) are told directly. Otherwise tentative puts the
@@ -256,7 +297,11 @@ impl ClientRole for Client {
                 return;
             }
         };
-        let first = self.env.layout.primary(self.env.layout.shard_of(&first_key));
+        let s = self.env.layout.shard_of(&first_key);
+        let first = self
+            .views
+            .get(&s.0)
+            .map_or_else(|| self.env.layout.primary(s), |v| v.primary);
         let cur = Current {
             ts,
             rec,

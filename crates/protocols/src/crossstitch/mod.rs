@@ -139,6 +139,7 @@ mod acceptor;
 mod chain;
 mod client;
 mod decide;
+mod failover;
 mod msg;
 mod recovery;
 mod replication;
@@ -146,6 +147,7 @@ mod server;
 mod sync;
 
 pub use client::Client;
+pub use failover::witness_of;
 pub use msg::*;
 use server::*;
 pub use server::{txn_replicas, Server};

@@ -54,6 +54,22 @@ pub enum Status {
     Unknown,
 }
 
+/// One shard's configuration (fail-over, §4.1): its acting primary and the copies that
+/// hold its data (primary included, in the layout's copy order). View 0 is the
+/// layout's: the first copy primary, every copy a member. Each change is agreed at the
+/// shard's witness ([`witness_of`]) by compare-and-set on `view`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardView {
+    /// The shard.
+    pub shard: u32,
+    /// Its number (0, 1, ...): each change adds one.
+    pub view: u32,
+    /// The copy that executes the shard's states.
+    pub primary: NodeId,
+    /// The copies holding its data (the primary's puts are replicated to the others).
+    pub members: Vec<NodeId>,
+}
+
 /// CrossStitch messages.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Msg {
@@ -206,6 +222,63 @@ pub enum Msg {
         /// For each transaction with a tentative version: nodes to ask its outcome,
         /// and its last server if known (whose transaction replicas can recover it).
         askers: Vec<(TxnId, Vec<NodeId>, Option<NodeId>)>,
+        /// The sender's views of the shards the two share.
+        views: Vec<ShardView>,
+        /// Above every timestamp (clock units) the sender may have served a read at:
+        /// the receiver may take a shard over from the sender only refusing writes
+        /// below it.
+        floor: Time,
+    },
+    /// Primary → the other members of its shards (every sweep, and when a read needs
+    /// it): I am your primary in these (shard, view)s and may serve reads below
+    /// `floor` (clock units); promise to refuse writes below it if you take over.
+    Lease {
+        /// (shard, view) pairs.
+        views: Vec<(u32, u32)>,
+        /// The floor asked for.
+        floor: Time,
+    },
+    /// Member → primary: promised, for the (shard, view)s it agrees with.
+    LeaseAck {
+        /// (shard, view) pairs agreed.
+        views: Vec<(u32, u32)>,
+        /// The floor promised.
+        floor: Time,
+    },
+    /// Copy → the shard's witness: replace view `expect` by `new` (its `view` is
+    /// `expect + 1`, its primary the sender).
+    Cas {
+        /// The view the sender holds.
+        expect: u32,
+        /// The view proposed.
+        new: ShardView,
+    },
+    /// Witness → copy: the shard's view at the witness now (`ok`: it is the proposed
+    /// one).
+    CasReply {
+        /// Whether the proposal was taken.
+        ok: bool,
+        /// The witness's view.
+        view: ShardView,
+    },
+    /// A new view, told to every node by the copy that installed it.
+    View(ShardView),
+    /// Restarted copy → the shard's witness: which view is current? (Answered with a
+    /// `CasReply` that is not `ok`.)
+    ViewReq {
+        /// The shard.
+        shard: u32,
+    },
+    /// Primary → position `pos`: the notify of `replica` is waived, the replica was
+    /// dropped from the shards of your predecessor's puts (they live on the primary
+    /// alone now).
+    Waive {
+        /// Transaction.
+        txn: TxnId,
+        /// The receiver's position.
+        pos: u32,
+        /// The replica whose notify is waived.
+        replica: NodeId,
     },
 }
 
@@ -228,8 +301,16 @@ impl Msg {
             | Accept { txn, .. }
             | Accepted { txn, .. }
             | Prepare { txn, .. }
-            | Promise { txn, .. } => Some(*txn),
-            SyncReq | SyncState { .. } => None,
+            | Promise { txn, .. }
+            | Waive { txn, .. } => Some(*txn),
+            SyncReq
+            | SyncState { .. }
+            | Lease { .. }
+            | LeaseAck { .. }
+            | Cas { .. }
+            | CasReply { .. }
+            | View(_)
+            | ViewReq { .. } => None,
         }
     }
 }
@@ -270,4 +351,7 @@ pub struct Replicate {
     pub pos: u32,
     /// Nodes of the chain so far (to ask for the outcome if the primary forgets).
     pub chain: Vec<NodeId>,
+    /// The (shard, view) of each shard of the puts: a replica holds them only in the
+    /// same view, as a member, from the view's primary.
+    pub views: Vec<(u32, u32)>,
 }

@@ -127,7 +127,7 @@ impl Server {
                 } else {
                     Status::Pending
                 }
-            } else if self.forgot(ts) || !self.syncing.is_empty() || !kill {
+            } else if self.forgot(ts) || self.restarting() || !kill {
                 Status::Unknown
             } else {
                 // Never reached here: refuse it from now on.

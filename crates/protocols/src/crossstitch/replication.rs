@@ -12,6 +12,7 @@ impl Server {
             notify,
             pos,
             chain,
+            views,
         } = m;
         if let Some(d) = self.done.get(&txn) {
             if d.commit {
@@ -25,6 +26,24 @@ impl Server {
             cx.send(notify, Msg::Notify { txn, pos });
             return;
         }
+        // Fail-over: hold puts only from the primary of this server's view, as a
+        // member. A put of an older view (its sender lost the shard, or dropped this
+        // server) is refused out loud, so the waiting position aborts; one of a newer
+        // view is dropped until this server has learned it (the sender re-sends).
+        let mut newer = false;
+        for (s, v) in &views {
+            let my = self.view(*s);
+            if *v > my.view {
+                newer = true;
+            } else if *v < my.view || my.primary != from || !my.members.contains(&self.me) || self.stale.contains(s) {
+                cx.send(from, Msg::View(my));
+                cx.send(notify, Msg::ReplicaRefused { txn, pos });
+                return;
+            }
+        }
+        if newer {
+            return;
+        }
         if self.forgot(ts) {
             // It may have held these puts before its crash: it will not hold them now.
             // Say so, or the notified position waits for this notify until its vote
@@ -34,7 +53,7 @@ impl Server {
             cx.send(notify, Msg::ReplicaRefused { txn, pos });
             return;
         }
-        if !self.syncing.is_empty() {
+        if self.restarting() {
             // The primary re-sends until the outcome: take it once the data is here.
             return;
         }

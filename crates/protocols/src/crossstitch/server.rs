@@ -196,11 +196,56 @@ pub struct Server {
     pub(super) applied: HashMap<TxnId, bool>,
     /// Decisions that contradicted one applied here (must stay empty).
     pub(super) contradicted: Vec<(TxnId, bool)>,
+    /// Fail-over (§4.1; see failover.rs): every shard's view this server knows, when
+    /// not the layout's view 0.
+    pub(super) views: BTreeMap<u32, ShardView>,
+    /// Shards this server holds a copy of.
+    pub(super) mine: Vec<u32>,
+    /// As primary: the read floor (clock units) each other member promised, per
+    /// (shard, member).
+    pub(super) floor_acked: BTreeMap<(u32, NodeId), Time>,
+    /// As primary: when each other member last promised.
+    pub(super) member_heard: BTreeMap<(u32, NodeId), Time>,
+    /// As a member: when the shard's primary last asked for a promise.
+    pub(super) primary_heard: BTreeMap<u32, Time>,
+    /// As a member: the highest read floor promised per shard (to any primary).
+    pub(super) granted: BTreeMap<u32, Time>,
+    /// As a primary that took a shard over: writes below this timestamp are refused
+    /// (the deposed primary may have served reads below it).
+    pub(super) shard_floor: BTreeMap<u32, u64>,
+    /// The highest read floor this server asked its members for.
+    pub(super) lease_floor: Time,
+    /// Silence is counted from here at the earliest (start, restart, sync, new view).
+    pub(super) watch_since: Time,
+    /// View changes proposed to a witness and not answered yet: (expect, new, sent).
+    pub(super) cas: BTreeMap<u32, (u32, ShardView)>,
+    /// As witness: the views of the shards it witnesses, when not view 0. Durable (it
+    /// survives a crash as the watermarks do, with a synced write per change).
+    pub(super) witnessed: BTreeMap<u32, ShardView>,
+    /// As witness: restarted with no durable state at all (a real cluster without a
+    /// journal): it no longer knows the views it agreed to, so it agrees to none.
+    pub(super) witness_amnesiac: bool,
+    /// After a restart: shards whose current view the witness has not confirmed yet
+    /// (the partners' views may be old, the witness's is the one agreed).
+    pub(super) unsure: BTreeSet<u32>,
+    /// After a restart: the view in which a member sent each shard's data.
+    pub(super) synced_in: BTreeMap<u32, u32>,
+    /// Restarted, and not yet checked which shards' data came whole
+    /// ([`Server::restart_done`]).
+    pub(super) check_sync: bool,
+    /// Shards this server was dropped from and has not had the primary's data for
+    /// since: it asks for it every sweep, holds no puts and takes nothing over for
+    /// them, even once a view lists it as a member again.
+    pub(super) stale: BTreeSet<u32>,
+    /// Executions waiting for the members' promise of a read floor above their
+    /// timestamp (sender, execution, when parked).
+    pub(super) parked: Vec<(NodeId, Exec, Time)>,
 }
 
 impl Server {
     /// The server on `me`.
     pub fn new(env: Env, me: NodeId) -> Self {
+        let mine = env.layout.shards_of(me).into_iter().map(|s| s.0).collect();
         Server {
             mutant: crate::Mutant::None,
             env,
@@ -223,11 +268,28 @@ impl Server {
             syncing: BTreeSet::new(),
             applied: HashMap::default(),
             contradicted: vec![],
+            views: BTreeMap::new(),
+            mine,
+            floor_acked: BTreeMap::new(),
+            member_heard: BTreeMap::new(),
+            primary_heard: BTreeMap::new(),
+            granted: BTreeMap::new(),
+            shard_floor: BTreeMap::new(),
+            lease_floor: 0,
+            watch_since: 0,
+            cas: BTreeMap::new(),
+            witnessed: BTreeMap::new(),
+            witness_amnesiac: false,
+            stale: BTreeSet::new(),
+            unsure: BTreeSet::new(),
+            synced_in: BTreeMap::new(),
+            check_sync: false,
+            parked: vec![],
         }
     }
 
     pub(super) fn primary_of(&self, key: &Key) -> NodeId {
-        self.env.layout.primary(self.env.layout.shard_of(key))
+        self.view(self.env.layout.shard_of(key).0).primary
     }
 
     /// Whether this server may have forgotten what it did for a transaction of `ts`:
@@ -274,8 +336,10 @@ impl Server {
                 cx.send(n, Msg::SyncReq);
             }
         }
+        self.ask_views(cx);
         self.early_notifies
             .retain(|_, (at, _)| now.saturating_sub(*at) < t.idle);
+        self.sweep_failover(cx);
         // Positions.
         let mut keys: Vec<(TxnId, u32)> = self.parts.keys().copied().collect();
         keys.sort_unstable();
@@ -461,6 +525,13 @@ impl Server {
         cx.set_timer(t.sweep, ServerTimer::Sweep);
     }
 
+    /// Whether this server is still coming back from a restart: waiting for its
+    /// partners' data or for its shards' views from their witnesses. It serves nothing
+    /// meanwhile.
+    pub(super) fn restarting(&self) -> bool {
+        !self.syncing.is_empty() || !self.unsure.is_empty()
+    }
+
     /// Keys with an uncommitted version here.
     pub(super) fn pending_tentatives(&self) -> usize {
         self.store
@@ -481,6 +552,11 @@ impl Actor for Server {
         self.mark_ts = self.mark_ts.max(1);
         cx.charge_log_sync(8);
         cx.set_timer(self.env.timeouts.sweep, ServerTimer::Sweep);
+        // Fail-over: silence counts from now; the members' read-floor promise is
+        // asked for at once, ahead of the clock, so the first reads need not wait.
+        self.watch_since = cx.now();
+        self.lease_floor = self.lease_floor.max(cx.now() + 2 * self.env.timeouts.sweep);
+        self.send_leases(cx);
     }
 
     fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
@@ -528,7 +604,19 @@ impl Actor for Server {
                 accepted,
             } => self.on_promise(from, txn, ballot, ok, accepted, cx),
             Msg::SyncReq => self.on_sync_req(from, cx),
-            Msg::SyncState { versions, askers } => self.on_sync_state(from, versions, askers, cx),
+            Msg::SyncState {
+                versions,
+                askers,
+                views,
+                floor,
+            } => self.on_sync_state(from, versions, askers, views, floor, cx),
+            Msg::Lease { views, floor } => self.on_lease(from, views, floor, cx),
+            Msg::LeaseAck { views, floor } => self.on_lease_ack(from, views, floor, cx),
+            Msg::Cas { expect, new } => self.on_cas(from, expect, new, cx),
+            Msg::CasReply { ok, view } => self.on_cas_reply(ok, view, cx),
+            Msg::View(v) => self.install_view(v, false, false, cx),
+            Msg::ViewReq { shard } => self.on_view_req(from, shard, cx),
+            Msg::Waive { txn, pos, replica } => self.on_waive(from, txn, pos, replica, cx),
         }
     }
 
@@ -539,11 +627,12 @@ impl Actor for Server {
     }
 
     fn on_crash(&mut self) {
-        // Nothing survives but the watermarks: the data lives on in the shards' other
-        // replicas.
+        // Nothing survives but the watermarks and, as a witness, the views agreed to
+        // (each written durably): the data lives on in the shards' other replicas.
         let (mark_ts, mark_ballot) = (self.mark_ts, self.mark_ballot);
+        let witnessed = std::mem::take(&mut self.witnessed);
         *self = Server::new(self.env.clone(), self.me);
-        (self.mark_ts, self.mark_ballot) = (mark_ts, mark_ballot);
+        (self.mark_ts, self.mark_ballot, self.witnessed) = (mark_ts, mark_ballot, witnessed);
     }
 
     fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {
@@ -553,11 +642,22 @@ impl Actor for Server {
         // place the restart rule reads a clock; the restart guard of docs/CLUSTER.md
         // asks for `--durable` so that it does not happen).
         self.forgot_before = if self.mark_ts == 0 { cx.now() } else { self.mark_ts };
+        // With no watermark, the witness table is gone too: agree to no view change.
+        self.witness_amnesiac = self.mark_ts == 0;
         self.ballot_floor = self.mark_ballot;
         self.syncing = self.partners();
         for n in self.syncing.clone() {
             cx.send(n, Msg::SyncReq);
         }
+        self.check_sync = true;
+        // The views it held are gone: each shard's witness says which is current.
+        self.unsure = self
+            .mine
+            .iter()
+            .copied()
+            .filter(|s| witness_of(&self.env.layout, meridian_core::ShardId(*s)).is_some())
+            .collect();
+        self.ask_views(cx);
         self.on_start(cx);
     }
 }
@@ -569,12 +669,14 @@ impl Replica for Server {
     fn role(&self) -> Option<String> {
         let l = &self.env.layout;
         let roles = l.shards_of(self.me).into_iter().map(|s| {
-            let r = if !self.syncing.is_empty() {
+            let r = if self.restarting() {
                 "re-syncing"
-            } else if l.primary(s) == self.me {
+            } else if self.primary(s.0) == self.me {
                 "primary"
-            } else {
+            } else if self.members(s.0).contains(&self.me) {
                 "replica"
+            } else {
+                "dropped"
             };
             (r, s)
         });

@@ -1,0 +1,511 @@
+//! Fail-over of keys (crossstitch.md §4.1: "the keys that Server_{i+1} is hosting will
+//! failover to Server_{i+1}'s replica"; the recovered server "will also synchronize
+//! itself with its replica before resuming its original role").
+//!
+//! The paper names the fail-over but not its protocol; this is the one a careful
+//! implementer needs for it to be safe when a "failed" server is only cut off:
+//!
+//! - **Views.** Each shard has a view ([`ShardView`]): its acting primary and the
+//!   copies (members) that hold its data. A primary replicates its puts to the other
+//!   members and the next position waits for their notifies, as in §3.5. View 0 is the
+//!   layout's.
+//! - **A witness per shard.** Two copies cannot tell a dead partner from a cut link, so
+//!   a third server, the shard's witness ([`witness_of`], the nearest server holding no
+//!   copy), orders view changes by compare-and-set on the view number: a replica that
+//!   takes the shard over from a silent primary and a primary that drops a silent
+//!   replica cannot both win. The witness keeps its table durably (one synced write per
+//!   change, like the watermarks); a witness restarted with no state at all (a real
+//!   cluster without a journal) agrees to nothing more, which costs fail-over, never
+//!   safety.
+//! - **Read floors instead of time leases.** A primary may serve a read at timestamp
+//!   `ts` only once every other member has promised a floor above `ts` (`Lease` /
+//!   `LeaseAck`, every sweep as a heartbeat, asked for ahead of the clock so reads
+//!   rarely wait). A member that takes the shard over refuses writes below the highest
+//!   floor it promised, so a deposed primary still serving reads below it cannot be
+//!   contradicted by a write the new primary lets in. No clock is compared across
+//!   servers: skew costs liveness, never safety.
+//! - **Writes need the members.** A member refuses a put replicated in an older view or
+//!   by a node that is not its view's primary (`ReplicaRefused`), so a deposed primary
+//!   cannot commit a write. A primary that dropped a replica waives that replica's
+//!   notifies for puts already sent (`Waive`): they live on the primary alone.
+//! - **Who fails over.** A member that has not heard its primary's lease for
+//!   `failover` proposes itself as primary without the old one; a primary that has not
+//!   heard a member for `failover` proposes to drop it. The winner tells every node
+//!   (`View`); positions (and clients) whose forward went to a primary that lost the
+//!   shard and that have not been acknowledged abort at once (they could at their vote
+//!   timeout), and new transactions go to the new primary.
+//! - **Coming back.** A server that restarted, or learns it was dropped, re-syncs from
+//!   the shard's primary; the primary first adds it back as a member at the witness,
+//!   then sends its data, so every later put reaches it. It does not take its primary
+//!   role back: the roles stay where the fail-over left them until the next failure
+//!   (the paper's "resuming its original role" would need a hand-over that stops the
+//!   acting primary; both copies are in the same DC, so the chain's WAN trips are the
+//!   same either way).
+
+use super::*;
+
+/// The witness of shard `s`: the server holding no copy of it that is nearest to its
+/// first copy (lowest RTT, then the ones following it in id order). `None` when every
+/// server holds a copy: the shard then cannot fail over.
+pub fn witness_of(layout: &meridian_core::Layout, s: meridian_core::ShardId) -> Option<NodeId> {
+    let reps = layout.replicas(s);
+    let p = reps[0];
+    let dc = layout.dc_of(p);
+    let n = layout.num_servers();
+    let after = |a: NodeId| (a.0 + n - p.0) % n;
+    (0..n).map(NodeId).filter(|x| !reps.contains(x)).min_by(|a, b| {
+        let ra = layout.topology.rtt(dc, layout.dc_of(*a));
+        let rb = layout.topology.rtt(dc, layout.dc_of(*b));
+        ra.partial_cmp(&rb)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(after(*a).cmp(&after(*b)))
+    })
+}
+
+/// The layout's view of shard `s` (view 0).
+pub(super) fn first_view(layout: &meridian_core::Layout, s: u32) -> ShardView {
+    let reps = layout.replicas(meridian_core::ShardId(s));
+    ShardView {
+        shard: s,
+        view: 0,
+        primary: reps[0],
+        members: reps.to_vec(),
+    }
+}
+
+impl Server {
+    /// Shard `s`'s view as this server knows it.
+    pub(super) fn view(&self, s: u32) -> ShardView {
+        self.views
+            .get(&s)
+            .cloned()
+            .unwrap_or_else(|| first_view(&self.env.layout, s))
+    }
+
+    /// The acting primary of shard `s`.
+    pub(super) fn primary(&self, s: u32) -> NodeId {
+        self.views
+            .get(&s)
+            .map_or_else(|| self.env.layout.primary(meridian_core::ShardId(s)), |v| v.primary)
+    }
+
+    /// The members of shard `s` (copies holding its data).
+    pub(super) fn members(&self, s: u32) -> &[NodeId] {
+        match self.views.get(&s) {
+            Some(v) => &v.members,
+            None => self.env.layout.replicas(meridian_core::ShardId(s)),
+        }
+    }
+
+    /// Writes below this timestamp are refused on shard `s`: before the restart
+    /// watermark (read timestamps lost in a crash) or below the floor promised to a
+    /// primary this server took the shard over from.
+    pub(super) fn write_floor(&self, s: u32) -> u64 {
+        (self.forgot_before * TS_SCALE).max(self.shard_floor.get(&s).copied().unwrap_or(0))
+    }
+
+    /// Whether every other member of every shard this server is primary of has
+    /// promised a read floor above `ts`.
+    pub(super) fn may_serve(&self, ts: u64) -> bool {
+        let t = ts / TS_SCALE;
+        self.mine.iter().all(|s| {
+            self.primary(*s) != self.me
+                || self
+                    .members(*s)
+                    .iter()
+                    .filter(|r| **r != self.me)
+                    .all(|r| self.floor_acked.get(&(*s, *r)).is_some_and(|f| *f > t))
+        })
+    }
+
+    /// Holds an execution until the members promise a floor above its timestamp, and
+    /// asks them for one now.
+    pub(super) fn park(&mut self, from: NodeId, m: Exec, cx: &mut Ctx<'_, Msg>) {
+        let pos = m.chain.len();
+        let want = m.ts / TS_SCALE + 2 * self.env.timeouts.sweep;
+        if !self
+            .parked
+            .iter()
+            .any(|(_, e, _)| e.txn == m.txn && e.chain.len() == pos)
+        {
+            self.parked.push((from, m, cx.now()));
+        }
+        if want > self.lease_floor {
+            self.lease_floor = want;
+            self.send_leases(cx);
+        }
+    }
+
+    /// Runs the parked executions again (each parks again if still not covered).
+    pub(super) fn unpark(&mut self, cx: &mut Ctx<'_, Msg>) {
+        if self.parked.is_empty() {
+            return;
+        }
+        for (from, m, _) in std::mem::take(&mut self.parked) {
+            self.on_exec(from, m, cx);
+        }
+    }
+
+    /// Asks every other member of the shards this server is primary of for the read
+    /// floor (also the primary's heartbeat).
+    pub(super) fn send_leases(&mut self, cx: &mut Ctx<'_, Msg>) {
+        if self.restarting() {
+            return;
+        }
+        let mut to: BTreeMap<NodeId, Vec<(u32, u32)>> = BTreeMap::new();
+        for s in &self.mine {
+            let v = self.view(*s);
+            if v.primary == self.me && !self.stale.contains(s) {
+                for r in v.members.iter().filter(|r| **r != self.me) {
+                    to.entry(*r).or_default().push((*s, v.view));
+                }
+            }
+        }
+        for (r, views) in to {
+            cx.send(
+                r,
+                Msg::Lease {
+                    views,
+                    floor: self.lease_floor,
+                },
+            );
+        }
+    }
+
+    pub(super) fn on_lease(&mut self, from: NodeId, views: Vec<(u32, u32)>, floor: Time, cx: &mut Ctx<'_, Msg>) {
+        if self.restarting() {
+            // What it promised before a restart is gone: it promises again once the
+            // primary's data (and floor) are here.
+            return;
+        }
+        let now = cx.now();
+        let mut agreed = vec![];
+        for (s, v) in views {
+            if !self.mine.contains(&s) {
+                continue;
+            }
+            let my = self.view(s);
+            if my.view == v && my.primary == from && my.members.contains(&self.me) {
+                let g = self.granted.entry(s).or_insert(0);
+                *g = (*g).max(floor);
+                self.primary_heard.insert(s, now);
+                agreed.push((s, v));
+            } else if my.view > v {
+                // The sender lost the shard: tell it.
+                cx.send(from, Msg::View(my));
+            }
+        }
+        if !agreed.is_empty() {
+            cx.send(from, Msg::LeaseAck { views: agreed, floor });
+        }
+    }
+
+    pub(super) fn on_lease_ack(&mut self, from: NodeId, views: Vec<(u32, u32)>, floor: Time, cx: &mut Ctx<'_, Msg>) {
+        let now = cx.now();
+        for (s, v) in views {
+            let my = self.view(s);
+            if my.view == v && my.primary == self.me && my.members.contains(&from) {
+                let f = self.floor_acked.entry((s, from)).or_insert(0);
+                *f = (*f).max(floor);
+                self.member_heard.insert((s, from), now);
+            }
+        }
+        self.unpark(cx);
+    }
+
+    /// Proposes view `new` of a shard to its witness (re-sent every sweep until it
+    /// answers).
+    pub(super) fn propose(&mut self, expect: u32, new: ShardView, cx: &mut Ctx<'_, Msg>) {
+        let Some(w) = witness_of(&self.env.layout, meridian_core::ShardId(new.shard)) else {
+            return;
+        };
+        cx.send(
+            w,
+            Msg::Cas {
+                expect,
+                new: new.clone(),
+            },
+        );
+        self.cas.insert(new.shard, (expect, new));
+    }
+
+    /// The fail-over part of the sweep: heartbeats, and view changes for silent
+    /// partners.
+    pub(super) fn sweep_failover(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let now = cx.now();
+        let t = self.env.timeouts.clone();
+        // A parked execution whose predecessor gave up on it by now is dropped.
+        self.parked.retain(|(_, _, at)| now.saturating_sub(*at) < t.vote);
+        if self.restarting() {
+            return;
+        }
+        // A copy dropped from a shard asks the shard's primary, every sweep, to take it
+        // back and send it its data (it keeps serving the shards it is still a member
+        // of). A view that lists it again is not enough: the data must have come.
+        let ask: BTreeSet<NodeId> = self.stale.iter().map(|s| self.primary(*s)).collect();
+        for n in ask {
+            cx.send(n, Msg::SyncReq);
+        }
+        self.lease_floor = self.lease_floor.max(now + 2 * t.sweep);
+        self.send_leases(cx);
+        let quiet = |heard: Option<&Time>, since: Time| {
+            now.saturating_sub(heard.copied().unwrap_or(0).max(since)) >= t.failover
+        };
+        for s in self.mine.clone() {
+            if let Some((expect, new)) = self.cas.get(&s).cloned() {
+                self.propose(expect, new, cx);
+                continue;
+            }
+            let v = self.view(s);
+            if !v.members.contains(&self.me) || self.stale.contains(&s) {
+                continue;
+            }
+            let new = if v.primary == self.me {
+                let silent: Vec<NodeId> = v
+                    .members
+                    .iter()
+                    .copied()
+                    .filter(|r| *r != self.me && quiet(self.member_heard.get(&(s, *r)), self.watch_since))
+                    .collect();
+                if silent.is_empty() {
+                    continue;
+                }
+                ShardView {
+                    shard: s,
+                    view: v.view + 1,
+                    primary: self.me,
+                    members: v.members.iter().copied().filter(|r| !silent.contains(r)).collect(),
+                }
+            } else {
+                if !quiet(self.primary_heard.get(&s), self.watch_since) {
+                    continue;
+                }
+                ShardView {
+                    shard: s,
+                    view: v.view + 1,
+                    primary: self.me,
+                    members: v.members.iter().copied().filter(|r| *r != v.primary).collect(),
+                }
+            };
+            self.propose(v.view, new, cx);
+        }
+    }
+
+    /// As the shard's witness: take `new` if it follows the view held here.
+    pub(super) fn on_cas(&mut self, from: NodeId, expect: u32, new: ShardView, cx: &mut Ctx<'_, Msg>) {
+        let s = new.shard;
+        let layout = &self.env.layout;
+        if s >= layout.topology.shards
+            || witness_of(layout, meridian_core::ShardId(s)) != Some(self.me)
+            || self.witness_amnesiac
+        {
+            return;
+        }
+        let cur = self.witnessed.get(&s).cloned().unwrap_or_else(|| first_view(layout, s));
+        let copies = layout.replicas(meridian_core::ShardId(s));
+        let ok = if cur == new {
+            true
+        } else if cur.view == expect
+            && new.view == expect + 1
+            && new.primary == from
+            && cur.members.contains(&from)
+            && new.members.contains(&from)
+            && new.members.iter().all(|m| copies.contains(m))
+        {
+            // Durable before the answer leaves.
+            cx.charge_log_sync(32);
+            self.witnessed.insert(s, new.clone());
+            true
+        } else {
+            false
+        };
+        let view = self.witnessed.get(&s).cloned().unwrap_or_else(|| first_view(layout, s));
+        cx.send(from, Msg::CasReply { ok, view });
+    }
+
+    pub(super) fn on_cas_reply(&mut self, ok: bool, view: ShardView, cx: &mut Ctx<'_, Msg>) {
+        let s = view.shard;
+        let mine = self.cas.get(&s).is_some_and(|(_, new)| *new == view);
+        if mine || !ok {
+            self.cas.remove(&s);
+        }
+        self.install_view(view, mine && ok, false, cx);
+        if self.unsure.remove(&s) {
+            self.restart_done(cx);
+        }
+    }
+
+    /// As the shard's witness: the view held here, to a restarted copy.
+    pub(super) fn on_view_req(&mut self, from: NodeId, s: u32, cx: &mut Ctx<'_, Msg>) {
+        let layout = &self.env.layout;
+        if s >= layout.topology.shards
+            || witness_of(layout, meridian_core::ShardId(s)) != Some(self.me)
+            || self.witness_amnesiac
+        {
+            return;
+        }
+        let view = self.witnessed.get(&s).cloned().unwrap_or_else(|| first_view(layout, s));
+        cx.send(from, Msg::CasReply { ok: false, view });
+    }
+
+    /// Asks the witnesses for the views a restarted server is not sure of.
+    pub(super) fn ask_views(&self, cx: &mut Ctx<'_, Msg>) {
+        for s in &self.unsure {
+            if let Some(w) = witness_of(&self.env.layout, meridian_core::ShardId(*s)) {
+                cx.send(w, Msg::ViewReq { shard: *s });
+            }
+        }
+    }
+
+    /// Once a restarted server has its partners' data and its views: a shard it is a
+    /// member of but whose data no member sent in the current view (its partner was
+    /// not a member then, or sent an older view's) is stale: it asks the primary for
+    /// it, and, if it is the primary itself (every other copy dropped while it was the
+    /// only one, and it forgot), serves nothing of it. That is the loss of both
+    /// copies' memory, beyond the fault model: a stall, never a wrong answer.
+    pub(super) fn restart_done(&mut self, cx: &mut Ctx<'_, Msg>) {
+        if self.restarting() {
+            return;
+        }
+        self.watch_since = cx.now();
+        if !std::mem::take(&mut self.check_sync) {
+            return;
+        }
+        for s in self.mine.clone() {
+            let v = self.view(s);
+            if v.members.contains(&self.me) && self.synced_in.get(&s) != Some(&v.view) {
+                self.stale.insert(s);
+            }
+        }
+        self.synced_in.clear();
+    }
+
+    /// Installs a newer view of a shard (`announce`: this server made the change and
+    /// tells every node; `with_data`: it comes with the primary's data, in a sync).
+    pub(super) fn install_view(&mut self, v: ShardView, announce: bool, with_data: bool, cx: &mut Ctx<'_, Msg>) {
+        let s = v.shard;
+        if s >= self.env.layout.topology.shards {
+            return;
+        }
+        let old = self.view(s);
+        if v.view <= old.view {
+            return;
+        }
+        self.views.insert(s, v.clone());
+        self.cas.remove(&s);
+        self.watch_since = cx.now();
+        if announce {
+            for n in (0..self.env.layout.num_nodes()).map(NodeId).filter(|n| *n != self.me) {
+                cx.send(n, Msg::View(v.clone()));
+            }
+        }
+        if self.mine.contains(&s) {
+            if v.primary == self.me && old.primary != self.me {
+                // Taken over: the old primary may have served reads below the floor
+                // promised to it.
+                let f = self.granted.get(&s).copied().unwrap_or(0) * TS_SCALE;
+                let e = self.shard_floor.entry(s).or_insert(0);
+                *e = (*e).max(f);
+            }
+            if v.members.contains(&self.me) && !with_data && (v.view > old.view + 1 || !old.members.contains(&self.me))
+            {
+                // A member again, or still, but views were skipped: one of them may
+                // have dropped this copy while the primary committed without it. Its
+                // data counts only once the primary has sent its own.
+                self.stale.insert(s);
+            }
+            if !v.members.contains(&self.me) {
+                // Dropped: the data here is stale until the primary takes this copy
+                // back and sends it its data (asked for now and every sweep).
+                self.floor_acked.retain(|(s2, _), _| *s2 != s);
+                self.stale.insert(s);
+                if !self.restarting() {
+                    cx.send(v.primary, Msg::SyncReq);
+                }
+            } else if v.primary == self.me {
+                let dropped: Vec<NodeId> = old.members.iter().copied().filter(|r| !v.members.contains(r)).collect();
+                self.waive(&dropped, cx);
+            }
+        }
+        // A forward to a primary that lost the shard, not acknowledged: abort now
+        // rather than at the vote timeout.
+        if !v.members.contains(&old.primary) {
+            let mut stuck: Vec<(TxnId, u32)> = self
+                .parts
+                .iter()
+                .filter(|(_, p)| p.phase == Phase::Executed && !p.acked && p.next == Some(old.primary))
+                .map(|(k, _)| *k)
+                .collect();
+            stuck.sort_unstable();
+            for (txn, pos) in stuck {
+                self.abort_here(txn, pos, AbortReason::PrimaryFailedOver, cx);
+            }
+        }
+        self.unpark(cx);
+    }
+
+    /// Replicas dropped from shards this server is primary of: the notifies they owe
+    /// for puts already sent are waived, when every shard of those puts dropped them.
+    pub(super) fn waive(&mut self, dropped: &[NodeId], cx: &mut Ctx<'_, Msg>) {
+        if dropped.is_empty() {
+            return;
+        }
+        let mut keys: Vec<(TxnId, u32)> = self.parts.keys().copied().collect();
+        keys.sort_unstable();
+        let mut own = vec![];
+        for k in keys {
+            let p = self.parts.get(&k).expect("listed");
+            // (index, transaction, notified position, its server, replica)
+            let gone: Vec<(usize, TxnId, u32, NodeId, NodeId)> = p
+                .replicate
+                .iter()
+                .enumerate()
+                .filter_map(|(i, (r, m))| match m {
+                    Msg::Replicate(rep)
+                        if dropped.contains(r) && rep.views.iter().all(|(s, _)| !self.members(*s).contains(r)) =>
+                    {
+                        Some((i, rep.txn, rep.pos, rep.notify, *r))
+                    }
+                    _ => None,
+                })
+                .collect();
+            let p = self.parts.get_mut(&k).expect("listed");
+            for (i, txn, pos, notify, r) in gone.into_iter().rev() {
+                let waive = Msg::Waive { txn, pos, replica: r };
+                if notify == self.me {
+                    // This (last) position's own puts: nothing to send.
+                    p.replicate.remove(i);
+                    own.push((txn, pos, r));
+                } else {
+                    cx.send(notify, waive.clone());
+                    // Re-sent by the sweep in place of the copy, until the outcome.
+                    p.replicate[i] = (notify, waive);
+                }
+            }
+        }
+        for (txn, pos, r) in own {
+            if let Some(p) = self.parts.get_mut(&(txn, pos)) {
+                p.notifies.insert(r);
+                self.try_precommit(txn, pos, cx);
+            }
+        }
+    }
+
+    pub(super) fn on_waive(&mut self, from: NodeId, txn: TxnId, pos: u32, replica: NodeId, cx: &mut Ctx<'_, Msg>) {
+        if pos == 0 {
+            return;
+        }
+        if let Some(p) = self.parts.get_mut(&(txn, pos)) {
+            if p.chain[pos as usize - 1].node == from {
+                p.notifies.insert(replica);
+                self.try_precommit(txn, pos, cx);
+            }
+        } else if !self.done.contains_key(&txn) {
+            let e = self
+                .early_notifies
+                .entry((txn, pos))
+                .or_insert((cx.now(), BTreeSet::new()));
+            e.1.insert(replica);
+        }
+    }
+}
