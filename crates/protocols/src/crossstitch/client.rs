@@ -86,7 +86,7 @@ impl Actor for Client {
     type Msg = Msg;
 
     fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
-        if let Msg::View(v) = msg {
+        if let Msg::View(v) | Msg::CasReply { view: v, .. } = msg {
             self.on_view(v, cx);
             return;
         }
@@ -141,7 +141,18 @@ impl Actor for Client {
         let txn = cur.rec.id;
         if !cur.acked {
             if now.saturating_sub(cur.since) >= tm.vote {
-                // Not precommitted: the client may abort alone.
+                // Not precommitted: the client may abort alone. Its first server was
+                // silent: perhaps it lost its shards in a view change this client
+                // missed; the witnesses say.
+                let first = cur.first;
+                let views = &self.views;
+                let layout = &self.env.layout;
+                let primary = |s: u32| {
+                    views
+                        .get(&s)
+                        .map_or_else(|| layout.primary(meridian_core::ShardId(s)), |v| v.primary)
+                };
+                failover::ask_witnesses(&self.env, |s| primary(s) == first, cx);
                 self.abort_alone(AbortReason::FirstServerTimeout, cx);
                 return;
             }

@@ -73,6 +73,19 @@ pub(super) fn first_view(layout: &meridian_core::Layout, s: u32) -> ShardView {
     }
 }
 
+/// Asks the witness of every shard that `ask` picks for its current view (answered
+/// with a `CasReply`): a node whose forward to a primary went unanswered may have
+/// missed the `View` that moved the primary's shards elsewhere, and would send every
+/// later transaction of those shards to a dead server.
+pub(super) fn ask_witnesses(env: &Env, ask: impl Fn(u32) -> bool, cx: &mut Ctx<'_, Msg>) {
+    let layout = &env.layout;
+    for s in (0..layout.topology.shards).filter(|s| ask(*s)) {
+        if let Some(w) = witness_of(layout, meridian_core::ShardId(s)) {
+            cx.send(w, Msg::ViewReq { shard: s });
+        }
+    }
+}
+
 impl Server {
     /// Shard `s`'s view as this server knows it.
     pub(super) fn view(&self, s: u32) -> ShardView {

@@ -67,7 +67,9 @@
 //! identity of the next position; each replica installs them as tentative versions
 //! and sends `Notify` to that next server (or back to the last server itself), which
 //! waits for every notify before it precommits. Decisions reach replicas too; a replica
-//! holding an undecided put asks the primary and the next position.
+//! holding an undecided put asks the primary and the next position. "Primary" and
+//! "replica" are the shard's current view (fail-over, below), the layout's first copy
+//! and its other copy until a failure.
 //!
 //! # Where this departs from the paper, and why
 //!
@@ -123,14 +125,26 @@
 //!   transaction (§4). The simulator counts a second failure within 5 s of the previous
 //!   restart (or of the end of a partition that fell while a server was down or
 //!   re-syncing), or two copies of a shard down together, as beyond it: safety still
-//!   holds, a stall is allowed (and the loss of both copies' memory is a loss). A
-//!   transaction whose final server and a transaction replica both restarted while it
+//!   holds, a stall is allowed (and the loss of both copies' memory is a loss; since
+//!   fail-over, a copy that holds a shard alone and forgets before the other has
+//!   re-synced loses what it committed alone). A transaction whose final server and a transaction replica both restarted while it
 //!   was undecided has two forgetful acceptors of three; no recovery can then decide
 //!   it safely, and it waits.
-//! - **No fail-over of keys.** While a shard's primary is down, transactions reaching it
-//!   abort by time-out (liveness holds, availability of that shard does not); while its
-//!   replica is down, puts to it cannot be notified and abort likewise. The paper
-//!   sketches fail-over to the replica but not its protocol.
+//! - **Fail-over of keys** (§4.1, protocol in `failover.rs`). The paper says a failed
+//!   server's keys "failover to [its] replica" and that the recovered server
+//!   re-synchronizes "before resuming its original role", without a protocol. Here
+//!   each shard has a view (acting primary, member copies) that changes only by
+//!   compare-and-set at a third server, the shard's witness: two copies alone cannot
+//!   tell a dead partner from a cut link, and a replica taking over while its primary
+//!   drops it would split the shard. A primary serves a read only below a timestamp
+//!   floor its members promised (the promise doubles as the heartbeat), and a member
+//!   that takes over refuses writes below it; no clock is compared across servers.
+//!   A silent primary's keys move to its replica after `failover` (1 s); a silent
+//!   replica is dropped and its primary goes on alone (its owed notifies waived). A
+//!   restarted or dropped copy is taken back and re-synced as a replica; roles are not
+//!   swapped back (both copies share a DC, so the chain's WAN trips are the same). A
+//!   shard whose only remaining copy forgot (a second failure) stays unserved: a
+//!   stall, never a wrong answer.
 //! - **Shipping cost.** Receiving a shipped transaction is charged one key operation per
 //!   KiB of execution state (the program's arguments and the values read so far), the
 //!   "marshalling and unmarshalling" overhead §5.2.1 observes.

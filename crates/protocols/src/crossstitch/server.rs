@@ -350,6 +350,12 @@ impl Server {
             match p.phase {
                 Phase::Executed => {
                     if now.saturating_sub(p.since) >= t.vote {
+                        if let Some(next) = p.next.filter(|_| !p.acked) {
+                            // Its forward went unanswered: perhaps to a primary that
+                            // lost its shards in a view change this server missed.
+                            let me = &*self;
+                            failover::ask_witnesses(&me.env, |s| me.primary(s) == next, cx);
+                        }
                         self.abort_here(txn, pos, AbortReason::PipelineTimeout, cx);
                         continue;
                     }

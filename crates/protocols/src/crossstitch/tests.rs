@@ -675,3 +675,29 @@ fn a_copy_that_skipped_the_view_that_dropped_it_re_syncs_before_it_counts() {
     assert!(n.servers[3].stale.is_empty());
     assert!(n.has(3, "#2/b"), "re-synced from the primary");
 }
+
+/// A client that missed the `View` moving a shard to its replica sends its next
+/// transaction to the dead primary; at its vote timeout it aborts, asks the shard's
+/// witness, and sends the one after to the acting primary, where it commits.
+#[test]
+fn a_client_that_missed_a_fail_over_learns_it_from_the_witness() {
+    let mut n = Net::new();
+    n.crash(2);
+    n.cut_between(NodeId(3), CLIENT);
+    n.run_for(ms(2_000.0));
+    n.heal();
+    assert_eq!(view_at(&n, 3, 2).0, NodeId(3));
+    let first = |seq| TxnId { client: 0, seq };
+    n.submit(0, first(1), testing::ycsb_call(&[("#2/b", b"x")]));
+    n.run_for(ms(4_000.0));
+    assert_eq!(n.records.len(), 1);
+    assert_eq!(
+        n.records[0].abort_reason.as_deref(),
+        Some(&AbortReason::FirstServerTimeout)
+    );
+    n.submit(0, first(2), testing::ycsb_call(&[("#2/b", b"y")]));
+    n.run_for(ms(2_000.0));
+    assert_eq!(n.records.len(), 2);
+    assert_eq!(n.records[1].outcome, Outcome::Committed);
+    assert!(n.has(3, "#2/b"));
+}
