@@ -236,8 +236,8 @@ mod tests {
         let body = &f[4..];
         assert_eq!(decode::<twopc::Msg>(&[]), Err(FrameError::Empty));
         let mut v2 = body.to_vec();
-        v2[0] = 9;
-        assert_eq!(decode::<twopc::Msg>(&v2), Err(FrameError::Version(9)));
+        v2[0] = VERSION + 1;
+        assert_eq!(decode::<twopc::Msg>(&v2), Err(FrameError::Version(VERSION + 1)));
         assert!(matches!(
             decode::<twopc::Msg>(&body[..body.len() - 1]),
             Err(FrameError::Malformed(_))

@@ -307,14 +307,10 @@ impl Server {
     /// As the shard's witness: take `new` if it follows the view held here.
     pub(super) fn on_cas(&mut self, from: NodeId, expect: u32, new: ShardView, cx: &mut Ctx<'_, Msg>) {
         let s = new.shard;
-        let layout = &self.env.layout;
-        if s >= layout.topology.shards
-            || witness_of(layout, meridian_core::ShardId(s)) != Some(self.me)
-            || self.witness_amnesiac
-        {
+        let Some(cur) = self.witnessed_view(s) else {
             return;
-        }
-        let cur = self.witnessed.get(&s).cloned().unwrap_or_else(|| first_view(layout, s));
+        };
+        let layout = &self.env.layout;
         let copies = layout.replicas(meridian_core::ShardId(s));
         let ok = if cur == new {
             true
@@ -332,7 +328,7 @@ impl Server {
         } else {
             false
         };
-        let view = self.witnessed.get(&s).cloned().unwrap_or_else(|| first_view(layout, s));
+        let view = if ok { new } else { cur };
         cx.send(from, Msg::CasReply { ok, view });
     }
 
@@ -350,15 +346,18 @@ impl Server {
 
     /// As the shard's witness: the view held here, to a restarted copy.
     pub(super) fn on_view_req(&mut self, from: NodeId, s: u32, cx: &mut Ctx<'_, Msg>) {
-        let layout = &self.env.layout;
-        if s >= layout.topology.shards
-            || witness_of(layout, meridian_core::ShardId(s)) != Some(self.me)
-            || self.witness_amnesiac
-        {
-            return;
+        if let Some(view) = self.witnessed_view(s) {
+            cx.send(from, Msg::CasReply { ok: false, view });
         }
-        let view = self.witnessed.get(&s).cloned().unwrap_or_else(|| first_view(layout, s));
-        cx.send(from, Msg::CasReply { ok: false, view });
+    }
+
+    /// Shard `s`'s view as its witness holds it; `None` if this server is not its
+    /// witness (or no longer knows what it agreed to).
+    fn witnessed_view(&self, s: u32) -> Option<ShardView> {
+        let layout = &self.env.layout;
+        let witness = s < layout.topology.shards && witness_of(layout, meridian_core::ShardId(s)) == Some(self.me);
+        (witness && !self.witness_amnesiac)
+            .then(|| self.witnessed.get(&s).cloned().unwrap_or_else(|| first_view(layout, s)))
     }
 
     /// Asks the witnesses for the views a restarted server is not sure of.
@@ -505,20 +504,13 @@ impl Server {
     }
 
     pub(super) fn on_waive(&mut self, from: NodeId, txn: TxnId, pos: u32, replica: NodeId, cx: &mut Ctx<'_, Msg>) {
-        if pos == 0 {
-            return;
-        }
-        if let Some(p) = self.parts.get_mut(&(txn, pos)) {
-            if p.chain[pos as usize - 1].node == from {
-                p.notifies.insert(replica);
-                self.try_precommit(txn, pos, cx);
-            }
-        } else if !self.done.contains_key(&txn) {
-            let e = self
-                .early_notifies
-                .entry((txn, pos))
-                .or_insert((cx.now(), BTreeSet::new()));
-            e.1.insert(replica);
+        // Only the predecessor (the primary of the puts) waives its replicas' notifies.
+        let from_predecessor = self
+            .parts
+            .get(&(txn, pos))
+            .is_none_or(|p| p.chain[pos as usize - 1].node == from);
+        if pos > 0 && from_predecessor {
+            self.count_notify(txn, pos, replica, cx);
         }
     }
 }

@@ -95,15 +95,21 @@ impl Server {
     }
 
     pub(super) fn on_notify(&mut self, from: NodeId, txn: TxnId, pos: u32, cx: &mut Ctx<'_, Msg>) {
+        self.count_notify(txn, pos, from, cx);
+    }
+
+    /// Counts `replica`'s notify (or its waiver) for position `pos`, or keeps it for
+    /// a position not executed here yet.
+    pub(super) fn count_notify(&mut self, txn: TxnId, pos: u32, replica: NodeId, cx: &mut Ctx<'_, Msg>) {
         if let Some(p) = self.parts.get_mut(&(txn, pos)) {
-            p.notifies.insert(from);
+            p.notifies.insert(replica);
             self.try_precommit(txn, pos, cx);
         } else if !self.done.contains_key(&txn) {
             let e = self
                 .early_notifies
                 .entry((txn, pos))
                 .or_insert((cx.now(), BTreeSet::new()));
-            e.1.insert(from);
+            e.1.insert(replica);
         }
     }
 
