@@ -130,9 +130,10 @@
 //!   re-synced loses what it committed alone). A transaction whose final server and a transaction replica both restarted while it
 //!   was undecided has two forgetful acceptors of three; no recovery can then decide
 //!   it safely, and it waits.
-//! - **Fail-over of keys** (§4.1, protocol in `failover.rs`). The paper says a failed
-//!   server's keys "failover to [its] replica" and that the recovered server
-//!   re-synchronizes "before resuming its original role", without a protocol. Here
+//! - **Fail-over of keys** (§4.1, protocol in `failover.rs`). The paper says that "the
+//!   keys that Server_{i+1} is hosting will failover to Server_{i+1}'s replica" and that
+//!   the recovered server synchronizes "before resuming its original role", without a
+//!   protocol. Here
 //!   each shard has a view (acting primary, member copies) that changes only by
 //!   compare-and-set at a third server, the shard's witness: two copies alone cannot
 //!   tell a dead partner from a cut link, and a replica taking over while its primary
