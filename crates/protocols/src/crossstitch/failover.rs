@@ -118,11 +118,13 @@ impl Server {
     }
 
     /// Whether every other member of every shard this server is primary of has
-    /// promised a read floor above `ts`.
+    /// promised a read floor above `ts` (a stale shard serves nothing anyway: its
+    /// missing promises must not hold up the others).
     pub(super) fn may_serve(&self, ts: u64) -> bool {
         let t = ts / TS_SCALE;
         self.mine.iter().all(|s| {
             self.primary(*s) != self.me
+                || self.stale.contains(s)
                 || self
                     .members(*s)
                     .iter()
@@ -255,7 +257,12 @@ impl Server {
         // A copy dropped from a shard asks the shard's primary, every sweep, to take it
         // back and send it its data (it keeps serving the shards it is still a member
         // of). A view that lists it again is not enough: the data must have come.
-        let ask: BTreeSet<NodeId> = self.stale.iter().map(|s| self.primary(*s)).collect();
+        let ask: BTreeSet<NodeId> = self
+            .stale
+            .iter()
+            .map(|s| self.primary(*s))
+            .filter(|p| *p != self.me)
+            .collect();
         for n in ask {
             cx.send(n, Msg::SyncReq);
         }

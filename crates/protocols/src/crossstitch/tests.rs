@@ -701,3 +701,32 @@ fn a_client_that_missed_a_fail_over_learns_it_from_the_witness() {
     assert_eq!(n.records[1].outcome, Outcome::Committed);
     assert!(n.has(3, "#2/b"));
 }
+
+/// A primary holding a shard it has not the whole data of (stale: it serves none of
+/// it) does not wait for its members' read-floor promises for that shard before
+/// running anything else: an execution passing through it goes on. It used to park
+/// every execution, so the loss of one shard (both copies forgot) stopped the node.
+#[test]
+fn a_stale_shard_does_not_hold_up_the_rest_of_its_primary() {
+    let mut n = Net::new();
+    n.servers[2].stale.insert(2);
+    n.servers[2].floor_acked.clear();
+    let txn = TxnId { client: 0, seq: 9 };
+    let exec = Msg::Exec(Exec {
+        txn,
+        ts: n.now * TS_SCALE + 1,
+        exec: Execution::new(testing::ycsb_call(&[("#4/c", b"")])),
+        writes_done: 0,
+        reads: vec![],
+        writes: vec![],
+        chain: vec![Hop {
+            node: CLIENT,
+            replicas: vec![],
+        }],
+        notifies: 0,
+    });
+    n.cut_between(NodeId(2), NodeId(3)); // no fresh promise for shard 2
+    n.send(CLIENT, NodeId(2), exec);
+    assert!(n.servers[2].parked.is_empty());
+    assert!(n.servers[2].parts.contains_key(&(txn, 1)), "forwarded on");
+}
