@@ -245,7 +245,6 @@ impl Server {
     }
 
     /// One MVTO put of this transaction (replacing its own earlier put of the key).
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn put(
         &mut self,
         ts: u64,

@@ -99,7 +99,6 @@ impl Server {
 }
 
 impl Server {
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn on_query(&mut self, from: NodeId, txn: TxnId, ts: u64, pos: u32, kill: bool, cx: &mut Ctx<'_, Msg>) {
         let status = if let Some(d) = self.done.get(&txn) {
             if d.commit {
