@@ -182,12 +182,12 @@ impl Server {
                 let mut by_replica: BTreeMap<NodeId, Copy> = BTreeMap::new();
                 for (k, v, val) in &part.puts {
                     let s = self.env.layout.shard_of(k).0;
-                    let view = self.view(s);
-                    for r in view.members.iter().filter(|r| **r != self.me) {
+                    let view = self.views.get(&s).map_or(0, |v| v.view);
+                    for r in self.members(s).iter().filter(|r| **r != self.me) {
                         let e = by_replica.entry(*r).or_default();
                         e.0.push((k.clone(), *v, val.clone()));
-                        if !e.1.contains(&(s, view.view)) {
-                            e.1.push((s, view.view));
+                        if !e.1.contains(&(s, view)) {
+                            e.1.push((s, view));
                         }
                     }
                 }

@@ -145,14 +145,7 @@ impl Actor for Client {
                 // silent: perhaps it lost its shards in a view change this client
                 // missed; the witnesses say.
                 let first = cur.first;
-                let views = &self.views;
-                let layout = &self.env.layout;
-                let primary = |s: u32| {
-                    views
-                        .get(&s)
-                        .map_or_else(|| layout.primary(meridian_core::ShardId(s)), |v| v.primary)
-                };
-                failover::ask_witnesses(&self.env, |s| primary(s) == first, cx);
+                failover::ask_witnesses(&self.env, |s| self.primary(s) == first, cx);
                 self.abort_alone(AbortReason::FirstServerTimeout, cx);
                 return;
             }
@@ -207,6 +200,11 @@ impl Actor for Client {
 }
 
 impl Client {
+    /// The acting primary of shard `s`, as this client was last told.
+    fn primary(&self, s: u32) -> NodeId {
+        failover::primary_in(&self.views, &self.env.layout, s)
+    }
+
     /// A new view of a shard: later transactions start at its primary, and one sent
     /// to a primary that lost the shard, not yet acknowledged, aborts now rather than
     /// at the vote timeout.
@@ -308,11 +306,7 @@ impl ClientRole for Client {
                 return;
             }
         };
-        let s = self.env.layout.shard_of(&first_key);
-        let first = self
-            .views
-            .get(&s.0)
-            .map_or_else(|| self.env.layout.primary(s), |v| v.primary);
+        let first = self.primary(self.env.layout.shard_of(&first_key).0);
         let cur = Current {
             ts,
             rec,

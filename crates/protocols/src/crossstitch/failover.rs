@@ -45,21 +45,19 @@
 use super::*;
 
 /// The witness of shard `s`: the server holding no copy of it that is nearest to its
-/// first copy (lowest RTT, then the ones following it in id order). `None` when every
-/// server holds a copy: the shard then cannot fail over.
+/// first copy ([`by_nearness`]). `None` when every server holds a copy: the shard then
+/// cannot fail over.
 pub fn witness_of(layout: &meridian_core::Layout, s: meridian_core::ShardId) -> Option<NodeId> {
     let reps = layout.replicas(s);
-    let p = reps[0];
-    let dc = layout.dc_of(p);
-    let n = layout.num_servers();
-    let after = |a: NodeId| (a.0 + n - p.0) % n;
-    (0..n).map(NodeId).filter(|x| !reps.contains(x)).min_by(|a, b| {
-        let ra = layout.topology.rtt(dc, layout.dc_of(*a));
-        let rb = layout.topology.rtt(dc, layout.dc_of(*b));
-        ra.partial_cmp(&rb)
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then(after(*a).cmp(&after(*b)))
-    })
+    by_nearness(layout, reps[0]).into_iter().find(|x| !reps.contains(x))
+}
+
+/// The acting primary of shard `s` by the views known (the layout's first copy if
+/// none is known).
+pub(super) fn primary_in(views: &BTreeMap<u32, ShardView>, layout: &meridian_core::Layout, s: u32) -> NodeId {
+    views
+        .get(&s)
+        .map_or_else(|| layout.primary(meridian_core::ShardId(s)), |v| v.primary)
 }
 
 /// The layout's view of shard `s` (view 0).
@@ -97,9 +95,7 @@ impl Server {
 
     /// The acting primary of shard `s`.
     pub(super) fn primary(&self, s: u32) -> NodeId {
-        self.views
-            .get(&s)
-            .map_or_else(|| self.env.layout.primary(meridian_core::ShardId(s)), |v| v.primary)
+        primary_in(&self.views, &self.env.layout, s)
     }
 
     /// The members of shard `s` (copies holding its data).

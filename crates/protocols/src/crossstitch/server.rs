@@ -20,13 +20,10 @@ pub(super) fn partners_of(layout: &meridian_core::Layout, n: NodeId) -> BTreeSet
     out
 }
 
-/// The two transaction replicas of final server `f`: the other servers nearest to it
-/// (lowest RTT), among equally near ones those that follow `f` in id order, wrapping
-/// around (`f + 1`, `f + 2`, … of its DC). The paper does not say which servers they
-/// are; following `f` spreads the acceptor work over a DC's servers. An earlier
-/// choice, the lowest ids, made two servers of each DC the acceptors of almost every
-/// transaction and capped one DC's throughput there (cs-fig6).
-pub fn txn_replicas(layout: &meridian_core::Layout, f: NodeId) -> [NodeId; 2] {
+/// The servers other than `f`, nearest to it first (lowest RTT), among equally near
+/// ones those that follow `f` in id order, wrapping around (`f + 1`, `f + 2`, … of its
+/// DC).
+pub(super) fn by_nearness(layout: &meridian_core::Layout, f: NodeId) -> Vec<NodeId> {
     let dc = layout.dc_of(f);
     let n = layout.num_servers();
     let after = |a: NodeId| (a.0 + n - f.0) % n;
@@ -38,6 +35,16 @@ pub fn txn_replicas(layout: &meridian_core::Layout, f: NodeId) -> [NodeId; 2] {
             .unwrap_or(std::cmp::Ordering::Equal)
             .then(after(*a).cmp(&after(*b)))
     });
+    others
+}
+
+/// The two transaction replicas of final server `f`: the two nearest other servers
+/// ([`by_nearness`]). The paper does not say which servers they are; following `f`
+/// among equally near ones spreads the acceptor work over a DC's servers. An earlier
+/// choice, the lowest ids, made two servers of each DC the acceptors of almost every
+/// transaction and capped one DC's throughput there (cs-fig6).
+pub fn txn_replicas(layout: &meridian_core::Layout, f: NodeId) -> [NodeId; 2] {
+    let others = by_nearness(layout, f);
     [others[0], others[1 % others.len()]]
 }
 

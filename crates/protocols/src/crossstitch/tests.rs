@@ -477,6 +477,23 @@ fn view_at(n: &Net, node: u32, shard: u32) -> (NodeId, Vec<NodeId>) {
     (v.primary, v.members)
 }
 
+/// The execution a client sends its first server: a transaction reading `key` alone.
+fn first_exec(txn: TxnId, ts: u64, key: &str) -> Msg {
+    Msg::Exec(Exec {
+        txn,
+        ts,
+        exec: Execution::new(testing::ycsb_call(&[(key, b"")])),
+        writes_done: 0,
+        reads: vec![],
+        writes: vec![],
+        chain: vec![Hop {
+            node: CLIENT,
+            replicas: vec![],
+        }],
+        notifies: 0,
+    })
+}
+
 /// The view of `shard` its witness agreed to last.
 fn witnessed(n: &Net, shard: u32) -> Option<ShardView> {
     let w = witness_of(&n.servers[0].env.layout, meridian_core::ShardId(shard)).expect("a witness");
@@ -605,19 +622,7 @@ fn a_primary_cut_off_from_its_replica_serves_nothing_above_the_promised_floor() 
     // floor and waits for a promise that cannot come.
     assert_eq!(view_at(&n, 2, 2).0, NodeId(2));
     let txn = TxnId { client: 0, seq: 9 };
-    let exec = Msg::Exec(Exec {
-        txn,
-        ts: n.now * TS_SCALE,
-        exec: Execution::new(testing::ycsb_call(&[("#2/b", b"")])),
-        writes_done: 0,
-        reads: vec![],
-        writes: vec![],
-        chain: vec![Hop {
-            node: CLIENT,
-            replicas: vec![],
-        }],
-        notifies: 0,
-    });
+    let exec = first_exec(txn, n.now * TS_SCALE, "#2/b");
     n.send(CLIENT, NodeId(2), exec);
     assert!(n.servers[2].parts.is_empty(), "nothing ran");
     assert_eq!(n.servers[2].parked.len(), 1);
@@ -712,19 +717,7 @@ fn a_stale_shard_does_not_hold_up_the_rest_of_its_primary() {
     n.servers[2].stale.insert(2);
     n.servers[2].floor_acked.clear();
     let txn = TxnId { client: 0, seq: 9 };
-    let exec = Msg::Exec(Exec {
-        txn,
-        ts: n.now * TS_SCALE + 1,
-        exec: Execution::new(testing::ycsb_call(&[("#4/c", b"")])),
-        writes_done: 0,
-        reads: vec![],
-        writes: vec![],
-        chain: vec![Hop {
-            node: CLIENT,
-            replicas: vec![],
-        }],
-        notifies: 0,
-    });
+    let exec = first_exec(txn, n.now * TS_SCALE + 1, "#4/c");
     n.cut_between(NodeId(2), NodeId(3)); // no fresh promise for shard 2
     n.send(CLIENT, NodeId(2), exec);
     assert!(n.servers[2].parked.is_empty());
