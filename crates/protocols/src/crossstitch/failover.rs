@@ -36,11 +36,16 @@
 //!   timeout), and new transactions go to the new primary.
 //! - **Coming back.** A server that restarted, or learns it was dropped, re-syncs from
 //!   the shard's primary; the primary first adds it back as a member at the witness,
-//!   then sends its data, so every later put reaches it. It does not take its primary
-//!   role back: the roles stay where the fail-over left them until the next failure
-//!   (the paper's "resuming its original role" would need a hand-over that stops the
-//!   acting primary; both copies are in the same DC, so the chain's WAN trips are the
-//!   same either way).
+//!   then sends its data, so every later put reaches it.
+//! - **Hand-back.** The layout's primary of a shard, a member again with the data whole
+//!   and no view change for `failover`, takes its role back ("before resuming its
+//!   original role"): it stops raising the read floor it promises the acting primary
+//!   (`handing`), waits for its clock to pass that floor, then proposes itself as
+//!   primary with the acting primary kept as its replica. That is the take-over above
+//!   with the old primary kept, so the same floor covers the reads the old primary
+//!   served, and the same refusals stop its late puts; the wait only spares the
+//!   transactions in flight a refusal by that floor. The acting primary parks
+//!   executions above the last floor for the witness's round trip.
 
 use super::*;
 
@@ -190,7 +195,8 @@ impl Server {
             return;
         }
         let now = cx.now();
-        let mut agreed = vec![];
+        // Promises by floor: a shard being handed back keeps the floor promised.
+        let mut agreed: BTreeMap<Time, Vec<(u32, u32)>> = BTreeMap::new();
         for (s, v) in views {
             if !self.mine.contains(&s) {
                 continue;
@@ -198,16 +204,19 @@ impl Server {
             let my = self.view(s);
             if my.view == v && my.primary == from && my.members.contains(&self.me) {
                 let g = self.granted.entry(s).or_insert(0);
-                *g = (*g).max(floor);
+                if !self.handing.contains(&s) {
+                    *g = (*g).max(floor);
+                }
+                let promised = *g;
                 self.primary_heard.insert(s, now);
-                agreed.push((s, v));
+                agreed.entry(promised).or_default().push((s, v));
             } else if my.view > v {
                 // The sender lost the shard: tell it.
                 cx.send(from, Msg::View(my));
             }
         }
-        if !agreed.is_empty() {
-            cx.send(from, Msg::LeaseAck { views: agreed, floor });
+        for (floor, views) in agreed {
+            cx.send(from, Msg::LeaseAck { views, floor });
         }
     }
 
@@ -292,10 +301,31 @@ impl Server {
                     primary: self.me,
                     members: v.members.iter().copied().filter(|r| !silent.contains(r)).collect(),
                 }
-            } else {
-                if !quiet(self.primary_heard.get(&s), self.watch_since) {
+            } else if !quiet(self.primary_heard.get(&s), self.watch_since) {
+                // Hand-back (§4.1, "before resuming its original role"): the layout's
+                // primary, back as a member holding the data whole and with no view
+                // change for `failover`, takes its role back from a live acting
+                // primary, which stays a member. It is a take-over that keeps the old
+                // primary, so the same floor covers the reads the old one served. It
+                // first stops raising the floor it promises and waits for its clock to
+                // pass it: its writes then start above every read the old primary
+                // served, and transactions in flight are not refused by that floor.
+                let home = first_view(&self.env.layout, s).primary == self.me;
+                if !home || now.saturating_sub(self.watch_since) < t.failover || !v.members.contains(&v.primary) {
+                    self.handing.remove(&s);
                     continue;
                 }
+                if self.handing.insert(s) || now <= self.granted.get(&s).copied().unwrap_or(0) {
+                    continue;
+                }
+                ShardView {
+                    shard: s,
+                    view: v.view + 1,
+                    primary: self.me,
+                    members: v.members.clone(),
+                }
+            } else {
+                self.handing.remove(&s);
                 ShardView {
                     shard: s,
                     view: v.view + 1,
@@ -408,6 +438,7 @@ impl Server {
         }
         self.views.insert(s, v.clone());
         self.cas.remove(&s);
+        self.handing.remove(&s);
         self.watch_since = cx.now();
         if announce {
             for n in (0..self.env.layout.num_nodes()).map(NodeId).filter(|n| *n != self.me) {
@@ -415,6 +446,11 @@ impl Server {
             }
         }
         if self.mine.contains(&s) {
+            if old.primary == self.me && v.primary != self.me {
+                // Handed over or deposed: promises made to this server as primary must
+                // not count again if it becomes primary in a later view.
+                self.floor_acked.retain(|(s2, _), _| *s2 != s);
+            }
             if v.primary == self.me && old.primary != self.me {
                 // Taken over: the old primary may have served reads below the floor
                 // promised to it.

@@ -142,8 +142,12 @@
 //!   that takes over refuses writes below it; no clock is compared across servers.
 //!   A silent primary's keys move to its replica after `failover` (1 s); a silent
 //!   replica is dropped and its primary goes on alone (its owed notifies waived). A
-//!   restarted or dropped copy is taken back and re-synced as a replica; roles are not
-//!   swapped back (both copies share a DC, so the chain's WAN trips are the same). A
+//!   restarted or dropped copy is taken back and re-synced as a replica; a restarted
+//!   layout primary then takes its role back ("before resuming its original role") once
+//!   no view changed for `failover`: it stops raising the floor it promises, waits for
+//!   its clock to pass it and proposes itself as primary with the acting one kept as
+//!   replica (a take-over that keeps the old primary; the paper names no hand-over
+//!   protocol, this one needs none beyond the take-over's). A
 //!   shard whose only remaining copy forgot (a second failure) stays unserved: a
 //!   stall, never a wrong answer.
 //! - **Shipping cost.** Receiving a shipped transaction is charged one key operation per

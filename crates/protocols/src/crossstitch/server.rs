@@ -247,6 +247,10 @@ pub struct Server {
     /// Executions waiting for the members' promise of a read floor above their
     /// timestamp (sender, execution, when parked).
     pub(super) parked: Vec<(NodeId, Exec, Time)>,
+    /// As the layout's primary, back as a member: shards it is taking its role back
+    /// for. It promises the acting primary no higher read floor for them, and proposes
+    /// the hand-back once its clock passed the last one promised.
+    pub(super) handing: BTreeSet<u32>,
 }
 
 impl Server {
@@ -292,6 +296,7 @@ impl Server {
             synced_in: BTreeMap::new(),
             check_sync: false,
             parked: vec![],
+            handing: BTreeSet::new(),
         }
     }
 
