@@ -157,7 +157,7 @@ pub struct RunArgs {
 
 #[derive(Args)]
 struct SimArgs {
-    /// Protocol: 2pc-2pl, 2pc-occ, rc, replog, hacommit, hacommit-rc, crossstitch, catenae (replog takes `:leaders=C/V/O,locks=no-wait`; hacommit takes `:replicas=5`; 2pc-* and crossstitch take `:copies=N`; catenae takes `:epoch=10ms,tolerance=5,jitter=0.2,access=20us,per-byte=50ns,stall=500ms`).
+    /// Protocol: 2pc-2pl, 2pc-occ, rc, replog, hacommit, hacommit-rc, crossstitch, catenae (replog takes `:leaders=C/V/O,locks=no-wait,lease=2s`; hacommit takes `:replicas=5`; 2pc-* and crossstitch take `:copies=N`; catenae takes `:epoch=10ms,tolerance=5,jitter=0.2,access=20us,per-byte=50ns,stall=500ms`).
     #[arg(long)]
     protocol: String,
     #[command(flatten)]

@@ -60,7 +60,7 @@ fn test_cli_sim_json_has_every_contract_key() {
 
 #[test]
 fn test_cli_bad_input_is_one_clear_error() {
-    let cases: [(&[&str], &str); 19] = [
+    let cases: [(&[&str], &str); 21] = [
         (&["sim", "--protocol", "crossstitch:copies=x"], "`copies` must be 1..=8"),
         (&["sim", "--protocol", "2pc-2pl:replicas=2"], "no parameter `replicas`"),
         (
@@ -86,6 +86,8 @@ fn test_cli_bad_input_is_one_clear_error() {
         ),
         (&["sim", "--protocol", "replog:leaders=C/V/Q"], "unknown DC `Q`"),
         (&["sim", "--protocol", "replog:locks=maybe"], "locks=maybe"),
+        (&["sim", "--protocol", "replog:lease=2"], "needs a unit"),
+        (&["sim", "--protocol", "replog:lease=0s"], "longer than zero"),
         (&["sim", "--protocol", "rc:fast=1"], "takes no parameters"),
         (&["sim", "--protocol", "2pc-2pl", "--fsync", "slow"], "--fsync"),
         (&["sim", "--protocol", "2pc-2pl", "--bogus"], "--bogus"),

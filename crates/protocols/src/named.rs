@@ -160,8 +160,19 @@ fn replog_for(
 ) -> Result<crate::replog::ReplicatedLog, ProtocolError> {
     let mut leader_dcs = vec![];
     let mut no_wait = false;
+    let mut lease = None;
     for (k, v) in &spec.params {
         match *k {
+            "lease" => {
+                let t = meridian_core::time::parse_duration(v)
+                    .map_err(|e| ProtocolError::Invalid(format!("replog: lease={v}: {e}")))?;
+                if t == 0 {
+                    return Err(ProtocolError::Invalid(format!(
+                        "replog: lease={v}: a lease must be longer than zero"
+                    )));
+                }
+                lease = Some(t);
+            }
             "leaders" => {
                 let names: Vec<&str> = v.split('/').map(str::trim).collect();
                 if names.len() != t.shards as usize {
@@ -186,7 +197,7 @@ fn replog_for(
             },
             other => {
                 return Err(ProtocolError::Invalid(format!(
-                    "replog: unknown parameter `{other}` (known: leaders, locks)"
+                    "replog: unknown parameter `{other}` (known: leaders, locks, lease)"
                 )))
             }
         }
@@ -199,6 +210,7 @@ fn replog_for(
     Ok(crate::replog::ReplicatedLog {
         leader_dcs,
         no_wait,
+        lease,
         mutant: crate::Mutant::None,
     })
 }

@@ -107,10 +107,15 @@ fn test_crossover_formula_is_two_and_a_half_n() {
 
 /// Fig. 10: with DC C down, C's clients keep committing through the next-nearest
 /// majority (latency up from ~90 to ~160 ms); replog with a leader in C stalls until the
-/// lease runs out and a new leader is elected, then continues.
+/// lease runs out and a new leader is elected, then continues; with a 2 s lease
+/// (`replog:lease=2s`) it waits 2 s instead of 10.
 #[test]
 fn test_dc_outage_rc_never_stops_replog_waits_for_the_lease() {
-    for (p, max_gap) in [("rc", 2.0), ("replog:leaders=C/V/O", 13.0)] {
+    for (p, max_gap) in [
+        ("rc", 2.0),
+        ("replog:leaders=C/V/O", 13.0),
+        ("replog:leaders=C/V/O,lease=2s", 5.0),
+    ] {
         let mut c = SimConfig::new(Topology::preset("rc5").unwrap(), "ycsb:ops=5,reads=0.5,keys=3000");
         c.client_dcs = vec![c.topology.dc("C").unwrap()];
         c.clients = 5;
@@ -151,6 +156,8 @@ fn test_dc_outage_rc_never_stops_replog_waits_for_the_lease() {
                 mean > 150.0 && mean < 175.0,
                 "rc commit latency during the outage {mean}"
             );
+        } else if p.contains("lease=2s") {
+            assert!(gap > 1.5, "replog should wait out the 2 s lease, waited {gap:.1} s");
         } else {
             assert!(gap > 9.0, "replog should wait out the 10 s lease, waited {gap:.1} s");
         }
