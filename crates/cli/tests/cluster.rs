@@ -1072,6 +1072,13 @@ fn replog_survives_a_cut_off_dc() {
     isolate_a_dc("replog", false);
 }
 
+/// With a 2 s lease (`replog:lease=2s`) the groups led from TX elect a leader on the
+/// majority side within the cut, and NY and CA keep committing.
+#[test]
+fn replog_with_a_2s_lease_keeps_committing_on_the_majority_side_of_a_cut_off_dc() {
+    isolate_a_dc("replog:lease=2s", true);
+}
+
 /// `cluster partition` refuses what it cannot do with one clear error: an unknown DC
 /// (naming the cluster's DCs), a DC cut from itself, no link named.
 #[test]

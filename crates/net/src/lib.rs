@@ -28,7 +28,7 @@ use serde::Serialize;
 /// an abstention. 7: a CrossStitch replica may refuse a put (`ReplicaRefused`). 8: a HACommit last operation carries the
 /// version of each key read. 9: CrossStitch fails keys over (views, leases, witness,
 /// waived notifies; a replicated put names its shards' views).
-pub const VERSION: u8 = 9;
+pub const VERSION: u8 = 10;
 
 /// The largest frame accepted (length field), 16 MiB.
 pub const MAX_FRAME: usize = 16 << 20;

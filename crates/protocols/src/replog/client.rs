@@ -9,6 +9,7 @@ crate::kit::timers::timers! {
         Read = 1,
         Status = 2,
         Idle = 3,
+        Follow = 4,
     }
 }
 
@@ -32,6 +33,10 @@ pub(super) struct Current {
     /// Redirects followed so far (bounded: a leaderless shard is left to the
     /// coordinator's vote timeout).
     pub(super) redirects: u32,
+    /// The replicas the current read went to that did not answer within the fail-over
+    /// time: a hint naming one of them is not followed (a follower names its old
+    /// leader until its group elected another).
+    pub(super) suspects: BTreeSet<NodeId>,
 }
 
 /// A replicated-log client: reads at leaders, 2PC among leaders.
@@ -58,7 +63,9 @@ impl Client {
         }
     }
 
-    pub(super) fn send_read(&mut self, key: Key, tries: u32, cx: &mut Ctx<'_, Msg>) {
+    /// Sends the read of `key` to the shard's believed leader (`first`: a new read, not
+    /// one re-sent to another replica).
+    pub(super) fn send_read(&mut self, key: Key, tries: u32, first: bool, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_mut() else { return };
         let s = self.env.layout.shard_of(&key);
         let node = self.leaders[s.0 as usize];
@@ -72,14 +79,40 @@ impl Client {
                 key,
             },
         );
-        cx.set_timer(self.env.timeouts.read, ClientTimer::Read);
+        if first {
+            // The read's deadline, over every replica it is sent to.
+            cur.suspects.clear();
+            cx.set_timer(self.env.timeouts.read, ClientTimer::Read);
+        }
+        cx.set_timer(self.env.timeouts.failover, ClientTimer::Follow);
+    }
+
+    /// The read of `key` went unanswered for the fail-over time: its leader may be
+    /// down or cut off, and its group may have elected another (replicated-commit.md
+    /// §4.1: a group waits out its leader's lease). The read goes to the next replica
+    /// not yet tried, which serves it if it leads now or names the leader it knows.
+    fn follow(&mut self, key: Key, tries: u32, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_mut() else { return };
+        let s = self.env.layout.shard_of(&key);
+        let reps = self.env.layout.replicas(s);
+        cur.suspects.insert(self.leaders[s.0 as usize]);
+        if reps.iter().all(|r| cur.suspects.contains(r)) {
+            cur.suspects.clear();
+        }
+        let i = reps.iter().position(|n| *n == self.leaders[s.0 as usize]).unwrap_or(0);
+        let next = (1..=reps.len())
+            .map(|d| reps[(i + d) % reps.len()])
+            .find(|r| !cur.suspects.contains(r))
+            .unwrap_or(reps[(i + 1) % reps.len()]);
+        self.leaders[s.0 as usize] = next;
+        self.send_read(key, tries, false, cx);
     }
 
     pub(super) fn step(&mut self, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_mut() else { return };
         let step = crate::kit::client::next_step(&mut cur.exec, &self.env.registry);
         match step {
-            Step::Read(key) => self.send_read(key, 0, cx),
+            Step::Read(key) => self.send_read(key, 0, true, cx),
             Step::Abort(reason) => self.abort(reason, cx),
             Step::Wait { output } => {
                 cur.phase = Phase::Waiting;
@@ -159,7 +192,7 @@ impl Client {
 impl Actor for Client {
     type Msg = Msg;
 
-    fn on_message(&mut self, _from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+    fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_mut() else { return };
         match msg {
             Msg::ReadReply { txn, key, result, hint } if txn == cur.rec.id => {
@@ -167,22 +200,27 @@ impl Actor for Client {
                     Phase::Reading(k, t) if *k == key => *t,
                     _ => return,
                 };
-                cx.cancel_timer(ClientTimer::Read);
+                let s = self.env.layout.shard_of(&key).0 as usize;
                 match result {
                     Ok((version, value)) => {
+                        cx.cancel_timer(ClientTimer::Read);
+                        cx.cancel_timer(ClientTimer::Follow);
+                        // The replica that served the read leads the shard.
+                        self.leaders[s] = from;
                         crate::kit::client::supply_read(&mut cur.rec, &mut cur.exec, key, version, value);
                         self.step(cx);
                     }
-                    Err(why) => {
-                        let s = self.env.layout.shard_of(&key).0 as usize;
-                        match hint {
-                            Some(h) if h != self.leaders[s] && tries < 3 => {
-                                self.leaders[s] = h;
-                                self.send_read(key, tries + 1, cx);
-                            }
-                            _ => self.abort(why, cx),
+                    Err(why) => match hint {
+                        Some(h) if h != self.leaders[s] && !cur.suspects.contains(&h) && tries < 3 => {
+                            self.leaders[s] = h;
+                            self.send_read(key, tries + 1, false, cx);
                         }
-                    }
+                        // A follower naming a leader that did not answer this read: the
+                        // group has not elected another yet; the next replica is tried
+                        // at the fail-over time.
+                        _ if why == AbortReason::NotLeader && !cur.suspects.is_empty() => {}
+                        _ => self.abort(why, cx),
+                    },
                 }
             }
             Msg::Redirect { txn, shard, leader } if txn == cur.rec.id && matches!(cur.phase, Phase::Committing(_)) => {
@@ -231,6 +269,10 @@ impl Actor for Client {
                 self.guess_next_leader(s);
                 self.abort(AbortReason::ReadTimedOut, cx);
             }
+            (Some(ClientTimer::Follow), Phase::Reading(key, tries)) => {
+                let (key, tries) = (key.clone(), *tries);
+                self.follow(key, tries, cx);
+            }
             (Some(ClientTimer::Idle), Phase::Waiting) => self.abort(AbortReason::IdleInteractive, cx),
             (Some(ClientTimer::Status), Phase::Committing(coord)) => {
                 for r in self.env.layout.replicas(*coord) {
@@ -264,6 +306,7 @@ impl ClientRole for Client {
             phase: Phase::Committing(ShardId(0)),
             prepares: BTreeMap::new(),
             redirects: 0,
+            suspects: BTreeSet::new(),
         });
         self.step(cx);
     }

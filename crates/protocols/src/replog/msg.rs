@@ -213,4 +213,20 @@ pub enum Msg {
         /// Entries.
         entries: Vec<Entry>,
     },
+    /// Candidate → replicas: would you promise `ballot` (a pre-vote; nothing changes)?
+    PreElect {
+        /// Shard.
+        shard: ShardId,
+        /// The ballot the candidate would stand with.
+        ballot: Ballot,
+    },
+    /// Replica → candidate: the pre-vote's answer.
+    PreVote {
+        /// Shard.
+        shard: ShardId,
+        /// The ballot asked about.
+        ballot: Ballot,
+        /// Whether this replica would promise it now.
+        ok: bool,
+    },
 }

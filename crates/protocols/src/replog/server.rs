@@ -43,6 +43,9 @@ pub(super) struct Group {
     pub(super) lease_until: Time,
     pub(super) election: Option<(Ballot, BTreeMap<NodeId, Accepted>)>,
     pub(super) elect_after: Time,
+    /// A pre-vote in progress: the ballot this node would stand with and the replicas
+    /// that said they would promise it (see `election.rs`).
+    pub(super) prevote: Option<(Ballot, BTreeSet<NodeId>)>,
 }
 
 impl Group {
@@ -176,6 +179,7 @@ impl Server {
                     lease_until,
                     election: None,
                     elect_after: 0,
+                    prevote: None,
                 },
             );
         }
@@ -316,6 +320,8 @@ impl Actor for Server {
             Msg::HeartbeatAck { shard, ballot, sent } => self.on_heartbeat_ack(from, shard, ballot, sent),
             Msg::Elect { shard, ballot, from: f } => self.on_elect(from, shard, ballot, f, cx),
             Msg::Promise { shard, ballot, entries } => self.on_promise(from, shard, ballot, entries, cx),
+            Msg::PreElect { shard, ballot } => self.on_pre_elect(from, shard, ballot, cx),
+            Msg::PreVote { shard, ballot, ok } => self.on_pre_vote(from, shard, ballot, ok, cx),
             Msg::CatchUp { shard, from: f } => self.on_catchup(from, shard, f, cx),
             Msg::Chosen {
                 shard,

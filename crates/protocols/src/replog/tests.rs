@@ -226,3 +226,31 @@ fn a_vote_timeout_abort_is_announced_only_once_its_entry_is_chosen() {
         "the client heard {told:?}"
     );
 }
+
+/// Pre-vote (election.rs): a follower cut off from its group for twice the lease
+/// tries to stand again and again, but no majority answers its pre-vote, so it never
+/// raises its ballot; when the cut heals, the leader's heartbeats are taken, and the
+/// leader keeps its ballot and its lead. Before the pre-vote the follower raised its
+/// ballot at every try, refused the leader's first heartbeat after the heal with that
+/// ballot, and the leader stepped down to follow it (its in-flight shares then waited
+/// out their vote timeout).
+#[test]
+fn a_follower_back_from_a_cut_does_not_depose_its_leader() {
+    let (mut net, _) = net("us3", |l, s| l.replicas(s)[0]);
+    let s0 = ShardId(0);
+    let r0 = net.servers[0].env.layout.replicas(s0).to_vec();
+    let (leader, cut_off) = (r0[0].0 as usize, r0[2]);
+    let ballot = net.servers[leader].groups[&s0].promised;
+    for r in &r0[..2] {
+        net.cut_between(cut_off, *r);
+    }
+    net.run_for(secs(20.0), ms(250.0), ServerTimer::Sweep);
+    let g = &net.servers[cut_off.0 as usize].groups[&s0];
+    assert_eq!(g.promised, ballot, "a pre-vote no majority answered raised no ballot");
+    assert!(g.prevote.is_some(), "the cut-off follower tried to stand");
+    net.heal();
+    net.run_for(secs(2.0), ms(250.0), ServerTimer::Sweep);
+    assert!(net.servers[leader].leads(s0), "the leader still leads");
+    assert_eq!(net.servers[leader].groups[&s0].promised, ballot);
+    assert_eq!(net.servers[cut_off.0 as usize].groups[&s0].leader, Some(r0[0]));
+}
