@@ -412,6 +412,58 @@ fn kill9_not_restarted(protocol: &str) {
     );
 }
 
+/// Whether a server's status role (`primary of s0; replica of s3`) names it primary of
+/// `shard`.
+fn primary_of(role: &str, shard: &str) -> bool {
+    role.split("; ").any(|p| {
+        p.strip_prefix("primary of ")
+            .is_some_and(|l| l.split(", ").any(|s| s == shard))
+    })
+}
+
+/// crossstitch.md §4.1: node 0 (primary of shard 0) killed with `kill -9` under load:
+/// its keys fail over to its replica, node 1; restarted by the documented command, it
+/// re-syncs as a replica and then takes its primary role back ("before resuming its
+/// original role"), and the history checks clean.
+#[test]
+fn kill9_crossstitch_restarted_server_takes_its_primary_role_back() {
+    let c = Local::up("crossstitch", "us3", &["--no-delay"]);
+    let role = |n: usize| -> String { c.status().1[n]["status"]["role"].as_str().unwrap_or("").to_string() };
+    let wait_for = |what: &str, ok: &dyn Fn() -> bool| {
+        // Generous: a loaded machine may be slow.
+        let deadline = std::time::Instant::now() + Duration::from_secs(90);
+        while !ok() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{what}: node 0 {}, node 1 {}",
+                role(0),
+                role(1)
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    assert!(primary_of(&role(0), "s0"), "{}", role(0));
+    let b = c.bench(&[
+        "--clients",
+        "6",
+        "--duration",
+        "12s",
+        "--workload",
+        "bank",
+        "--settle",
+        "2s",
+    ]);
+    std::thread::sleep(Duration::from_millis(1500));
+    signal("-9", &c.pid(0));
+    wait_for("shard 0 fails over to node 1", &|| primary_of(&role(1), "s0"));
+    c.restart(0);
+    wait_for("node 0 takes shard 0 back", &|| primary_of(&role(0), "s0"));
+    assert!(!primary_of(&role(1), "s0"), "{}", role(1));
+    let r = finish(&c, b);
+    assert_eq!(r["check"]["anomalies"].as_array().unwrap().len(), 0, "{r}");
+    assert!(r["check"]["durable"].as_bool().unwrap(), "{r}");
+}
+
 /// Catenae with a secondary coordinator (catenae.md §IV): `kill -9` of NY's coordinator
 /// (node 0) in the middle of a benchmark. Without a secondary every DC waits for NY's
 /// epoch messages until it is back; with one, NY's second node takes over after the
