@@ -102,6 +102,20 @@ impl Local {
             .spawn()
             .expect("run bench")
     }
+    /// `bench --workload bank` with `clients` clients for `duration`, then `settle`.
+    fn bank_bench(&self, clients: u32, duration: &str, settle: &str) -> std::process::Child {
+        let clients = clients.to_string();
+        self.bench(&[
+            "--clients",
+            &clients,
+            "--duration",
+            duration,
+            "--workload",
+            "bank",
+            "--settle",
+            settle,
+        ])
+    }
     /// Restarts server `node` (its old process is gone) and records the new pid.
     fn restart(&self, node: u32) {
         self.restart_with(node, &[]);
@@ -389,16 +403,7 @@ fn kill9_crossstitch_server_not_restarted_the_others_go_on_and_check_clean() {
 /// about the 1 s failure timeout).
 fn kill9_not_restarted(protocol: &str) {
     let c = Local::up(protocol, "us3", &["--no-delay"]);
-    let b = c.bench(&[
-        "--clients",
-        "6",
-        "--duration",
-        "8s",
-        "--workload",
-        "bank",
-        "--settle",
-        "2s",
-    ]);
+    let b = c.bank_bench(6, "8s", "2s");
     std::thread::sleep(Duration::from_millis(1500));
     signal("-9", &c.pid(0));
     let killed = unix_ns();
@@ -443,16 +448,7 @@ fn kill9_crossstitch_restarted_server_takes_its_primary_role_back() {
         }
     };
     assert!(primary_of(&role(0), "s0"), "{}", role(0));
-    let b = c.bench(&[
-        "--clients",
-        "6",
-        "--duration",
-        "12s",
-        "--workload",
-        "bank",
-        "--settle",
-        "2s",
-    ]);
+    let b = c.bank_bench(6, "12s", "2s");
     std::thread::sleep(Duration::from_millis(1500));
     signal("-9", &c.pid(0));
     wait_for("shard 0 fails over to node 1", &|| primary_of(&role(1), "s0"));
@@ -477,16 +473,7 @@ fn kill9_crossstitch_restarted_server_takes_its_primary_role_back() {
 #[test]
 fn kill9_catenae_coordinator_fails_over_to_the_secondary() {
     let c = Local::up("catenae:secondary=on", "us3", &["--no-delay", "--durable"]);
-    let b = c.bench(&[
-        "--clients",
-        "6",
-        "--duration",
-        "14s",
-        "--workload",
-        "bank",
-        "--settle",
-        "2s",
-    ]);
+    let b = c.bank_bench(6, "14s", "2s");
     std::thread::sleep(Duration::from_millis(2000));
     signal("-9", &c.pid(0));
     let killed = unix_ns();
@@ -579,21 +566,7 @@ fn kill9_catenae_restart_recovers_from_the_journal() {
 /// leave every HACommit replica `syncing` forever).
 fn whole_cluster_restart(protocol: &str) {
     let c = Local::up(protocol, "us3", &["--no-delay", "--durable"]);
-    let bench = |c: &Local| {
-        finish(
-            c,
-            c.bench(&[
-                "--clients",
-                "4",
-                "--duration",
-                "2s",
-                "--workload",
-                "bank",
-                "--settle",
-                "2s",
-            ]),
-        )
-    };
+    let bench = |c: &Local| finish(c, c.bank_bench(4, "2s", "2s"));
     let r = bench(&c);
     assert!(r["committed"].as_u64().unwrap() >= 10, "before: {r}");
     let servers = std::fs::read_to_string(c.dir.path().join("pids"))
@@ -630,16 +603,7 @@ fn whole_cluster_restart(protocol: &str) {
 #[test]
 fn kill9_hacommit_after_a_reboot_forgets_and_resyncs() {
     let c = Local::up("hacommit", "us3", &["--no-delay", "--durable"]);
-    let b = c.bench(&[
-        "--clients",
-        "6",
-        "--duration",
-        "5s",
-        "--workload",
-        "bank",
-        "--settle",
-        "2s",
-    ]);
+    let b = c.bank_bench(6, "5s", "2s");
     std::thread::sleep(Duration::from_millis(1500));
     signal("-9", &c.pid(2));
     std::thread::sleep(Duration::from_millis(700));
@@ -670,19 +634,7 @@ fn whole_crossstitch_cluster_restarted_from_its_journals_serves_again() {
 fn two_benches_in_a_row_on_one_cluster_both_check_clean() {
     let c = Local::up("2pc-2pl", "us3", &["--no-delay"]);
     for run in 0..2 {
-        let r = finish(
-            &c,
-            c.bench(&[
-                "--clients",
-                "4",
-                "--duration",
-                "1s",
-                "--workload",
-                "bank",
-                "--settle",
-                "1s",
-            ]),
-        );
+        let r = finish(&c, c.bank_bench(4, "1s", "1s"));
         assert!(r["committed"].as_u64().unwrap() >= 10, "run {run}: {r}");
         assert_eq!(r["check"]["anomalies"].as_array().unwrap().len(), 0, "run {run}: {r}");
         assert_eq!(r["check"]["invariant"], serde_json::Value::Null, "run {run}: {r}");
@@ -793,16 +745,7 @@ fn kill9_crossstitch_without_journal_resyncs() {
 #[test]
 fn unreachable_node_for_a_while() {
     let c = Local::up("hacommit", "us3", &["--no-delay"]);
-    let b = c.bench(&[
-        "--clients",
-        "6",
-        "--duration",
-        "5s",
-        "--workload",
-        "bank",
-        "--settle",
-        "2s",
-    ]);
+    let b = c.bank_bench(6, "5s", "2s");
     std::thread::sleep(Duration::from_millis(1000));
     let pid = c.pid(1);
     signal("-STOP", &pid);
@@ -1056,16 +999,7 @@ fn commits_between(c: &Local, from: u64, to: u64) -> Vec<u64> {
 /// NY and CA keep committing while TX is cut off.
 fn isolate_a_dc(protocol: &str, majority: bool) {
     let c = Local::up(protocol, "us3", &["--no-delay"]);
-    let b = c.bench(&[
-        "--clients",
-        "6",
-        "--duration",
-        "18s",
-        "--workload",
-        "bank",
-        "--settle",
-        "3s",
-    ]);
+    let b = c.bank_bench(6, "18s", "3s");
     std::thread::sleep(Duration::from_secs(2));
     let o = meridian()
         .args([
