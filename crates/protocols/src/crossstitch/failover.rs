@@ -50,7 +50,7 @@
 use super::*;
 
 /// The witness of shard `s`: the server holding no copy of it that is nearest to its
-/// first copy ([`by_nearness`]). `None` when every server holds a copy: the shard then
+/// first copy (`by_nearness`). `None` when every server holds a copy: the shard then
 /// cannot fail over.
 pub fn witness_of(layout: &meridian_core::Layout, s: meridian_core::ShardId) -> Option<NodeId> {
     let reps = layout.replicas(s);

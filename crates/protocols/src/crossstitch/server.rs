@@ -39,7 +39,7 @@ pub(super) fn by_nearness(layout: &meridian_core::Layout, f: NodeId) -> Vec<Node
 }
 
 /// The two transaction replicas of final server `f`: the two nearest other servers
-/// ([`by_nearness`]). The paper does not say which servers they are; following `f`
+/// (`by_nearness`). The paper does not say which servers they are; following `f`
 /// among equally near ones spreads the acceptor work over a DC's servers. An earlier
 /// choice, the lowest ids, made two servers of each DC the acceptors of almost every
 /// transaction and capped one DC's throughput there (cs-fig6).
