@@ -92,19 +92,18 @@ impl Client {
     /// §4.1: a group waits out its leader's lease). The read goes to the next replica
     /// not yet tried, which serves it if it leads now or names the leader it knows.
     fn follow(&mut self, key: Key, tries: u32, cx: &mut Ctx<'_, Msg>) {
-        let Some(cur) = self.cur.as_mut() else { return };
         let s = self.env.layout.shard_of(&key);
-        let reps = self.env.layout.replicas(s);
+        let Some(cur) = self.cur.as_mut() else { return };
         cur.suspects.insert(self.leaders[s.0 as usize]);
-        if reps.iter().all(|r| cur.suspects.contains(r)) {
+        if self.env.layout.replicas(s).iter().all(|r| cur.suspects.contains(r)) {
             cur.suspects.clear();
         }
-        let i = reps.iter().position(|n| *n == self.leaders[s.0 as usize]).unwrap_or(0);
-        let next = (1..=reps.len())
-            .map(|d| reps[(i + d) % reps.len()])
-            .find(|r| !cur.suspects.contains(r))
-            .unwrap_or(reps[(i + 1) % reps.len()]);
-        self.leaders[s.0 as usize] = next;
+        let suspects = cur.suspects.clone();
+        // Some replica is not suspected, so this ends.
+        self.guess_next_leader(s);
+        while suspects.contains(&self.leaders[s.0 as usize]) {
+            self.guess_next_leader(s);
+        }
         self.send_read(key, tries, false, cx);
     }
 
