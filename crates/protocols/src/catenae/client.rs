@@ -6,10 +6,7 @@ use super::*;
 
 crate::kit::timers::timers! {
     /// A Catenae client's timers.
-    pub(crate) enum ClientTimer {
-        Status = 1,
-        Retry = 2,
-    }
+    pub(crate) enum ClientTimer { Status = 1, Retry = 2 }
 }
 
 /// Delay before a read-only transaction that met an uncommitted writer retries.
@@ -52,8 +49,7 @@ struct Current {
 #[derive(Debug)]
 pub struct Client {
     env: Env,
-    id: ClientId,
-    dc: DcId,
+    who: crate::kit::client::Who,
     coord: NodeId,
     /// With a secondary coordinator: the DC's other coordinator node, tried when the
     /// one in `coord` does not answer within the status timeout.
@@ -64,13 +60,12 @@ pub struct Client {
 impl Client {
     /// A client on `node` (`secondary`: its DC has a secondary coordinator).
     pub fn new(env: Env, node: NodeId, id: ClientId, secondary: bool) -> Self {
-        let dc = env.layout.dc_of(node);
-        let coord = env.layout.server(dc, 0);
-        let other = Some(env.layout.server(dc, 1)).filter(|n| secondary && *n != coord);
+        let who = crate::kit::client::Who::of(&env, node, id);
+        let coord = env.layout.server(who.dc, 0);
+        let other = Some(env.layout.server(who.dc, 1)).filter(|n| secondary && *n != coord);
         Client {
             env,
-            id,
-            dc,
+            who,
             coord,
             other,
             cur: None,
@@ -113,7 +108,7 @@ impl Client {
         r.expect = cur
             .keys
             .iter()
-            .map(|k| coordinator::server_of(&self.env, self.dc, k))
+            .map(|k| coordinator::server_of(&self.env, self.who.dc, k))
             .collect();
         cx.send(
             self.coord,
@@ -188,7 +183,7 @@ impl Client {
                     }
                     let mut by: BTreeMap<NodeId, Vec<Key>> = BTreeMap::new();
                     for k in want {
-                        by.entry(coordinator::server_of(&self.env, self.dc, &k))
+                        by.entry(coordinator::server_of(&self.env, self.who.dc, &k))
                             .or_default()
                             .push(k);
                     }
@@ -244,10 +239,8 @@ impl Client {
     }
 }
 
-impl Actor for Client {
-    type Msg = Msg;
-
-    fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+impl Client {
+    pub(super) fn receive(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
         match msg {
             Msg::Outcome { txn, result, .. } => {
                 self.heard(from);
@@ -263,10 +256,10 @@ impl Actor for Client {
         }
     }
 
-    fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
+    fn on_tick(&mut self, t: ClientTimer, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_ref() else { return };
-        match (ClientTimer::of(t), &cur.phase) {
-            (Some(ClientTimer::Status), Phase::Submitted) => {
+        match (t, &cur.phase) {
+            (ClientTimer::Status, Phase::Submitted) => {
                 // The coordinator de-duplicates; a lost submit or outcome is re-sent.
                 let msg = Msg::Submit {
                     txn: cur.rec.id,
@@ -276,23 +269,19 @@ impl Actor for Client {
                 cx.send(self.coord, msg);
                 cx.set_timer(self.env.timeouts.status, ClientTimer::Status);
             }
-            (Some(ClientTimer::Status), Phase::Reading(_)) => {
+            (ClientTimer::Status, Phase::Reading(_)) => {
                 self.switch();
                 self.send_read_only(cx)
             }
-            (Some(ClientTimer::Retry), Phase::Reading(_)) => self.send_read_only(cx),
+            (ClientTimer::Retry, Phase::Reading(_)) => self.send_read_only(cx),
             _ => {}
         }
-    }
-
-    fn on_crash(&mut self) {
-        self.cur = None;
     }
 }
 
 impl ClientRole for Client {
     fn submit(&mut self, txn: TxnId, call: Call, cx: &mut Ctx<'_, Msg>) {
-        let mut rec = crate::kit::client::new_record(txn, self.id, self.dc, &call, cx);
+        let mut rec = crate::kit::client::new_record(txn, self.who, &call, cx);
         rec.commit_start = Some(cx.now());
         // §VI-B: only pre-declared transactions run; anything else is refused here.
         let keys = match coordinator::declared(&self.env, &call) {
@@ -326,3 +315,5 @@ impl ClientRole for Client {
         self.cur.as_ref().map(|c| c.rec.clone())
     }
 }
+
+crate::kit::client::client_frame!(ClientTimer);

@@ -6,9 +6,7 @@ use super::*;
 
 crate::kit::timers::timers! {
     /// A CrossStitch client's timers.
-    pub(crate) enum ClientTimer {
-        Status = 2,
-    }
+    pub(crate) enum ClientTimer { Status = 2 }
 }
 
 #[derive(Debug)]
@@ -29,8 +27,7 @@ pub(super) struct Current {
 #[derive(Debug)]
 pub struct Client {
     pub(super) env: Env,
-    pub(super) id: ClientId,
-    pub(super) dc: DcId,
+    pub(super) who: crate::kit::client::Who,
     pub(super) cur: Option<Current>,
     /// Shards whose keys failed over (§4.1): their view as last told (`Msg::View`).
     pub(super) views: BTreeMap<u32, ShardView>,
@@ -39,11 +36,10 @@ pub struct Client {
 impl Client {
     /// A client on `node`.
     pub fn new(env: Env, node: NodeId, id: ClientId) -> Self {
-        let dc = env.layout.dc_of(node);
+        let who = crate::kit::client::Who::of(&env, node, id);
         Client {
             env,
-            id,
-            dc,
+            who,
             cur: None,
             views: BTreeMap::new(),
         }
@@ -82,10 +78,8 @@ impl Client {
     }
 }
 
-impl Actor for Client {
-    type Msg = Msg;
-
-    fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+impl Client {
+    pub(super) fn receive(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
         if let Msg::View(v) | Msg::CasReply { view: v, .. } = msg {
             self.on_view(v, cx);
             return;
@@ -130,8 +124,8 @@ impl Actor for Client {
         }
     }
 
-    fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
-        if ClientTimer::of(t) != Some(ClientTimer::Status) {
+    fn on_tick(&mut self, t: ClientTimer, cx: &mut Ctx<'_, Msg>) {
+        if t != ClientTimer::Status {
             return;
         }
         let me = cx.me();
@@ -192,10 +186,6 @@ impl Actor for Client {
             }
         }
         cx.set_timer(tm.status, ClientTimer::Status);
-    }
-
-    fn on_crash(&mut self) {
-        self.cur = None;
     }
 }
 
@@ -277,8 +267,8 @@ impl Client {
 
 impl ClientRole for Client {
     fn submit(&mut self, txn: TxnId, call: Call, cx: &mut Ctx<'_, Msg>) {
-        let rec = crate::kit::client::new_record(txn, self.id, self.dc, &call, cx);
-        let ts = cx.now() * TS_SCALE + (self.id.0 as u64 % TS_SCALE);
+        let rec = crate::kit::client::new_record(txn, self.who, &call, cx);
+        let ts = cx.now() * TS_SCALE + (self.who.id.0 as u64 % TS_SCALE);
         // The start state: compute the first key operation.
         let mut exec = Execution::new(call.clone());
         let first_key = match exec.step_ops(&self.env.registry) {
@@ -327,3 +317,5 @@ impl ClientRole for Client {
         self.cur.as_ref().map(|c| c.rec.clone())
     }
 }
+
+crate::kit::client::client_frame!(ClientTimer);

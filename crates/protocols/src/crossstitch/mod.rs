@@ -173,7 +173,7 @@ pub use server::{txn_replicas, Server};
 
 use crate::{ClientRole, Env, Protocol, Replica};
 use meridian_core::{
-    AbortReason, Actor, ClientId, Ctx, DcId, HomeRule, Key, NodeId, Outcome, Placement, ReadRec, ReplicaSnapshot, Time,
+    AbortReason, Actor, ClientId, Ctx, HomeRule, Key, NodeId, Outcome, Placement, ReadRec, ReplicaSnapshot, Time,
     TimerId, TxnId, TxnRecord, Value, VersionId, WriteRec,
 };
 use meridian_storage::MvStore;

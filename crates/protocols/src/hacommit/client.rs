@@ -3,6 +3,7 @@
 //! Paxos proposer (it is the coordinator).
 
 use super::*;
+use crate::kit::client::Next;
 
 crate::kit::timers::timers! {
     /// A HACommit client's timers.
@@ -48,9 +49,7 @@ pub(super) enum Phase {
 
 #[derive(Debug)]
 pub(super) struct Current {
-    pub(super) ts: Time,
-    pub(super) exec: Execution,
-    pub(super) rec: TxnRecord,
+    pub(super) t: crate::kit::client::Txn,
     /// The configuration: every shard touched so far.
     pub(super) shards: BTreeSet<ShardId>,
     pub(super) phase: Phase,
@@ -63,8 +62,7 @@ pub struct Client {
     /// A deliberately broken variant (tests only; see [`crate::Mutant`]).
     pub(super) mutant: crate::Mutant,
     pub(super) env: Env,
-    pub(super) id: ClientId,
-    pub(super) dc: DcId,
+    pub(super) who: crate::kit::client::Who,
     /// Believed leader of each shard.
     pub(super) leaders: HashMap<ShardId, NodeId>,
     pub(super) cur: Option<Current>,
@@ -73,12 +71,11 @@ pub struct Client {
 impl Client {
     /// A client on `node`.
     pub fn new(env: Env, node: NodeId, id: ClientId) -> Self {
-        let dc = env.layout.dc_of(node);
+        let who = crate::kit::client::Who::of(&env, node, id);
         Client {
             mutant: crate::Mutant::None,
             env,
-            id,
-            dc,
+            who,
             leaders: HashMap::default(),
             cur: None,
         }
@@ -100,11 +97,11 @@ impl Client {
         self.leaders.insert(s, reps[(i + 1) % reps.len()]);
     }
 
-    pub(super) fn step(&mut self, cx: &mut Ctx<'_, Msg>) {
+    /// Takes the program's next step (the frame's `step` runs the program to it).
+    fn on_step(&mut self, next: Next, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_mut() else { return };
-        let step = crate::kit::client::next_step(&mut cur.exec, &self.env.registry);
-        match step {
-            Step::Read(key) => {
+        match next {
+            Next::Read(key) => {
                 let shard = self.env.layout.shard_of(&key);
                 cur.shards.insert(shard);
                 cur.phase = Phase::Reading {
@@ -115,16 +112,12 @@ impl Client {
                 self.send_read(cx);
                 cx.set_timer(self.env.timeouts.read, ClientTimer::Read);
             }
-            Step::Abort(reason) => self.decide(false, Some(reason), cx),
-            Step::Wait { output } => {
-                cur.phase = Phase::Waiting;
-                crate::kit::client::wait_for_caller(cur.rec.id, output, self.env.timeouts.idle, ClientTimer::Idle, cx);
-            }
-            Step::Done { writes, .. } => {
-                let finals = crate::kit::client::number_writes(&mut cur.rec, writes);
+            Next::Abort(reason) => self.decide(false, Some(reason), cx),
+            Next::Done(writes) => {
+                let finals = crate::kit::client::number_writes(&mut cur.t.rec, writes);
                 let layout = &self.env.layout;
                 let mut lasts: BTreeMap<ShardId, LastShare> = BTreeMap::new();
-                for r in &cur.rec.reads {
+                for r in &cur.t.rec.reads {
                     lasts
                         .entry(layout.shard_of(&r.key))
                         .or_default()
@@ -136,7 +129,7 @@ impl Client {
                 }
                 cur.shards.extend(lasts.keys().copied());
                 if lasts.is_empty() {
-                    cur.rec.commit_start = Some(cx.now());
+                    cur.t.rec.commit_start = Some(cx.now());
                     return self.finish(Outcome::Committed, None, cx);
                 }
                 cur.phase = Phase::Voting {
@@ -161,8 +154,8 @@ impl Client {
             return;
         };
         let m = Msg::Read {
-            txn: cur.rec.id,
-            ts: cur.ts,
+            txn: cur.t.rec.id,
+            ts: cur.t.rec.start,
             shard: *shard,
             key: key.clone(),
             shards: cur.shards.iter().copied().collect(),
@@ -179,8 +172,8 @@ impl Client {
         };
         let (reads, writes) = lasts.get(&s).cloned().unwrap_or_default();
         let m = Msg::Last {
-            txn: cur.rec.id,
-            ts: cur.ts,
+            txn: cur.t.rec.id,
+            ts: cur.t.rec.start,
             shard: s,
             shards: cur.shards.iter().copied().collect(),
             reads,
@@ -197,7 +190,7 @@ impl Client {
         cx.cancel_timer(ClientTimer::Read);
         cx.cancel_timer(ClientTimer::Retry);
         cx.cancel_timer(ClientTimer::Vote);
-        cur.rec.commit_start = Some(cx.now());
+        cur.t.rec.commit_start = Some(cx.now());
         if cur.shards.is_empty() {
             let outcome = if commit { Outcome::Committed } else { Outcome::Aborted };
             return self.finish(outcome, reason, cx);
@@ -218,8 +211,8 @@ impl Client {
         };
         let shards: Vec<ShardId> = cur.shards.iter().copied().collect();
         let proposal = P2a {
-            txn: cur.rec.id,
-            ts: cur.ts,
+            txn: cur.t.rec.id,
+            ts: cur.t.rec.start,
             targets: shards.clone(),
             ballot: 0,
             commit: *commit,
@@ -231,11 +224,6 @@ impl Client {
         for (n, m) in msgs {
             cx.send(n, m);
         }
-    }
-
-    pub(super) fn finish(&mut self, outcome: Outcome, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
-        let Some(cur) = self.cur.take() else { return };
-        crate::kit::client::finish(cur.rec, ClientTimer::ALL, outcome, reason, cx);
     }
 
     pub(super) fn on_vote(&mut self, shard: ShardId, yes: bool, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
@@ -298,13 +286,11 @@ impl Client {
     }
 }
 
-impl Actor for Client {
-    type Msg = Msg;
-
-    fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+impl Client {
+    pub(super) fn receive(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_mut() else { return };
         match msg {
-            Msg::ReadReply { txn, key, result } if txn == cur.rec.id => {
+            Msg::ReadReply { txn, key, result } if txn == cur.t.rec.id => {
                 if !matches!(&cur.phase, Phase::Reading { key: k, .. } if *k == key) {
                     return;
                 }
@@ -319,16 +305,16 @@ impl Actor for Client {
                 self.leaders.insert(self.env.layout.shard_of(&key), from);
                 match result {
                     Ok((version, value)) => {
-                        crate::kit::client::supply_read(&mut cur.rec, &mut cur.exec, key, version, value);
+                        crate::kit::client::supply_read(&mut cur.t.rec, &mut cur.t.exec, key, version, value);
                         self.step(cx);
                     }
                     Err(why) => self.decide(false, Some(why), cx),
                 }
             }
-            Msg::Wound { txn } if txn == cur.rec.id && matches!(cur.phase, Phase::Voting { .. }) => {
+            Msg::Wound { txn } if txn == cur.t.rec.id && matches!(cur.phase, Phase::Voting { .. }) => {
                 self.decide(false, Some(AbortReason::Wounded), cx);
             }
-            Msg::NotLeader { txn, shard, leader } if txn == cur.rec.id => {
+            Msg::NotLeader { txn, shard, leader } if txn == cur.t.rec.id => {
                 let limit = 2 * self.env.layout.replicas(shard).len() as u32;
                 match &mut cur.phase {
                     Phase::Reading {
@@ -357,11 +343,11 @@ impl Actor for Client {
                 shard,
                 yes,
                 reason,
-            } if txn == cur.rec.id => {
+            } if txn == cur.t.rec.id => {
                 self.leaders.insert(shard, from);
                 self.on_vote(shard, yes, reason, cx)
             }
-            Msg::P2b { txn, ballot: 0, parts } if txn == cur.rec.id => {
+            Msg::P2b { txn, ballot: 0, parts } if txn == cur.t.rec.id => {
                 for p in parts {
                     if self.cur.is_none() {
                         break;
@@ -373,58 +359,42 @@ impl Actor for Client {
         }
     }
 
-    fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
+    fn on_tick(&mut self, t: ClientTimer, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_ref() else { return };
-        match (ClientTimer::of(t), &cur.phase) {
-            (Some(ClientTimer::Read), Phase::Reading { shard, .. }) => {
+        match (t, &cur.phase) {
+            (ClientTimer::Read, Phase::Reading { shard, .. }) => {
                 let s = *shard;
                 self.suspect(s);
                 self.decide(false, Some(AbortReason::ReadTimedOut), cx)
             }
-            (Some(ClientTimer::Retry), Phase::Reading { shard, .. }) => {
+            (ClientTimer::Retry, Phase::Reading { shard, .. }) => {
                 let s = *shard;
                 self.suspect(s);
                 self.send_read(cx);
             }
-            (Some(ClientTimer::Vote), Phase::Voting { yes, .. }) => {
+            (ClientTimer::Vote, Phase::Voting { yes, .. }) => {
                 let silent: Vec<ShardId> = cur.shards.iter().filter(|s| !yes.contains(s)).copied().collect();
                 for s in silent {
                     self.suspect(s);
                 }
                 self.decide(false, Some(AbortReason::VoteTimedOut), cx)
             }
-            (Some(ClientTimer::Idle), Phase::Waiting) => self.decide(false, Some(AbortReason::IdleInteractive), cx),
-            (Some(ClientTimer::Resend), Phase::Deciding { .. }) => {
+            (ClientTimer::Idle, Phase::Waiting) => self.decide(false, Some(AbortReason::IdleInteractive), cx),
+            (ClientTimer::Resend, Phase::Deciding { .. }) => {
                 self.send_p2a(cx);
                 cx.set_timer(self.env.timeouts.status, ClientTimer::Resend);
             }
             _ => {}
         }
     }
-
-    fn on_crash(&mut self) {
-        self.cur = None;
-    }
 }
 
-impl ClientRole for Client {
-    fn submit(&mut self, txn: TxnId, call: Call, cx: &mut Ctx<'_, Msg>) {
-        let rec = crate::kit::client::new_record(txn, self.id, self.dc, &call, cx);
-        self.cur = Some(Current {
-            ts: cx.now(),
-            exec: Execution::new(call),
-            rec,
-            shards: BTreeSet::new(),
-            phase: Phase::Deciding {
-                commit: false,
-                reason: None,
-                acks: BTreeMap::new(),
-            },
-        });
-        self.step(cx);
-    }
-
-    crate::kit::client::interactive_client!(role, ClientTimer::Idle);
-}
-
-crate::kit::client::interactive_client!(current);
+crate::kit::client::client_frame!(ClientTimer, interactive: ClientTimer::Idle, begin: |t| Current {
+    t,
+    shards: BTreeSet::new(),
+    phase: Phase::Deciding {
+        commit: false,
+        reason: None,
+        acks: BTreeMap::new(),
+    },
+});

@@ -3,7 +3,8 @@
 
 use super::*;
 use crate::testing::{self, call, deliver};
-use meridian_core::{secs, Layout, Topology};
+use crate::ClientRole;
+use meridian_core::{secs, DcId, Layout, Topology};
 use meridian_txn::Registry;
 use std::sync::Arc;
 

@@ -4,19 +4,11 @@
 
 use super::*;
 use crate::kit::client as kit;
-use crate::ClientRole;
-use meridian_core::{AbortReason, Actor, ClientId, Ctx, DcId, Key, NodeId, Outcome, TimerId, TxnId, TxnRecord};
-use meridian_txn::{Call, Execution, Step};
+use crate::kit::client::Next;
+use meridian_core::{AbortReason, ClientId, Ctx, Key, NodeId, Outcome};
 use std::collections::BTreeMap;
 
-crate::kit::timers::timers! {
-    /// A hierarchical-validation client's timers.
-    pub(crate) enum ClientTimer {
-        Read = 1,
-        Status = 2,
-        Idle = 3,
-    }
-}
+pub(crate) use crate::kit::client::ClientTimer;
 
 /// One data node's share of a commit request: keys read, writes.
 type Part = (Vec<Key>, Vec<(Key, meridian_core::VersionId, meridian_core::Value)>);
@@ -37,8 +29,7 @@ pub(super) enum Phase {
 
 #[derive(Debug)]
 pub(super) struct Current {
-    pub(super) exec: Execution,
-    pub(super) rec: TxnRecord,
+    pub(super) t: crate::kit::client::Txn,
     snap: Option<u64>,
     /// A read was answered in the past: the transaction can only commit read-only.
     doomed: bool,
@@ -53,8 +44,7 @@ pub(super) struct Current {
 pub struct Client {
     env: Env,
     sh: Arc<Shared>,
-    id: ClientId,
-    dc: DcId,
+    who: kit::Who,
     /// The largest timestamp this client has seen (§III-B2: a transaction without
     /// reads uses it as its snapshot; a first read's snapshot is at least it).
     floor: u64,
@@ -64,33 +54,33 @@ pub struct Client {
 impl Client {
     /// A client on `node`.
     pub(crate) fn new(env: Env, sh: Arc<Shared>, node: NodeId, id: ClientId) -> Self {
-        let dc = env.layout.dc_of(node);
+        let who = crate::kit::client::Who::of(&env, node, id);
         Client {
             env,
             sh,
-            id,
-            dc,
+            who,
             floor: 0,
             cur: None,
         }
     }
 
-    pub(super) fn step(&mut self, cx: &mut Ctx<'_, Msg>) {
+    /// Takes the program's next step (the frame's `step` runs the program to it).
+    fn on_step(&mut self, next: Next, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_mut() else { return };
-        match kit::next_step(&mut cur.exec, &self.env.registry) {
-            Step::Read(key) => {
+        match next {
+            Next::Read(key) => {
                 // Before the snapshot is set only the first read goes out (it sets it).
-                let keys = if cur.exec.batch().is_empty() || cur.snap.is_none() {
+                let keys = if cur.t.exec.batch().is_empty() || cur.snap.is_none() {
                     vec![key]
                 } else {
-                    cur.exec.batch().to_vec()
+                    cur.t.exec.batch().to_vec()
                 };
                 for k in &keys {
                     let node = self.env.layout.primary(self.env.layout.shard_of(k));
                     cx.send(
                         node,
                         Msg::Read {
-                            txn: cur.rec.id,
+                            txn: cur.t.rec.id,
                             key: k.clone(),
                             snap: cur.snap,
                             floor: self.floor,
@@ -100,14 +90,10 @@ impl Client {
                 cur.phase = Phase::Reading(keys);
                 cx.set_timer(self.env.timeouts.read, ClientTimer::Read);
             }
-            Step::Abort(reason) => self.finish(Outcome::Aborted, Some(reason), cx),
-            Step::Wait { output } => {
-                cur.phase = Phase::Waiting;
-                kit::wait_for_caller(cur.rec.id, output, self.env.timeouts.idle, ClientTimer::Idle, cx);
-            }
-            Step::Done { writes, .. } => {
+            Next::Abort(reason) => self.finish(Outcome::Aborted, Some(reason), cx),
+            Next::Done(writes) => {
                 cx.cancel_timer(ClientTimer::Read);
-                cur.rec.commit_start = Some(cx.now());
+                cur.t.rec.commit_start = Some(cx.now());
                 if writes.is_empty() {
                     // Read-only: serialized at its snapshot (in the past if a read was),
                     // no commit messages (§III-B2).
@@ -119,12 +105,12 @@ impl Client {
                     self.finish(Outcome::Aborted, Some(AbortReason::NewerVersionInstalled), cx);
                     return;
                 }
-                let finals = kit::number_writes(&mut cur.rec, writes);
+                let finals = kit::number_writes(&mut cur.t.rec, writes);
                 let snap = cur.snap.unwrap_or(self.floor);
                 cur.snap = Some(snap);
                 let mut parts: BTreeMap<NodeId, Part> = BTreeMap::new();
                 let layout = &self.env.layout;
-                for r in &cur.rec.reads {
+                for r in &cur.t.rec.reads {
                     let n = layout.primary(layout.shard_of(&r.key));
                     parts.entry(n).or_default().0.push(r.key.clone());
                 }
@@ -133,17 +119,17 @@ impl Client {
                     parts.entry(n).or_default().1.push((k, v, val));
                 }
                 let nodes: Vec<NodeId> = parts.keys().copied().collect();
-                let txn = cur.rec.id;
+                let txn = cur.t.rec.id;
                 for (n, (reads, writes)) in parts {
                     cx.send(
                         n,
-                        Msg::Commit {
+                        Msg::Commit(Commit {
                             txn,
                             snap,
                             reads,
                             writes,
                             nodes: nodes.clone(),
-                        },
+                        }),
                     );
                 }
                 cur.phase = if self.sh.p.mode == Mode::TwoPc && nodes.len() > 1 {
@@ -158,11 +144,6 @@ impl Client {
         }
     }
 
-    fn finish(&mut self, outcome: Outcome, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
-        let Some(cur) = self.cur.take() else { return };
-        kit::finish(cur.rec, ClientTimer::ALL, outcome, reason, cx);
-    }
-
     /// `2pc-deferred`: sends the decision to every participant.
     fn send_decision(&self, commit: bool, ts: u64, to: &[NodeId], cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_ref() else { return };
@@ -170,7 +151,7 @@ impl Client {
             cx.send(
                 *n,
                 Msg::Decide {
-                    txn: cur.rec.id,
+                    txn: cur.t.rec.id,
                     commit,
                     ts,
                 },
@@ -179,10 +160,8 @@ impl Client {
     }
 }
 
-impl Actor for Client {
-    type Msg = Msg;
-
-    fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+impl Client {
+    pub(super) fn receive(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_mut() else { return };
         match msg {
             Msg::ReadReply {
@@ -192,7 +171,7 @@ impl Actor for Client {
                 value,
                 snap,
                 newer,
-            } if txn == cur.rec.id => {
+            } if txn == cur.t.rec.id => {
                 let Phase::Reading(waiting) = &mut cur.phase else {
                     return;
                 };
@@ -206,19 +185,19 @@ impl Actor for Client {
                 }
                 self.floor = self.floor.max(snap);
                 cur.doomed |= newer;
-                kit::supply_read(&mut cur.rec, &mut cur.exec, key, version, value);
+                kit::supply_read(&mut cur.t.rec, &mut cur.t.exec, key, version, value);
                 if all_in {
                     cx.cancel_timer(ClientTimer::Read);
                     self.step(cx);
                 }
             }
-            Msg::Outcome { txn, commit, ts } if txn == cur.rec.id && matches!(cur.phase, Phase::Committing) => {
+            Msg::Outcome { txn, commit, ts } if txn == cur.t.rec.id && matches!(cur.phase, Phase::Committing) => {
                 self.floor = self.floor.max(ts);
                 let reason = (!commit).then_some(AbortReason::ParticipantVotedNo);
                 let outcome = if commit { Outcome::Committed } else { Outcome::Aborted };
                 self.finish(outcome, reason, cx);
             }
-            Msg::Vote { txn, ok, ts } if txn == cur.rec.id && matches!(cur.phase, Phase::Voting) => {
+            Msg::Vote { txn, ok, ts } if txn == cur.t.rec.id && matches!(cur.phase, Phase::Voting) => {
                 if !ok {
                     let nodes = cur.nodes.clone();
                     self.send_decision(false, 0, &nodes, cx);
@@ -234,7 +213,7 @@ impl Actor for Client {
                     self.send_decision(true, ts, &nodes, cx);
                 }
             }
-            Msg::Ack { txn, commit } if txn == cur.rec.id => {
+            Msg::Ack { txn, commit } if txn == cur.t.rec.id => {
                 let Phase::Acking(ts) = cur.phase else { return };
                 if !commit {
                     // Cooperative termination aborted it while this client was silent.
@@ -247,7 +226,7 @@ impl Actor for Client {
                     self.finish(Outcome::Committed, None, cx);
                 }
             }
-            Msg::Query { txn, .. } if txn == cur.rec.id => {
+            Msg::Query(Query { txn, .. }) if txn == cur.t.rec.id => {
                 // A 2PC participant asks for the decision.
                 if let Phase::Acking(ts) = cur.phase {
                     cx.send(from, Msg::Decide { txn, commit: true, ts });
@@ -257,27 +236,27 @@ impl Actor for Client {
         }
     }
 
-    fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
+    fn on_tick(&mut self, t: ClientTimer, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_ref() else { return };
-        match (ClientTimer::of(t), &cur.phase) {
-            (Some(ClientTimer::Read), Phase::Reading(_)) => {
+        match (t, &cur.phase) {
+            (ClientTimer::Read, Phase::Reading(_)) => {
                 self.finish(Outcome::Aborted, Some(AbortReason::ReadTimedOut), cx)
             }
-            (Some(ClientTimer::Idle), Phase::Waiting) => {
+            (ClientTimer::Idle, Phase::Waiting) => {
                 self.finish(Outcome::Aborted, Some(AbortReason::IdleInteractive), cx)
             }
-            (Some(ClientTimer::Status), Phase::Voting) => {
+            (ClientTimer::Status, Phase::Voting) => {
                 let nodes = cur.nodes.clone();
                 self.send_decision(false, 0, &nodes, cx);
                 self.finish(Outcome::Aborted, Some(AbortReason::VoteTimedOut), cx);
             }
-            (Some(ClientTimer::Status), Phase::Acking(ts)) => {
+            (ClientTimer::Status, Phase::Acking(ts)) => {
                 let ts = *ts;
                 let missing: Vec<NodeId> = cur.nodes.iter().filter(|n| !cur.acks.contains(n)).copied().collect();
                 self.send_decision(true, ts, &missing, cx);
                 cx.set_timer(self.env.timeouts.status, ClientTimer::Status);
             }
-            (Some(ClientTimer::Status), Phase::Committing) => {
+            (ClientTimer::Status, Phase::Committing) => {
                 let vid = self.sh.tree.decider(&cur.nodes);
                 let to = match (self.sh.p.mode, vid) {
                     (Mode::TwoPc, _) | (_, None) => cur.nodes[0],
@@ -286,42 +265,27 @@ impl Actor for Client {
                 let vid = if self.sh.p.mode == Mode::TwoPc { None } else { vid };
                 cx.send(
                     to,
-                    Msg::Query {
-                        txn: cur.rec.id,
+                    Msg::Query(Query {
+                        txn: cur.t.rec.id,
                         vid,
                         nodes: cur.nodes.clone(),
                         client: cx.me(),
                         from_client: true,
-                    },
+                    }),
                 );
                 cx.set_timer(self.env.timeouts.status, ClientTimer::Status);
             }
             _ => {}
         }
     }
-
-    fn on_crash(&mut self) {
-        self.cur = None;
-    }
 }
 
-impl ClientRole for Client {
-    fn submit(&mut self, txn: TxnId, call: Call, cx: &mut Ctx<'_, Msg>) {
-        let rec = kit::new_record(txn, self.id, self.dc, &call, cx);
-        self.cur = Some(Current {
-            exec: Execution::new(call),
-            rec,
-            snap: None,
-            doomed: false,
-            phase: Phase::Committing,
-            nodes: vec![],
-            votes: BTreeMap::new(),
-            acks: BTreeSet::new(),
-        });
-        self.step(cx);
-    }
-
-    crate::kit::client::interactive_client!(role, ClientTimer::Idle);
-}
-
-crate::kit::client::interactive_client!(current);
+crate::kit::client::client_frame!(ClientTimer, interactive: ClientTimer::Idle, begin: |t| Current {
+    t,
+    snap: None,
+    doomed: false,
+    phase: Phase::Committing,
+    nodes: vec![],
+    votes: BTreeMap::new(),
+    acks: BTreeSet::new(),
+});

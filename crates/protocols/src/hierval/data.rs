@@ -79,17 +79,8 @@ impl Server {
     }
 
     /// §III-B4: a commit request (or `2pc-deferred`'s prepare).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn on_commit(
-        &mut self,
-        from: NodeId,
-        txn: TxnId,
-        snap: u64,
-        reads: Vec<Key>,
-        writes: Vec<(Key, VersionId, Value)>,
-        nodes: Vec<NodeId>,
-        cx: &mut Ctx<'_, Msg>,
-    ) {
+    pub(super) fn on_commit(&mut self, from: NodeId, c: Commit, cx: &mut Ctx<'_, Msg>) {
+        let (txn, snap) = (c.txn, c.snap);
         let two_pc = self.sh.p.mode == Mode::TwoPc;
         if let Some(p) = self.prepared.get(&txn) {
             // A duplicate: repeat the vote (2PC) or ignore.
@@ -102,13 +93,13 @@ impl Server {
         if let Some(&(commit, _)) = self.done.get(&txn) {
             if two_pc {
                 cx.send(from, Msg::Vote { txn, ok: commit, ts: 0 });
-            } else if nodes.len() == 1 {
+            } else if c.nodes.len() == 1 {
                 cx.send(from, Msg::Outcome { txn, commit, ts: 0 });
             }
             return;
         }
-        let local = nodes.len() == 1;
-        let ts = self.leaf_validate(txn, snap, &reads, &writes, cx);
+        let local = c.nodes.len() == 1;
+        let ts = self.leaf_validate(txn, snap, &c.reads, &c.writes, cx);
         let Some(ts) = ts else {
             // Validation failed: nothing is kept; the "no" travels like a yes would.
             self.done.insert(txn, (false, 0));
@@ -126,33 +117,33 @@ impl Server {
                     );
                 }
             } else {
-                self.leaf_up(txn, false, 0, snap, nodes, from, &reads, &writes, cx);
+                self.leaf_up(c, from, false, 0, cx);
             }
             return;
         };
         if local {
             // A local transaction: the leaf validates and decides alone (§III-B5).
-            self.install(txn, &writes, ts, cx);
+            self.install(txn, &c.writes, ts, cx);
             self.locks.release_all(txn);
             self.done.insert(txn, (true, ts));
             self.outcomes.push((txn, true));
             cx.send(from, Msg::Outcome { txn, commit: true, ts });
-            let keys: Vec<Key> = writes.iter().map(|w| w.0.clone()).collect();
+            let keys: Vec<Key> = c.writes.iter().map(|w| w.0.clone()).collect();
             self.unblock(&keys, cx);
             return;
         }
-        for (k, v, val) in &writes {
+        for (k, v, val) in &c.writes {
             self.store.write_tentative(k, *v, val.clone(), snap + 1);
         }
-        self.charge_validation(writes.len(), cx);
+        self.charge_validation(c.writes.len(), cx);
         self.log.append_sync(
             Rec::Prepared {
                 txn,
                 snap,
                 ts,
-                reads: reads.clone(),
-                writes: writes.clone(),
-                nodes: nodes.clone(),
+                reads: c.reads.clone(),
+                writes: c.writes.clone(),
+                nodes: c.nodes.clone(),
                 client: from,
             },
             cx,
@@ -162,8 +153,8 @@ impl Server {
             Prep {
                 snap,
                 ts,
-                writes: writes.clone(),
-                nodes: nodes.clone(),
+                writes: c.writes.clone(),
+                nodes: c.nodes.clone(),
                 client: from,
                 since: cx.now(),
                 frozen: false,
@@ -173,7 +164,7 @@ impl Server {
         if two_pc {
             cx.send(from, Msg::Vote { txn, ok: true, ts });
         } else {
-            self.leaf_up(txn, true, ts, snap, nodes, from, &reads, &writes, cx);
+            self.leaf_up(c, from, true, ts, cx);
         }
     }
 
@@ -256,13 +247,13 @@ impl Server {
                     // start cooperative termination with the peers.
                     cx.send(
                         p.client,
-                        Msg::Query {
+                        Msg::Query(Query {
                             txn,
                             vid: None,
                             nodes: p.nodes.clone(),
                             client: p.client,
                             from_client: false,
-                        },
+                        }),
                     );
                     for n in &p.nodes {
                         if *n != self.me {
@@ -274,7 +265,7 @@ impl Server {
                     let vid = self.sh.tree.decider(&p.nodes);
                     if let Some(v) = vid {
                         let host = self.sh.tree.inner[v.0 as usize].host;
-                        let m = Msg::Query {
+                        let q = Query {
                             txn,
                             vid,
                             nodes: p.nodes.clone(),
@@ -282,9 +273,9 @@ impl Server {
                             from_client: false,
                         };
                         if host == self.me {
-                            self.on_query(self.me, txn, vid, p.nodes.clone(), p.client, false, cx);
+                            self.on_query(self.me, q, cx);
                         } else {
-                            cx.send(host, m);
+                            cx.send(host, Msg::Query(q));
                         }
                     }
                 }

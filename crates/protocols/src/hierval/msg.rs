@@ -39,18 +39,7 @@ pub enum Msg {
     /// Client → data node: the commit request of §III-B4 (hierarchy) or the prepare of
     /// 2PC (`2pc-deferred`): the keys read and the writes on this node, and every node
     /// the transaction involves.
-    Commit {
-        /// Transaction.
-        txn: TxnId,
-        /// Snapshot.
-        snap: u64,
-        /// Keys read on this node.
-        reads: Vec<Key>,
-        /// Writes on this node (key, version, value).
-        writes: Vec<(Key, VersionId, Value)>,
-        /// Every involved data node, sorted.
-        nodes: Vec<NodeId>,
-    },
+    Commit(Commit),
     /// `2pc-deferred` data node → client: the prepare result with the node's proposed
     /// commit timestamp.
     Vote {
@@ -94,19 +83,7 @@ pub enum Msg {
     /// A prepared data node that waited too long for the decision asks the decider
     /// (validator `vid`, or in `2pc-deferred` the client); a client asks for a lost
     /// outcome. An undecided decider then decides abort.
-    Query {
-        /// Transaction.
-        txn: TxnId,
-        /// The deciding validator (`None`: the data node itself, a local transaction,
-        /// or `2pc-deferred`'s client).
-        vid: Option<Vid>,
-        /// Every involved data node.
-        nodes: Vec<NodeId>,
-        /// The transaction's client node.
-        client: NodeId,
-        /// Asked by the client (answer with [`Msg::Outcome`]) rather than a data node.
-        from_client: bool,
-    },
+    Query(Query),
     /// `2pc-deferred` cooperative termination: a prepared participant whose client went
     /// silent asks its peers what they know.
     Peer {
@@ -127,27 +104,7 @@ pub enum Msg {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Item {
     /// A child's (partial) validation of a distributed transaction, for validator `to`.
-    Up {
-        /// Validator it is for.
-        to: Vid,
-        /// Sender: a leaf (data node) or an inner validator.
-        from: Child,
-        /// Transaction.
-        txn: TxnId,
-        /// Validated so far.
-        ok: bool,
-        /// Commit timestamp so far (the max over the subtree).
-        ts: u64,
-        /// Snapshot.
-        snap: u64,
-        /// Every involved data node.
-        nodes: Vec<NodeId>,
-        /// The client node.
-        client: NodeId,
-        /// Keys read and written in the sender's subtree (`hier-ts` re-validates them;
-        /// `hier-lock` sends none).
-        keys: Vec<Key>,
-    },
+    Up(Up),
     /// The final decision, for the data node the batch goes to.
     Decide {
         /// Transaction.
@@ -166,4 +123,59 @@ pub enum Child {
     Leaf(NodeId),
     /// An inner validator.
     Inner(Vid),
+}
+
+/// [`Msg::Commit`]: a commit request or prepare.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Commit {
+    /// Transaction.
+    pub txn: TxnId,
+    /// Snapshot.
+    pub snap: u64,
+    /// Keys read on this node.
+    pub reads: Vec<Key>,
+    /// Writes on this node (key, version, value).
+    pub writes: Vec<(Key, VersionId, Value)>,
+    /// Every involved data node, sorted.
+    pub nodes: Vec<NodeId>,
+}
+
+/// [`Msg::Query`]: a question to the decider.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Query {
+    /// Transaction.
+    pub txn: TxnId,
+    /// The deciding validator (`None`: the data node itself, a local transaction,
+    /// or `2pc-deferred`'s client).
+    pub vid: Option<Vid>,
+    /// Every involved data node.
+    pub nodes: Vec<NodeId>,
+    /// The transaction's client node.
+    pub client: NodeId,
+    /// Asked by the client (answer with [`Msg::Outcome`]) rather than a data node.
+    pub from_client: bool,
+}
+
+/// [`Item::Up`]: a (partial) validation passed up the tree.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Up {
+    /// Validator it is for.
+    pub to: Vid,
+    /// Sender: a leaf (data node) or an inner validator.
+    pub from: Child,
+    /// Transaction.
+    pub txn: TxnId,
+    /// Validated so far.
+    pub ok: bool,
+    /// Commit timestamp so far (the max over the subtree).
+    pub ts: u64,
+    /// Snapshot.
+    pub snap: u64,
+    /// Every involved data node.
+    pub nodes: Vec<NodeId>,
+    /// The client node.
+    pub client: NodeId,
+    /// Keys read and written in the sender's subtree (`hier-ts` re-validates them;
+    /// `hier-lock` sends none).
+    pub keys: Vec<Key>,
 }

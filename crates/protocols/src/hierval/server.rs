@@ -219,17 +219,7 @@ impl Server {
 
     fn on_item(&mut self, from: NodeId, item: Item, cx: &mut Ctx<'_, Msg>) {
         match item {
-            Item::Up {
-                to,
-                from: child,
-                txn,
-                ok,
-                ts,
-                snap,
-                nodes,
-                client,
-                keys,
-            } => self.on_up(to, child, txn, ok, ts, snap, nodes, client, keys, cx),
+            Item::Up(up) => self.on_up(up, cx),
             Item::Decide { txn, commit, ts } => self.apply(from, txn, commit, ts, cx),
         }
     }
@@ -311,13 +301,7 @@ impl Actor for Server {
     fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
         match msg {
             Msg::Read { txn, key, snap, floor } => self.on_read(from, txn, key, snap, floor, cx),
-            Msg::Commit {
-                txn,
-                snap,
-                reads,
-                writes,
-                nodes,
-            } => self.on_commit(from, txn, snap, reads, writes, nodes, cx),
+            Msg::Commit(c) => self.on_commit(from, c, cx),
             Msg::Decide { txn, commit, ts } => self.apply(from, txn, commit, ts, cx),
             Msg::Batch(items) => {
                 // One network message; in a batch of several, each item costs one key
@@ -330,13 +314,7 @@ impl Actor for Server {
                     self.on_item(from, it, cx);
                 }
             }
-            Msg::Query {
-                txn,
-                vid,
-                nodes,
-                client,
-                from_client,
-            } => self.on_query(from, txn, vid, nodes, client, from_client, cx),
+            Msg::Query(q) => self.on_query(from, q, cx),
             Msg::Peer { txn } => self.on_peer(from, txn, cx),
             Msg::PeerState { txn, state } => self.on_peer_state(from, txn, state, cx),
             Msg::ReadReply { .. } | Msg::Vote { .. } | Msg::Ack { .. } | Msg::Outcome { .. } => {}

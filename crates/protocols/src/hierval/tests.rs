@@ -249,13 +249,13 @@ fn commit_blind(n: &mut Net<HierVal>, t: TxnId, key: &str, node: u32) {
     n.send(
         from,
         NodeId(node),
-        Msg::Commit {
+        Msg::Commit(Commit {
             txn: t,
             snap: 0,
             reads: vec![],
             writes: vec![(Key::from(key), vid(t), Value(b"w".to_vec()))],
             nodes: vec![NodeId(node)],
-        },
+        }),
     );
     let out = std::mem::take(&mut n.outside);
     assert!(
@@ -280,7 +280,7 @@ fn test_a_read_newer_than_the_snapshot_aborts_a_read_write_transaction_before_co
         // The read of #2/b was answered in the past (the initial version), and no
         // commit request was sent.
         assert_eq!(rec.reads[1].version, None);
-        assert!(!sent.iter().any(|m| matches!(m, Msg::Commit { .. })), "{spec}");
+        assert!(!sent.iter().any(|m| matches!(m, Msg::Commit(Commit { .. }))), "{spec}");
     }
 }
 
@@ -293,7 +293,7 @@ fn test_a_read_only_transaction_reads_in_the_past_and_commits() {
     let (rec, sent) = run_client(&p, &mut n, program, |n| commit_blind(n, t2, "#2/b", 2));
     assert_eq!(rec.outcome, Outcome::Committed);
     assert_eq!(rec.reads[1].version, None, "serialized before T2, at its snapshot");
-    assert!(!sent.iter().any(|m| matches!(m, Msg::Commit { .. })));
+    assert!(!sent.iter().any(|m| matches!(m, Msg::Commit(Commit { .. }))));
 }
 
 #[test]
@@ -302,12 +302,14 @@ fn test_a_read_waits_for_a_tentative_version_until_it_is_final() {
     let mut n = bare(&p, 9);
     let c = NodeId(100);
     let t1 = txn(1);
-    let commit = |key: &str| Msg::Commit {
-        txn: t1,
-        snap: 0,
-        reads: vec![],
-        writes: vec![(Key::from(key), vid(t1), Value(b"t1".to_vec()))],
-        nodes: vec![NodeId(1), NodeId(2)],
+    let commit = |key: &str| {
+        Msg::Commit(Commit {
+            txn: t1,
+            snap: 0,
+            reads: vec![],
+            writes: vec![(Key::from(key), vid(t1), Value(b"t1".to_vec()))],
+            nodes: vec![NodeId(1), NodeId(2)],
+        })
     };
     // T1's commit request reaches node 1 only: a tentative version at snapshot + 1.
     n.send(c, NodeId(1), commit("#1/a"));
@@ -362,13 +364,13 @@ fn test_hier_ts_leaves_use_round_robin_timestamps() {
     n.send(
         NodeId(100),
         NodeId(1),
-        Msg::Commit {
+        Msg::Commit(Commit {
             txn: txn(1),
             snap: 3,
             reads: vec![],
             writes: vec![(Key::from("#1/a"), vid(txn(1)), Value(b"x".to_vec()))],
             nodes: vec![NodeId(1)],
-        },
+        }),
     );
     assert!(matches!(
         n.outside[..],
@@ -392,12 +394,14 @@ fn test_conflicting_pending_transactions_abort_at_the_leaf() {
         let p = proto(spec);
         let mut n = bare(&p, 9);
         let c = NodeId(100);
-        let w = |t: TxnId, nodes: Vec<NodeId>| Msg::Commit {
-            txn: t,
-            snap: 0,
-            reads: vec![Key::from("#1/a")],
-            writes: vec![(Key::from("#1/a"), vid(t), Value(b"x".to_vec()))],
-            nodes,
+        let w = |t: TxnId, nodes: Vec<NodeId>| {
+            Msg::Commit(Commit {
+                txn: t,
+                snap: 0,
+                reads: vec![Key::from("#1/a")],
+                writes: vec![(Key::from("#1/a"), vid(t), Value(b"x".to_vec()))],
+                nodes,
+            })
         };
         // T1 is pending at leaf 1 (node 2's part never arrives).
         n.send(c, NodeId(1), w(txn(1), vec![NodeId(1), NodeId(2)]));
@@ -440,7 +444,7 @@ fn test_a_decider_crash_after_deciding_commit_loses_nothing() {
     n.crash_after = Some((
         NodeId(8),
         Box::new(
-            move |m| matches!(m, Msg::Batch(items) if items.iter().any(|i| matches!(i, Item::Up { from: Child::Leaf(NodeId(2)), .. }))),
+            move |m| matches!(m, Msg::Batch(items) if items.iter().any(|i| matches!(i, Item::Up(Up { from: Child::Leaf(NodeId(2)), .. })))),
         ),
     ));
     n.submit(0, txn(1), rmw(&["#1/a", "#2/b"]));
@@ -474,7 +478,7 @@ fn test_a_data_node_crash_after_preparing_recovers_its_tentative_writes() {
     let p = proto("hier-lock");
     let mut n = net(&p, 9);
     n.drop_from_down = true;
-    n.crash_after = Some((NodeId(1), Box::new(|m| matches!(m, Msg::Commit { .. }))));
+    n.crash_after = Some((NodeId(1), Box::new(|m| matches!(m, Msg::Commit(Commit { .. })))));
     n.submit(0, txn(1), rmw(&["#1/a", "#2/b"]));
     assert!(n.down.contains(&NodeId(1)));
     n.restart(NodeId(1));
@@ -502,12 +506,14 @@ fn test_2pc_deferred_participants_terminate_when_the_client_goes_silent() {
     let p = proto("2pc-deferred");
     let mut n = bare(&p, 8);
     let c = NodeId(8);
-    let w = |key: &str| Msg::Commit {
-        txn: txn(1),
-        snap: 0,
-        reads: vec![],
-        writes: vec![(Key::from(key), vid(txn(1)), Value(b"x".to_vec()))],
-        nodes: vec![NodeId(1), NodeId(2)],
+    let w = |key: &str| {
+        Msg::Commit(Commit {
+            txn: txn(1),
+            snap: 0,
+            reads: vec![],
+            writes: vec![(Key::from(key), vid(txn(1)), Value(b"x".to_vec()))],
+            nodes: vec![NodeId(1), NodeId(2)],
+        })
     };
     n.send(c, NodeId(1), w("#1/a"));
     n.send(c, NodeId(2), w("#2/b"));
@@ -560,12 +566,14 @@ fn test_bad_parameters_are_one_clear_error() {
 fn test_validation_work_is_serial_unless_pipelined_and_free_with_validation_off() {
     // A two-node commit request at a leaf: lock and check 1 key (read and written: one
     // exclusive lock, one version check), 1 tentative version.
-    let commit = || Msg::Commit {
-        txn: txn(1),
-        snap: 0,
-        reads: vec![Key::from("#1/a")],
-        writes: vec![(Key::from("#1/a"), vid(txn(1)), Value(b"x".to_vec()))],
-        nodes: vec![NodeId(1), NodeId(2)],
+    let commit = || {
+        Msg::Commit(Commit {
+            txn: txn(1),
+            snap: 0,
+            reads: vec![Key::from("#1/a")],
+            writes: vec![(Key::from("#1/a"), vid(txn(1)), Value(b"x".to_vec()))],
+            nodes: vec![NodeId(1), NodeId(2)],
+        })
     };
     let env = env(9);
     for (spec, serial, parallel) in [

@@ -71,64 +71,41 @@ impl Server {
         }
     }
 
-    /// A leaf sends its partial validation up (§III-B5).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn leaf_up(
-        &mut self,
-        txn: TxnId,
-        ok: bool,
-        ts: u64,
-        snap: u64,
-        nodes: Vec<NodeId>,
-        client: NodeId,
-        reads: &[Key],
-        writes: &[(Key, VersionId, Value)],
-        cx: &mut Ctx<'_, Msg>,
-    ) {
+    /// A leaf sends its partial validation of commit request `c` from `client` up
+    /// (§III-B5).
+    pub(super) fn leaf_up(&mut self, c: Commit, client: NodeId, ok: bool, ts: u64, cx: &mut Ctx<'_, Msg>) {
         let Some(to) = self.sh.tree.parent_of_leaf(self.me) else {
             return;
         };
         let keys = if self.sh.p.mode == Mode::Ts {
             // Each key once: a read-modify-write key is re-validated once, not twice.
-            reads
+            c.reads
                 .iter()
-                .filter(|k| !writes.iter().any(|w| w.0 == **k))
+                .filter(|k| !c.writes.iter().any(|w| w.0 == **k))
                 .cloned()
-                .chain(writes.iter().map(|w| w.0.clone()))
+                .chain(c.writes.iter().map(|w| w.0.clone()))
                 .collect()
         } else {
             vec![]
         };
         let host = self.sh.tree.inner[to.0 as usize].host;
-        let item = Item::Up {
+        let item = Item::Up(Up {
             to,
             from: Child::Leaf(self.me),
-            txn,
+            txn: c.txn,
             ok,
             ts,
-            snap,
-            nodes,
+            snap: c.snap,
+            nodes: c.nodes,
             client,
             keys,
-        };
+        });
         self.route(host, item, cx);
     }
 
     /// An inner validator receives a child's partial validation.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn on_up(
-        &mut self,
-        v: Vid,
-        child: Child,
-        txn: TxnId,
-        ok: bool,
-        ts: u64,
-        snap: u64,
-        nodes: Vec<NodeId>,
-        client: NodeId,
-        keys: Vec<Key>,
-        cx: &mut Ctx<'_, Msg>,
-    ) {
+    pub(super) fn on_up(&mut self, up: Up, cx: &mut Ctx<'_, Msg>) {
+        let (v, txn) = (up.to, up.txn);
         if self.decisions.contains_key(&txn) {
             return; // decided already (an early abort, or a duplicate)
         }
@@ -140,17 +117,17 @@ impl Server {
             got: BTreeSet::new(),
             ok: true,
             ts: 0,
-            snap,
-            nodes: nodes.clone(),
-            client,
+            snap: up.snap,
+            nodes: up.nodes.clone(),
+            client: up.client,
             keys: vec![],
         });
-        if !g.got.insert(child) {
+        if !g.got.insert(up.from) {
             return; // duplicate
         }
-        g.ok &= ok;
-        g.ts = g.ts.max(ts);
-        g.keys.extend(keys);
+        g.ok &= up.ok;
+        g.ts = g.ts.max(up.ts);
+        g.keys.extend(up.keys);
         let expected = tree.involved_children(v, &g.nodes);
         let complete = expected.iter().all(|c| g.got.contains(c));
         let decider = tree.decider(&g.nodes) == Some(v);
@@ -158,7 +135,7 @@ impl Server {
             // A violation: told at once (§III-B5), not after the other children.
             let g = self.gathers.remove(&(v, txn)).expect("present");
             if decider {
-                self.decide(v, txn, false, 0, g.nodes, g.client, cx);
+                self.decide(txn, false, 0, g.nodes, g.client, cx);
             } else {
                 self.pass_up(v, txn, false, 0, g, cx);
             }
@@ -188,7 +165,7 @@ impl Server {
                     *e = (*e).max(ts);
                 }
             }
-            self.decide(v, txn, ok, if ok { ts } else { 0 }, g.nodes, g.client, cx);
+            self.decide(txn, ok, if ok { ts } else { 0 }, g.nodes, g.client, cx);
         } else {
             let (ok, ts) = (g.ok, g.ts);
             self.pass_up(v, txn, ok, ts, g, cx);
@@ -200,7 +177,7 @@ impl Server {
             return;
         };
         let host = self.sh.tree.inner[parent.0 as usize].host;
-        let item = Item::Up {
+        let item = Item::Up(Up {
             to: parent,
             from: Child::Inner(v),
             txn,
@@ -210,16 +187,14 @@ impl Server {
             nodes: g.nodes,
             client: g.client,
             keys: g.keys,
-        };
+        });
         self.route(host, item, cx);
     }
 
     /// The decider: force-logs the decision, tells the client (one message) and every
     /// involved data node (batched).
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn decide(
         &mut self,
-        v: Vid,
         txn: TxnId,
         commit: bool,
         ts: u64,
@@ -227,7 +202,6 @@ impl Server {
         client: NodeId,
         cx: &mut Ctx<'_, Msg>,
     ) {
-        let _ = v;
         if self.decisions.contains_key(&txn) {
             return;
         }
@@ -242,17 +216,14 @@ impl Server {
     /// A data node or client asks the decider: the logged decision, or, if undecided
     /// (votes lost, a validator below crashed, the commit request never arrived), abort
     /// now. A local transaction's client asks its data node, which answers the same way.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn on_query(
-        &mut self,
-        from: NodeId,
-        txn: TxnId,
-        vid: Option<Vid>,
-        nodes: Vec<NodeId>,
-        client: NodeId,
-        from_client: bool,
-        cx: &mut Ctx<'_, Msg>,
-    ) {
+    pub(super) fn on_query(&mut self, from: NodeId, q: Query, cx: &mut Ctx<'_, Msg>) {
+        let Query {
+            txn,
+            vid,
+            nodes,
+            client,
+            from_client,
+        } = q;
         match vid {
             None => {
                 // A local transaction at this data node.
@@ -262,7 +233,7 @@ impl Server {
                 let (commit, ts) = *self.done.entry(txn).or_insert((false, 0));
                 cx.send(from, Msg::Outcome { txn, commit, ts });
             }
-            Some(v) => {
+            Some(_) => {
                 if let Some(&(commit, ts)) = self.decisions.get(&txn) {
                     if from_client {
                         cx.send(from, Msg::Outcome { txn, commit, ts });
@@ -274,7 +245,7 @@ impl Server {
                     return;
                 }
                 self.gathers.retain(|(_, t), _| *t != txn);
-                self.decide(v, txn, false, 0, nodes, client, cx);
+                self.decide(txn, false, 0, nodes, client, cx);
             }
         }
     }

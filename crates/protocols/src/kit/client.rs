@@ -1,24 +1,70 @@
-//! Client-side bookkeeping every protocol's client shares: the history record of a
-//! transaction from start to outcome, stepping its program, recording its reads,
-//! numbering its writes as versions, interactive transactions, and the end.
+//! The client frame and the bookkeeping every protocol's client shares: the history
+//! record of a transaction from start to outcome, stepping its program, recording its
+//! reads, numbering its writes as versions, interactive transactions, and the end.
 //!
-//! Each protocol keeps its own `Current` (what it tracks besides: shards touched,
-//! phase, votes, ...); these functions take the parts they need.
+//! `client_frame!` writes what every client role does the same way: its `Actor`
+//! entry points (a crash forgets the transaction in flight) and, for an interactive
+//! client, `submit`, `in_flight`, `extend`, `step` and `finish`. Each protocol keeps
+//! its own `Current` (a [`Txn`] `t` and what it tracks besides: shards touched, phase,
+//! votes, ...) and writes only what its paper specifies: what it does with each step of
+//! the program (`on_step`), its messages (`receive`) and timers (`on_tick`).
 
 use meridian_core::{
-    AbortReason, ClientId, Ctx, DcId, Key, Outcome, ReadRec, Time, TimerId, TxnId, TxnRecord, Value, VersionId,
+    AbortReason, ClientId, Ctx, DcId, Key, NodeId, Outcome, ReadRec, TimerId, TxnId, TxnRecord, Value, VersionId,
     WriteRec,
 };
 use meridian_txn::{Arg, Call, Execution, Registry, Step};
 use std::collections::BTreeMap;
 
-/// The record of transaction `txn` of `client` (in `dc`), starting now.
-pub fn new_record<M>(txn: TxnId, client: ClientId, dc: DcId, call: &Call, cx: &Ctx<'_, M>) -> TxnRecord {
+/// A client's transaction as every protocol keeps it: its history record and its
+/// program's execution. Each protocol's `Current` holds one as `t`, beside what that
+/// protocol tracks (its phase, shards touched, votes, ...).
+#[derive(Debug)]
+pub struct Txn {
+    /// The history record, from start to outcome.
+    pub rec: TxnRecord,
+    /// The program, stepped as its reads come in.
+    pub exec: Execution,
+}
+
+crate::kit::timers::timers! {
+    /// The timers of a client that reads, hands its commit on and asks for the
+    /// outcome, and runs interactive transactions (2PC, Replicated Commit,
+    /// hierarchical validation): a read unanswered (`Read`), an outcome late
+    /// (`Status`), a caller idle (`Idle`).
+    pub enum ClientTimer {
+        Read = 1,
+        Status = 2,
+        Idle = 3,
+    }
+}
+
+/// Which client runs a transaction, and in which DC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Who {
+    /// The client.
+    pub id: ClientId,
+    /// Its DC.
+    pub dc: DcId,
+}
+
+impl Who {
+    /// Client `id` on `node`.
+    pub fn of(env: &crate::Env, node: NodeId, id: ClientId) -> Who {
+        Who {
+            id,
+            dc: env.layout.dc_of(node),
+        }
+    }
+}
+
+/// The record of transaction `txn` of client `who`, starting now.
+pub fn new_record<M>(txn: TxnId, who: Who, call: &Call, cx: &Ctx<'_, M>) -> TxnRecord {
     TxnRecord {
         id: txn,
-        client,
+        client: who.id,
         node: cx.me(),
-        dc,
+        dc: who.dc,
         program: call.program.clone(),
         start: cx.now(),
         commit_start: None,
@@ -34,9 +80,16 @@ pub fn new_record<M>(txn: TxnId, client: ClientId, dc: DcId, call: &Call, cx: &C
 /// Numbers a finished program's writes as versions `txn:i` (recorded in `rec.writes`, in
 /// program order) and returns each key's final write: what the transaction installs.
 pub fn number_writes(rec: &mut TxnRecord, writes: Vec<(Key, Value)>) -> BTreeMap<Key, (VersionId, Value)> {
-    let txn = rec.id;
+    let (recs, finals) = numbered(rec.id, writes);
+    rec.writes = recs;
+    finals
+}
+
+/// Transaction `txn`'s writes numbered as versions `txn:i`: the history's write records,
+/// in program order, and each key's final write.
+pub fn numbered(txn: TxnId, writes: Vec<(Key, Value)>) -> (Vec<WriteRec>, BTreeMap<Key, (VersionId, Value)>) {
     let version = |i: usize| VersionId { txn, seq: i as u32 };
-    rec.writes = writes
+    let recs = writes
         .iter()
         .enumerate()
         .map(|(i, (k, _))| WriteRec {
@@ -48,6 +101,21 @@ pub fn number_writes(rec: &mut TxnRecord, writes: Vec<(Key, Value)>) -> BTreeMap
     for (i, (k, v)) in writes.into_iter().enumerate() {
         finals.insert(k, (version(i), v));
     }
+    (recs, finals)
+}
+
+/// The program finished and the transaction goes to commit: numbers its writes
+/// ([`number_writes`]), disarms the client's read timer `read` and stamps the commit's
+/// start now. Returns each key's final write.
+pub fn to_commit<M>(
+    rec: &mut TxnRecord,
+    writes: Vec<(Key, Value)>,
+    read: impl Into<TimerId>,
+    cx: &mut Ctx<'_, M>,
+) -> BTreeMap<Key, (VersionId, Value)> {
+    let finals = number_writes(rec, writes);
+    cx.cancel_timer(read);
+    rec.commit_start = Some(cx.now());
     finals
 }
 
@@ -83,17 +151,40 @@ pub fn supply_read(
     exec.supply(key, value);
 }
 
-/// An interactive transaction stops for its caller: arms the idle timer (`idle` after
-/// `after`) and hands the caller the program's output so far.
-pub fn wait_for_caller<M>(
-    txn: TxnId,
-    output: Option<Value>,
-    after: Time,
+/// An interactive client's next step: the program's next step (a program error aborts
+/// the transaction with its message), except that a stop for the caller is taken here
+/// and gives `None`: the transaction waits ([`Interactive::pause`]), its idle timer
+/// (`idle`, after `env.timeouts.idle`) armed, and its caller has the program's output
+/// so far.
+pub fn advance<C: Interactive, M>(
+    cur: &mut C,
+    env: &crate::Env,
     idle: impl Into<TimerId>,
     cx: &mut Ctx<'_, M>,
-) {
-    cx.set_timer(after, idle);
-    cx.await_input(txn, output);
+) -> Option<Next> {
+    match next_step(cur.exec_mut(), &env.registry) {
+        Step::Read(key) => Some(Next::Read(key)),
+        Step::Done { writes, .. } => Some(Next::Done(writes)),
+        Step::Abort(reason) => Some(Next::Abort(reason)),
+        Step::Wait { output } => {
+            cur.pause();
+            cx.set_timer(env.timeouts.idle, idle);
+            cx.await_input(cur.txn(), output);
+            None
+        }
+    }
+}
+
+/// What an interactive client does next ([`advance`]): a [`Step`] other than a stop for
+/// the caller.
+#[derive(Debug)]
+pub enum Next {
+    /// Read this key and supply its value ([`supply_read`]).
+    Read(Key),
+    /// The program finished; commit these writes (program order: [`number_writes`]).
+    Done(Vec<(Key, Value)>),
+    /// The program aborted itself (or faulted).
+    Abort(AbortReason),
 }
 
 /// What [`extend`] needs of a client's current transaction.
@@ -104,6 +195,8 @@ pub trait Interactive {
     fn waiting(&self) -> bool;
     /// Its program's execution.
     fn exec_mut(&mut self) -> &mut Execution;
+    /// It stops to wait for its caller's next operations.
+    fn pause(&mut self);
 }
 
 /// Hands the caller's next operations to `cur` if it is transaction `txn` and waits
@@ -140,40 +233,110 @@ pub fn finish<M, T: Into<TimerId> + Copy>(
     close(rec, outcome, reason, cx);
 }
 
-/// The parts of [`crate::ClientRole`] every interactive client writes the same way,
-/// for a client whose transaction is `self.cur: Option<Current>` (with `rec`, `exec`
-/// and a `phase` that has a `Waiting` state) and whose `step` runs the program:
-/// `in_flight` and `extend` (inside the `impl ClientRole`), and, with `current`, the
-/// [`Interactive`] impl of `Current` (outside it).
-macro_rules! interactive_client {
-    (role, $idle:expr) => {
-        fn in_flight(&self) -> Option<meridian_core::TxnRecord> {
-            self.cur.as_ref().map(|c| c.rec.clone())
-        }
+/// The client frame every protocol client shares, for a `Client` whose transaction is
+/// `self.cur: Option<Current>` and whose timers are the enum `$timer` (declared with
+/// [`crate::kit::timers::timers!`]):
+///
+/// - `client_frame!($timer)`: the [`meridian_core::Actor`] impl. Messages go to the
+///   client's `receive(from, msg, cx)`; timers, named, to its `on_tick(t: $timer, cx)`
+///   (a timer id that is not the role's is ignored); a crash forgets the transaction
+///   in flight (the runtime has taken it from `in_flight` as `Unknown`).
+/// - `client_frame!($timer, interactive: $idle)`: that, plus the whole
+///   [`crate::ClientRole`] impl of an interactive client whose `Current` is [`Begin`]
+///   (with a [`Txn`] `t` and a `phase` that has a `Waiting` state) and whose `step` runs
+///   the program, and the [`Interactive`] impl of `Current`. `submit` starts the record
+///   and the program and steps it; `in_flight` is the record; `extend` resumes a
+///   transaction waiting for its caller (`$idle` is the role's idle timer).
+macro_rules! client_frame {
+    ($timer:ident) => {
+        impl meridian_core::Actor for Client {
+            type Msg = Msg;
 
-        fn extend(
-            &mut self,
-            txn: meridian_core::TxnId,
-            args: Vec<meridian_txn::Arg>,
-            cx: &mut meridian_core::Ctx<'_, Msg>,
-        ) {
-            if $crate::kit::client::extend(self.cur.as_mut(), txn, args, $idle, cx) {
-                self.step(cx);
+            fn on_message(&mut self, from: meridian_core::NodeId, msg: Msg, cx: &mut meridian_core::Ctx<'_, Msg>) {
+                self.receive(from, msg, cx);
+            }
+
+            fn on_timer(&mut self, t: meridian_core::TimerId, cx: &mut meridian_core::Ctx<'_, Msg>) {
+                if let Some(t) = $timer::of(t) {
+                    self.on_tick(t, cx);
+                }
+            }
+
+            fn on_crash(&mut self) {
+                self.cur = None;
             }
         }
     };
-    (current) => {
+    ($timer:ident, interactive: $idle:expr, begin: |$t:ident| $begin:expr) => {
+        $crate::kit::client::client_frame!($timer);
+
+        impl Client {
+            /// Runs the transaction's program to its next step and takes it
+            /// (`on_step`); a stop for the caller is taken by [`advance`].
+            pub(super) fn step(&mut self, cx: &mut meridian_core::Ctx<'_, Msg>) {
+                let Some(cur) = self.cur.as_mut() else { return };
+                if let Some(next) = $crate::kit::client::advance(cur, &self.env, $idle, cx) {
+                    self.on_step(next, cx);
+                }
+            }
+
+            /// Ends the transaction: disarms every client timer and records `outcome`.
+            pub(super) fn finish(
+                &mut self,
+                outcome: meridian_core::Outcome,
+                reason: Option<meridian_core::AbortReason>,
+                cx: &mut meridian_core::Ctx<'_, Msg>,
+            ) {
+                let Some(cur) = self.cur.take() else { return };
+                $crate::kit::client::finish(cur.t.rec, $timer::ALL, outcome, reason, cx);
+            }
+        }
+
+        impl $crate::ClientRole for Client {
+            fn submit(
+                &mut self,
+                txn: meridian_core::TxnId,
+                call: meridian_txn::Call,
+                cx: &mut meridian_core::Ctx<'_, Msg>,
+            ) {
+                let $t = $crate::kit::client::Txn {
+                    rec: $crate::kit::client::new_record(txn, self.who, &call, cx),
+                    exec: meridian_txn::Execution::new(call),
+                };
+                self.cur = Some($begin);
+                self.step(cx);
+            }
+
+            fn in_flight(&self) -> Option<meridian_core::TxnRecord> {
+                self.cur.as_ref().map(|c| c.t.rec.clone())
+            }
+
+            fn extend(
+                &mut self,
+                txn: meridian_core::TxnId,
+                args: Vec<meridian_txn::Arg>,
+                cx: &mut meridian_core::Ctx<'_, Msg>,
+            ) {
+                if $crate::kit::client::extend(self.cur.as_mut(), txn, args, $idle, cx) {
+                    self.step(cx);
+                }
+            }
+        }
+
         impl $crate::kit::client::Interactive for Current {
             fn txn(&self) -> meridian_core::TxnId {
-                self.rec.id
+                self.t.rec.id
             }
             fn waiting(&self) -> bool {
                 matches!(self.phase, Phase::Waiting)
             }
             fn exec_mut(&mut self) -> &mut meridian_txn::Execution {
-                &mut self.exec
+                &mut self.t.exec
+            }
+            fn pause(&mut self) {
+                self.phase = Phase::Waiting;
             }
         }
     };
 }
-pub(crate) use interactive_client;
+pub(crate) use client_frame;

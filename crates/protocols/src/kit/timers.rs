@@ -8,7 +8,7 @@
 
 /// Declares a role's timers: `timers! { pub(super) enum Timer { Read = 1, Vote = 2, } }`.
 macro_rules! timers {
-    ($(#[$m:meta])* $vis:vis enum $name:ident { $($(#[$vm:meta])* $v:ident = $n:literal,)+ }) => {
+    ($(#[$m:meta])* $vis:vis enum $name:ident { $($(#[$vm:meta])* $v:ident = $n:literal),+ $(,)? }) => {
         $(#[$m])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         $vis enum $name {

@@ -6,9 +6,7 @@ use super::*;
 
 crate::kit::timers::timers! {
     /// A Paxos Commit client's timers.
-    pub(crate) enum ClientTimer {
-        Status = 2,
-    }
+    pub(crate) enum ClientTimer { Status = 2 }
 }
 
 /// The client's transaction in flight.
@@ -24,8 +22,7 @@ pub(super) struct Current {
 #[derive(Debug)]
 pub struct Client {
     pub(super) env: Env,
-    pub(super) id: ClientId,
-    pub(super) dc: DcId,
+    pub(super) who: crate::kit::client::Who,
     pub(super) cc: Cc,
     pub(super) home: NodeId,
     pub(super) cur: Option<Current>,
@@ -34,12 +31,11 @@ pub struct Client {
 impl Client {
     /// A client on `node`.
     pub fn new(env: Env, node: NodeId, id: ClientId, cc: Cc) -> Self {
-        let dc = env.layout.dc_of(node);
-        let home = coordinator_of(&env.layout, dc);
+        let who = crate::kit::client::Who::of(&env, node, id);
+        let home = coordinator_of(&env.layout, who.dc);
         Client {
             env,
-            id,
-            dc,
+            who,
             cc,
             home,
             cur: None,
@@ -58,17 +54,15 @@ impl Client {
         cx.set_timer(self.env.timeouts.status, ClientTimer::Status);
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn on_result(
-        &mut self,
-        txn: TxnId,
-        commit: bool,
-        reason: Option<AbortReason>,
-        reads: Vec<ReadRec>,
-        writes: Vec<WriteRec>,
-        commit_start: Option<Time>,
-        cx: &mut Ctx<'_, Msg>,
-    ) {
+    fn on_result(&mut self, r: TxnResult, cx: &mut Ctx<'_, Msg>) {
+        let TxnResult {
+            txn,
+            commit,
+            reason,
+            reads,
+            writes,
+            commit_start,
+        } = r;
         let Some(cur) = self.cur.as_mut() else { return };
         if cur.rec.id != txn {
             return;
@@ -92,7 +86,7 @@ impl Client {
                 client: txn.client,
                 seq: txn.seq | RETRY_BIT,
             };
-            cur.rec = crate::kit::client::new_record(id, self.id, self.dc, &cur.call, cx);
+            cur.rec = crate::kit::client::new_record(id, self.who, &cur.call, cx);
             cur.first = Some(first);
             self.send(cx);
             return;
@@ -107,40 +101,26 @@ impl Client {
     }
 }
 
-impl Actor for Client {
-    type Msg = Msg;
-
-    fn on_message(&mut self, _from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
-        if let Msg::Result {
-            txn,
-            commit,
-            reason,
-            reads,
-            writes,
-            commit_start,
-        } = msg
-        {
-            self.on_result(txn, commit, reason, reads, writes, commit_start, cx);
+impl Client {
+    pub(super) fn receive(&mut self, _from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+        if let Msg::Result(r) = msg {
+            self.on_result(r, cx);
         }
     }
 
-    fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
-        if ClientTimer::of(t) != Some(ClientTimer::Status) {
+    fn on_tick(&mut self, t: ClientTimer, cx: &mut Ctx<'_, Msg>) {
+        if t != ClientTimer::Status {
             return;
         }
         let Some(cur) = &self.cur else { return };
         cx.send(self.home, Msg::Status { txn: cur.rec.id });
         cx.set_timer(self.env.timeouts.status, ClientTimer::Status);
     }
-
-    fn on_crash(&mut self) {
-        self.cur = None;
-    }
 }
 
 impl ClientRole for Client {
     fn submit(&mut self, txn: TxnId, call: Call, cx: &mut Ctx<'_, Msg>) {
-        let rec = crate::kit::client::new_record(txn, self.id, self.dc, &call, cx);
+        let rec = crate::kit::client::new_record(txn, self.who, &call, cx);
         self.cur = Some(Current { call, rec, first: None });
         self.send(cx);
     }
@@ -149,3 +129,5 @@ impl ClientRole for Client {
         self.cur.as_ref().map(|c| c.rec.clone())
     }
 }
+
+crate::kit::client::client_frame!(ClientTimer);

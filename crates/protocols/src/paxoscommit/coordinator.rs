@@ -5,6 +5,7 @@
 //! telling the DCs that have not installed them.
 
 use super::*;
+use crate::kit::vote::{DcVote, Decided};
 
 impl Server {
     /// Newest committed timestamp of `key` decided in this DC.
@@ -120,7 +121,7 @@ impl Server {
         if let Some(&commit) = self.done.get(&txn) {
             if from != self.me {
                 let value = commit.then_some(value);
-                cx.send(from, Msg::Decided { txn, commit, value });
+                cx.send(from, Msg::Decided(Decided { txn, commit, value }));
             }
             return;
         }
@@ -131,14 +132,14 @@ impl Server {
         }
         if let Some(accept) = a.my_vote {
             if from != self.me {
-                let msg = Msg::Vote {
+                let msg = Msg::Vote(DcVote {
                     txn,
                     dc: self.dc,
                     accept,
                     reason: a.reason.clone(),
                     value: a.value.clone(),
                     reply: false,
-                };
+                });
                 cx.send(from, msg);
             }
             return;
@@ -246,32 +247,29 @@ impl Server {
             },
             cx,
         );
-        let vote = Msg::Vote {
+        let vote = Msg::Vote(DcVote {
             txn,
             dc,
             accept,
             reason,
             value,
             reply: false,
-        };
+        });
         for p in self.peers() {
             cx.send(p, vote.clone());
         }
         self.check_decision(txn, cx);
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn on_vote(
-        &mut self,
-        from: NodeId,
-        txn: TxnId,
-        dc: DcId,
-        accept: bool,
-        reason: Option<AbortReason>,
-        value: Option<Arc<TxnValue>>,
-        reply: bool,
-        cx: &mut Ctx<'_, Msg>,
-    ) {
+    pub(super) fn on_vote(&mut self, from: NodeId, v: DcVote<TxnValue>, cx: &mut Ctx<'_, Msg>) {
+        let DcVote {
+            txn,
+            dc,
+            accept,
+            reason,
+            value,
+            reply,
+        } = v;
         if let Some(&commit) = self.done.get(&txn) {
             if reply {
                 let value = if commit {
@@ -279,7 +277,7 @@ impl Server {
                 } else {
                     None
                 };
-                cx.send(from, Msg::Decided { txn, commit, value });
+                cx.send(from, Msg::Decided(Decided { txn, commit, value }));
             }
             return;
         }
@@ -296,14 +294,14 @@ impl Server {
         }
         if reply {
             if let Some(mine) = a.my_vote {
-                let msg = Msg::Vote {
+                let msg = Msg::Vote(DcVote {
                     txn,
                     dc: self.dc,
                     accept: mine,
                     reason: None,
                     value: a.value.clone(),
                     reply: false,
-                };
+                });
                 cx.send(from, msg);
             }
         }
@@ -382,14 +380,14 @@ impl Server {
                 self.answers.insert(txn, (v.clone(), now));
                 cx.send(
                     v.client,
-                    Msg::Result {
+                    Msg::Result(TxnResult {
                         txn,
                         commit,
                         reason: (!commit).then(|| reason.unwrap_or(AbortReason::MajorityRejected)),
                         reads: v.read_recs(),
                         writes: v.write_recs.clone(),
                         commit_start: Some(v.commit_start),
-                    },
+                    }),
                 );
             }
         }
@@ -471,11 +469,11 @@ impl Server {
             if !a.applied.contains(&self.env.layout.dc_of(p)) {
                 cx.send(
                     p,
-                    Msg::Decided {
+                    Msg::Decided(Decided {
                         txn,
                         commit: true,
                         value: Some(v.clone()),
-                    },
+                    }),
                 );
             }
         }
@@ -500,14 +498,14 @@ impl Server {
             }
             cx.send(
                 p,
-                Msg::Vote {
+                Msg::Vote(DcVote {
                     txn,
                     dc: self.dc,
                     accept: mine,
                     reason: a.reason.clone(),
                     value: a.value.clone(),
                     reply: true,
-                },
+                }),
             );
         }
     }

@@ -16,13 +16,13 @@ impl Server {
         let ts = self.stored_ts(&key);
         cx.send(
             home,
-            Msg::ReadReply {
+            Msg::ReadReply(ReadReply {
                 txn,
                 key,
                 version,
                 ts,
                 value,
-            },
+            }),
         );
     }
 

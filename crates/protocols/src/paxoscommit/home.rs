@@ -81,19 +81,7 @@ impl Server {
             Step::Abort(reason) => self.home_abort(txn, reason, cx),
             Step::Wait { .. } => self.home_abort(txn, AbortReason::NotInteractive, cx),
             Step::Done { writes, .. } => {
-                let version = |i: usize| VersionId { txn, seq: i as u32 };
-                let write_recs: Vec<WriteRec> = writes
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (k, _))| WriteRec {
-                        key: k.clone(),
-                        version: version(i),
-                    })
-                    .collect();
-                let mut finals: BTreeMap<Key, (VersionId, Value)> = BTreeMap::new();
-                for (i, (k, v)) in writes.into_iter().enumerate() {
-                    finals.insert(k, (version(i), v));
-                }
+                let (write_recs, finals) = crate::kit::client::numbered(txn, writes);
                 let finals: Vec<(Key, VersionId, Value)> = finals.into_iter().map(|(k, (v, x))| (k, v, x)).collect();
                 if finals.is_empty() && h.reads.is_empty() {
                     // Nothing read or written: nothing to agree on.
@@ -102,14 +90,14 @@ impl Server {
                     self.done.insert(txn, true);
                     cx.send(
                         client,
-                        Msg::Result {
+                        Msg::Result(TxnResult {
                             txn,
                             commit: true,
                             reason: None,
                             reads: vec![],
                             writes: vec![],
                             commit_start: Some(now),
-                        },
+                        }),
                     );
                     return;
                 }
@@ -142,17 +130,14 @@ impl Server {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn on_read_reply(
-        &mut self,
-        from: NodeId,
-        txn: TxnId,
-        key: Key,
-        version: Option<VersionId>,
-        ts: u64,
-        value: Option<Value>,
-        cx: &mut Ctx<'_, Msg>,
-    ) {
+    pub(super) fn on_read_reply(&mut self, from: NodeId, r: ReadReply, cx: &mut Ctx<'_, Msg>) {
+        let ReadReply {
+            txn,
+            key,
+            version,
+            ts,
+            value,
+        } = r;
         let need = match self.cc {
             Cc::Locking => self.majority(),
             Cc::Optimistic => 1,
@@ -254,14 +239,14 @@ impl Server {
             .collect();
         cx.send(
             h.client,
-            Msg::Result {
+            Msg::Result(TxnResult {
                 txn,
                 commit: false,
                 reason: Some(reason),
                 reads,
                 writes: vec![],
                 commit_start: None,
-            },
+            }),
         );
     }
 
@@ -305,14 +290,14 @@ impl Server {
         }
         cx.send(
             from,
-            Msg::Result {
+            Msg::Result(TxnResult {
                 txn,
                 commit: false,
                 reason: Some(AbortReason::CoordinatorRestarted),
                 reads: vec![],
                 writes: vec![],
                 commit_start: None,
-            },
+            }),
         );
     }
 
@@ -330,14 +315,14 @@ impl Server {
         let reason = (!commit).then_some(AbortReason::AbortedQueried);
         cx.send(
             to,
-            Msg::Result {
+            Msg::Result(TxnResult {
                 txn,
                 commit,
                 reason,
                 reads,
                 writes,
                 commit_start: start,
-            },
+            }),
         );
     }
 }

@@ -63,20 +63,7 @@ pub enum Msg {
         txn: TxnId,
     },
     /// Home coordinator → client: the outcome, with what the transaction read and wrote.
-    Result {
-        /// Transaction.
-        txn: TxnId,
-        /// Committed?
-        commit: bool,
-        /// Why not.
-        reason: Option<AbortReason>,
-        /// Reads (versions seen).
-        reads: Vec<ReadRec>,
-        /// Writes in program order.
-        writes: Vec<WriteRec>,
-        /// When the commit round started, if it did.
-        commit_start: Option<Time>,
-    },
+    Result(TxnResult),
     /// Home coordinator → every DC's coordinator (2PL): lock `key` for `txn`.
     Lock {
         /// Transaction.
@@ -122,18 +109,7 @@ pub enum Msg {
         home: NodeId,
     },
     /// Data server → home coordinator.
-    ReadReply {
-        /// Transaction.
-        txn: TxnId,
-        /// Key.
-        key: Key,
-        /// Version, its commit timestamp, value.
-        version: Option<VersionId>,
-        /// Commit timestamp of the version.
-        ts: u64,
-        /// Value.
-        value: Option<Value>,
-    },
+    ReadReply(ReadReply),
     /// Home coordinator → every DC's coordinator: phase 2a of the commit (ballot 0,
     /// the home's privilege): vote on this value.
     Accept {
@@ -144,29 +120,9 @@ pub enum Msg {
     },
     /// A coordinator → the other DCs' coordinators (the home among them): its DC's vote,
     /// force-logged before it is sent.
-    Vote {
-        /// Transaction.
-        txn: TxnId,
-        /// The voting DC.
-        dc: DcId,
-        /// Accepted?
-        accept: bool,
-        /// Why not.
-        reason: Option<AbortReason>,
-        /// The value (so a DC that lost the accept request can vote and install).
-        value: Option<Arc<TxnValue>>,
-        /// The sender wants the receiver's vote back.
-        reply: bool,
-    },
+    Vote(crate::kit::vote::DcVote<TxnValue>),
     /// A coordinator that knows the outcome → a peer that asked or has not applied it.
-    Decided {
-        /// Transaction.
-        txn: TxnId,
-        /// Committed?
-        commit: bool,
-        /// The value, if committed.
-        value: Option<Arc<TxnValue>>,
-    },
+    Decided(crate::kit::vote::Decided<TxnValue>),
     /// Coordinator → the other coordinators: its DC installed the commit everywhere.
     Applied {
         /// Transaction.
@@ -186,4 +142,36 @@ pub enum Msg {
         /// Transaction.
         txn: TxnId,
     },
+}
+
+/// [`Msg::Result`]: a transaction's outcome with what it read and wrote.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TxnResult {
+    /// Transaction.
+    pub txn: TxnId,
+    /// Committed?
+    pub commit: bool,
+    /// Why not.
+    pub reason: Option<AbortReason>,
+    /// Reads (versions seen).
+    pub reads: Vec<ReadRec>,
+    /// Writes in program order.
+    pub writes: Vec<WriteRec>,
+    /// When the commit round started, if it did.
+    pub commit_start: Option<Time>,
+}
+
+/// [`Msg::ReadReply`]: a version read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReadReply {
+    /// Transaction.
+    pub txn: TxnId,
+    /// Key.
+    pub key: Key,
+    /// Version, its commit timestamp, value.
+    pub version: Option<VersionId>,
+    /// Commit timestamp of the version.
+    pub ts: u64,
+    /// Value.
+    pub value: Option<Value>,
 }

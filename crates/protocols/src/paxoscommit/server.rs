@@ -3,6 +3,7 @@
 //! sweep and its [`Actor`] entry points.
 
 use super::*;
+use crate::kit::vote::Decided;
 
 crate::kit::timers::timers! {
     /// A Paxos Commit server's timers.
@@ -268,13 +269,7 @@ impl Actor for Server {
             _ if !self.is_coord => {}
             Msg::Submit { txn, call } => self.on_submit(from, txn, call, cx),
             Msg::Status { txn } => self.on_status(from, txn, cx),
-            Msg::ReadReply {
-                txn,
-                key,
-                version,
-                ts,
-                value,
-            } => self.on_read_reply(from, txn, key, version, ts, value, cx),
+            Msg::ReadReply(r) => self.on_read_reply(from, r, cx),
             Msg::Locked { txn, key, latest } => self.on_locked(from, txn, key, latest, cx),
             Msg::Wound { txn } => self.on_wound(txn, cx),
             Msg::Lock {
@@ -292,18 +287,11 @@ impl Actor for Server {
             }
             Msg::Release { txn } => self.release(txn, cx),
             Msg::Accept { txn, value } => self.on_accept(from, txn, value, cx),
-            Msg::Vote {
-                txn,
-                dc,
-                accept,
-                reason,
-                value,
-                reply,
-            } => self.on_vote(from, txn, dc, accept, reason, value, reply, cx),
-            Msg::Decided { txn, commit, value } => self.on_decided(from, txn, commit, value, cx),
+            Msg::Vote(v) => self.on_vote(from, v, cx),
+            Msg::Decided(Decided { txn, commit, value }) => self.on_decided(from, txn, commit, value, cx),
             Msg::Applied { txn } => self.on_applied(from, txn, cx),
             Msg::Installed { txn } => self.on_installed(from, txn, cx),
-            Msg::Result { .. } => {}
+            Msg::Result(TxnResult { .. }) => {}
         }
     }
 

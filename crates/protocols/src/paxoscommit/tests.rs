@@ -4,6 +4,7 @@
 //! actor.
 
 use super::*;
+use crate::kit::vote::{DcVote, Decided};
 use crate::testing::{self, ycsb_call, Net, Pred};
 use meridian_core::{secs, Topology};
 
@@ -24,7 +25,7 @@ fn net(cc: Cc, clients: u32) -> (Net<PaxosCommit>, Arc<Layout>) {
         .map(|i| Client::new(env.clone(), node, ClientId(i), cc))
         .collect();
     let route = |m: &Msg| match m {
-        Msg::Result { txn, .. } => txn.client as usize,
+        Msg::Result(TxnResult { txn, .. }) => txn.client as usize,
         _ => 0,
     };
     (Net::new(servers).with_clients(node, cls, route), layout)
@@ -131,16 +132,16 @@ fn tracer(net: &mut Net<PaxosCommit>) -> Trace {
         let kind = match m {
             Msg::Submit { .. } => "Submit",
             Msg::Status { .. } => "Status",
-            Msg::Result { .. } => "Result",
+            Msg::Result(TxnResult { .. }) => "Result",
             Msg::Lock { .. } => "Lock",
             Msg::Locked { .. } => "Locked",
             Msg::Wound { .. } => "Wound",
             Msg::Release { .. } => "Release",
             Msg::Read { .. } => "Read",
-            Msg::ReadReply { .. } => "ReadReply",
+            Msg::ReadReply(ReadReply { .. }) => "ReadReply",
             Msg::Accept { .. } => "Accept",
-            Msg::Vote { .. } => "Vote",
-            Msg::Decided { .. } => "Decided",
+            Msg::Vote(DcVote { .. }) => "Vote",
+            Msg::Decided(Decided { .. }) => "Decided",
             Msg::Applied { .. } => "Applied",
             Msg::Install { .. } => "Install",
             Msg::Installed { .. } => "Installed",

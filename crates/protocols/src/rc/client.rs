@@ -2,15 +2,10 @@
 //! the accept request to every DC and counts votes.
 
 use super::*;
+use crate::kit::client::Next;
+use crate::kit::vote::{DcVote, Decided};
 
-crate::kit::timers::timers! {
-    /// A Replicated Commit client's timers.
-    pub(crate) enum ClientTimer {
-        Read = 1,
-        Status = 2,
-        Idle = 3,
-    }
-}
+pub(crate) use crate::kit::client::ClientTimer;
 
 #[derive(Debug)]
 pub(super) enum Phase {
@@ -33,8 +28,7 @@ pub(super) enum Phase {
 
 #[derive(Debug)]
 pub(super) struct Current {
-    pub(super) exec: Execution,
-    pub(super) rec: TxnRecord,
+    pub(super) t: crate::kit::client::Txn,
     /// Keys read with the timestamp of the version used.
     pub(super) reads: Vec<(Key, u64)>,
     pub(super) phase: Phase,
@@ -44,33 +38,32 @@ pub(super) struct Current {
 #[derive(Debug)]
 pub struct Client {
     pub(super) env: Env,
-    pub(super) id: ClientId,
-    pub(super) dc: DcId,
+    pub(super) who: crate::kit::client::Who,
     pub(super) cur: Option<Current>,
 }
 
 impl Client {
     /// A client on `node`.
     pub fn new(env: Env, node: NodeId, id: ClientId) -> Self {
-        let dc = env.layout.dc_of(node);
-        Client { env, id, dc, cur: None }
+        let who = crate::kit::client::Who::of(&env, node, id);
+        Client { env, who, cur: None }
     }
 
     pub(super) fn majority(&self) -> usize {
         self.env.layout.topology.num_dcs() / 2 + 1
     }
 
-    pub(super) fn step(&mut self, cx: &mut Ctx<'_, Msg>) {
+    /// Takes the program's next step (the frame's `step` runs the program to it).
+    fn on_step(&mut self, next: Next, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_mut() else { return };
-        let step = crate::kit::client::next_step(&mut cur.exec, &self.env.registry);
-        match step {
-            Step::Read(key) => {
+        match next {
+            Next::Read(key) => {
                 let shard = self.env.layout.shard_of(&key);
                 for n in self.env.layout.replicas(shard) {
                     cx.send(
                         *n,
                         Msg::Read {
-                            txn: cur.rec.id,
+                            txn: cur.t.rec.id,
                             key: key.clone(),
                         },
                     );
@@ -83,16 +76,10 @@ impl Client {
                 };
                 cx.set_timer(self.env.timeouts.read, ClientTimer::Read);
             }
-            Step::Abort(reason) => self.abort(reason, cx),
-            Step::Wait { output } => {
-                cur.phase = Phase::Waiting;
-                crate::kit::client::wait_for_caller(cur.rec.id, output, self.env.timeouts.idle, ClientTimer::Idle, cx);
-            }
-            Step::Done { writes, .. } => {
-                let txn = cur.rec.id;
-                let finals = crate::kit::client::number_writes(&mut cur.rec, writes);
-                cx.cancel_timer(ClientTimer::Read);
-                cur.rec.commit_start = Some(cx.now());
+            Next::Abort(reason) => self.abort(reason, cx),
+            Next::Done(writes) => {
+                let txn = cur.t.rec.id;
+                let finals = crate::kit::client::to_commit(&mut cur.t.rec, writes, ClientTimer::Read, cx);
                 let first = finals.keys().next().or_else(|| cur.reads.first().map(|(k, _)| k));
                 let Some(first) = first else {
                     self.finish(Outcome::Committed, None, cx);
@@ -102,7 +89,7 @@ impl Client {
                 let max_read = cur.reads.iter().map(|(_, t)| *t).max().unwrap_or(0);
                 let value = Arc::new(TxnValue {
                     client: cx.me(),
-                    ts: commit_ts(cx.now(), max_read, self.id),
+                    ts: commit_ts(cx.now(), max_read, self.who.id),
                     coord,
                     reads: cur.reads.clone(),
                     writes: finals.into_iter().map(|(k, (v, val))| (k, v, val)).collect(),
@@ -137,15 +124,10 @@ impl Client {
                 nodes.extend(self.env.layout.replicas(self.env.layout.shard_of(k)).iter().copied());
             }
             for n in nodes {
-                cx.send(n, Msg::Release { txn: cur.rec.id });
+                cx.send(n, Msg::Release { txn: cur.t.rec.id });
             }
         }
         self.finish(Outcome::Aborted, Some(reason), cx);
-    }
-
-    pub(super) fn finish(&mut self, outcome: Outcome, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
-        let Some(cur) = self.cur.take() else { return };
-        crate::kit::client::finish(cur.rec, ClientTimer::ALL, outcome, reason, cx);
     }
 
     pub(super) fn on_read_reply(
@@ -158,10 +140,9 @@ impl Client {
     ) {
         let (n, maj) = (self.env.layout.topology.num_dcs(), self.majority());
         let dc = self.env.layout.dc_of(from);
-        let Some(cur) = self.cur.as_mut() else { return };
-        if cur.rec.id != txn {
+        let Some(cur) = self.cur.as_mut().filter(|c| c.t.rec.id == txn) else {
             return;
-        }
+        };
         let Phase::Reading {
             key: want,
             granted,
@@ -190,12 +171,12 @@ impl Client {
                 .cloned()
                 .expect("a majority answered");
             cx.cancel_timer(ClientTimer::Read);
-            cur.rec.reads.push(ReadRec {
+            cur.t.rec.reads.push(ReadRec {
                 key: key.clone(),
                 version,
             });
             cur.reads.push((key.clone(), ts));
-            cur.exec.supply(key, value);
+            cur.t.exec.supply(key, value);
             self.step(cx);
         } else if denied.len() > n - maj {
             let why = why.clone().unwrap_or(AbortReason::ReadDenied);
@@ -213,10 +194,9 @@ impl Client {
     ) {
         let (n, maj) = (self.env.layout.topology.num_dcs(), self.majority());
         let dc = self.env.layout.dc_of(from);
-        let Some(cur) = self.cur.as_mut() else { return };
-        if cur.rec.id != txn {
+        let Some(cur) = self.cur.as_mut().filter(|c| c.t.rec.id == txn) else {
             return;
-        }
+        };
         let Phase::Committing { votes, why, .. } = &mut cur.phase else {
             return;
         };
@@ -237,20 +217,18 @@ impl Client {
     }
 }
 
-impl Actor for Client {
-    type Msg = Msg;
-
-    fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+impl Client {
+    pub(super) fn receive(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
         match msg {
             Msg::ReadReply { txn, key, result } => self.on_read_reply(from, txn, key, result, cx),
-            Msg::Vote {
+            Msg::Vote(DcVote {
                 txn, accept, reason, ..
-            } => self.on_vote(from, txn, accept, reason, cx),
-            Msg::Decided { txn, commit, .. } => {
+            }) => self.on_vote(from, txn, accept, reason, cx),
+            Msg::Decided(Decided { txn, commit, .. }) => {
                 let ok = self
                     .cur
                     .as_ref()
-                    .is_some_and(|c| c.rec.id == txn && matches!(c.phase, Phase::Committing { .. }));
+                    .is_some_and(|c| c.t.rec.id == txn && matches!(c.phase, Phase::Committing { .. }));
                 if ok {
                     let (o, why) = if commit {
                         (Outcome::Committed, None)
@@ -264,19 +242,19 @@ impl Actor for Client {
         }
     }
 
-    fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
+    fn on_tick(&mut self, t: ClientTimer, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_ref() else { return };
-        match (ClientTimer::of(t), &cur.phase) {
-            (Some(ClientTimer::Read), Phase::Reading { .. }) => self.abort(AbortReason::ReadNoMajority, cx),
-            (Some(ClientTimer::Idle), Phase::Waiting) => self.abort(AbortReason::IdleInteractive, cx),
-            (Some(ClientTimer::Status), Phase::Committing { value, votes, .. }) => {
+        match (t, &cur.phase) {
+            (ClientTimer::Read, Phase::Reading { .. }) => self.abort(AbortReason::ReadNoMajority, cx),
+            (ClientTimer::Idle, Phase::Waiting) => self.abort(AbortReason::IdleInteractive, cx),
+            (ClientTimer::Status, Phase::Committing { value, votes, .. }) => {
                 // Ask again the DCs that have not voted (accepts are idempotent).
                 for n in self.env.layout.replicas(value.coord) {
                     if !votes.contains_key(&self.env.layout.dc_of(*n)) {
                         cx.send(
                             *n,
                             Msg::Accept {
-                                txn: cur.rec.id,
+                                txn: cur.t.rec.id,
                                 value: value.clone(),
                             },
                         );
@@ -287,30 +265,15 @@ impl Actor for Client {
             _ => {}
         }
     }
-
-    fn on_crash(&mut self) {
-        self.cur = None;
-    }
 }
 
-impl ClientRole for Client {
-    fn submit(&mut self, txn: TxnId, call: Call, cx: &mut Ctx<'_, Msg>) {
-        let rec = crate::kit::client::new_record(txn, self.id, self.dc, &call, cx);
-        self.cur = Some(Current {
-            exec: Execution::new(call),
-            rec,
-            reads: vec![],
-            phase: Phase::Reading {
-                key: Key::new(b""),
-                granted: BTreeMap::new(),
-                denied: BTreeSet::new(),
-                why: None,
-            },
-        });
-        self.step(cx);
-    }
-
-    crate::kit::client::interactive_client!(role, ClientTimer::Idle);
-}
-
-crate::kit::client::interactive_client!(current);
+crate::kit::client::client_frame!(ClientTimer, interactive: ClientTimer::Idle, begin: |t| Current {
+    t,
+    reads: vec![],
+    phase: Phase::Reading {
+        key: Key::new(b""),
+        granted: BTreeMap::new(),
+        denied: BTreeSet::new(),
+        why: None,
+    },
+});

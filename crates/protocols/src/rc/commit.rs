@@ -3,6 +3,7 @@
 //! decision is applied everywhere; queries resolve in-doubt transactions.
 
 use super::*;
+use crate::kit::vote::{DcVote, Decided};
 
 impl Server {
     pub(super) fn peers(&self, coord: ShardId) -> Vec<NodeId> {
@@ -18,7 +19,7 @@ impl Server {
     pub(super) fn on_accept(&mut self, from: NodeId, txn: TxnId, value: Arc<TxnValue>, cx: &mut Ctx<'_, Msg>) {
         if let Some(&commit) = self.done.get(&txn) {
             let value = self.ctxns.get(&txn).and_then(|c| c.value.clone()).filter(|_| commit);
-            cx.send(from, Msg::Decided { txn, commit, value });
+            cx.send(from, Msg::Decided(Decided { txn, commit, value }));
             return;
         }
         let now = cx.now();
@@ -34,14 +35,14 @@ impl Server {
             let value = if accept { c.value.clone() } else { None };
             cx.send(
                 from,
-                Msg::Vote {
+                Msg::Vote(DcVote {
                     txn,
                     dc,
                     accept,
                     reason,
                     value,
                     reply: false,
-                },
+                }),
             );
             return;
         }
@@ -121,14 +122,14 @@ impl Server {
             },
             cx,
         );
-        let vote = Msg::Vote {
+        let vote = Msg::Vote(DcVote {
             txn,
             dc,
             accept,
             reason,
             value,
             reply: false,
-        };
+        });
         if let Some(cl) = client {
             cx.send(cl, vote.clone());
         }
@@ -138,21 +139,19 @@ impl Server {
         self.check_decision(txn, cx);
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn on_vote(
-        &mut self,
-        from: NodeId,
-        txn: TxnId,
-        dc: DcId,
-        accept: bool,
-        value: Option<Arc<TxnValue>>,
-        reply: bool,
-        cx: &mut Ctx<'_, Msg>,
-    ) {
+    pub(super) fn on_vote(&mut self, from: NodeId, v: DcVote<TxnValue>, cx: &mut Ctx<'_, Msg>) {
+        let DcVote {
+            txn,
+            dc,
+            accept,
+            value,
+            reply,
+            ..
+        } = v;
         if let Some(&commit) = self.done.get(&txn) {
             if reply {
                 let value = self.ctxns.get(&txn).and_then(|c| c.value.clone()).filter(|_| commit);
-                cx.send(from, Msg::Decided { txn, commit, value });
+                cx.send(from, Msg::Decided(Decided { txn, commit, value }));
             }
             return;
         }
@@ -181,14 +180,14 @@ impl Server {
         if reply {
             if let Some(mine) = c.my_vote {
                 let v = if mine { c.value.clone() } else { None };
-                let msg = Msg::Vote {
+                let msg = Msg::Vote(DcVote {
                     txn,
                     dc: self.dc,
                     accept: mine,
                     reason: c.reason.clone(),
                     value: v,
                     reply: false,
-                };
+                });
                 cx.send(from, msg);
             }
         }
@@ -370,14 +369,14 @@ impl Server {
             }
             cx.send(
                 p,
-                Msg::Vote {
+                Msg::Vote(DcVote {
                     txn,
                     dc: self.dc,
                     accept: mine,
                     reason: c.reason.clone(),
                     value: value.clone(),
                     reply: true,
-                },
+                }),
             );
         }
     }

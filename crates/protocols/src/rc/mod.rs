@@ -78,13 +78,12 @@ pub use msg::*;
 pub use server::Server;
 use {log::*, server::*};
 
-use crate::{ClientRole, Env, HoldStats, Protocol, Replica};
+use crate::{Env, HoldStats, Protocol, Replica};
 use meridian_core::{
     AbortReason, Actor, ClientId, Ctx, DcId, HomeRule, Key, Layout, NodeId, Outcome, Placement, ReadRec,
-    ReplicaSnapshot, ShardId, Time, TimerId, TxnId, TxnRecord, Value, VersionId,
+    ReplicaSnapshot, ShardId, Time, TimerId, TxnId, Value, VersionId,
 };
 use meridian_storage::{Acquired, LockMode, LockTable, Log, LogRecord, MvStore, Policy};
-use meridian_txn::{Call, Execution, Step};
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};

@@ -101,29 +101,9 @@ pub enum Msg {
         reason: Option<AbortReason>,
     },
     /// Coordinator → client and the other DCs' coordinators: this DC's Paxos vote.
-    Vote {
-        /// Transaction.
-        txn: TxnId,
-        /// The voting DC.
-        dc: DcId,
-        /// Accepted?
-        accept: bool,
-        /// Why not.
-        reason: Option<AbortReason>,
-        /// The value (with accepts, so learners can install it).
-        value: Option<Arc<TxnValue>>,
-        /// The sender wants the receiver's vote back.
-        reply: bool,
-    },
+    Vote(crate::kit::vote::DcVote<TxnValue>),
     /// Coordinator → whoever asked after the outcome was decided.
-    Decided {
-        /// Transaction.
-        txn: TxnId,
-        /// Committed?
-        commit: bool,
-        /// The value, if committed (so a peer can install it).
-        value: Option<Arc<TxnValue>>,
-    },
+    Decided(crate::kit::vote::Decided<TxnValue>),
     /// Coordinator → cohort: 2PC commit (with the cohort's writes) or abort.
     Commit {
         /// Transaction.

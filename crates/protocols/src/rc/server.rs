@@ -2,6 +2,7 @@
 //! its [`Actor`] entry points.
 
 use super::*;
+use crate::kit::vote::Decided;
 
 crate::kit::timers::timers! {
     /// A Replicated Commit server's timers.
@@ -187,11 +188,11 @@ impl Server {
                 if !c.applied.contains(&self.env.layout.dc_of(p)) {
                     cx.send(
                         p,
-                        Msg::Decided {
+                        Msg::Decided(Decided {
                             txn: id,
                             commit: true,
                             value: Some(v.clone()),
-                        },
+                        }),
                     );
                 }
             }
@@ -234,15 +235,8 @@ impl Actor for Server {
             Msg::Accept { txn, value } => self.on_accept(from, txn, value, cx),
             Msg::Prepare { txn, ts, coord, share } => self.on_prepare(from, txn, ts, coord, share, cx),
             Msg::Prepared { txn, yes, reason } => self.on_prepared(from, txn, yes, reason, cx),
-            Msg::Vote {
-                txn,
-                dc,
-                accept,
-                value,
-                reply,
-                ..
-            } => self.on_vote(from, txn, dc, accept, value, reply, cx),
-            Msg::Decided { txn, commit, value } => self.on_decided(from, txn, commit, value, cx),
+            Msg::Vote(v) => self.on_vote(from, v, cx),
+            Msg::Decided(Decided { txn, commit, value }) => self.on_decided(from, txn, commit, value, cx),
             Msg::Applied { txn } => self.on_applied(from, txn, cx),
             Msg::Commit {
                 txn,

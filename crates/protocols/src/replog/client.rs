@@ -2,15 +2,11 @@
 //! request to the coordinator leader.
 
 use super::*;
+use crate::kit::client::Next;
 
 crate::kit::timers::timers! {
     /// A replicated-log client's timers.
-    pub(crate) enum ClientTimer {
-        Read = 1,
-        Status = 2,
-        Idle = 3,
-        Follow = 4,
-    }
+    pub(crate) enum ClientTimer { Read = 1, Status = 2, Idle = 3, Follow = 4 }
 }
 
 #[derive(Debug)]
@@ -23,9 +19,7 @@ pub(super) enum Phase {
 
 #[derive(Debug)]
 pub(super) struct Current {
-    pub(super) ts: Time,
-    pub(super) exec: Execution,
-    pub(super) rec: TxnRecord,
+    pub(super) t: crate::kit::client::Txn,
     pub(super) touched: BTreeSet<NodeId>,
     pub(super) phase: Phase,
     /// The PREPARE sent for each shard (re-sent to the leader a redirect names).
@@ -43,8 +37,7 @@ pub(super) struct Current {
 #[derive(Debug)]
 pub struct Client {
     pub(super) env: Env,
-    pub(super) id: ClientId,
-    pub(super) dc: DcId,
+    pub(super) who: crate::kit::client::Who,
     /// Believed leader of each shard.
     pub(super) leaders: Vec<NodeId>,
     pub(super) cur: Option<Current>,
@@ -53,11 +46,10 @@ pub struct Client {
 impl Client {
     /// A client on `node`.
     pub fn new(env: Env, node: NodeId, id: ClientId, leaders: &[NodeId]) -> Self {
-        let dc = env.layout.dc_of(node);
+        let who = crate::kit::client::Who::of(&env, node, id);
         Client {
             env,
-            id,
-            dc,
+            who,
             leaders: leaders.to_vec(),
             cur: None,
         }
@@ -74,8 +66,8 @@ impl Client {
         cx.send(
             node,
             Msg::Read {
-                txn: cur.rec.id,
-                ts: cur.ts,
+                txn: cur.t.rec.id,
+                ts: cur.t.rec.start,
                 key,
             },
         );
@@ -107,24 +99,18 @@ impl Client {
         self.send_read(key, tries, false, cx);
     }
 
-    pub(super) fn step(&mut self, cx: &mut Ctx<'_, Msg>) {
+    /// Takes the program's next step (the frame's `step` runs the program to it).
+    fn on_step(&mut self, next: Next, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_mut() else { return };
-        let step = crate::kit::client::next_step(&mut cur.exec, &self.env.registry);
-        match step {
-            Step::Read(key) => self.send_read(key, 0, true, cx),
-            Step::Abort(reason) => self.abort(reason, cx),
-            Step::Wait { output } => {
-                cur.phase = Phase::Waiting;
-                crate::kit::client::wait_for_caller(cur.rec.id, output, self.env.timeouts.idle, ClientTimer::Idle, cx);
-            }
-            Step::Done { writes, .. } => {
-                let txn = cur.rec.id;
-                let finals = crate::kit::client::number_writes(&mut cur.rec, writes);
-                cx.cancel_timer(ClientTimer::Read);
-                cur.rec.commit_start = Some(cx.now());
+        match next {
+            Next::Read(key) => self.send_read(key, 0, true, cx),
+            Next::Abort(reason) => self.abort(reason, cx),
+            Next::Done(writes) => {
+                let txn = cur.t.rec.id;
+                let finals = crate::kit::client::to_commit(&mut cur.t.rec, writes, ClientTimer::Read, cx);
                 let layout = &self.env.layout;
                 let mut shares: BTreeMap<ShardId, Share> = BTreeMap::new();
-                for r in &cur.rec.reads {
+                for r in &cur.t.rec.reads {
                     shares.entry(layout.shard_of(&r.key)).or_default().0.push(r.key.clone());
                 }
                 let coord = finals
@@ -143,7 +129,7 @@ impl Client {
                 for (s, (reads, writes)) in shares {
                     let entry = Arc::new(PrepareEntry {
                         txn,
-                        ts: cur.ts,
+                        ts: cur.t.rec.start,
                         coord,
                         parts: parts.clone(),
                         client: cx.me(),
@@ -176,25 +162,18 @@ impl Client {
     pub(super) fn abort(&mut self, reason: AbortReason, cx: &mut Ctx<'_, Msg>) {
         if let Some(cur) = &self.cur {
             for n in &cur.touched {
-                cx.send(*n, Msg::Release { txn: cur.rec.id });
+                cx.send(*n, Msg::Release { txn: cur.t.rec.id });
             }
         }
         self.finish(Outcome::Aborted, Some(reason), cx);
     }
-
-    pub(super) fn finish(&mut self, outcome: Outcome, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
-        let Some(cur) = self.cur.take() else { return };
-        crate::kit::client::finish(cur.rec, ClientTimer::ALL, outcome, reason, cx);
-    }
 }
 
-impl Actor for Client {
-    type Msg = Msg;
-
-    fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+impl Client {
+    pub(super) fn receive(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_mut() else { return };
         match msg {
-            Msg::ReadReply { txn, key, result, hint } if txn == cur.rec.id => {
+            Msg::ReadReply { txn, key, result, hint } if txn == cur.t.rec.id => {
                 let tries = match &cur.phase {
                     Phase::Reading(k, t) if *k == key => *t,
                     _ => return,
@@ -206,7 +185,7 @@ impl Actor for Client {
                         cx.cancel_timer(ClientTimer::Follow);
                         // The replica that served the read leads the shard.
                         self.leaders[s] = from;
-                        crate::kit::client::supply_read(&mut cur.rec, &mut cur.exec, key, version, value);
+                        crate::kit::client::supply_read(&mut cur.t.rec, &mut cur.t.exec, key, version, value);
                         self.step(cx);
                     }
                     Err(why) => match hint {
@@ -222,7 +201,9 @@ impl Actor for Client {
                     },
                 }
             }
-            Msg::Redirect { txn, shard, leader } if txn == cur.rec.id && matches!(cur.phase, Phase::Committing(_)) => {
+            Msg::Redirect { txn, shard, leader }
+                if txn == cur.t.rec.id && matches!(cur.phase, Phase::Committing(_)) =>
+            {
                 let s = shard.0 as usize;
                 let limit = 2 * self.env.layout.replicas(shard).len() as u32;
                 let Some(entry) = cur.prepares.get(&shard).cloned() else {
@@ -239,7 +220,9 @@ impl Actor for Client {
                 }
                 cx.send(self.leaders[s], Msg::Prepare { shard, entry });
             }
-            Msg::Outcome { txn, commit, reason } if txn == cur.rec.id && matches!(cur.phase, Phase::Committing(_)) => {
+            Msg::Outcome { txn, commit, reason }
+                if txn == cur.t.rec.id && matches!(cur.phase, Phase::Committing(_)) =>
+            {
                 let o = if commit { Outcome::Committed } else { Outcome::Aborted };
                 if matches!(
                     reason,
@@ -259,26 +242,26 @@ impl Actor for Client {
         }
     }
 
-    fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
+    fn on_tick(&mut self, t: ClientTimer, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_ref() else { return };
-        match (ClientTimer::of(t), &cur.phase) {
-            (Some(ClientTimer::Read), Phase::Reading(key, _)) => {
+        match (t, &cur.phase) {
+            (ClientTimer::Read, Phase::Reading(key, _)) => {
                 // The leader may be gone: guess the next replica next time.
                 let s = self.env.layout.shard_of(key);
                 self.guess_next_leader(s);
                 self.abort(AbortReason::ReadTimedOut, cx);
             }
-            (Some(ClientTimer::Follow), Phase::Reading(key, tries)) => {
+            (ClientTimer::Follow, Phase::Reading(key, tries)) => {
                 let (key, tries) = (key.clone(), *tries);
                 self.follow(key, tries, cx);
             }
-            (Some(ClientTimer::Idle), Phase::Waiting) => self.abort(AbortReason::IdleInteractive, cx),
-            (Some(ClientTimer::Status), Phase::Committing(coord)) => {
+            (ClientTimer::Idle, Phase::Waiting) => self.abort(AbortReason::IdleInteractive, cx),
+            (ClientTimer::Status, Phase::Committing(coord)) => {
                 for r in self.env.layout.replicas(*coord) {
                     cx.send(
                         *r,
                         Msg::Status {
-                            txn: cur.rec.id,
+                            txn: cur.t.rec.id,
                             shard: *coord,
                         },
                     );
@@ -288,29 +271,13 @@ impl Actor for Client {
             _ => {}
         }
     }
-
-    fn on_crash(&mut self) {
-        self.cur = None;
-    }
 }
 
-impl ClientRole for Client {
-    fn submit(&mut self, txn: TxnId, call: Call, cx: &mut Ctx<'_, Msg>) {
-        let rec = crate::kit::client::new_record(txn, self.id, self.dc, &call, cx);
-        self.cur = Some(Current {
-            ts: cx.now(),
-            exec: Execution::new(call),
-            rec,
-            touched: BTreeSet::new(),
-            phase: Phase::Committing(ShardId(0)),
-            prepares: BTreeMap::new(),
-            redirects: 0,
-            suspects: BTreeSet::new(),
-        });
-        self.step(cx);
-    }
-
-    crate::kit::client::interactive_client!(role, ClientTimer::Idle);
-}
-
-crate::kit::client::interactive_client!(current);
+crate::kit::client::client_frame!(ClientTimer, interactive: ClientTimer::Idle, begin: |t| Current {
+    t,
+    touched: BTreeSet::new(),
+    phase: Phase::Committing(ShardId(0)),
+    prepares: BTreeMap::new(),
+    redirects: 0,
+    suspects: BTreeSet::new(),
+});

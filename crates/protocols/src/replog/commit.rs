@@ -6,15 +6,14 @@ use super::*;
 
 impl Server {
     /// Coordinator leader: a vote arrived.
-    pub(super) fn on_prepared(
-        &mut self,
-        txn: TxnId,
-        coord: ShardId,
-        shard: ShardId,
-        yes: bool,
-        reason: Option<AbortReason>,
-        cx: &mut Ctx<'_, Msg>,
-    ) {
+    pub(super) fn on_prepared(&mut self, v: Prepared, cx: &mut Ctx<'_, Msg>) {
+        let Prepared {
+            txn,
+            coord,
+            shard,
+            yes,
+            reason,
+        } = v;
         let now = cx.now();
         if let Some(&commit) = self.done.get(&txn) {
             // Decided already: tell the asking shard again.

@@ -122,38 +122,20 @@ impl Server {
             );
         }
         if let PState::Locking { entry, hops, .. } = &t.state {
-            self.send_vote(entry.coord, txn, s, false, Some(why.clone()), *hops, cx);
+            self.send_vote(Prepared::no(txn, entry.coord, s, why.clone()), *hops, cx);
         }
         self.release(txn, s, cx);
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn send_vote(
-        &mut self,
-        coord: ShardId,
-        txn: TxnId,
-        shard: ShardId,
-        yes: bool,
-        reason: Option<AbortReason>,
-        hops: u32,
-        cx: &mut Ctx<'_, Msg>,
-    ) {
-        if coord == shard && self.leads(shard) {
-            self.on_prepared(txn, coord, shard, yes, reason, cx);
+    /// Sends cohort shard `v.shard`'s vote to its coordinator shard's replicas (or
+    /// takes it here, when this server leads both).
+    pub(super) fn send_vote(&mut self, v: Prepared, hops: u32, cx: &mut Ctx<'_, Msg>) {
+        if v.coord == v.shard && self.leads(v.shard) {
+            self.on_prepared(v, cx);
             return;
         }
-        for r in self.env.layout.replicas(coord).to_vec() {
-            cx.send_on_chain(
-                r,
-                Msg::Prepared {
-                    txn,
-                    coord,
-                    shard,
-                    yes,
-                    reason: reason.clone(),
-                },
-                hops,
-            );
+        for r in self.env.layout.replicas(v.coord).to_vec() {
+            cx.send_on_chain(r, Msg::Prepared(v.clone()), hops);
         }
     }
 
@@ -197,11 +179,7 @@ impl Server {
         let aborting = self.ctxns.get(&txn).is_some_and(|c| c.aborting.is_some());
         if self.tombstones.contains_key(&txn) || self.done.get(&txn) == Some(&false) || aborting {
             return self.send_vote(
-                p.coord,
-                txn,
-                s,
-                false,
-                Some(AbortReason::AlreadyAbortedHere),
+                Prepared::no(txn, p.coord, s, AbortReason::AlreadyAbortedHere),
                 cx.hops(),
                 cx,
             );
@@ -225,7 +203,7 @@ impl Server {
             let why = AbortReason::ReadLockLost;
             let hops = cx.hops();
             self.abort_local((txn, s), why.clone(), cx);
-            return self.send_vote(p.coord, txn, s, false, Some(why), hops, cx);
+            return self.send_vote(Prepared::no(txn, p.coord, s, why), hops, cx);
         }
         let mut waiting = 0;
         let mut wounded = vec![];
@@ -240,7 +218,7 @@ impl Server {
                     let why = AbortReason::WriteLockDenied;
                     let hops = cx.hops();
                     self.abort_local((txn, s), why.clone(), cx);
-                    return self.send_vote(p.coord, txn, s, false, Some(why), hops, cx);
+                    return self.send_vote(Prepared::no(txn, p.coord, s, why), hops, cx);
                 }
             }
         }
@@ -278,6 +256,6 @@ impl Server {
                 t.state = PState::Prepared { asked: now, hops };
             }
         }
-        self.send_vote(p.coord, p.txn, s, true, None, cx.hops(), cx);
+        self.send_vote(Prepared::yes(p.txn, p.coord, s), cx.hops(), cx);
     }
 }

@@ -35,29 +35,26 @@ impl Server {
             if r != me {
                 cx.send(
                     r,
-                    Msg::Accept {
+                    Msg::Accept(Accept {
                         shard: s,
                         ballot,
                         slot,
                         entry: entry.clone(),
                         chosen,
-                    },
+                    }),
                 );
             }
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn on_accept(
-        &mut self,
-        from: NodeId,
-        s: ShardId,
-        ballot: Ballot,
-        slot: u64,
-        entry: Entry,
-        chosen: u64,
-        cx: &mut Ctx<'_, Msg>,
-    ) {
+    pub(super) fn on_accept(&mut self, from: NodeId, a: Accept, cx: &mut Ctx<'_, Msg>) {
+        let Accept {
+            shard: s,
+            ballot,
+            slot,
+            entry,
+            chosen,
+        } = a;
         let now = cx.now();
         let Some(g) = self.groups.get_mut(&s) else { return };
         // A ballot has one proposer: an `Accept` under it from anyone else is not the
@@ -276,13 +273,13 @@ impl Server {
                 if *r != me && !voted.is_some_and(|v| v.contains(r)) {
                     cx.send(
                         *r,
-                        Msg::Accept {
+                        Msg::Accept(Accept {
                             shard: s,
                             ballot,
                             slot,
                             entry: entry.clone(),
                             chosen: g.chosen,
-                        },
+                        }),
                     );
                 }
             }

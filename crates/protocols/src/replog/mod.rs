@@ -81,13 +81,12 @@ pub use msg::*;
 pub use server::Server;
 use server::*;
 
-use crate::{ClientRole, Env, HoldStats, Protocol, Replica};
+use crate::{Env, HoldStats, Protocol, Replica};
 use meridian_core::{
     AbortReason, Actor, ClientId, Ctx, DcId, HomeRule, Key, NodeId, Outcome, Placement, ReplicaSnapshot, ShardId, Time,
-    TimerId, TxnId, TxnRecord, Value, VersionId,
+    TimerId, TxnId, Value, VersionId,
 };
 use meridian_storage::{Acquired, Grant, LockMode, LockTable, MvStore, Policy, Prio};
-use meridian_txn::{Call, Execution, Step};
 use rand::Rng as _;
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};

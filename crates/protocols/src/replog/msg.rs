@@ -81,18 +81,7 @@ pub enum Msg {
         entry: Arc<PrepareEntry>,
     },
     /// Participant leader → every replica of the coordinator shard: vote.
-    Prepared {
-        /// Transaction.
-        txn: TxnId,
-        /// Coordinator shard.
-        coord: ShardId,
-        /// Voting shard.
-        shard: ShardId,
-        /// Prepared?
-        yes: bool,
-        /// Why not.
-        reason: Option<AbortReason>,
-    },
+    Prepared(Prepared),
     /// Coordinator leader → every replica of a cohort shard: decision.
     Decide {
         /// Transaction.
@@ -129,18 +118,7 @@ pub enum Msg {
         shard: ShardId,
     },
     /// Leader → follower: accept an entry (phase 2a), with the chosen prefix.
-    Accept {
-        /// Shard.
-        shard: ShardId,
-        /// Ballot.
-        ballot: Ballot,
-        /// Slot.
-        slot: u64,
-        /// Entry.
-        entry: Entry,
-        /// Slots below this are chosen.
-        chosen: u64,
-    },
+    Accept(Accept),
     /// Follower → leader (phase 2b).
     Accepted {
         /// Shard.
@@ -229,4 +207,58 @@ pub enum Msg {
         /// Whether this replica would promise it now.
         ok: bool,
     },
+}
+
+/// [`Msg::Prepared`]: a cohort shard's vote.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Prepared {
+    /// Transaction.
+    pub txn: TxnId,
+    /// Coordinator shard.
+    pub coord: ShardId,
+    /// Voting shard.
+    pub shard: ShardId,
+    /// Prepared?
+    pub yes: bool,
+    /// Why not.
+    pub reason: Option<AbortReason>,
+}
+
+impl Prepared {
+    /// Cohort shard `shard` prepared `txn` (coordinated by shard `coord`).
+    pub fn yes(txn: TxnId, coord: ShardId, shard: ShardId) -> Self {
+        Prepared {
+            txn,
+            coord,
+            shard,
+            yes: true,
+            reason: None,
+        }
+    }
+
+    /// Cohort shard `shard` refuses `txn` (coordinated by shard `coord`), for `why`.
+    pub fn no(txn: TxnId, coord: ShardId, shard: ShardId, why: AbortReason) -> Self {
+        Prepared {
+            txn,
+            coord,
+            shard,
+            yes: false,
+            reason: Some(why),
+        }
+    }
+}
+
+/// [`Msg::Accept`]: phase 2a of a slot.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Accept {
+    /// Shard.
+    pub shard: ShardId,
+    /// Ballot.
+    pub ballot: Ballot,
+    /// Slot.
+    pub slot: u64,
+    /// Entry.
+    pub entry: Entry,
+    /// Slots below this are chosen.
+    pub chosen: u64,
 }

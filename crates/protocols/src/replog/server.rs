@@ -255,7 +255,7 @@ impl Server {
         for (txn, coord, shard) in ask {
             // Re-send the vote: the coordinator answers with the decision if it has one.
             if coord != shard {
-                self.send_vote(coord, txn, shard, true, None, 0, cx);
+                self.send_vote(Prepared::yes(txn, coord, shard), 0, cx);
             }
         }
         let mut expired: Vec<TxnId> = self
@@ -289,26 +289,14 @@ impl Actor for Server {
             Msg::Read { txn, ts, key } => self.on_read(from, txn, ts, key, cx),
             Msg::Release { txn } => self.on_release(txn, cx),
             Msg::Prepare { shard, entry } => self.on_prepare(shard, entry, cx),
-            Msg::Prepared {
-                txn,
-                coord,
-                shard,
-                yes,
-                reason,
-            } => {
-                if self.leads(coord) {
-                    self.on_prepared(txn, coord, shard, yes, reason, cx);
+            Msg::Prepared(v) => {
+                if self.leads(v.coord) {
+                    self.on_prepared(v, cx);
                 }
             }
             Msg::Decide { txn, shard, commit } => self.on_decide(txn, shard, commit, cx),
             Msg::Status { txn, shard } => self.on_status(from, txn, shard, cx),
-            Msg::Accept {
-                shard,
-                ballot,
-                slot,
-                entry,
-                chosen,
-            } => self.on_accept(from, shard, ballot, slot, entry, chosen, cx),
+            Msg::Accept(a) => self.on_accept(from, a, cx),
             Msg::Accepted { shard, ballot, slot } => self.on_accepted(from, shard, ballot, slot, cx),
             Msg::Nack { shard, promised } => self.on_nack(shard, promised, cx),
             Msg::Heartbeat {

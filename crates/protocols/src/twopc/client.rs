@@ -1,15 +1,9 @@
 //! The 2PC client: reads, buffers writes, and hands the commit to a coordinator.
 
 use super::*;
+use crate::kit::client::Next;
 
-crate::kit::timers::timers! {
-    /// A 2PC client's timers.
-    pub(crate) enum ClientTimer {
-        Read = 1,
-        Status = 2,
-        Idle = 3,
-    }
-}
+pub(crate) use crate::kit::client::ClientTimer;
 
 #[derive(Debug)]
 pub(super) enum Phase {
@@ -22,9 +16,7 @@ pub(super) enum Phase {
 
 #[derive(Debug)]
 pub(super) struct Current {
-    pub(super) ts: Time,
-    pub(super) exec: Execution,
-    pub(super) rec: TxnRecord,
+    pub(super) t: crate::kit::client::Txn,
     pub(super) touched: BTreeSet<NodeId>,
     pub(super) phase: Phase,
 }
@@ -33,8 +25,7 @@ pub(super) struct Current {
 #[derive(Debug)]
 pub struct Client {
     pub(super) env: Env,
-    pub(super) id: ClientId,
-    pub(super) dc: DcId,
+    pub(super) who: crate::kit::client::Who,
     pub(super) coord: NodeId,
     pub(super) cur: Option<Current>,
 }
@@ -42,26 +33,25 @@ pub struct Client {
 impl Client {
     /// A client on `node`.
     pub fn new(env: Env, node: NodeId, id: ClientId) -> Self {
-        let dc = env.layout.dc_of(node);
-        let coord = env.layout.server(dc, id.0);
+        let who = crate::kit::client::Who::of(&env, node, id);
+        let coord = env.layout.server(who.dc, id.0);
         Client {
             env,
-            id,
-            dc,
+            who,
             coord,
             cur: None,
         }
     }
 
-    pub(super) fn step(&mut self, cx: &mut Ctx<'_, Msg>) {
+    /// Takes the program's next step (the frame's `step` runs the program to it).
+    fn on_step(&mut self, next: Next, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_mut() else { return };
-        let step = crate::kit::client::next_step(&mut cur.exec, &self.env.registry);
-        match step {
-            Step::Read(key) => {
-                let keys = if cur.exec.batch().is_empty() {
+        match next {
+            Next::Read(key) => {
+                let keys = if cur.t.exec.batch().is_empty() {
                     vec![key]
                 } else {
-                    cur.exec.batch().to_vec()
+                    cur.t.exec.batch().to_vec()
                 };
                 for key in &keys {
                     let node = self.env.layout.primary(self.env.layout.shard_of(key));
@@ -69,8 +59,8 @@ impl Client {
                     cx.send(
                         node,
                         Msg::Read {
-                            txn: cur.rec.id,
-                            ts: cur.ts,
+                            txn: cur.t.rec.id,
+                            ts: cur.t.rec.start,
                             key: key.clone(),
                         },
                     );
@@ -78,17 +68,13 @@ impl Client {
                 cur.phase = Phase::Reading(keys);
                 cx.set_timer(self.env.timeouts.read, ClientTimer::Read);
             }
-            Step::Abort(reason) => self.abort(reason, cx),
-            Step::Wait { output } => {
-                cur.phase = Phase::Waiting;
-                crate::kit::client::wait_for_caller(cur.rec.id, output, self.env.timeouts.idle, ClientTimer::Idle, cx);
-            }
-            Step::Done { writes, .. } => {
-                let txn = cur.rec.id;
-                let finals = crate::kit::client::number_writes(&mut cur.rec, writes);
+            Next::Abort(reason) => self.abort(reason, cx),
+            Next::Done(writes) => {
+                let txn = cur.t.rec.id;
+                let finals = crate::kit::client::to_commit(&mut cur.t.rec, writes, ClientTimer::Read, cx);
                 let layout = &self.env.layout;
                 let mut parts: BTreeMap<NodeId, Part> = BTreeMap::new();
-                for r in &cur.rec.reads {
+                for r in &cur.t.rec.reads {
                     part_for(&mut parts, layout, &r.key)
                         .reads
                         .push((r.key.clone(), r.version));
@@ -98,8 +84,6 @@ impl Client {
                         part_on(&mut parts, *node).writes.push((k.clone(), v, val.clone()));
                     }
                 }
-                cx.cancel_timer(ClientTimer::Read);
-                cur.rec.commit_start = Some(cx.now());
                 if parts.is_empty() {
                     self.finish(Outcome::Committed, None, cx);
                     return;
@@ -109,7 +93,7 @@ impl Client {
                     self.coord,
                     Msg::Commit {
                         txn,
-                        ts: cur.ts,
+                        ts: cur.t.rec.start,
                         parts: parts.into_values().collect(),
                     },
                 );
@@ -121,15 +105,10 @@ impl Client {
     pub(super) fn abort(&mut self, reason: AbortReason, cx: &mut Ctx<'_, Msg>) {
         if let Some(cur) = &self.cur {
             for n in &cur.touched {
-                cx.send(*n, Msg::Release { txn: cur.rec.id });
+                cx.send(*n, Msg::Release { txn: cur.t.rec.id });
             }
         }
         self.finish(Outcome::Aborted, Some(reason), cx);
-    }
-
-    pub(super) fn finish(&mut self, outcome: Outcome, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
-        let Some(cur) = self.cur.take() else { return };
-        crate::kit::client::finish(cur.rec, ClientTimer::ALL, outcome, reason, cx);
     }
 }
 
@@ -151,13 +130,11 @@ pub(super) fn part_on(parts: &mut BTreeMap<NodeId, Part>, node: NodeId) -> &mut 
     })
 }
 
-impl Actor for Client {
-    type Msg = Msg;
-
-    fn on_message(&mut self, _from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+impl Client {
+    pub(super) fn receive(&mut self, _from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_mut() else { return };
         match msg {
-            Msg::ReadReply { txn, key, result } if txn == cur.rec.id => {
+            Msg::ReadReply { txn, key, result } if txn == cur.t.rec.id => {
                 let Phase::Reading(waiting) = &mut cur.phase else {
                     return; // stale
                 };
@@ -168,7 +145,7 @@ impl Actor for Client {
                 let all_in = waiting.is_empty();
                 match result {
                     Ok((version, value)) => {
-                        crate::kit::client::supply_read(&mut cur.rec, &mut cur.exec, key, version, value);
+                        crate::kit::client::supply_read(&mut cur.t.rec, &mut cur.t.exec, key, version, value);
                         if all_in {
                             cx.cancel_timer(ClientTimer::Read);
                             self.step(cx);
@@ -177,7 +154,7 @@ impl Actor for Client {
                     Err(why) => self.abort(why, cx),
                 }
             }
-            Msg::Outcome { txn, commit, reason } if txn == cur.rec.id && matches!(cur.phase, Phase::Committing) => {
+            Msg::Outcome { txn, commit, reason } if txn == cur.t.rec.id && matches!(cur.phase, Phase::Committing) => {
                 let outcome = if commit { Outcome::Committed } else { Outcome::Aborted };
                 self.finish(outcome, reason, cx);
             }
@@ -185,17 +162,17 @@ impl Actor for Client {
         }
     }
 
-    fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
+    fn on_tick(&mut self, t: ClientTimer, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_ref() else { return };
-        match (ClientTimer::of(t), &cur.phase) {
-            (Some(ClientTimer::Read), Phase::Reading(_)) => self.abort(AbortReason::ReadTimedOut, cx),
-            (Some(ClientTimer::Idle), Phase::Waiting) => self.abort(AbortReason::IdleInteractive, cx),
-            (Some(ClientTimer::Status), Phase::Committing) => {
+        match (t, &cur.phase) {
+            (ClientTimer::Read, Phase::Reading(_)) => self.abort(AbortReason::ReadTimedOut, cx),
+            (ClientTimer::Idle, Phase::Waiting) => self.abort(AbortReason::IdleInteractive, cx),
+            (ClientTimer::Status, Phase::Committing) => {
                 cx.send(
                     self.coord,
                     Msg::Status {
-                        txn: cur.rec.id,
-                        ts: cur.ts,
+                        txn: cur.t.rec.id,
+                        ts: cur.t.rec.start,
                     },
                 );
                 cx.set_timer(self.env.timeouts.status, ClientTimer::Status);
@@ -203,26 +180,10 @@ impl Actor for Client {
             _ => {}
         }
     }
-
-    fn on_crash(&mut self) {
-        self.cur = None;
-    }
 }
 
-impl ClientRole for Client {
-    fn submit(&mut self, txn: TxnId, call: Call, cx: &mut Ctx<'_, Msg>) {
-        let rec = crate::kit::client::new_record(txn, self.id, self.dc, &call, cx);
-        self.cur = Some(Current {
-            ts: cx.now(),
-            exec: Execution::new(call),
-            rec,
-            touched: BTreeSet::new(),
-            phase: Phase::Committing,
-        });
-        self.step(cx);
-    }
-
-    crate::kit::client::interactive_client!(role, ClientTimer::Idle);
-}
-
-crate::kit::client::interactive_client!(current);
+crate::kit::client::client_frame!(ClientTimer, interactive: ClientTimer::Idle, begin: |t| Current {
+    t,
+    touched: BTreeSet::new(),
+    phase: Phase::Committing,
+});

@@ -69,13 +69,12 @@ pub use msg::*;
 pub use server::Server;
 use {log::*, server::*};
 
-use crate::{ClientRole, Env, Protocol, Replica};
+use crate::{Env, Protocol, Replica};
 use meridian_core::{
-    AbortReason, Actor, ClientId, Ctx, DcId, HomeRule, Key, NodeId, Outcome, Placement, ReplicaSnapshot, Time, TimerId,
-    TxnId, TxnRecord, Value, VersionId,
+    AbortReason, Actor, ClientId, Ctx, HomeRule, Key, NodeId, Outcome, Placement, ReplicaSnapshot, Time, TimerId,
+    TxnId, Value, VersionId,
 };
 use meridian_storage::{Acquired, Grant, LockMode, LockTable, Log, LogRecord, MvStore, Policy, Prio};
-use meridian_txn::{Call, Execution, Step};
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};

@@ -4,7 +4,8 @@
 use super::client::ClientTimer;
 use super::*;
 use crate::testing::{call, deliver, fire, Effects};
-use meridian_core::{Command, Layout, Topology};
+use crate::ClientRole;
+use meridian_core::{Command, DcId, Layout, Topology};
 use std::sync::Arc;
 
 /// two50 with every shard in B; n0,n1 in A; n2,n3 in B; client node 4 in A.
