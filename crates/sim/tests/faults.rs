@@ -27,120 +27,90 @@ fn assert_clean_and_resolved(what: &str, r: &SimReport) {
     common::assert_clean(r);
 }
 
-fn run(protocol: &str, topo: &str, workload: &str, txns: u64, clients: u32, seed: u64, faults: &str) -> SimReport {
+/// Runs the simulation `spec` names: `PROTOCOL TOPOLOGY WORKLOAD txns=N clients=N
+/// seed=N [faults=SPEC]`, as `meridian sim` takes them (`--protocol ... --faults SPEC`),
+/// so a campaign seed's regression reads as the command that reproduces it.
+fn run(spec: &str) -> SimReport {
+    let mut words = spec.split_whitespace();
+    let mut next = || {
+        words
+            .next()
+            .unwrap_or_else(|| panic!("{spec}: PROTOCOL TOPOLOGY WORKLOAD first"))
+    };
+    let (protocol, topo, workload) = (next(), next(), next());
     let mut c = SimConfig::new(Topology::preset(topo).unwrap(), workload);
-    c.txns = txns;
-    c.clients = clients;
-    c.seed = seed;
-    c.faults = faults.into();
+    for w in words {
+        let (k, v) = w
+            .split_once('=')
+            .unwrap_or_else(|| panic!("{spec}: `{w}` is not key=value"));
+        match k {
+            "txns" => c.txns = v.parse().unwrap(),
+            "clients" => c.clients = v.parse().unwrap(),
+            "seed" => c.seed = v.parse().unwrap(),
+            "faults" => c.faults = v.into(),
+            _ => panic!("{spec}: unknown `{k}`"),
+        }
+    }
     run_named(protocol, &c, &mut |_, _| {}).unwrap().report
 }
 
 #[test]
 fn r1_replog_outage_with_one_leader_of_two_shards() {
-    let r = run("replog", "us3", "ycsb", 1000, 32, 77, "outage:dc=NY,at=2s,for=20s");
+    let r = run("replog us3 ycsb txns=1000 clients=32 seed=77 faults=outage:dc=NY,at=2s,for=20s");
     assert_clean("R1", &r);
 }
 
 #[test]
 fn r2_replog_group_of_one_restarts() {
-    let r = run("replog", "lan", "ycsb", 2000, 8, 1, "crash:node=3,at=0.5s,for=1s");
+    let r = run("replog lan ycsb txns=2000 clients=8 seed=1 faults=crash:node=3,at=0.5s,for=1s");
     assert_clean("R2", &r);
 }
 
 #[test]
 fn replog_vote_timeout_does_not_abort_what_the_same_sweep_committed() {
-    let r = run("replog", "lan", "ycsb", 500, 32, 212, "random:crashes=3,serial=5s");
+    let r = run("replog lan ycsb txns=500 clients=32 seed=212 faults=random:crashes=3,serial=5s");
     assert_clean("replog sweep abort", &r);
 }
 
 #[test]
 fn h1_hacommit_partition_view_change() {
-    let r = run(
-        "hacommit",
-        "two50",
-        "bank",
-        500,
-        32,
-        1545,
-        "partition:a=A,b=B,at=1s,for=10s",
-    );
+    let r = run("hacommit two50 bank txns=500 clients=32 seed=1545 faults=partition:a=A,b=B,at=1s,for=10s");
     assert_clean("H1", &r);
 }
 
 #[test]
 fn h2_hacommit_restarted_leader() {
-    let r = run(
-        "hacommit:replicas=5",
-        "us3",
-        "bank",
-        1000,
-        32,
-        2689,
-        "random:crashes=3,client-crashes=2,serial=5s",
-    );
+    let r = run("hacommit:replicas=5 us3 bank txns=1000 clients=32 seed=2689 faults=random:crashes=3,client-crashes=2,serial=5s");
     assert_clean("H2", &r);
 }
 
 #[test]
 fn l1_hacommit_ballot_zero_refused_by_restarted_replicas() {
-    let r = run(
-        "hacommit",
-        "lan",
-        "ycsb",
-        300,
-        8,
-        525,
-        "random:crashes=3,client-crashes=2,serial=2s",
-    );
+    let r = run("hacommit lan ycsb txns=300 clients=8 seed=525 faults=random:crashes=3,client-crashes=2,serial=2s");
     assert_clean("L1", &r);
 }
 
 #[test]
 fn c1_crossstitch_crash_before_the_first_watermark() {
-    let r = run(
-        "crossstitch",
-        "world3",
-        "tpcc:mix=standard",
-        300,
-        8,
-        1429,
-        "random:crashes=3,serial=5s",
-    );
+    let r = run("crossstitch world3 tpcc:mix=standard txns=300 clients=8 seed=1429 faults=random:crashes=3,serial=5s");
     assert_clean_and_resolved("C1", &r);
 }
 
 #[test]
 fn c2_crossstitch_forgetful_acceptor_in_recovery() {
-    let r = run(
-        "crossstitch",
-        "two50",
-        "ycsb",
-        1000,
-        8,
-        6981,
-        "random:crashes=3,serial=5s",
-    );
+    let r = run("crossstitch two50 ycsb txns=1000 clients=8 seed=6981 faults=random:crashes=3,serial=5s");
     assert_clean("C2", &r);
 }
 
 #[test]
 fn l3_crossstitch_mid_chain_crash() {
-    let r = run(
-        "crossstitch",
-        "lan",
-        "ycsb",
-        1000,
-        16,
-        676,
-        "random:crashes=3,serial=5s",
-    );
+    let r = run("crossstitch lan ycsb txns=1000 clients=16 seed=676 faults=random:crashes=3,serial=5s");
     assert_clean("L3", &r);
 }
 
 #[test]
 fn rc_restarted_coordinator_decides_from_its_logged_vote() {
-    let r = run("rc", "lan", "bank", 500, 32, 294, "random");
+    let r = run("rc lan bank txns=500 clients=32 seed=294 faults=random");
     assert_clean("rc replay", &r);
 }
 
@@ -150,18 +120,10 @@ fn rc_restarted_coordinator_decides_from_its_logged_vote() {
 fn split_decisions_and_stalls_fail_the_verdict() {
     // The C2 seed with the fix in place is clean; the verdict logic itself is checked
     // on the report a run produces.
-    let r = run(
-        "crossstitch",
-        "two50",
-        "ycsb",
-        200,
-        8,
-        6981,
-        "random:crashes=3,serial=5s",
-    );
+    let r = run("crossstitch two50 ycsb txns=200 clients=8 seed=6981 faults=random:crashes=3,serial=5s");
     assert_eq!(r.split_decisions, Some(0));
     // Two copies of a shard forget at once: beyond CrossStitch's tolerance.
-    let beyond = run("crossstitch", "two50", "ycsb", 200, 8, 1, "outage:dc=A,at=1s,for=2s");
+    let beyond = run("crossstitch two50 ycsb txns=200 clients=8 seed=1 faults=outage:dc=A,at=1s,for=2s");
     assert!(!beyond.within_tolerance);
     assert!(
         beyond.check.anomalies.iter().all(|a| !a.starts_with("liveness:")),
@@ -174,59 +136,27 @@ fn split_decisions_and_stalls_fail_the_verdict() {
 
 #[test]
 fn replog_a_leader_standing_again_is_not_refused_for_its_own_lease() {
-    let r = run("replog", "world3", "bank", 500, 32, 767, "random");
+    let r = run("replog world3 bank txns=500 clients=32 seed=767 faults=random");
     assert_clean("replog re-election", &r);
 }
 
 #[test]
 fn crossstitch_recovery_carries_the_transaction_timestamp() {
-    let r = run(
-        "crossstitch",
-        "world3",
-        "bank",
-        1000,
-        32,
-        127,
-        "random:crashes=3,serial=5s",
-    );
+    let r = run("crossstitch world3 bank txns=1000 clients=32 seed=127 faults=random:crashes=3,serial=5s");
     assert_clean("crossstitch orphan ts", &r);
 }
 
 #[test]
 fn crossstitch_a_client_abort_reaches_the_first_servers_replicas() {
-    let r = run(
-        "crossstitch",
-        "two50",
-        "script",
-        500,
-        32,
-        222,
-        "random:crashes=3,serial=5s",
-    );
+    let r = run("crossstitch two50 script txns=500 clients=32 seed=222 faults=random:crashes=3,serial=5s");
     assert_clean("crossstitch client abort", &r);
 }
 
 #[test]
 fn crossstitch_a_replica_of_a_forgetful_primary_asks_the_next_position_to_decide() {
-    let r = run(
-        "crossstitch",
-        "two50",
-        "script",
-        500,
-        16,
-        490,
-        "random:crashes=3,serial=5s",
-    );
+    let r = run("crossstitch two50 script txns=500 clients=16 seed=490 faults=random:crashes=3,serial=5s");
     assert_clean_and_resolved("crossstitch kill query", &r);
-    let r = run(
-        "crossstitch",
-        "rc5",
-        "ycsb:reads=0",
-        1000,
-        8,
-        480,
-        "random:crashes=3,serial=5s",
-    );
+    let r = run("crossstitch rc5 ycsb:reads=0 txns=1000 clients=8 seed=480 faults=random:crashes=3,serial=5s");
     assert_clean("crossstitch kill query", &r);
 }
 
@@ -235,15 +165,7 @@ fn crossstitch_a_replica_of_a_forgetful_primary_asks_the_next_position_to_decide
 /// from ever asking the position after its silent successor.
 #[test]
 fn crossstitch_pending_counts_only_for_the_position_asked_about() {
-    let r = run(
-        "crossstitch",
-        "us3",
-        "ycsb",
-        300,
-        32,
-        1394,
-        "random:crashes=3,serial=5s",
-    );
+    let r = run("crossstitch us3 ycsb txns=300 clients=32 seed=1394 faults=random:crashes=3,serial=5s");
     assert_clean_and_resolved("crossstitch pending", &r);
 }
 
@@ -270,7 +192,9 @@ fn replog_a_prepare_logged_after_its_abort_does_not_reopen_the_transaction() {
         ),
         ("rc5", 150, 32, 156, "partition:a=O,b=C,at=2000ms,for=20000ms"),
     ] {
-        let r = run("replog", topo, "ycsb:keys=50", txns, clients, seed, faults);
+        let r = run(&format!(
+            "replog {topo} ycsb:keys=50 txns={txns} clients={clients} seed={seed} faults={faults}"
+        ));
         assert_clean(&format!("replog seed {seed}"), &r);
     }
 }
@@ -283,15 +207,7 @@ fn replog_a_prepare_logged_after_its_abort_does_not_reopen_the_transaction() {
 /// it and failed as stalled. It must still be safe.
 #[test]
 fn crossstitch_two_forgetful_acceptors_of_one_transaction_are_beyond_its_promise() {
-    let r = run(
-        "crossstitch",
-        "two50",
-        "bank",
-        1000,
-        32,
-        218,
-        "random:crashes=3,serial=5s",
-    );
+    let r = run("crossstitch two50 bank txns=1000 clients=32 seed=218 faults=random:crashes=3,serial=5s");
     assert!(!r.within_tolerance);
     common::assert_clean(&r);
 }
@@ -302,15 +218,7 @@ fn crossstitch_two_forgetful_acceptors_of_one_transaction_are_beyond_its_promise
 /// ABORT entry in the log like any other.
 #[test]
 fn replog_a_cut_off_leader_does_not_presume_an_abort() {
-    let r = run(
-        "replog",
-        "world3",
-        "ycsb:keys=50",
-        300,
-        16,
-        790,
-        "partition:a=HK,b=LON,at=1s,for=20s;partition:a=HK,b=CA,at=1s,for=20s",
-    );
+    let r = run("replog world3 ycsb:keys=50 txns=300 clients=16 seed=790 faults=partition:a=HK,b=LON,at=1s,for=20s;partition:a=HK,b=CA,at=1s,for=20s");
     common::assert_clean(&r);
 }
 
@@ -330,7 +238,7 @@ fn every_protocol_is_safe_and_live_under_clock_skew() {
                 "skew:max=500ms;crash:node=1,at=2s,for=1s;partition:a=NY,b=TX,at=3s,for=2s",
             ),
         ] {
-            let r = run(p, "us3", wl, 300, 12, seed, faults);
+            let r = run(&format!("{p} us3 {wl} txns=300 clients=12 seed={seed} faults={faults}"));
             assert_clean(&format!("{p} seed {seed} {faults}"), &r);
             eprintln!("{p} seed {seed}: {} committed", r.committed);
             assert!(r.committed > 60, "{p} seed {seed}: {}", r.committed);
@@ -345,7 +253,7 @@ fn every_protocol_is_safe_and_live_under_clock_skew() {
 #[test]
 fn catenae_coordinators_with_skewed_clocks_schedule_the_same_epochs() {
     for faults in ["skew:max=200ms", "skew:node=0,by=-3s;skew:client=2,by=5s"] {
-        let r = run("catenae", "us3", "bank", 400, 16, 3, faults);
+        let r = run(&format!("catenae us3 bank txns=400 clients=16 seed=3 faults={faults}"));
         assert_clean(&format!("catenae {faults}"), &r);
         assert_eq!(r.committed, 400, "{faults}");
     }
@@ -362,15 +270,7 @@ fn catenae_coordinators_with_skewed_clocks_schedule_the_same_epochs() {
 #[test]
 fn replog_a_deposed_leader_does_not_overwrite_a_chosen_entry() {
     for seed in [701, 783, 789, 795, 799] {
-        let r = run(
-            "replog",
-            "world3",
-            "ycsb:keys=50",
-            300,
-            16,
-            seed,
-            "partition:a=HK,b=LON,at=1s,for=20s;partition:a=HK,b=CA,at=1s,for=20s",
-        );
+        let r = run(&format!("replog world3 ycsb:keys=50 txns=300 clients=16 seed={seed} faults=partition:a=HK,b=LON,at=1s,for=20s;partition:a=HK,b=CA,at=1s,for=20s"));
         assert_clean(&format!("replog seed {seed}"), &r);
     }
 }
@@ -386,15 +286,9 @@ fn replog_a_deposed_leader_does_not_overwrite_a_chosen_entry() {
 #[test]
 fn crossstitch_restart_rule_holds_under_client_clock_skew() {
     for seed in [164, 167] {
-        let r = run(
-            "crossstitch",
-            "rc5",
-            "bank",
-            1000,
-            32,
-            seed,
-            "crash:node=0,at=0.5s,for=3s;skew:max=2000ms",
-        );
+        let r = run(&format!(
+            "crossstitch rc5 bank txns=1000 clients=32 seed={seed} faults=crash:node=0,at=0.5s,for=3s;skew:max=2000ms"
+        ));
         assert_clean(&format!("crossstitch seed {seed}"), &r);
         assert!(r.committed > 100, "seed {seed}: {}", r.committed);
     }
@@ -408,7 +302,9 @@ fn crossstitch_restart_rule_holds_under_client_clock_skew() {
 #[test]
 fn catenae_a_coordinator_down_for_20s_catches_up() {
     for faults in ["outage:dc=S,at=2s,for=20s", "crash:node=12,at=2s,for=40s"] {
-        let r = run("catenae", "rc5", "bank", 500, 32, 6358, faults);
+        let r = run(&format!(
+            "catenae rc5 bank txns=500 clients=32 seed=6358 faults={faults}"
+        ));
         assert_clean(&format!("catenae {faults}"), &r);
     }
 }
@@ -421,15 +317,7 @@ fn catenae_a_coordinator_down_for_20s_catches_up() {
 /// acted on raise the watermark now.
 #[test]
 fn crossstitch_a_restarted_server_refuses_only_what_it_may_have_acted_on() {
-    let r = run(
-        "crossstitch",
-        "world3",
-        "ycsb:reads=0",
-        1000,
-        32,
-        7344,
-        "random:crashes=3,serial=5s;skew:max=2000ms",
-    );
+    let r = run("crossstitch world3 ycsb:reads=0 txns=1000 clients=32 seed=7344 faults=random:crashes=3,serial=5s;skew:max=2000ms");
     assert!(r.within_tolerance);
     assert_clean("crossstitch seed 7344", &r);
 }
@@ -442,15 +330,7 @@ fn crossstitch_a_restarted_server_refuses_only_what_it_may_have_acted_on() {
 #[test]
 fn crossstitch_a_replica_that_is_the_next_position_resolves_a_forgotten_put() {
     for (txns, clients, seed) in [(300, 8, 4286), (1000, 32, 9757)] {
-        let r = run(
-            "crossstitch",
-            "lan",
-            "ycsb:reads=0",
-            txns,
-            clients,
-            seed,
-            "random:crashes=3,serial=5s;skew:max=2000ms",
-        );
+        let r = run(&format!("crossstitch lan ycsb:reads=0 txns={txns} clients={clients} seed={seed} faults=random:crashes=3,serial=5s;skew:max=2000ms"));
         assert!(r.within_tolerance);
         assert_clean(&format!("crossstitch seed {seed}"), &r);
     }
@@ -464,15 +344,8 @@ fn crossstitch_a_replica_that_is_the_next_position_resolves_a_forgotten_put() {
 /// at once.
 #[test]
 fn crossstitch_a_restarted_server_refuses_a_forward_out_loud() {
-    let r = run(
-        "crossstitch",
-        "world3",
-        "ycsb",
-        300,
-        16,
-        6049,
-        "random:crashes=3,serial=5s;skew:max=2000ms",
-    );
+    let r =
+        run("crossstitch world3 ycsb txns=300 clients=16 seed=6049 faults=random:crashes=3,serial=5s;skew:max=2000ms");
     assert!(r.within_tolerance);
     assert_clean("crossstitch seed 6049", &r);
 }
@@ -484,15 +357,7 @@ fn crossstitch_a_restarted_server_refuses_a_forward_out_loud() {
 /// now gets the same promise again.
 #[test]
 fn crossstitch_a_re_sent_prepare_of_the_promised_ballot_is_promised_again() {
-    let r = run(
-        "crossstitch",
-        "us3",
-        "chain",
-        1000,
-        32,
-        8087,
-        "random:crashes=3,serial=5s",
-    );
+    let r = run("crossstitch us3 chain txns=1000 clients=32 seed=8087 faults=random:crashes=3,serial=5s");
     assert!(r.within_tolerance);
     assert_clean("crossstitch seed 8087", &r);
 }
@@ -504,7 +369,7 @@ fn crossstitch_a_re_sent_prepare_of_the_promised_ballot_is_promised_again() {
 /// It now asks at most once a sweep: the run ends, its stall and loss reported.
 #[test]
 fn hacommit_asking_for_a_missing_context_does_not_multiply() {
-    let r = run("hacommit", "two50", "chain", 300, 32, 744, "random");
+    let r = run("hacommit two50 chain txns=300 clients=32 seed=744 faults=random");
     assert!(!r.within_tolerance, "beyond tolerance, as drawn");
     assert!(r.events < 2_000_000, "{} events: the asks multiplied", r.events);
     assert!(r.check.serializable && r.check.atomic, "{:?}", r.check.anomalies);
@@ -518,35 +383,14 @@ fn hacommit_asking_for_a_missing_context_does_not_multiply() {
 /// Kept as safety checks of partitions during reads.
 #[test]
 fn hacommit_reads_across_a_leader_change_stay_serializable() {
-    let r = run(
-        "hacommit",
-        "us3",
-        "tpcc:mix=standard",
-        300,
-        32,
-        1279,
-        "partition:a=TX,b=NY,at=1s,for=20s",
-    );
+    let r =
+        run("hacommit us3 tpcc:mix=standard txns=300 clients=32 seed=1279 faults=partition:a=TX,b=NY,at=1s,for=20s");
     common::assert_clean(&r);
-    let r = run(
-        "hacommit:replicas=5",
-        "rc5",
-        "ycsb:keys=50",
-        300,
-        32,
-        1972,
-        "partition:a=O,b=I,at=2s,for=2s",
-    );
+    let r =
+        run("hacommit:replicas=5 rc5 ycsb:keys=50 txns=300 clients=32 seed=1972 faults=partition:a=O,b=I,at=2s,for=2s");
     common::assert_clean(&r);
-    let r = run(
-        "hacommit",
-        "us3",
-        "bank",
-        500,
-        32,
-        1618,
-        "partition:a=CA,b=TX,at=1s,for=10s;skew:max=500ms",
-    );
+    let r =
+        run("hacommit us3 bank txns=500 clients=32 seed=1618 faults=partition:a=CA,b=TX,at=1s,for=10s;skew:max=500ms");
     common::assert_clean(&r);
 }
 
@@ -580,15 +424,7 @@ fn a_message_storm_ends_the_run_as_a_runaway() {
 fn hacommit_a_read_to_a_cut_off_leader_is_re_sent_to_the_next_replica() {
     let mut timed_out = 0;
     for seed in 1..=3 {
-        let r = run(
-            "hacommit",
-            "us3",
-            "bank",
-            3000,
-            6,
-            seed,
-            "partition:a=TX,b=NY,at=3s,for=10s;partition:a=TX,b=CA,at=3s,for=10s",
-        );
+        let r = run(&format!("hacommit us3 bank txns=3000 clients=6 seed={seed} faults=partition:a=TX,b=NY,at=3s,for=10s;partition:a=TX,b=CA,at=3s,for=10s"));
         common::assert_clean(&r);
         timed_out += r
             .abort_reasons
@@ -608,15 +444,8 @@ fn hacommit_a_read_to_a_cut_off_leader_is_re_sent_to_the_next_replica() {
 /// the client's ballot 0 for a recovery that runs nowhere there now arms one.
 #[test]
 fn hacommit_a_dropped_recovery_is_taken_up_again_while_its_client_re_sends() {
-    let r = run(
-        "hacommit",
-        "two50",
-        "ycsb:keys=50",
-        250,
-        16,
-        258,
-        "partition:a=B,b=A,at=1000ms,for=5000ms",
-    );
+    let r =
+        run("hacommit two50 ycsb:keys=50 txns=250 clients=16 seed=258 faults=partition:a=B,b=A,at=1000ms,for=5000ms");
     assert!(r.within_tolerance);
     assert!(r.check.live, "stalled: {:?} {:?}", r.check.stalls, r.check.anomalies);
     common::assert_clean(&r);

@@ -51,6 +51,12 @@ fn vid(t: TxnId) -> VersionId {
     VersionId { txn: t, seq: 0 }
 }
 
+/// Coordinator `from` asks participant `s` (on `me`) at time `at` to prepare `txn` with
+/// timestamp `ts` and its share `part`.
+fn prepare(s: &mut Server, at: Time, me: NodeId, from: NodeId, txn: TxnId, ts: Time, part: Part) -> Effects<Msg> {
+    deliver(s, at, me, from, Msg::Prepare { txn, ts, part })
+}
+
 #[test]
 fn test_client_reads_from_primary_and_commits_through_a_coordinator_in_its_dc() {
     let env = env();
@@ -137,7 +143,7 @@ fn test_participant_forces_prepare_before_vote_and_commit_before_ack() {
         vec![(k.clone(), None)],
         vec![(k.clone(), vid(t), Value::from_u64(5))],
     );
-    let e = deliver(&mut s, 10, me, coord, Msg::Prepare { txn: t, ts: 0, part: p });
+    let e = prepare(&mut s, 10, me, coord, t, 0, p);
     assert_eq!(e.work.log_syncs, 1, "PREPARED is forced before the vote");
     assert_eq!(
         sent(&e),
@@ -175,17 +181,7 @@ fn test_participant_wound_wait_older_prepare_wounds_younger_reader() {
         },
     );
     let p = part(me, vec![], vec![(k.clone(), vid(old), Value::from_u64(1))]);
-    let e = deliver(
-        &mut s,
-        10,
-        me,
-        NodeId(0),
-        Msg::Prepare {
-            txn: old,
-            ts: 50,
-            part: p,
-        },
-    );
+    let e = prepare(&mut s, 10, me, NodeId(0), old, 50, p);
     assert!(
         sent(&e).contains(&(
             NodeId(0),
@@ -200,17 +196,7 @@ fn test_participant_wound_wait_older_prepare_wounds_younger_reader() {
     );
     // the wounded reader's later prepare is refused
     let p = part(me, vec![(k.clone(), None)], vec![]);
-    let e = deliver(
-        &mut s,
-        20,
-        me,
-        NodeId(0),
-        Msg::Prepare {
-            txn: young,
-            ts: 100,
-            part: p,
-        },
-    );
+    let e = prepare(&mut s, 20, me, NodeId(0), young, 100, p);
     assert!(matches!(&sent(&e)[0].1, Msg::Vote { yes: false, .. }));
     // a younger reader now waits behind the prepared writer, and gets the new value
     let r = tid(3, 1);
@@ -246,32 +232,28 @@ fn test_a_prepared_younger_transaction_is_wounded_through_its_coordinator() {
     let k = key_on(&env, me);
     let (old, young) = (tid(1, 1), tid(2, 1));
     let (c_old, c_young) = (NodeId(0), NodeId(1));
-    let e = deliver(
+    let e = prepare(
         &mut s,
         0,
         me,
         c_young,
-        Msg::Prepare {
-            txn: young,
-            ts: 100,
-            part: part(me, vec![], vec![(k.clone(), vid(young), Value::from_u64(2))]),
-        },
+        young,
+        100,
+        part(me, vec![], vec![(k.clone(), vid(young), Value::from_u64(2))]),
     );
     assert!(
         matches!(&sent(&e)[..], [(_, Msg::Vote { yes: true, .. })]),
         "{:?}",
         sent(&e)
     );
-    let e = deliver(
+    let e = prepare(
         &mut s,
         10,
         me,
         c_old,
-        Msg::Prepare {
-            txn: old,
-            ts: 50,
-            part: part(me, vec![], vec![(k.clone(), vid(old), Value::from_u64(1))]),
-        },
+        old,
+        50,
+        part(me, vec![], vec![(k.clone(), vid(old), Value::from_u64(1))]),
     );
     assert_eq!(sent(&e), vec![(c_young, Msg::Wound { txn: young })]);
     // The younger one's coordinator, still waiting for a vote elsewhere, aborts it.
@@ -354,16 +336,14 @@ fn test_occ_read_of_a_prepared_write_waits_for_the_decision() {
     let mut s = Server::new(env.clone(), Cc::Optimistic, me);
     let k = key_on(&env, me);
     let (w, r) = (tid(1, 1), tid(2, 1));
-    let e = deliver(
+    let e = prepare(
         &mut s,
         0,
         me,
         NodeId(0),
-        Msg::Prepare {
-            txn: w,
-            ts: 10,
-            part: part(me, vec![], vec![(k.clone(), vid(w), Value::from_u64(7))]),
-        },
+        w,
+        10,
+        part(me, vec![], vec![(k.clone(), vid(w), Value::from_u64(7))]),
     );
     assert!(
         matches!(&sent(&e)[..], [(_, Msg::Vote { yes: true, .. })]),
@@ -402,17 +382,7 @@ fn test_2pl_prepare_votes_no_without_its_read_locks() {
     let mut s = Server::new(env.clone(), Cc::Locking, me);
     let k = key_on(&env, me);
     let p = part(me, vec![(k, None)], vec![]);
-    let e = deliver(
-        &mut s,
-        0,
-        me,
-        NodeId(0),
-        Msg::Prepare {
-            txn: tid(0, 1),
-            ts: 0,
-            part: p,
-        },
-    );
+    let e = prepare(&mut s, 0, me, NodeId(0), tid(0, 1), 0, p);
     assert!(matches!(&sent(&e)[0].1, Msg::Vote { yes: false, .. }));
 }
 
@@ -429,17 +399,7 @@ fn test_occ_prepare_rejects_a_stale_read() {
         vec![(k.clone(), None)],
         vec![(k.clone(), vid(a), Value::from_u64(1))],
     );
-    let e = deliver(
-        &mut s,
-        0,
-        me,
-        NodeId(0),
-        Msg::Prepare {
-            txn: a,
-            ts: 0,
-            part: pa,
-        },
-    );
+    let e = prepare(&mut s, 0, me, NodeId(0), a, 0, pa);
     assert!(matches!(&sent(&e)[0].1, Msg::Vote { yes: true, .. }));
     deliver(&mut s, 1, me, NodeId(0), Msg::Decide { txn: a, commit: true });
     let pb = part(
@@ -447,17 +407,7 @@ fn test_occ_prepare_rejects_a_stale_read() {
         vec![(k.clone(), None)],
         vec![(k.clone(), vid(b), Value::from_u64(2))],
     );
-    let e = deliver(
-        &mut s,
-        2,
-        me,
-        NodeId(0),
-        Msg::Prepare {
-            txn: b,
-            ts: 0,
-            part: pb,
-        },
-    );
+    let e = prepare(&mut s, 2, me, NodeId(0), b, 0, pb);
     assert!(matches!(&sent(&e)[0].1, Msg::Vote { yes: false, .. }));
 }
 
@@ -688,17 +638,7 @@ fn test_participant_recovery_keeps_prepared_locks_and_asks_the_coordinator() {
     let k = key_on(&env, me);
     let (t, committed) = (tid(0, 1), tid(0, 9));
     let p = part(me, vec![], vec![(k.clone(), vid(committed), Value::from_u64(1))]);
-    deliver(
-        &mut s,
-        0,
-        me,
-        coord,
-        Msg::Prepare {
-            txn: committed,
-            ts: 0,
-            part: p,
-        },
-    );
+    prepare(&mut s, 0, me, coord, committed, 0, p);
     deliver(
         &mut s,
         1,
@@ -710,7 +650,7 @@ fn test_participant_recovery_keeps_prepared_locks_and_asks_the_coordinator() {
         },
     );
     let p = part(me, vec![], vec![(k.clone(), vid(t), Value::from_u64(2))]);
-    deliver(&mut s, 2, me, coord, Msg::Prepare { txn: t, ts: 2, part: p });
+    prepare(&mut s, 2, me, coord, t, 2, p);
     s.on_crash();
     assert_eq!(
         s.snapshot().keys[&k].versions,
@@ -758,32 +698,12 @@ fn test_participant_checkpoint_drops_finished_records_and_keeps_prepared_ones() 
     for i in 0..COMPACT_AT as u32 {
         let t = tid(1, i + 1);
         let p = part(me, vec![], vec![(k.clone(), vid(t), Value::from_u64(i as u64))]);
-        deliver(
-            &mut s,
-            i as u64,
-            me,
-            coord,
-            Msg::Prepare {
-                txn: t,
-                ts: i as u64,
-                part: p,
-            },
-        );
+        prepare(&mut s, i as u64, me, coord, t, i as u64, p);
         deliver(&mut s, i as u64, me, coord, Msg::Decide { txn: t, commit: true });
     }
     let open = tid(2, 1);
     let p = part(me, vec![], vec![(k2.clone(), vid(open), Value::from_u64(1))]);
-    deliver(
-        &mut s,
-        5_000,
-        me,
-        coord,
-        Msg::Prepare {
-            txn: open,
-            ts: 5_000,
-            part: p,
-        },
-    );
+    prepare(&mut s, 5_000, me, coord, open, 5_000, p);
     assert!(s.log.len() > COMPACT_AT);
     fire(&mut s, 10_000, me, ServerTimer::Sweep);
     assert_eq!(s.log.len(), 1, "only the open transaction's PREPARED remains");
