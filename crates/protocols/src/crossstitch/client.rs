@@ -4,10 +4,7 @@
 
 use super::*;
 
-crate::kit::timers::timers! {
-    /// A CrossStitch client's timers.
-    pub(crate) enum ClientTimer { Status = 2 }
-}
+pub(crate) use crate::kit::client::ClientTimer;
 
 #[derive(Debug)]
 pub(super) struct Current {

@@ -31,7 +31,8 @@ crate::kit::timers::timers! {
     /// The timers of a client that reads, hands its commit on and asks for the
     /// outcome, and runs interactive transactions (2PC, Replicated Commit,
     /// hierarchical validation): a read unanswered (`Read`), an outcome late
-    /// (`Status`), a caller idle (`Idle`).
+    /// (`Status`), a caller idle (`Idle`). A client that ships its whole transaction
+    /// and asks for the outcome (CrossStitch, Paxos Commit) arms only `Status`.
     pub enum ClientTimer {
         Read = 1,
         Status = 2,

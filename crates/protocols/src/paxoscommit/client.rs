@@ -4,10 +4,7 @@
 
 use super::*;
 
-crate::kit::timers::timers! {
-    /// A Paxos Commit client's timers.
-    pub(crate) enum ClientTimer { Status = 2 }
-}
+pub(crate) use crate::kit::client::ClientTimer;
 
 /// The client's transaction in flight.
 #[derive(Debug)]

@@ -313,17 +313,12 @@ impl Server {
     }
 
     pub(super) fn check_decision(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
-        let (n, maj) = (self.ndcs(), self.majority());
         let Some(a) = self.acc.get(&txn) else { return };
         if a.decided.is_some() {
             return;
         }
-        let yes = a.votes.values().filter(|v| **v).count();
-        let no = a.votes.len() - yes;
-        if yes >= maj && a.value.is_some() {
-            self.decide(txn, true, cx);
-        } else if no > n - maj {
-            self.decide(txn, false, cx);
+        if let Some(commit) = crate::kit::vote::verdict(&a.votes, a.value.is_some(), self.ndcs()) {
+            self.decide(txn, commit, cx);
         }
     }
 

@@ -192,7 +192,7 @@ impl Client {
         reason: Option<AbortReason>,
         cx: &mut Ctx<'_, Msg>,
     ) {
-        let (n, maj) = (self.env.layout.topology.num_dcs(), self.majority());
+        let n = self.env.layout.topology.num_dcs();
         let dc = self.env.layout.dc_of(from);
         let Some(cur) = self.cur.as_mut().filter(|c| c.t.rec.id == txn) else {
             return;
@@ -206,13 +206,14 @@ impl Client {
                 why.get_or_insert(r);
             }
         }
-        let yes = votes.values().filter(|v| **v).count();
-        let no = votes.len() - yes;
-        if yes >= maj {
-            self.finish(Outcome::Committed, None, cx);
-        } else if no > n - maj {
-            let why = why.clone().unwrap_or(AbortReason::MajorityRejected);
-            self.finish(Outcome::Aborted, Some(why), cx);
+        // The client has the value (it proposed it).
+        match crate::kit::vote::verdict(votes, true, n) {
+            Some(true) => self.finish(Outcome::Committed, None, cx),
+            Some(false) => {
+                let why = why.clone().unwrap_or(AbortReason::MajorityRejected);
+                self.finish(Outcome::Aborted, Some(why), cx);
+            }
+            None => {}
         }
     }
 }

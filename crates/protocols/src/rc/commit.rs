@@ -235,17 +235,12 @@ impl Server {
     }
 
     pub(super) fn check_decision(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
-        let (n, maj) = (self.ndcs(), self.majority());
         let Some(c) = self.ctxns.get(&txn) else { return };
         if c.decided.is_some() {
             return;
         }
-        let yes = c.votes.values().filter(|v| **v).count();
-        let no = c.votes.len() - yes;
-        if yes >= maj && c.value.is_some() {
-            self.decide(txn, true, cx);
-        } else if no > n - maj {
-            self.decide(txn, false, cx);
+        if let Some(commit) = crate::kit::vote::verdict(&c.votes, c.value.is_some(), self.ndcs()) {
+            self.decide(txn, commit, cx);
         }
     }
 

@@ -116,10 +116,6 @@ impl Server {
         self.env.layout.topology.num_dcs()
     }
 
-    pub(super) fn majority(&self) -> usize {
-        self.ndcs() / 2 + 1
-    }
-
     pub(super) fn latest_ts(&self, k: &Key) -> u64 {
         self.store.versions(k).last().map_or(0, |v| v.wts)
     }
