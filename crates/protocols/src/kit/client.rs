@@ -188,7 +188,7 @@ pub enum Next {
     Abort(AbortReason),
 }
 
-/// What [`extend`] needs of a client's current transaction.
+/// What [`extend`] and [`advance`] need of a client's current transaction.
 pub trait Interactive {
     /// The transaction's id.
     fn txn(&self) -> TxnId;
@@ -242,12 +242,15 @@ pub fn finish<M, T: Into<TimerId> + Copy>(
 ///   client's `receive(from, msg, cx)`; timers, named, to its `on_tick(t: $timer, cx)`
 ///   (a timer id that is not the role's is ignored); a crash forgets the transaction
 ///   in flight (the runtime has taken it from `in_flight` as `Unknown`).
-/// - `client_frame!($timer, interactive: $idle)`: that, plus the whole
-///   [`crate::ClientRole`] impl of an interactive client whose `Current` is [`Begin`]
-///   (with a [`Txn`] `t` and a `phase` that has a `Waiting` state) and whose `step` runs
-///   the program, and the [`Interactive`] impl of `Current`. `submit` starts the record
-///   and the program and steps it; `in_flight` is the record; `extend` resumes a
-///   transaction waiting for its caller (`$idle` is the role's idle timer).
+/// - `client_frame!($timer, interactive: $idle, begin: |t| Current { t, .. })`: that,
+///   plus, for an interactive client whose `Current` holds a [`Txn`] `t` and a `phase`
+///   with a `Waiting` state, and which takes each step of its program in
+///   `on_step(next: Next, cx)`: `step` (runs the program to its next step through
+///   [`advance`]), `finish` (disarms every `$timer` and records the outcome), the whole
+///   [`crate::ClientRole`] impl and the [`Interactive`] impl of `Current`. `submit`
+///   starts the record and the program, builds the transaction's state with `begin`
+///   and steps it; `in_flight` is the record; `extend` resumes a transaction waiting
+///   for its caller (`$idle` is the role's idle timer).
 macro_rules! client_frame {
     ($timer:ident) => {
         impl meridian_core::Actor for Client {
