@@ -74,7 +74,8 @@
 //! partition was being created left one that no later open could read, and dropping
 //! a partition while its memtable was being flushed panicked the flush thread and
 //! poisoned the keyspace (both seen on a cluster under frequent checkpoints). Format
-//! 4 never creates or drops a partition after the first open.
+//! 4 never creates or drops a partition after the first open; format 5 keeps that
+//! layout and changed only a server image ([`FORMAT`] says which).
 //!
 //! A protocol without an image (`Protocol::image` is `None`) never checkpoints: its
 //! journal grows with the node's age, and restart replays all of it.
@@ -117,8 +118,14 @@ pub enum Entry<M> {
     },
 }
 
-/// The layout of the journal (its partitions, keys and [`Entry`]): bump on any change.
-pub const FORMAT: u32 = 4;
+/// The layout of the journal (its partitions, keys and [`Entry`]) and of the server
+/// images its checkpoints hold (each protocol's server state, as
+/// `meridian_protocols::kit::image` encodes it: postcard, which names no field, so a
+/// reordered or added field misreads silently): bump on any change of either.
+///
+/// 5: Replicated Commit's coordinator state keeps its commit round in the shared
+/// `kit::vote::Round` (its fields moved ahead of the coordinator shard).
+pub const FORMAT: u32 = 5;
 
 /// What a journal says about itself (its `meta` partition).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -644,7 +651,7 @@ mod tests {
                     format: FORMAT + 1,
                     ..header()
                 },
-                "journal format 4 with wire version",
+                "journal format 5 with wire version",
             ),
             (
                 Header {

@@ -315,10 +315,11 @@ impl Server {
                 self.store.install(k, *v, val.clone(), c.seq);
             }
         }
-        for crate::kit::reads::WaitingRead { client, key: k, hops } in t.pending_reads {
-            let result = Err(AbortReason::Aborted);
-            cx.send_on_chain(client, Msg::ReadReply { txn, key: k, result }, hops);
-        }
+        t.pending_reads.refuse_all(cx, |key| Msg::ReadReply {
+            txn,
+            key,
+            result: Err(AbortReason::Aborted),
+        });
         if let Some(h) = t.locked_at {
             self.holds.add(h, cx.hops());
         }

@@ -116,10 +116,11 @@ impl Server {
         }
         let t = self.txns.remove(&key).expect("present");
         self.tombstones.insert(key, cx.now());
-        for crate::kit::reads::WaitingRead { client, key: k, hops } in t.pending_reads {
-            let result = Err(why.clone());
-            cx.send_on_chain(client, Msg::ReadReply { txn, key: k, result }, hops);
-        }
+        t.pending_reads.refuse_all(cx, |key| Msg::ReadReply {
+            txn,
+            key,
+            result: Err(why.clone()),
+        });
         if let (Stage::Locking { hops, .. }, Some(client)) = (t.stage, t.client) {
             let reason = Some(why.clone());
             cx.send_on_chain(

@@ -202,10 +202,10 @@ pub use msg::*;
 pub use server::Server;
 use server::*;
 
-use crate::{Env, HoldStats, Protocol, Replica};
+use crate::{Env, HoldStats, Protocol};
 use meridian_core::{
-    AbortReason, Actor, ClientId, Ctx, HomeRule, Key, NodeId, Outcome, Placement, ReplicaSnapshot, ShardId, Time,
-    TimerId, TxnId, Value, VersionId,
+    AbortReason, Actor, ClientId, Ctx, HomeRule, Key, NodeId, Outcome, Placement, ShardId, Time, TimerId, TxnId, Value,
+    VersionId,
 };
 use meridian_storage::{Acquired, Grant, LockMode, LockTable, MvStore, Policy, Prio};
 use rand::Rng as _;

@@ -647,16 +647,7 @@ impl Actor for Server {
     }
 }
 
-impl Replica for Server {
-    fn snapshot(&self) -> ReplicaSnapshot {
-        crate::kit::snapshot(self.me, &self.store)
-    }
-    fn lock_holds(&self) -> Option<&HoldStats> {
-        Some(&self.holds)
-    }
-    fn locked_keys(&self) -> Option<usize> {
-        Some(self.locks.len())
-    }
+crate::kit::replica! {holds;
     fn role(&self) -> Option<String> {
         Some(crate::roles_text(self.groups.iter().map(|(s, g)| {
             let r = match g.status {

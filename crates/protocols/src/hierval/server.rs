@@ -3,8 +3,8 @@
 
 use super::batch::Batcher;
 use super::*;
-use crate::{Env, Replica};
-use meridian_core::{Actor, Ctx, Key, NodeId, ReplicaSnapshot, TimerId, TxnId, Value, VersionId};
+use crate::Env;
+use meridian_core::{Actor, Ctx, Key, NodeId, TimerId, TxnId, Value, VersionId};
 use meridian_storage::{LockTable, Log, LogRecord, MvStore, Policy};
 use rustc_hash::FxHashMap as HashMap;
 
@@ -354,13 +354,7 @@ impl Actor for Server {
     }
 }
 
-impl Replica for Server {
-    fn snapshot(&self) -> ReplicaSnapshot {
-        crate::kit::snapshot(self.me, &self.store)
-    }
-    fn locked_keys(&self) -> Option<usize> {
-        Some(self.locks.len())
-    }
+crate::kit::replica! {;
     fn outcomes(&self) -> Option<Vec<(TxnId, bool)>> {
         Some(self.outcomes.clone())
     }

@@ -8,12 +8,14 @@
 //!   recording reads, numbering writes as versions, interactive transactions (`extend`,
 //!   the idle stop) and `finish`.
 //! - [`image`]: a server's whole state as bytes, for a runtime's checkpoints.
-//! - [`reads`]: reads waiting at a server for a shared lock, each answered exactly once.
+//! - [`reads`]: reads waiting at a server for a shared lock, each answered exactly once
+//!   (by its grant, or refused all together when the transaction aborts).
 //! - [`marks`]: the durable watermarks of replicas that forget on a crash.
 //! - [`snapshot`]: the committed state a server reports to the checker.
 //! - [`timers`]: a role's timers as a named enum.
-//! - [`vote`]: the vote and outcome messages of a commit round among DCs (Replicated
-//!   Commit and Paxos Commit).
+//! - [`vote`]: a commit round among DCs (Replicated Commit and Paxos Commit): its vote
+//!   and outcome messages, the majority rule, and each coordinator's state of a round
+//!   (`Round`: votes, outcome, install acks, what the sweep owes it).
 
 pub mod client;
 pub mod image;
@@ -24,6 +26,30 @@ pub mod vote;
 
 use meridian_core::{NodeId, ReplicaSnapshot};
 use meridian_storage::MvStore;
+
+/// The [`crate::Replica`] impl of a protocol's `Server` that keeps its committed data
+/// in `self.store` (at node `self.me`) and its locks in one `self.locks` table.
+/// `replica!(holds)` also reports the lock-hold statistics in `self.holds`; the items
+/// after a `;` are the impl's other methods (a role, outcomes).
+macro_rules! replica {
+    ($($holds:ident)? $(; $($extra:item)*)?) => {
+        impl $crate::Replica for Server {
+            fn snapshot(&self) -> meridian_core::ReplicaSnapshot {
+                $crate::kit::snapshot(self.me, &self.store)
+            }
+            fn locked_keys(&self) -> Option<usize> {
+                Some(self.locks.len())
+            }
+            $(
+                fn lock_holds(&self) -> Option<&$crate::HoldStats> {
+                    Some(&self.$holds)
+                }
+            )?
+            $($($extra)*)?
+        }
+    };
+}
+pub(crate) use replica;
 
 /// The committed state of `store` at node `me`, as [`crate::Replica::snapshot`] reports it.
 pub fn snapshot(me: NodeId, store: &MvStore) -> ReplicaSnapshot {

@@ -5,7 +5,7 @@
 //! aborts. A client may re-send a read (a retry, a duplicated message): the queue holds
 //! at most one read per key, so the grant answers it once, never twice.
 
-use meridian_core::{Key, NodeId};
+use meridian_core::{Ctx, Key, NodeId};
 
 /// One waiting read: who asked, for which key, on which causal chain (WAN hops).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -35,6 +35,15 @@ impl PendingReads {
     pub fn granted(&mut self, key: &Key) -> Option<WaitingRead> {
         let i = self.0.iter().position(|r| r.key == *key)?;
         Some(self.0.remove(i))
+    }
+
+    /// Answers every waiting read, in arrival order, because the transaction aborted:
+    /// `reply` builds the answer to a read of its key, sent to the read's client on the
+    /// read's causal chain.
+    pub fn refuse_all<M>(self, cx: &mut Ctx<'_, M>, mut reply: impl FnMut(Key) -> M) {
+        for WaitingRead { client, key, hops } in self.0 {
+            cx.send_on_chain(client, reply(key), hops);
+        }
     }
 
     /// Whether no read waits.

@@ -5,7 +5,7 @@
 //! telling the DCs that have not installed them.
 
 use super::*;
-use crate::kit::vote::{DcVote, Decided};
+use crate::kit::vote::{DcVote, Decided, Round};
 
 impl Server {
     /// Newest committed timestamp of `key` decided in this DC.
@@ -125,26 +125,22 @@ impl Server {
             }
             return;
         }
-        let now = cx.now();
-        let a = self.acc.entry(txn).or_insert_with(|| ATxn::new(None, now));
-        if a.value.is_none() {
-            a.value = Some(value);
-        }
-        if let Some(accept) = a.my_vote {
+        let here = self.dc;
+        let a = self.round(txn, Some(value), cx.now());
+        if let Some(vote) = a.my_ballot(txn, here, a.value.clone(), false) {
             if from != self.me {
-                let msg = Msg::Vote(DcVote {
-                    txn,
-                    dc: self.dc,
-                    accept,
-                    reason: a.reason.clone(),
-                    value: a.value.clone(),
-                    reply: false,
-                });
-                cx.send(from, msg);
+                cx.send(from, Msg::Vote(vote));
             }
             return;
         }
         self.vote_on(txn, cx);
+    }
+
+    /// The commit round of `txn` (begun if new), once it learned `value`.
+    fn round(&mut self, txn: TxnId, value: Option<Arc<TxnValue>>, now: Time) -> &mut Round<TxnValue> {
+        let a = self.acc.entry(txn).or_insert_with(|| Round::new(None, now));
+        a.learn(value);
+        a
     }
 
     /// Validates the transaction against this DC and casts the DC's vote.
@@ -281,29 +277,17 @@ impl Server {
             }
             return;
         }
-        let now = cx.now();
-        let a = self.acc.entry(txn).or_insert_with(|| ATxn::new(None, now));
-        if a.value.is_none() {
-            a.value = value;
-        }
+        let here = self.dc;
+        let a = self.round(txn, value, cx.now());
         a.votes.insert(dc, accept);
         if !accept {
             if let Some(r) = reason {
                 a.reason.get_or_insert(r);
             }
         }
-        if reply {
-            if let Some(mine) = a.my_vote {
-                let msg = Msg::Vote(DcVote {
-                    txn,
-                    dc: self.dc,
-                    accept: mine,
-                    reason: None,
-                    value: a.value.clone(),
-                    reply: false,
-                });
-                cx.send(from, msg);
-            }
+        if let Some(mine) = a.my_ballot(txn, here, a.value.clone(), false).filter(|_| reply) {
+            // The reason stays with this DC: the asker needs the vote only.
+            cx.send(from, Msg::Vote(DcVote { reason: None, ..mine }));
         }
         // A DC that never got the accept request votes once it learns the value.
         if a.my_vote.is_none() && a.value.is_some() {
@@ -313,11 +297,7 @@ impl Server {
     }
 
     pub(super) fn check_decision(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
-        let Some(a) = self.acc.get(&txn) else { return };
-        if a.decided.is_some() {
-            return;
-        }
-        if let Some(commit) = crate::kit::vote::verdict(&a.votes, a.value.is_some(), self.ndcs()) {
+        if let Some(commit) = self.acc.get(&txn).and_then(|a| a.verdict(self.ndcs())) {
             self.decide(txn, commit, cx);
         }
     }
@@ -407,11 +387,7 @@ impl Server {
             }
             return;
         }
-        let now = cx.now();
-        let a = self.acc.entry(txn).or_insert_with(|| ATxn::new(None, now));
-        if a.value.is_none() {
-            a.value = value;
-        }
+        let a = self.round(txn, value, cx.now());
         if commit && a.value.is_none() {
             return; // cannot install without the value; a later message carries it
         }
@@ -419,18 +395,9 @@ impl Server {
     }
 
     pub(super) fn on_installed(&mut self, from: NodeId, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
-        let dc = self.dc;
+        let (dc, layout) = (self.dc, &self.env.layout);
         let Some(a) = self.acc.get_mut(&txn) else { return };
-        if a.decided != Some(true) {
-            return;
-        }
-        a.acks.insert(from);
-        let all = a
-            .value
-            .as_ref()
-            .map(|v| v.installs(&self.env.layout, dc).keys().all(|n| a.acks.contains(n)))
-            .unwrap_or(true);
-        if all && a.applied.insert(dc) {
+        if a.installed(from, dc, |v| v.installs(layout, dc).into_keys().collect()) {
             for p in self.peers() {
                 cx.send(p, Msg::Applied { txn });
             }
@@ -460,17 +427,8 @@ impl Server {
     pub(super) fn resend_commit(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
         let Some(a) = self.acc.get(&txn) else { return };
         let Some(v) = a.value.clone() else { return };
-        for p in self.peers() {
-            if !a.applied.contains(&self.env.layout.dc_of(p)) {
-                cx.send(
-                    p,
-                    Msg::Decided(Decided {
-                        txn,
-                        commit: true,
-                        value: Some(v.clone()),
-                    }),
-                );
-            }
+        for (p, d) in a.tell_again(txn, self.peers(), |p| self.env.layout.dc_of(p)) {
+            cx.send(p, Msg::Decided(d));
         }
         if a.applied.contains(&self.dc) {
             return;
@@ -486,22 +444,13 @@ impl Server {
     /// theirs: covers lost accept requests and votes.
     pub(super) fn ask_peers(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
         let Some(a) = self.acc.get(&txn) else { return };
-        let Some(mine) = a.my_vote else { return };
+        let Some(vote) = a.my_ballot(txn, self.dc, a.value.clone(), true) else {
+            return;
+        };
         for p in self.peers() {
-            if a.votes.contains_key(&self.env.layout.dc_of(p)) {
-                continue;
+            if !a.votes.contains_key(&self.env.layout.dc_of(p)) {
+                cx.send(p, Msg::Vote(vote.clone()));
             }
-            cx.send(
-                p,
-                Msg::Vote(DcVote {
-                    txn,
-                    dc: self.dc,
-                    accept: mine,
-                    reason: a.reason.clone(),
-                    value: a.value.clone(),
-                    reply: true,
-                }),
-            );
         }
     }
 }

@@ -3,6 +3,7 @@
 //! coordinator's undecided votes, their locks and its decisions.
 
 use super::*;
+use crate::kit::vote::Round;
 
 /// A log record.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -91,12 +92,8 @@ impl Server {
                     }
                 }
                 Rec::Voted { txn, accept, value } => {
-                    let a = self.acc.entry(txn).or_insert_with(|| ATxn::new(None, now));
-                    if value.is_some() {
-                        a.value = value;
-                    }
-                    a.my_vote = Some(accept);
-                    a.votes.insert(self.dc, accept);
+                    let a = self.acc.entry(txn).or_insert_with(|| Round::new(None, now));
+                    a.restore_vote(self.dc, accept, value);
                 }
                 Rec::Decided { txn, commit, value } => {
                     self.done.insert(txn, commit);
@@ -109,9 +106,8 @@ impl Server {
                             if v.home == self.me {
                                 self.answers.insert(txn, (v.clone(), now));
                             }
-                            let a = self.acc.entry(txn).or_insert_with(|| ATxn::new(None, now));
-                            a.value = Some(v);
-                            a.decided = Some(true);
+                            let a = self.acc.entry(txn).or_insert_with(|| Round::new(None, now));
+                            a.restore_commit(v);
                         }
                         _ => {
                             self.acc.remove(&txn);

@@ -139,10 +139,10 @@ pub use msg::*;
 pub use server::Server;
 use {log::*, server::*};
 
-use crate::{ClientRole, Env, FaultModel, HoldStats, Protocol, Replica};
+use crate::{ClientRole, Env, FaultModel, HoldStats, Protocol};
 use meridian_core::{
-    AbortReason, Actor, ClientId, Ctx, DcId, HomeRule, Key, Layout, NodeId, Outcome, Placement, ReadRec,
-    ReplicaSnapshot, Time, TimerId, TxnId, TxnRecord, Value, VersionId, WriteRec,
+    AbortReason, Actor, ClientId, Ctx, DcId, HomeRule, Key, Layout, NodeId, Outcome, Placement, ReadRec, Time, TimerId,
+    TxnId, TxnRecord, Value, VersionId, WriteRec,
 };
 use meridian_storage::{Acquired, Grant, LockMode, LockTable, Log, LogRecord, MvStore, Policy, Prio};
 use meridian_txn::{Call, Execution, Step};

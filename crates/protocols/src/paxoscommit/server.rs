@@ -3,7 +3,7 @@
 //! sweep and its [`Actor`] entry points.
 
 use super::*;
-use crate::kit::vote::Decided;
+use crate::kit::vote::{Decided, Due, Round};
 
 crate::kit::timers::timers! {
     /// A Paxos Commit server's timers.
@@ -44,7 +44,7 @@ pub(super) enum HPhase {
         write_recs: Vec<WriteRec>,
         granted: BTreeMap<Key, BTreeSet<DcId>>,
     },
-    /// The commit round runs (the acceptor state `ATxn` has the rest).
+    /// The commit round runs (the server's `acc` has the rest).
     Committing,
 }
 
@@ -55,36 +55,6 @@ pub(super) struct Holder {
     pub(super) last: Time,
     /// Requests waiting for a grant: key, mode, the request's WAN-hop chain.
     pub(super) waiting: Vec<(Key, LockMode, u32)>,
-}
-
-/// A coordinator's view of a transaction in the commit round (acceptor and learner).
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
-pub(super) struct ATxn {
-    pub(super) value: Option<Arc<TxnValue>>,
-    pub(super) my_vote: Option<bool>,
-    pub(super) votes: BTreeMap<DcId, bool>,
-    pub(super) reason: Option<AbortReason>,
-    pub(super) decided: Option<bool>,
-    /// Data servers of this DC that installed the commit.
-    pub(super) acks: BTreeSet<NodeId>,
-    /// DCs known to have installed the commit.
-    pub(super) applied: BTreeSet<DcId>,
-    pub(super) since: Time,
-}
-
-impl ATxn {
-    pub(super) fn new(value: Option<Arc<TxnValue>>, now: Time) -> Self {
-        ATxn {
-            value,
-            my_vote: None,
-            votes: BTreeMap::new(),
-            reason: None,
-            decided: None,
-            acks: BTreeSet::new(),
-            applied: BTreeSet::new(),
-            since: now,
-        }
-    }
 }
 
 /// A Paxos-commit baseline server.
@@ -111,7 +81,8 @@ pub struct Server {
     /// locks for OCC).
     pub(super) locks: LockTable,
     pub(super) holders: HashMap<TxnId, Holder>,
-    pub(super) acc: HashMap<TxnId, ATxn>,
+    /// Coordinator: transactions in their commit round (acceptor and learner).
+    pub(super) acc: HashMap<TxnId, Round<TxnValue>>,
     /// Coordinator: outcomes known here (decisions only: a commit round's outcome, or
     /// the home's own abort).
     pub(super) done: HashMap<TxnId, bool>,
@@ -219,28 +190,17 @@ impl Server {
             for t in idle {
                 self.release(t, cx);
             }
-            let mut nudge = vec![];
-            let mut resend = vec![];
-            for (id, a) in self.acc.iter_mut() {
-                match (a.decided, a.my_vote) {
-                    (None, Some(_)) if now.saturating_sub(a.since) >= to.query => {
-                        a.since = now;
-                        nudge.push(*id);
-                    }
-                    (Some(true), _) if now.saturating_sub(a.since) >= to.query => {
-                        a.since = now;
-                        resend.push(*id);
-                    }
-                    _ => {}
+            let mut due: Vec<(TxnId, Due)> = self
+                .acc
+                .iter_mut()
+                .filter_map(|(id, a)| Some((*id, a.due(now, to.query, None)?)))
+                .collect();
+            due.sort_by_key(|&(id, d)| (d, id));
+            for (id, d) in due {
+                match d {
+                    Due::Resend => self.resend_commit(id, cx),
+                    _ => self.ask_peers(id, cx),
                 }
-            }
-            nudge.sort();
-            resend.sort();
-            for id in nudge {
-                self.ask_peers(id, cx);
-            }
-            for id in resend {
-                self.resend_commit(id, cx);
             }
             self.answers.retain(|_, (_, t)| now.saturating_sub(*t) < to.tombstone);
             self.refused.retain(|_, t| now.saturating_sub(*t) < to.tombstone);
@@ -322,14 +282,4 @@ impl Actor for Server {
     }
 }
 
-impl Replica for Server {
-    fn snapshot(&self) -> ReplicaSnapshot {
-        crate::kit::snapshot(self.me, &self.store)
-    }
-    fn lock_holds(&self) -> Option<&HoldStats> {
-        Some(&self.holds)
-    }
-    fn locked_keys(&self) -> Option<usize> {
-        Some(self.locks.len())
-    }
-}
+crate::kit::replica!(holds);

@@ -6,6 +6,7 @@
 use super::*;
 use crate::kit::vote::{DcVote, Decided};
 use crate::testing::{self, ycsb_call, Net, Pred};
+use crate::Replica;
 use meridian_core::{secs, Topology};
 
 fn net(cc: Cc, clients: u32) -> (Net<PaxosCommit>, Arc<Layout>) {

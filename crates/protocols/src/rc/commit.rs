@@ -18,45 +18,64 @@ impl Server {
 
     pub(super) fn on_accept(&mut self, from: NodeId, txn: TxnId, value: Arc<TxnValue>, cx: &mut Ctx<'_, Msg>) {
         if let Some(&commit) = self.done.get(&txn) {
-            let value = self.ctxns.get(&txn).and_then(|c| c.value.clone()).filter(|_| commit);
+            let value = self
+                .ctxns
+                .get(&txn)
+                .and_then(|c| c.round.value.clone())
+                .filter(|_| commit);
             cx.send(from, Msg::Decided(Decided { txn, commit, value }));
             return;
         }
-        let now = cx.now();
+        let Some(c) = self.ctxn(txn, Some(value), None, cx.now()) else {
+            return;
+        };
+        let preparing = c.preparing;
+        if let Some(vote) = self.my_ballot(txn, false) {
+            cx.send(from, Msg::Vote(vote));
+            return;
+        }
+        if !preparing {
+            self.start_prepare(txn, cx);
+        }
+    }
+
+    /// The coordinator's state of `txn` (created if new) once it learned `value`. The
+    /// transaction's coordinator shard comes from the value, the state already here, or
+    /// `guess`; without any of them there is nothing to create.
+    fn ctxn(
+        &mut self,
+        txn: TxnId,
+        value: Option<Arc<TxnValue>>,
+        guess: Option<ShardId>,
+        now: Time,
+    ) -> Option<&mut CTxn> {
+        let coord = value
+            .as_ref()
+            .map(|v| v.coord)
+            .or_else(|| self.ctxns.get(&txn).map(|c| c.coord))
+            .or(guess)?;
         let c = self
             .ctxns
             .entry(txn)
-            .or_insert_with(|| CTxn::new(value.coord, Some(value.clone()), now));
-        if c.value.is_none() {
-            c.value = Some(value);
-        }
-        if let Some(accept) = c.my_vote {
-            let (dc, reason) = (self.dc, c.reason.clone());
-            let value = if accept { c.value.clone() } else { None };
-            cx.send(
-                from,
-                Msg::Vote(DcVote {
-                    txn,
-                    dc,
-                    accept,
-                    reason,
-                    value,
-                    reply: false,
-                }),
-            );
-            return;
-        }
-        if !c.preparing {
-            self.start_prepare(txn, cx);
-        }
+            .or_insert_with(|| CTxn::new(coord, value.clone(), now));
+        c.round.learn(value);
+        Some(c)
+    }
+
+    /// This DC's vote on `txn`, if it voted: an accept carries the value (a DC that
+    /// missed the client's request prepares on it); a reject carries none.
+    fn my_ballot(&self, txn: TxnId, reply: bool) -> Option<DcVote<TxnValue>> {
+        let r = &self.ctxns.get(&txn)?.round;
+        let value = r.value.clone().filter(|_| r.my_vote == Some(true));
+        r.my_ballot(txn, self.dc, value, reply)
     }
 
     /// Runs 2PC prepare inside this DC.
     pub(super) fn start_prepare(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
         let Some(c) = self.ctxns.get_mut(&txn) else { return };
-        let Some(value) = c.value.clone() else { return };
+        let Some(value) = c.round.value.clone() else { return };
         c.preparing = true;
-        c.since = cx.now();
+        c.round.since = cx.now();
         let cohorts = value.cohorts(&self.env.layout, self.dc);
         c.cohorts = cohorts.keys().map(|n| (*n, false)).collect();
         if cohorts.is_empty() {
@@ -85,7 +104,7 @@ impl Server {
         cx: &mut Ctx<'_, Msg>,
     ) {
         let Some(c) = self.ctxns.get_mut(&txn) else { return };
-        if c.my_vote.is_some() || c.decided.is_some() || !c.preparing {
+        if c.round.my_vote.is_some() || c.round.decided.is_some() || !c.preparing {
             return;
         }
         if !yes {
@@ -105,14 +124,14 @@ impl Server {
     pub(super) fn cast_vote(&mut self, txn: TxnId, accept: bool, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
         let dc = self.dc;
         let Some(c) = self.ctxns.get_mut(&txn) else { return };
-        c.my_vote = Some(accept);
+        c.round.my_vote = Some(accept);
         c.preparing = false;
-        c.reason = reason.clone();
-        c.votes.insert(dc, accept);
-        c.since = cx.now();
-        let value = if accept { c.value.clone() } else { None };
+        c.round.reason = reason.clone();
+        c.round.votes.insert(dc, accept);
+        c.round.since = cx.now();
+        let value = if accept { c.round.value.clone() } else { None };
         let coord = c.coord;
-        let client = c.value.as_ref().map(|v| v.client);
+        let client = c.round.value.as_ref().map(|v| v.client);
         self.log.append_sync(
             Rec::Voted {
                 txn,
@@ -150,49 +169,28 @@ impl Server {
         } = v;
         if let Some(&commit) = self.done.get(&txn) {
             if reply {
-                let value = self.ctxns.get(&txn).and_then(|c| c.value.clone()).filter(|_| commit);
+                let value = self
+                    .ctxns
+                    .get(&txn)
+                    .and_then(|c| c.round.value.clone())
+                    .filter(|_| commit);
                 cx.send(from, Msg::Decided(Decided { txn, commit, value }));
             }
             return;
         }
-        let now = cx.now();
-        let Some(coord) = value
-            .as_ref()
-            .map(|v| v.coord)
-            .or_else(|| self.ctxns.get(&txn).map(|c| c.coord))
-            .or_else(|| {
-                // A reject from a peer about a transaction unknown here: the peer's node
-                // index in its DC is the coordinator shard's.
-                let npd = self.env.layout.topology.nodes_per_dc;
-                Some(ShardId(from.0 % npd))
-            })
-        else {
+        // A reject from a peer about a transaction unknown here: the peer's node index
+        // in its DC is the coordinator shard's.
+        let guess = ShardId(from.0 % self.env.layout.topology.nodes_per_dc);
+        let Some(c) = self.ctxn(txn, value, Some(guess), cx.now()) else {
             return;
         };
-        let c = self
-            .ctxns
-            .entry(txn)
-            .or_insert_with(|| CTxn::new(coord, value.clone(), now));
-        if c.value.is_none() {
-            c.value = value;
-        }
-        c.votes.insert(dc, accept);
-        if reply {
-            if let Some(mine) = c.my_vote {
-                let v = if mine { c.value.clone() } else { None };
-                let msg = Msg::Vote(DcVote {
-                    txn,
-                    dc: self.dc,
-                    accept: mine,
-                    reason: c.reason.clone(),
-                    value: v,
-                    reply: false,
-                });
-                cx.send(from, msg);
-            }
-        }
+        c.round.votes.insert(dc, accept);
         // A DC that never got the client's request prepares once it learns the value.
-        if c.my_vote.is_none() && !c.preparing && c.value.is_some() {
+        let prepare = c.round.my_vote.is_none() && !c.preparing && c.round.value.is_some();
+        if let Some(mine) = self.my_ballot(txn, false).filter(|_| reply) {
+            cx.send(from, Msg::Vote(mine));
+        }
+        if prepare {
             self.start_prepare(txn, cx);
         }
         self.check_decision(txn, cx);
@@ -207,39 +205,23 @@ impl Server {
         cx: &mut Ctx<'_, Msg>,
     ) {
         if self.done.contains_key(&txn) {
-            let mine_applied = self.ctxns.get(&txn).is_none_or(|c| c.applied.contains(&self.dc));
+            let mine_applied = self.ctxns.get(&txn).is_none_or(|c| c.round.applied.contains(&self.dc));
             if commit && mine_applied {
                 cx.send(from, Msg::Applied { txn });
             }
             return;
         }
-        let now = cx.now();
-        let Some(coord) = value
-            .as_ref()
-            .map(|v| v.coord)
-            .or_else(|| self.ctxns.get(&txn).map(|c| c.coord))
-        else {
+        let Some(c) = self.ctxn(txn, value, None, cx.now()) else {
             return;
         };
-        let c = self
-            .ctxns
-            .entry(txn)
-            .or_insert_with(|| CTxn::new(coord, value.clone(), now));
-        if c.value.is_none() {
-            c.value = value;
-        }
-        if commit && c.value.is_none() {
+        if commit && c.round.value.is_none() {
             return; // cannot install without the value; a later answer will carry it
         }
         self.decide(txn, commit, cx);
     }
 
     pub(super) fn check_decision(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
-        let Some(c) = self.ctxns.get(&txn) else { return };
-        if c.decided.is_some() {
-            return;
-        }
-        if let Some(commit) = crate::kit::vote::verdict(&c.votes, c.value.is_some(), self.ndcs()) {
+        if let Some(commit) = self.ctxns.get(&txn).and_then(|c| c.round.verdict(self.ndcs())) {
             self.decide(txn, commit, cx);
         }
     }
@@ -248,11 +230,11 @@ impl Server {
     pub(super) fn decide(&mut self, txn: TxnId, commit: bool, cx: &mut Ctx<'_, Msg>) {
         let dc = self.dc;
         let Some(c) = self.ctxns.get_mut(&txn) else { return };
-        c.decided = Some(commit);
+        c.round.decided = Some(commit);
         c.preparing = false;
-        c.since = cx.now();
+        c.round.since = cx.now();
         self.done.insert(txn, commit);
-        let value = c.value.clone();
+        let value = c.round.value.clone();
         self.log.append(
             Rec::Decided {
                 txn,
@@ -284,18 +266,11 @@ impl Server {
     }
 
     pub(super) fn on_ack(&mut self, from: NodeId, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
-        let dc = self.dc;
+        let (dc, layout) = (self.dc, &self.env.layout);
         let Some(c) = self.ctxns.get_mut(&txn) else { return };
-        if c.decided != Some(true) {
-            return;
-        }
-        c.acks.insert(from);
-        let all = c
-            .value
-            .as_ref()
-            .map(|v| v.cohorts(&self.env.layout, dc).keys().all(|n| c.acks.contains(n)))
-            .unwrap_or(true);
-        if all && c.applied.insert(dc) {
+        if c.round
+            .installed(from, dc, |v| v.cohorts(layout, dc).into_keys().collect())
+        {
             let coord = c.coord;
             for p in self.peers(coord) {
                 cx.send(p, Msg::Applied { txn });
@@ -307,7 +282,7 @@ impl Server {
     pub(super) fn on_applied(&mut self, from: NodeId, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
         let dc = self.env.layout.dc_of(from);
         if let Some(c) = self.ctxns.get_mut(&txn) {
-            c.applied.insert(dc);
+            c.round.applied.insert(dc);
             self.maybe_end(txn, cx);
         }
     }
@@ -315,7 +290,7 @@ impl Server {
     /// A committed transaction is forgotten once every DC has applied it.
     pub(super) fn maybe_end(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
         let n = self.ndcs();
-        if self.ctxns.get(&txn).is_some_and(|c| c.applied.len() == n) {
+        if self.ctxns.get(&txn).is_some_and(|c| c.round.applied.len() == n) {
             self.ctxns.remove(&txn);
             self.log.append(Rec::Ended { txn }, cx);
         }
@@ -324,7 +299,7 @@ impl Server {
     pub(super) fn on_query(&mut self, from: NodeId, txn: TxnId, coord: ShardId, cx: &mut Ctx<'_, Msg>) {
         if let Some(&commit) = self.done.get(&txn) {
             let c = self.ctxns.get(&txn);
-            let (ts, writes) = match c.and_then(|c| c.value.clone()) {
+            let (ts, writes) = match c.and_then(|c| c.round.value.clone()) {
                 Some(v) if commit => {
                     let share = v.cohorts(&self.env.layout, self.dc).remove(&from).unwrap_or_default();
                     (v.ts, share.writes)
@@ -345,7 +320,7 @@ impl Server {
         }
         let now = cx.now();
         let c = self.ctxns.entry(txn).or_insert_with(|| CTxn::new(coord, None, now));
-        if c.my_vote.is_none() && !c.preparing {
+        if c.round.my_vote.is_none() && !c.preparing {
             // Never voted (this coordinator restarted before voting): it cannot have
             // accepted, so rejecting is safe; the peers' votes will settle the outcome.
             self.cast_vote(txn, false, Some(AbortReason::CoordinatorRestartedBeforeVoting), cx);
@@ -356,25 +331,41 @@ impl Server {
     /// Re-sends this DC's vote to the peers not heard from, asking for theirs.
     pub(super) fn ask_peers(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
         let Some(c) = self.ctxns.get(&txn) else { return };
-        let Some(mine) = c.my_vote else { return };
-        let value = if mine { c.value.clone() } else { None };
+        let Some(vote) = self.my_ballot(txn, true) else { return };
         for p in self.peers(c.coord) {
-            if c.votes.contains_key(&self.env.layout.dc_of(p)) {
-                continue;
+            if !c.round.votes.contains_key(&self.env.layout.dc_of(p)) {
+                cx.send(p, Msg::Vote(vote.clone()));
             }
-            cx.send(
-                p,
-                Msg::Vote(DcVote {
-                    txn,
-                    dc: self.dc,
-                    accept: mine,
-                    reason: c.reason.clone(),
-                    value: value.clone(),
-                    reply: true,
-                }),
-            );
         }
     }
 
-    // ------------------------------------------------------------ housekeeping
+    /// Re-sends a commit to the DCs (and this DC's cohorts) that have not confirmed
+    /// applying it.
+    pub(super) fn resend_commit(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        let Some(c) = self.ctxns.get(&txn) else { return };
+        let Some(v) = c.round.value.clone() else { return };
+        for (p, d) in c
+            .round
+            .tell_again(txn, self.peers(c.coord), |p| self.env.layout.dc_of(p))
+        {
+            cx.send(p, Msg::Decided(d));
+        }
+        if c.round.applied.contains(&self.dc) {
+            return;
+        }
+        for (node, share) in v.cohorts(&self.env.layout, self.dc) {
+            if !c.round.acks.contains(&node) {
+                let (ts, writes) = (v.ts, share.writes);
+                cx.send(
+                    node,
+                    Msg::Commit {
+                        txn,
+                        commit: true,
+                        ts,
+                        writes,
+                    },
+                );
+            }
+        }
+    }
 }

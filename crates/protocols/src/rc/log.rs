@@ -114,18 +114,18 @@ impl Server {
                 } => {
                     let c = self.ctxns.entry(txn).or_insert_with(|| CTxn::new(coord, None, 0));
                     if value.is_some() {
-                        c.value = value;
+                        c.round.value = value;
                     }
-                    c.my_vote = Some(accept);
-                    c.votes.insert(self.dc, accept);
+                    c.round.my_vote = Some(accept);
+                    c.round.votes.insert(self.dc, accept);
                 }
                 Rec::Decided { txn, commit, value } => {
                     self.done.insert(txn, commit);
                     if commit && value.is_some() {
                         let coord = value.as_ref().map(|v| v.coord).unwrap_or(ShardId(0));
                         let c = self.ctxns.entry(txn).or_insert_with(|| CTxn::new(coord, None, 0));
-                        c.value = value;
-                        c.decided = Some(true);
+                        c.round.value = value;
+                        c.round.decided = Some(true);
                     } else {
                         self.ctxns.remove(&txn);
                     }
@@ -169,7 +169,7 @@ impl Server {
         let mut undecided: Vec<TxnId> = self
             .ctxns
             .iter()
-            .filter(|(_, c)| c.decided.is_none() && c.my_vote.is_some())
+            .filter(|(_, c)| c.round.decided.is_none() && c.round.my_vote.is_some())
             .map(|(t, _)| *t)
             .collect();
         undecided.sort();

@@ -78,10 +78,10 @@ pub use msg::*;
 pub use server::Server;
 use {log::*, server::*};
 
-use crate::{Env, HoldStats, Protocol, Replica};
+use crate::{Env, HoldStats, Protocol};
 use meridian_core::{
-    AbortReason, Actor, ClientId, Ctx, DcId, HomeRule, Key, Layout, NodeId, Outcome, Placement, ReadRec,
-    ReplicaSnapshot, ShardId, Time, TimerId, TxnId, Value, VersionId,
+    AbortReason, Actor, ClientId, Ctx, DcId, HomeRule, Key, Layout, NodeId, Outcome, Placement, ReadRec, ShardId, Time,
+    TimerId, TxnId, Value, VersionId,
 };
 use meridian_storage::{Acquired, LockMode, LockTable, Log, LogRecord, MvStore, Policy};
 use rustc_hash::FxHashMap as HashMap;

@@ -2,7 +2,7 @@
 //! its [`Actor`] entry points.
 
 use super::*;
-use crate::kit::vote::Decided;
+use crate::kit::vote::{Decided, Due, Round};
 
 crate::kit::timers::timers! {
     /// A Replicated Commit server's timers.
@@ -23,38 +23,24 @@ pub(super) struct Prep {
     pub(super) hops: u32,
 }
 
-/// A coordinator's view of one transaction.
+/// A coordinator's view of one transaction: the commit round among DCs (acceptor,
+/// learner, install) and the 2PC prepare inside this DC that gives this DC's vote.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct CTxn {
-    pub(super) value: Option<Arc<TxnValue>>,
+    pub(super) round: Round<TxnValue>,
     pub(super) coord: ShardId,
     /// Cohorts of this DC and whether each prepared (only while preparing).
     pub(super) cohorts: BTreeMap<NodeId, bool>,
     pub(super) preparing: bool,
-    pub(super) my_vote: Option<bool>,
-    pub(super) votes: BTreeMap<DcId, bool>,
-    pub(super) reason: Option<AbortReason>,
-    pub(super) decided: Option<bool>,
-    pub(super) acks: BTreeSet<NodeId>,
-    /// DCs known to have applied the commit.
-    pub(super) applied: BTreeSet<DcId>,
-    pub(super) since: Time,
 }
 
 impl CTxn {
     pub(super) fn new(coord: ShardId, value: Option<Arc<TxnValue>>, now: Time) -> Self {
         CTxn {
-            value,
+            round: Round::new(value, now),
             coord,
             cohorts: BTreeMap::new(),
             preparing: false,
-            my_vote: None,
-            votes: BTreeMap::new(),
-            reason: None,
-            decided: None,
-            acks: BTreeSet::new(),
-            applied: BTreeSet::new(),
-            since: now,
         }
     }
 }
@@ -149,64 +135,17 @@ impl Server {
             cx.send(coord, Msg::Query { txn, coord: cs });
         }
         self.applied.retain(|_, (_, t)| now.saturating_sub(*t) < to.tombstone);
-        let mut expire = vec![];
-        let mut nudge = vec![];
-        let mut resend = vec![];
-        for (id, c) in self.ctxns.iter_mut() {
-            match (c.decided, c.my_vote) {
-                (None, None) if now.saturating_sub(c.since) > to.vote => expire.push(*id),
-                (None, Some(_)) if now.saturating_sub(c.since) >= to.query => {
-                    c.since = now;
-                    nudge.push(*id);
-                }
-                (Some(true), _) if now.saturating_sub(c.since) >= to.query => {
-                    c.since = now;
-                    resend.push(*id);
-                }
-                _ => {}
-            }
-        }
-        expire.sort();
-        nudge.sort();
-        resend.sort();
-        for id in expire {
-            self.cast_vote(id, false, Some(AbortReason::PrepareTimedOut), cx);
-        }
-        for id in nudge {
-            self.ask_peers(id, cx);
-        }
-        for id in resend {
-            let Some(c) = self.ctxns.get(&id) else { continue };
-            let Some(v) = c.value.clone() else { continue };
-            // DCs that have not applied the commit (down, cut off, or never told) are
-            // told again until they confirm.
-            for p in self.peers(c.coord) {
-                if !c.applied.contains(&self.env.layout.dc_of(p)) {
-                    cx.send(
-                        p,
-                        Msg::Decided(Decided {
-                            txn: id,
-                            commit: true,
-                            value: Some(v.clone()),
-                        }),
-                    );
-                }
-            }
-            if c.applied.contains(&self.dc) {
-                continue;
-            }
-            for (node, share) in v.cohorts(&self.env.layout, self.dc) {
-                if !c.acks.contains(&node) {
-                    cx.send(
-                        node,
-                        Msg::Commit {
-                            txn: id,
-                            commit: true,
-                            ts: v.ts,
-                            writes: share.writes,
-                        },
-                    );
-                }
+        let mut due: Vec<(TxnId, Due)> = self
+            .ctxns
+            .iter_mut()
+            .filter_map(|(id, c)| Some((*id, c.round.due(now, to.query, Some(to.vote))?)))
+            .collect();
+        due.sort_by_key(|&(id, d)| (d, id));
+        for (id, d) in due {
+            match d {
+                Due::Expire => self.cast_vote(id, false, Some(AbortReason::PrepareTimedOut), cx),
+                Due::Nudge => self.ask_peers(id, cx),
+                Due::Resend => self.resend_commit(id, cx),
             }
         }
         if self.log.len() >= self.compact_at {
@@ -273,14 +212,4 @@ impl Actor for Server {
     }
 }
 
-impl Replica for Server {
-    fn snapshot(&self) -> ReplicaSnapshot {
-        crate::kit::snapshot(self.me, &self.store)
-    }
-    fn lock_holds(&self) -> Option<&HoldStats> {
-        Some(&self.holds)
-    }
-    fn locked_keys(&self) -> Option<usize> {
-        Some(self.locks.len())
-    }
-}
+crate::kit::replica!(holds);

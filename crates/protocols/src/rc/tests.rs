@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::testing::{self, ycsb_call, Net};
+use crate::Replica;
 use meridian_core::{ms, secs, Layout, Topology};
 
 fn net() -> (Net<ReplicatedCommit>, Arc<Layout>) {

@@ -211,18 +211,12 @@ impl Server {
         mine.sort();
         for id in mine {
             if let Some(t) = self.ptxns.remove(&(id, s)) {
-                for crate::kit::reads::WaitingRead { client, key, hops } in t.pending_reads {
-                    cx.send_on_chain(
-                        client,
-                        Msg::ReadReply {
-                            txn: id,
-                            key,
-                            result: Err(AbortReason::LeaderChanged),
-                            hint: None,
-                        },
-                        hops,
-                    );
-                }
+                t.pending_reads.refuse_all(cx, |key| Msg::ReadReply {
+                    txn: id,
+                    key,
+                    result: Err(AbortReason::LeaderChanged),
+                    hint: None,
+                });
             }
         }
         self.locks.remove(&s);

@@ -109,18 +109,12 @@ impl Server {
     pub(super) fn abort_local(&mut self, (txn, s): Part, why: AbortReason, cx: &mut Ctx<'_, Msg>) {
         self.tombstones.insert(txn, cx.now());
         let Some(t) = self.ptxns.remove(&(txn, s)) else { return };
-        for crate::kit::reads::WaitingRead { client, key, hops } in t.pending_reads {
-            cx.send_on_chain(
-                client,
-                Msg::ReadReply {
-                    txn,
-                    key,
-                    result: Err(why.clone()),
-                    hint: None,
-                },
-                hops,
-            );
-        }
+        t.pending_reads.refuse_all(cx, |key| Msg::ReadReply {
+            txn,
+            key,
+            result: Err(why.clone()),
+            hint: None,
+        });
         if let PState::Locking { entry, hops, .. } = &t.state {
             self.send_vote(Prepared::no(txn, entry.coord, s, why.clone()), *hops, cx);
         }

@@ -69,10 +69,10 @@ pub use msg::*;
 pub use server::Server;
 use {log::*, server::*};
 
-use crate::{Env, Protocol, Replica};
+use crate::{Env, Protocol};
 use meridian_core::{
-    AbortReason, Actor, ClientId, Ctx, HomeRule, Key, NodeId, Outcome, Placement, ReplicaSnapshot, Time, TimerId,
-    TxnId, Value, VersionId,
+    AbortReason, Actor, ClientId, Ctx, HomeRule, Key, NodeId, Outcome, Placement, Time, TimerId, TxnId, Value,
+    VersionId,
 };
 use meridian_storage::{Acquired, Grant, LockMode, LockTable, Log, LogRecord, MvStore, Policy, Prio};
 use rustc_hash::FxHashMap as HashMap;

@@ -106,17 +106,11 @@ impl Server {
         let Some(t) = self.ptxns.remove(&txn) else {
             return;
         };
-        for crate::kit::reads::WaitingRead { client, key, hops } in t.pending_reads {
-            cx.send_on_chain(
-                client,
-                Msg::ReadReply {
-                    txn,
-                    key,
-                    result: Err(why.clone()),
-                },
-                hops,
-            );
-        }
+        t.pending_reads.refuse_all(cx, |key| Msg::ReadReply {
+            txn,
+            key,
+            result: Err(why.clone()),
+        });
         match t.state {
             PState::Preparing { coord, hops, .. } => {
                 cx.send_on_chain(

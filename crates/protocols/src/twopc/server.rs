@@ -236,11 +236,4 @@ impl Actor for Server {
     }
 }
 
-impl Replica for Server {
-    fn snapshot(&self) -> ReplicaSnapshot {
-        crate::kit::snapshot(self.me, &self.store)
-    }
-    fn locked_keys(&self) -> Option<usize> {
-        Some(self.locks.len())
-    }
-}
+crate::kit::replica!();
