@@ -307,54 +307,11 @@ impl<M> Effects<M> {
     }
 }
 
-/// A registry with one program, `ycsb` (without depending on the workload crate):
-/// arguments `n`, then `n` pairs of a key and bytes, empty bytes reading the key and
-/// other bytes writing them.
+/// A registry with one program, the YCSB workload's `ycsb` ([`meridian_txn::ycsb`]): arguments `n`, then `n`
+/// pairs of a key and bytes, empty bytes reading the key and other bytes writing them.
 pub fn ycsb_registry() -> meridian_txn::Registry {
-    use meridian_core::Value;
-    use meridian_txn::Arg;
-    struct Ycsb;
-    impl meridian_txn::Program for Ycsb {
-        fn name(&self) -> &'static str {
-            "ycsb"
-        }
-        fn declared_keys(&self, args: &[Arg]) -> Option<Vec<meridian_core::Key>> {
-            Some(
-                args.iter()
-                    .filter_map(|a| match a {
-                        Arg::Key(k) => Some(k.clone()),
-                        _ => None,
-                    })
-                    .collect(),
-            )
-        }
-        fn declared_writes(&self, args: &[Arg]) -> Option<Vec<meridian_core::Key>> {
-            Some(
-                args.windows(2)
-                    .filter_map(|w| match w {
-                        [Arg::Key(k), Arg::Bytes(b)] if !b.is_empty() => Some(k.clone()),
-                        _ => None,
-                    })
-                    .collect(),
-            )
-        }
-        fn run(&self, args: &[Arg], tx: &mut meridian_txn::Tx<'_>) -> Result<(), meridian_txn::Stop> {
-            let n = meridian_txn::arg_u64(args, 0, "n")? as usize;
-            for i in 0..n {
-                let key = meridian_txn::arg_key(args, 1 + 2 * i, "key")?.clone();
-                match &args[2 + 2 * i] {
-                    Arg::Bytes(b) if b.is_empty() => {
-                        tx.read(&key)?;
-                    }
-                    Arg::Bytes(b) => tx.write(key, Value(b.clone())),
-                    _ => unreachable!("ycsb takes bytes"),
-                }
-            }
-            Ok(())
-        }
-    }
     let mut r = meridian_txn::Registry::new();
-    r.register(std::sync::Arc::new(Ycsb));
+    r.register(std::sync::Arc::new(meridian_txn::ycsb::Ycsb));
     r
 }
 

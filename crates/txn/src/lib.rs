@@ -39,6 +39,7 @@
 //! appended to the call; replay makes the earlier reads repeat their first values.
 
 pub mod script;
+pub mod ycsb;
 
 use meridian_core::{AbortReason, Key, Value};
 use rustc_hash::FxHashMap as HashMap;
@@ -381,6 +382,17 @@ pub fn arg_u64(args: &[Arg], i: usize, what: &str) -> Result<u64, Stop> {
         Some(Arg::U64(v)) => Ok(*v),
         _ => Err(Stop::Fault(format!("argument {i} ({what}) must be an integer"))),
     }
+}
+
+/// Every `Key` argument, in order: the declared keys of a program whose arguments
+/// name each key it touches.
+pub fn key_args(args: &[Arg]) -> Vec<Key> {
+    args.iter()
+        .filter_map(|a| match a {
+            Arg::Key(k) => Some(k.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Reads a `Key` argument or reports which one is missing.

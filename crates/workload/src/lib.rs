@@ -793,14 +793,7 @@ mod tests {
         let mut rng = rng_for(3, 0);
         for _ in 0..200 {
             let call = w.next_call_at(&mut rng, &site);
-            let keys: Vec<Key> = call
-                .args
-                .iter()
-                .filter_map(|a| match a {
-                    Arg::Key(k) => Some(k.clone()),
-                    _ => None,
-                })
-                .collect();
+            let keys = meridian_txn::key_args(&call.args);
             let shards: std::collections::BTreeSet<u32> =
                 keys.iter().map(|k| meridian_core::shard_of(k, 8).0).collect();
             assert_eq!(shards.len(), 4, "{keys:?}");

@@ -1,13 +1,13 @@
 //! The programs behind the workloads.
 
 use meridian_core::{Key, Value};
-use meridian_txn::{arg_key, arg_u64, Arg, Program, Registry, Stop, Tx};
+use meridian_txn::{arg_key, arg_u64, key_args, Arg, Program, Registry, Stop, Tx};
 use std::sync::Arc;
 
 /// Every program of every workload.
 pub fn registry() -> Registry {
     let mut r = Registry::new();
-    r.register(Arc::new(YcsbProgram));
+    r.register(Arc::new(meridian_txn::ycsb::Ycsb));
     r.register(Arc::new(Rmw));
     r.register(Arc::new(Micro));
     r.register(Arc::new(Transfer));
@@ -21,48 +21,6 @@ pub fn registry() -> Registry {
     r
 }
 
-/// Args: `U64(n)`, then `n` pairs `Key`, `Bytes` (empty = read, else write that value).
-struct YcsbProgram;
-impl Program for YcsbProgram {
-    fn name(&self) -> &'static str {
-        "ycsb"
-    }
-    fn declared_keys(&self, args: &[Arg]) -> Option<Vec<Key>> {
-        Some(
-            args.iter()
-                .filter_map(|a| match a {
-                    Arg::Key(k) => Some(k.clone()),
-                    _ => None,
-                })
-                .collect(),
-        )
-    }
-    fn declared_writes(&self, args: &[Arg]) -> Option<Vec<Key>> {
-        Some(
-            args.windows(2)
-                .filter_map(|w| match w {
-                    [Arg::Key(k), Arg::Bytes(b)] if !b.is_empty() => Some(k.clone()),
-                    _ => None,
-                })
-                .collect(),
-        )
-    }
-    fn run(&self, args: &[Arg], tx: &mut Tx<'_>) -> Result<(), Stop> {
-        let n = arg_u64(args, 0, "op count")? as usize;
-        for i in 0..n {
-            let key = arg_key(args, 1 + 2 * i, "key")?.clone();
-            match args.get(2 + 2 * i) {
-                Some(Arg::Bytes(b)) if b.is_empty() => {
-                    tx.read(&key)?;
-                }
-                Some(Arg::Bytes(b)) => tx.write(key, Value(b.clone())),
-                _ => return Err(Stop::Fault(format!("argument {} must be bytes", 2 + 2 * i))),
-            }
-        }
-        Ok(())
-    }
-}
-
 /// Args: `U64(n)`, `U64(value bytes)`, then `n` keys: each is read, then written with a
 /// value of that many bytes whose first 8 hold the old value's counter plus one.
 struct Rmw;
@@ -71,14 +29,7 @@ impl Program for Rmw {
         "rmw"
     }
     fn declared_keys(&self, args: &[Arg]) -> Option<Vec<Key>> {
-        Some(
-            args.iter()
-                .filter_map(|a| match a {
-                    Arg::Key(k) => Some(k.clone()),
-                    _ => None,
-                })
-                .collect(),
-        )
+        Some(key_args(args))
     }
     fn run(&self, args: &[Arg], tx: &mut Tx<'_>) -> Result<(), Stop> {
         let n = arg_u64(args, 0, "op count")? as usize;

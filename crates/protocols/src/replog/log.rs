@@ -55,29 +55,49 @@ impl Server {
             entry,
             chosen,
         } = a;
-        let now = cx.now();
-        let Some(g) = self.groups.get_mut(&s) else { return };
-        // A ballot has one proposer: an `Accept` under it from anyone else is not the
-        // leader's and must not replace what the leader put in that slot, possibly a
-        // chosen entry.
-        if from != ballot.node {
+        if !self.hear_leader(from, s, ballot, false, cx) {
             return;
+        }
+        let g = self.groups.get_mut(&s).expect("group");
+        cx.charge_log_sync(64 + entry_size(&entry));
+        g.log.insert(slot, (ballot, entry));
+        cx.send(from, Msg::Accepted { shard: s, ballot, slot });
+        self.learn(s, ballot, chosen, cx);
+    }
+
+    /// Shard `s` hears its leader `from` under `ballot` (an `Accept` or a heartbeat); false
+    /// if the message is not to be acted on.
+    ///
+    /// A ballot has one proposer: a message under it from anyone else is not the
+    /// leader's (an `Accept` must not replace what the leader put in that slot, possibly
+    /// a chosen entry). A ballot below this replica's promise is refused with a `Nack`.
+    /// A newer ballot or another leader is followed, as is any heartbeat that reaches a
+    /// node that leads (`step_down`). The leader was heard: the election clock restarts.
+    fn hear_leader(
+        &mut self,
+        from: NodeId,
+        s: ShardId,
+        ballot: Ballot,
+        step_down: bool,
+        cx: &mut Ctx<'_, Msg>,
+    ) -> bool {
+        let now = cx.now();
+        let Some(g) = self.groups.get(&s) else { return false };
+        if from != ballot.node {
+            return false;
         }
         if ballot < g.promised {
             let promised = g.promised;
             cx.send(from, Msg::Nack { shard: s, promised });
-            return;
+            return false;
         }
-        if ballot > g.promised || g.leader != Some(ballot.node) {
+        if ballot > g.promised || g.leader != Some(ballot.node) || (step_down && g.leading) {
             self.follow(s, ballot, cx);
         }
         let g = self.groups.get_mut(&s).expect("group");
         g.last_heard = now;
         g.elect_after = 0;
-        cx.charge_log_sync(64 + entry_size(&entry));
-        g.log.insert(slot, (ballot, entry));
-        cx.send(from, Msg::Accepted { shard: s, ballot, slot });
-        self.learn(s, ballot, chosen, cx);
+        true
     }
 
     /// Adopts `ballot`'s proposer as leader (stepping down if this node led).
@@ -295,23 +315,9 @@ impl Server {
         sent: Time,
         cx: &mut Ctx<'_, Msg>,
     ) {
-        let now = cx.now();
-        let Some(g) = self.groups.get_mut(&s) else { return };
-        // Only the ballot's proposer announces what it chose (as for `Accept`).
-        if from != ballot.node {
+        if !self.hear_leader(from, s, ballot, true, cx) {
             return;
         }
-        if ballot < g.promised {
-            let promised = g.promised;
-            cx.send(from, Msg::Nack { shard: s, promised });
-            return;
-        }
-        if ballot > g.promised || g.leader != Some(ballot.node) || g.leading {
-            self.follow(s, ballot, cx);
-        }
-        let g = self.groups.get_mut(&s).expect("group");
-        g.last_heard = now;
-        g.elect_after = 0;
         cx.send(from, Msg::HeartbeatAck { shard: s, ballot, sent });
         self.learn(s, ballot, chosen, cx);
     }
