@@ -102,8 +102,8 @@ impl Local {
             .spawn()
             .expect("run bench")
     }
-    /// `bench --workload bank` with `clients` clients for `duration`, then `settle`.
-    fn bank_bench(&self, clients: u32, duration: &str, settle: &str) -> std::process::Child {
+    /// `bench --workload W` with `clients` clients for `duration`, then `settle`.
+    fn workload_bench(&self, workload: &str, clients: u32, duration: &str, settle: &str) -> std::process::Child {
         let clients = clients.to_string();
         self.bench(&[
             "--clients",
@@ -111,10 +111,28 @@ impl Local {
             "--duration",
             duration,
             "--workload",
-            "bank",
+            workload,
             "--settle",
             settle,
         ])
+    }
+    /// [`Local::workload_bench`] of `bank`.
+    fn bank_bench(&self, clients: u32, duration: &str, settle: &str) -> std::process::Child {
+        self.workload_bench("bank", clients, duration, settle)
+    }
+    /// Waits `after` (into a bench), then `kill -9` of server `node`; returns when it was
+    /// killed (Unix ns).
+    fn kill9_after(&self, node: u32, after: Duration) -> u64 {
+        std::thread::sleep(after);
+        signal("-9", &self.pid(node));
+        unix_ns()
+    }
+    /// `kill -9` of server `node` 1.5 s into a bench, and its restart with extra
+    /// environment variables `env` 0.7 s later.
+    fn kill9_and_restart(&self, node: u32, env: &[(&str, &str)]) {
+        self.kill9_after(node, Duration::from_millis(1500));
+        std::thread::sleep(Duration::from_millis(700));
+        self.restart_with(node, env);
     }
     /// Restarts server `node` (its old process is gone) and records the new pid.
     fn restart(&self, node: u32) {
@@ -221,19 +239,7 @@ fn e2e(protocol: &str) {
     let c = Local::up(protocol, "us3", &["--no-delay"]);
     // Read committed allows lost updates, which break the bank's invariant.
     let workload = if protocol.ends_with("-rc") { "ycsb" } else { "bank" };
-    let r = finish(
-        &c,
-        c.bench(&[
-            "--clients",
-            "6",
-            "--duration",
-            "2s",
-            "--workload",
-            workload,
-            "--settle",
-            "1s",
-        ]),
-    );
+    let r = finish(&c, c.workload_bench(workload, 6, "2s", "1s"));
     assert_eq!(r["protocol"], protocol.split(':').next().unwrap());
     assert!(r["committed"].as_u64().unwrap() >= 20, "{r}");
     assert_eq!(r["check"]["anomalies"].as_array().unwrap().len(), 0, "{r}");
@@ -321,22 +327,7 @@ fn kill9_up(protocol: &str, node: u32, settle: &str, workload: &str, extra: &[&s
     let mut args = vec!["--no-delay", "--durable"];
     args.extend_from_slice(extra);
     let c = Local::up(protocol, "us3", &args);
-    let b = c.bench(&[
-        "--clients",
-        "6",
-        "--duration",
-        "5s",
-        "--workload",
-        workload,
-        "--settle",
-        settle,
-    ]);
-    std::thread::sleep(Duration::from_millis(1500));
-    signal("-9", &c.pid(node));
-    std::thread::sleep(Duration::from_millis(700));
-    c.restart(node);
-    let r = finish(&c, b);
-    assert!(r["check"]["durable"].as_bool().unwrap(), "{r}");
+    let r = bench_through_a_kill9(&c, node, workload, settle, &[]);
     assert!(r["committed"].as_u64().unwrap() >= 20, "{r}");
     let log = c.log(node);
     assert!(
@@ -344,6 +335,24 @@ fn kill9_up(protocol: &str, node: u32, settle: &str, workload: &str, extra: &[&s
         "node {node} did not recover from its journal:\n{log}"
     );
     c
+}
+
+/// A 5 s bench of `workload` by 6 clients (then `settle`) on `c`, with `kill -9` of
+/// server `node` 1.5 s in and its restart by the documented command, with extra
+/// environment variables `env`, 0.7 s later: the history checks clean and durable.
+/// Returns the bench's report.
+fn bench_through_a_kill9(
+    c: &Local,
+    node: u32,
+    workload: &str,
+    settle: &str,
+    env: &[(&str, &str)],
+) -> serde_json::Value {
+    let b = c.workload_bench(workload, 6, "5s", settle);
+    c.kill9_and_restart(node, env);
+    let r = finish(c, b);
+    assert!(r["check"]["durable"].as_bool().unwrap(), "{r}");
+    r
 }
 
 /// A journal that checkpoints every 300 inputs: the killed server is rebuilt from its
@@ -404,9 +413,7 @@ fn kill9_crossstitch_server_not_restarted_the_others_go_on_and_check_clean() {
 fn kill9_not_restarted(protocol: &str) {
     let c = Local::up(protocol, "us3", &["--no-delay"]);
     let b = c.bank_bench(6, "8s", "2s");
-    std::thread::sleep(Duration::from_millis(1500));
-    signal("-9", &c.pid(0));
-    let killed = unix_ns();
+    let killed = c.kill9_after(0, Duration::from_millis(1500));
     let r = finish(&c, b);
     assert!(r["check"]["durable"].as_bool().unwrap(), "{r}");
     let epoch = c.epoch_ns();
@@ -449,8 +456,7 @@ fn kill9_crossstitch_restarted_server_takes_its_primary_role_back() {
     };
     assert!(primary_of(&role(0), "s0"), "{}", role(0));
     let b = c.bank_bench(6, "12s", "2s");
-    std::thread::sleep(Duration::from_millis(1500));
-    signal("-9", &c.pid(0));
+    c.kill9_after(0, Duration::from_millis(1500));
     wait_for("shard 0 fails over to node 1", &|| primary_of(&role(1), "s0"));
     c.restart(0);
     wait_for("node 0 takes shard 0 back", &|| primary_of(&role(0), "s0"));
@@ -474,9 +480,7 @@ fn kill9_crossstitch_restarted_server_takes_its_primary_role_back() {
 fn kill9_catenae_coordinator_fails_over_to_the_secondary() {
     let c = Local::up("catenae:secondary=on", "us3", &["--no-delay", "--durable"]);
     let b = c.bank_bench(6, "14s", "2s");
-    std::thread::sleep(Duration::from_millis(2000));
-    signal("-9", &c.pid(0));
-    let killed = unix_ns();
+    let killed = c.kill9_after(0, Duration::from_millis(2000));
     // Well past the fail-over timeout (1 s), however slow the machine.
     std::thread::sleep(Duration::from_millis(8000));
     let restarted = unix_ns();
@@ -484,18 +488,11 @@ fn kill9_catenae_coordinator_fails_over_to_the_secondary() {
     let r = finish(&c, b);
     assert!(r["check"]["durable"].as_bool().unwrap(), "{r}");
     let epoch = c.epoch_ns();
-    let history = std::fs::read_to_string(c.dir.path().join("history.jsonl")).expect("history");
-    let during = history
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|t| t["outcome"] == "committed")
-        .filter_map(|t| t["end"].as_u64())
-        // From 2 s after the kill: outcomes already on their way when node 0 died
-        // arrive just after it.
-        .filter(|e| epoch + e > killed + 2_000_000_000 && epoch + e < restarted)
-        .count();
+    // From 2 s after the kill: outcomes already on their way when node 0 died arrive
+    // just after it.
+    let during = commits_between(&c, killed + 2_000_000_000 - epoch, restarted - epoch);
     assert!(
-        during > 0,
+        during.iter().sum::<u64>() > 0,
         "nothing committed while NY's coordinator was down: no takeover\n{}",
         c.log(1)
     );
@@ -603,13 +600,7 @@ fn whole_cluster_restart(protocol: &str) {
 #[test]
 fn kill9_hacommit_after_a_reboot_forgets_and_resyncs() {
     let c = Local::up("hacommit", "us3", &["--no-delay", "--durable"]);
-    let b = c.bank_bench(6, "5s", "2s");
-    std::thread::sleep(Duration::from_millis(1500));
-    signal("-9", &c.pid(2));
-    std::thread::sleep(Duration::from_millis(700));
-    c.restart_with(2, &[("MERIDIAN_BOOT_ID", "another-boot")]);
-    let r = finish(&c, b);
-    assert!(r["check"]["durable"].as_bool().unwrap(), "{r}");
+    let r = bench_through_a_kill9(&c, 2, "bank", "2s", &[("MERIDIAN_BOOT_ID", "another-boot")]);
     assert!(r["committed"].as_u64().unwrap() >= 20, "{r}");
     let log = c.log(2);
     assert!(
@@ -705,22 +696,7 @@ fn kill9_memory_only(protocol: &str, node: u32) {
 /// [`kill9_memory_only`] under a chosen workload.
 fn kill9_memory_only_with(protocol: &str, node: u32, workload: &str) {
     let c = Local::up(protocol, "us3", &["--no-delay"]);
-    let b = c.bench(&[
-        "--clients",
-        "6",
-        "--duration",
-        "5s",
-        "--workload",
-        workload,
-        "--settle",
-        "3s",
-    ]);
-    std::thread::sleep(Duration::from_millis(1500));
-    signal("-9", &c.pid(node));
-    std::thread::sleep(Duration::from_millis(700));
-    c.restart(node);
-    let r = finish(&c, b);
-    assert!(r["check"]["durable"].as_bool().unwrap(), "{r}");
+    let r = bench_through_a_kill9(&c, node, workload, "3s", &[]);
     assert_eq!(r["check"]["anomalies"].as_array().unwrap().len(), 0, "{r}");
     assert_eq!(r["check"]["invariant"], serde_json::Value::Null, "{r}");
     let log = c.log(node);
@@ -785,27 +761,22 @@ fn bad_cluster_files_and_flags_are_one_clear_error() {
             assert!(!e.contains("panicked"), "{e}");
         }
     }
-    let o = meridian()
-        .args(["cluster", "up", "--protocol", "nope", "--topology", "us3", "--dir"])
-        .arg(dir.path().join("x"))
-        .output()
-        .unwrap();
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("unknown protocol `nope`"),
-        "{}",
-        text(&o)
-    );
+    // `cluster up` of an unknown protocol (in `x`), `cluster down` where none runs.
+    let up: &[&str] = &["up", "--protocol", "nope", "--topology", "us3"];
+    for (args, sub, want) in [
+        (up, "x", "unknown protocol `nope`"),
+        (&["down"], "none", "no cluster to stop"),
+    ] {
+        let o = meridian()
+            .arg("cluster")
+            .args(args)
+            .arg("--dir")
+            .arg(dir.path().join(sub))
+            .output()
+            .unwrap();
+        assert!(String::from_utf8_lossy(&o.stderr).contains(want), "{}", text(&o));
+    }
     assert!(!Path::new(&dir.path().join("x/pids")).exists(), "no process may start");
-    let o = meridian()
-        .args(["cluster", "down", "--dir"])
-        .arg(dir.path().join("none"))
-        .output()
-        .unwrap();
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("no cluster to stop"),
-        "{}",
-        text(&o)
-    );
 }
 
 /// Issue 23: `meridian cluster status` shows every server's state, role and counters;

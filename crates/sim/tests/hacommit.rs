@@ -2,7 +2,7 @@
 //! WAN trips, and histories under client crashes, replica crashes, loss and reordering.
 
 use meridian_core::{HomeRule, Topology, DEFAULT_INTRA_RTT_MS};
-use meridian_sim::{run_named, SimConfig, SimOutput};
+use meridian_sim::{run_named, SimConfig, SimOutput, SimReport};
 
 mod common;
 use common::{assert_clean, assert_clean_and_live};
@@ -21,6 +21,18 @@ fn commit_only(topo: Topology, home: &str, client: &str, txns: u64) -> SimConfig
     c.txns = txns;
     c.jitter = 0.0;
     c
+}
+
+/// Checks `r` clean, every transaction `trips` one-way WAN trips, and a commit latency
+/// p50 of one round trip of `rtt` ms (up to 1 ms more).
+fn assert_trips_and_commit_rtt(r: &SimReport, trips: u32, rtt: f64) {
+    assert_clean(r);
+    assert_eq!((r.wan_trips.mean, r.wan_trips.max), (trips as f64, trips), "{r:?}");
+    let p50 = r.commit_latency_ms.p50;
+    assert!(
+        p50 >= rtt && p50 < rtt + 1.0,
+        "commit p50 {p50} ms, round trip {rtt} ms"
+    );
 }
 
 fn uniform5() -> Topology {
@@ -48,16 +60,10 @@ fn test_commit_is_one_round_trip_to_the_nearest_quorum() {
         &commit_only(Topology::preset("rc5").unwrap(), "C", "C", 200),
     )
     .report;
-    assert_clean(&r);
+    assert_trips_and_commit_rtt(&r, 4, 21.0);
     assert_eq!(r.committed, 200);
-    assert_eq!((r.wan_trips.mean, r.wan_trips.max), (4.0, 4), "{r:?}");
     let l = r.lock_wan_trips.clone().expect("hacommit tracks lock holding");
     assert_eq!((l.mean, l.max), (4.0, 4), "{l:?}");
-    assert!(
-        r.commit_latency_ms.p50 >= 21.0 && r.commit_latency_ms.p50 < 22.0,
-        "commit p50 {} ms, nearest quorum RTT 21 ms",
-        r.commit_latency_ms.p50
-    );
 }
 
 /// The same with the client in a DC that holds no replica (I, every RTT 100 ms): last
@@ -65,13 +71,7 @@ fn test_commit_is_one_round_trip_to_the_nearest_quorum() {
 #[test]
 fn test_remote_client_commit_two_trips() {
     let r = sim("hacommit", &commit_only(uniform5(), "C", "I", 100)).report;
-    assert_clean(&r);
-    assert_eq!((r.wan_trips.mean, r.wan_trips.max), (6.0, 6), "{r:?}");
-    assert!(
-        r.commit_latency_ms.p50 >= 100.0 && r.commit_latency_ms.p50 < 101.0,
-        "{}",
-        r.commit_latency_ms.p50
-    );
+    assert_trips_and_commit_rtt(&r, 6, 100.0);
 }
 
 /// No log writes on HACommit's commit path but its restart watermark (issue 19), which

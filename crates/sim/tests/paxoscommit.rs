@@ -18,6 +18,22 @@ fn uniform3() -> Topology {
     Topology::uniform("uniform3", &["A", "B", "C"], 100.0, DEFAULT_INTRA_RTT_MS, 4, 4)
 }
 
+/// gcp3 (catenae.md §VII-B) with `clients` clients over every DC running `txns`
+/// transactions of `workload`.
+fn gcp3(workload: &str, clients: u32, txns: u64) -> SimConfig {
+    let mut c = SimConfig::new(Topology::preset("gcp3").unwrap(), workload);
+    c.clients = clients;
+    c.txns = txns;
+    c
+}
+
+/// Runs `p` on `c`, checked clean and live.
+fn checked(p: &str, c: &SimConfig) -> SimOutput {
+    let out = sim(p, c);
+    assert_clean_and_live(p, &out.report);
+    out
+}
+
 /// One client in DC A, no jitter, no contention.
 fn one_client(workload: &str, txns: u64) -> SimConfig {
     let mut c = SimConfig::new(uniform3(), workload);
@@ -46,8 +62,7 @@ fn test_pc_wan_trips_on_uniform_three_dcs() {
         ("bank", 8, 2),
     ] {
         for (p, want) in [("pc-2pl", two_pl), ("pc-occ", occ)] {
-            let r = sim(p, &one_client(w, 40)).report;
-            assert_clean_and_live(p, &r);
+            let r = checked(p, &one_client(w, 40)).report;
             assert_eq!(r.committed, 40, "{p} {w}");
             assert_eq!((r.wan_trips.mean, r.wan_trips.max), (want as f64, want), "{p} {w}");
             let c = r.commit_latency_ms.p50;
@@ -69,12 +84,8 @@ fn test_pc_wan_trips_on_uniform_three_dcs() {
 fn test_pc_contention_on_gcp3_checks_clean() {
     for p in ["pc-2pl", "pc-occ"] {
         for w in ["ycsb:ops=4,reads=0.5,keys=1000,theta=0.99", "bank"] {
-            let mut c = SimConfig::new(Topology::preset("gcp3").unwrap(), w);
-            c.txns = 600;
-            c.clients = 24;
-            let out = sim(p, &c);
+            let out = checked(p, &gcp3(w, 24, 600));
             let r = &out.report;
-            assert_clean_and_live(p, r);
             assert_eq!(r.locked_at_end, Some(0));
             assert!(r.committed > 250, "{p} {w}: {r:?}");
             assert!(r.aborted > 20, "{p} {w}: contention should abort some: {r:?}");
@@ -112,11 +123,7 @@ fn test_pc_contention_on_gcp3_checks_clean() {
 fn test_pc_tpcc_on_gcp3_checks_clean() {
     for p in ["pc-2pl", "pc-occ"] {
         for w in ["tpcc:txn=new-order", "tpcc:txn=order-status"] {
-            let mut c = SimConfig::new(Topology::preset("gcp3").unwrap(), w);
-            c.txns = 300;
-            c.clients = 12;
-            let r = sim(p, &c).report;
-            assert_clean_and_live(p, &r);
+            let r = checked(p, &gcp3(w, 12, 300)).report;
             assert!(r.committed > 50, "{p} {w}: {r:?}");
         }
     }
@@ -128,14 +135,11 @@ fn test_pc_tpcc_on_gcp3_checks_clean() {
 #[test]
 fn test_pc_dc_outage_majority_keeps_committing() {
     for p in ["pc-2pl", "pc-occ"] {
-        let mut c = SimConfig::new(Topology::preset("gcp3").unwrap(), "ycsb:ops=4,reads=0.5,keys=100000");
-        c.clients = 12;
-        c.txns = 1_000_000;
+        let mut c = gcp3("ycsb:ops=4,reads=0.5,keys=100000", 12, 1_000_000);
         c.faults = "outage:dc=AS,at=5s,for=20s".into();
         c.max_time = secs(35.0);
         c.settle = secs(10.0);
-        let out = sim(p, &c);
-        assert_clean_and_live(p, &out.report);
+        let out = checked(p, &c);
         assert_eq!(out.report.locked_at_end, Some(0));
         let as_dc = c.topology.dc("AS").unwrap();
         let mut ends: Vec<f64> = out
@@ -174,13 +178,10 @@ fn test_pc_crash_restart_and_random_faults_check_clean() {
     for p in ["pc-2pl", "pc-occ"] {
         for f in plans {
             for seed in 1..=3 {
-                let mut c = SimConfig::new(Topology::preset("gcp3").unwrap(), "bank");
-                c.txns = 400;
-                c.clients = 12;
+                let mut c = gcp3("bank", 12, 400);
                 c.seed = seed;
                 c.faults = f.into();
-                let r = sim(p, &c).report;
-                assert_clean_and_live(p, &r);
+                let r = checked(p, &c).report;
                 assert_eq!(r.locked_at_end, Some(0), "{p} {f} seed {seed}");
                 assert!(r.committed > 150, "{p} {f} seed {seed}: {r:?}");
                 let reasons = r.abort_reasons.keys().cloned().collect::<Vec<_>>().join(",");
@@ -197,8 +198,7 @@ fn test_pc_crash_restart_and_random_faults_check_clean() {
 #[test]
 fn test_pc_is_deterministic() {
     for p in ["pc-2pl", "pc-occ"] {
-        let mut c = SimConfig::new(Topology::preset("gcp3").unwrap(), "bank");
-        c.txns = 300;
+        let mut c = gcp3("bank", 16, 300);
         c.faults = "random".into();
         assert_eq!(sim(p, &c).history, sim(p, &c).history, "{p}");
     }

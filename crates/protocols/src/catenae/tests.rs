@@ -41,6 +41,18 @@ fn txn(seq: u32) -> TxnId {
     TxnId { client: seq, seq: 1 }
 }
 
+/// The hand-played client submits `ops` as `txn(i)` to the coordinator on node `coord`.
+fn submit(net: &mut Net<Catenae>, coord: u32, i: u32, ops: &[(&str, &[u8])]) {
+    let call = ycsb_call(ops);
+    net.send(CLIENT, NodeId(coord), Msg::Submit { txn: txn(i), call });
+}
+
+/// T1 at EU's coordinator and T2 at US's, both writing key `k`: one epoch's conflict.
+fn submit_two_conflicting(net: &mut Net<Catenae>) {
+    submit(net, 0, 1, &[("k", b"1")]);
+    submit(net, 4, 2, &[("k", b"2")]);
+}
+
 /// Fires every coordinator's epoch boundary once (10 ms) and delivers what follows.
 fn epoch(net: &mut Net<Catenae>) {
     net.run_for(ms(10.0), ms(10.0), ServerTimer::Epoch);
@@ -55,6 +67,15 @@ fn outcomes(net: &Net<Catenae>) -> BTreeMap<TxnId, (bool, u32)> {
             _ => None,
         })
         .collect()
+}
+
+/// The hand-played client was told that each of `txns` committed, after `hops` one-way
+/// WAN trips.
+fn assert_committed(net: &Net<Catenae>, txns: &[u32], hops: u32) {
+    let o = outcomes(net);
+    for &i in txns {
+        assert_eq!(o.get(&txn(i)), Some(&(true, hops)), "T{i}: {o:?}");
+    }
 }
 
 fn stat(net: &Net<Catenae>, coord: usize, name: &str) -> f64 {
@@ -84,17 +105,9 @@ fn snapshots_agree(net: &Net<Catenae>) {
 #[test]
 fn non_conflicting_commits_one_wan_trip_after_the_epoch() {
     let mut net = net();
-    net.send(
-        CLIENT,
-        NodeId(0),
-        Msg::Submit {
-            txn: txn(1),
-            call: ycsb_call(&[("a", b"1"), ("b", b"")]),
-        },
-    );
+    submit(&mut net, 0, 1, &[("a", b"1"), ("b", b"")]);
     epoch(&mut net);
-    let o = outcomes(&net);
-    assert_eq!(o.get(&txn(1)), Some(&(true, 1)), "{o:?}");
+    assert_committed(&net, &[1], 1);
     // The dominant result reaches the other DCs with the next epoch message.
     epoch(&mut net);
     assert_eq!(stat(&net, 4, "dominant_checked"), 1.0);
@@ -108,31 +121,14 @@ fn non_conflicting_commits_one_wan_trip_after_the_epoch() {
 #[test]
 fn conflicting_commits_after_a_majority_one_rtt() {
     let mut net = net();
-    net.send(
-        CLIENT,
-        NodeId(0),
-        Msg::Submit {
-            txn: txn(1),
-            call: ycsb_call(&[("k", b"1")]),
-        },
-    );
-    net.send(
-        CLIENT,
-        NodeId(4),
-        Msg::Submit {
-            txn: txn(2),
-            call: ycsb_call(&[("k", b"2")]),
-        },
-    );
+    submit_two_conflicting(&mut net);
     epoch(&mut net);
     assert!(
         outcomes(&net).is_empty(),
         "conflicting transactions wait for validation"
     );
     epoch(&mut net);
-    let o = outcomes(&net);
-    assert_eq!(o.get(&txn(1)), Some(&(true, 2)), "{o:?}");
-    assert_eq!(o.get(&txn(2)), Some(&(true, 2)), "{o:?}");
+    assert_committed(&net, &[1, 2], 2);
     assert_eq!(stat(&net, 0, "identical"), 2.0);
     assert_eq!(stat(&net, 0, "caught_up"), 0.0);
     snapshots_agree(&net);
@@ -157,30 +153,13 @@ fn a_minority_dc_catches_up_with_the_majority_order() {
         }
         hit
     }));
-    net.send(
-        CLIENT,
-        NodeId(0),
-        Msg::Submit {
-            txn: txn(1),
-            call: ycsb_call(&[("k", b"1")]),
-        },
-    );
-    net.send(
-        CLIENT,
-        NodeId(4),
-        Msg::Submit {
-            txn: txn(2),
-            call: ycsb_call(&[("k", b"2")]),
-        },
-    );
+    submit_two_conflicting(&mut net);
     epoch(&mut net);
     let (from, to, m) = held.borrow_mut().take().expect("T1's forward pass in AS was held back");
     net.send(from, to, m);
     epoch(&mut net);
     epoch(&mut net);
-    let o = outcomes(&net);
-    assert_eq!(o.get(&txn(1)), Some(&(true, 2)), "{o:?}");
-    assert_eq!(o.get(&txn(2)), Some(&(true, 2)), "{o:?}");
+    assert_committed(&net, &[1, 2], 2);
     assert_eq!(stat(&net, 8, "caught_up"), 2.0, "AS executed both against the majority");
     assert_eq!(stat(&net, 0, "caught_up"), 0.0);
     snapshots_agree(&net);
@@ -208,14 +187,7 @@ fn no_majority_aborts() {
     net.down.insert(us);
     net.down.insert(asia);
     for (i, coord) in [(1, 0), (2, 4), (3, 8)] {
-        net.send(
-            CLIENT,
-            NodeId(coord),
-            Msg::Submit {
-                txn: txn(i),
-                call: ycsb_call(&[(&kname, b"v")]),
-            },
-        );
+        submit(&mut net, coord, i, &[(&kname, b"v")]);
     }
     epoch(&mut net);
     net.down.clear();
@@ -256,14 +228,7 @@ fn no_majority_aborts() {
 #[test]
 fn read_only_is_local() {
     let mut net = net();
-    net.send(
-        CLIENT,
-        NodeId(0),
-        Msg::Submit {
-            txn: txn(1),
-            call: ycsb_call(&[("a", b"1")]),
-        },
-    );
+    submit(&mut net, 0, 1, &[("a", b"1")]);
     epoch(&mut net);
     epoch(&mut net);
     let before = net.outside.len();

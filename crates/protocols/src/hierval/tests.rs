@@ -61,6 +61,49 @@ fn vid(t: TxnId) -> VersionId {
     VersionId { txn: t, seq: 0 }
 }
 
+/// A commit request for `t` at snapshot 0 that writes `value` to `key` (as `t`'s
+/// version) and reads nothing, `nodes` being every data node involved.
+fn write_req(t: TxnId, key: &str, value: &[u8], nodes: &[u32]) -> Commit {
+    Commit {
+        txn: t,
+        snap: 0,
+        reads: vec![],
+        writes: vec![(Key::from(key), vid(t), Value(value.to_vec()))],
+        nodes: nodes.iter().map(|&n| NodeId(n)).collect(),
+    }
+}
+
+/// [`write_req`] that also reads `key` first.
+fn rmw_req(t: TxnId, key: &str, nodes: &[u32]) -> Msg {
+    Msg::Commit(Commit {
+        reads: vec![Key::from(key)],
+        ..write_req(t, key, b"x", nodes)
+    })
+}
+
+/// Advances 2 s in sweeps every 250 ms, the client asking about its transaction every
+/// second.
+fn run_with_status_queries(n: &mut Net<HierVal>) {
+    n.run_for_with_clients(
+        secs(2.0),
+        ms(250.0),
+        ServerTimer::Sweep,
+        Some((ClientTimer::Status, secs(1.0))),
+    );
+}
+
+/// The one transaction on `#1/a` and `#2/b` aborted and left nothing behind: no lock,
+/// no prepared state, no version of `#1/a`.
+fn assert_aborted_without_a_trace(n: &Net<HierVal>, spec: &str) {
+    assert_eq!(n.records.len(), 1, "{spec}");
+    assert_eq!(n.records[0].outcome, Outcome::Aborted, "{spec}");
+    for s in &n.servers {
+        assert_eq!(s.locked_keys(), Some(0), "{spec}");
+        assert!(s.prepared.is_empty(), "{spec}");
+    }
+    assert!(n.servers[1].store.versions(&Key::from("#1/a")).is_empty(), "{spec}");
+}
+
 /// A read-modify-write of each key (read, then write).
 fn rmw(keys: &[&str]) -> meridian_txn::Call {
     let mut ops: Vec<(&str, &[u8])> = vec![];
@@ -246,17 +289,7 @@ fn run_client(
 /// Another transaction commits a blind write of `key` on its node (a local commit).
 fn commit_blind(n: &mut Net<HierVal>, t: TxnId, key: &str, node: u32) {
     let from = NodeId(100);
-    n.send(
-        from,
-        NodeId(node),
-        Msg::Commit(Commit {
-            txn: t,
-            snap: 0,
-            reads: vec![],
-            writes: vec![(Key::from(key), vid(t), Value(b"w".to_vec()))],
-            nodes: vec![NodeId(node)],
-        }),
-    );
+    n.send(from, NodeId(node), Msg::Commit(write_req(t, key, b"w", &[node])));
     let out = std::mem::take(&mut n.outside);
     assert!(
         out.iter()
@@ -302,15 +335,7 @@ fn test_a_read_waits_for_a_tentative_version_until_it_is_final() {
     let mut n = bare(&p, 9);
     let c = NodeId(100);
     let t1 = txn(1);
-    let commit = |key: &str| {
-        Msg::Commit(Commit {
-            txn: t1,
-            snap: 0,
-            reads: vec![],
-            writes: vec![(Key::from(key), vid(t1), Value(b"t1".to_vec()))],
-            nodes: vec![NodeId(1), NodeId(2)],
-        })
-    };
+    let commit = |key: &str| Msg::Commit(write_req(t1, key, b"t1", &[1, 2]));
     // T1's commit request reaches node 1 only: a tentative version at snapshot + 1.
     n.send(c, NodeId(1), commit("#1/a"));
     assert!(n.servers[1].store.versions(&Key::from("#1/a"))[0].tentative);
@@ -365,11 +390,8 @@ fn test_hier_ts_leaves_use_round_robin_timestamps() {
         NodeId(100),
         NodeId(1),
         Msg::Commit(Commit {
-            txn: txn(1),
             snap: 3,
-            reads: vec![],
-            writes: vec![(Key::from("#1/a"), vid(txn(1)), Value(b"x".to_vec()))],
-            nodes: vec![NodeId(1)],
+            ..write_req(txn(1), "#1/a", b"x", &[1])
         }),
     );
     assert!(matches!(
@@ -394,19 +416,10 @@ fn test_conflicting_pending_transactions_abort_at_the_leaf() {
         let p = proto(spec);
         let mut n = bare(&p, 9);
         let c = NodeId(100);
-        let w = |t: TxnId, nodes: Vec<NodeId>| {
-            Msg::Commit(Commit {
-                txn: t,
-                snap: 0,
-                reads: vec![Key::from("#1/a")],
-                writes: vec![(Key::from("#1/a"), vid(t), Value(b"x".to_vec()))],
-                nodes,
-            })
-        };
         // T1 is pending at leaf 1 (node 2's part never arrives).
-        n.send(c, NodeId(1), w(txn(1), vec![NodeId(1), NodeId(2)]));
+        n.send(c, NodeId(1), rmw_req(txn(1), "#1/a", &[1, 2]));
         // T2, a local transaction on the same key, is refused at once.
-        n.send(c, NodeId(1), w(txn(2), vec![NodeId(1)]));
+        n.send(c, NodeId(1), rmw_req(txn(2), "#1/a", &[1]));
         let out = std::mem::take(&mut n.outside);
         assert!(
             matches!(&out[..], [(_, _, Msg::Outcome { commit: false, .. })]),
@@ -424,13 +437,7 @@ fn test_a_lost_vote_ends_in_abort_through_the_query() {
         n.submit(0, txn(1), rmw(&["#1/a", "#2/b"]));
         assert!(n.records.is_empty());
         n.run_for(secs(2.0), ms(250.0), ServerTimer::Sweep);
-        assert_eq!(n.records.len(), 1, "{spec}");
-        assert_eq!(n.records[0].outcome, Outcome::Aborted);
-        for s in &n.servers {
-            assert_eq!(s.locked_keys(), Some(0));
-            assert!(s.prepared.is_empty());
-        }
-        assert!(n.servers[1].store.versions(&Key::from("#1/a")).is_empty());
+        assert_aborted_without_a_trace(&n, spec);
     }
 }
 
@@ -450,20 +457,10 @@ fn test_a_decider_crash_after_deciding_commit_loses_nothing() {
     n.submit(0, txn(1), rmw(&["#1/a", "#2/b"]));
     assert!(n.down.contains(&NodeId(8)));
     assert!(n.records.is_empty());
-    n.run_for_with_clients(
-        secs(2.0),
-        ms(250.0),
-        ServerTimer::Sweep,
-        Some((ClientTimer::Status, secs(1.0))),
-    );
+    run_with_status_queries(&mut n);
     assert!(n.records.is_empty(), "the decider is down: nothing decided elsewhere");
     n.restart(NodeId(8));
-    n.run_for_with_clients(
-        secs(2.0),
-        ms(250.0),
-        ServerTimer::Sweep,
-        Some((ClientTimer::Status, secs(1.0))),
-    );
+    run_with_status_queries(&mut n);
     assert_eq!(n.records.len(), 1);
     assert_eq!(n.records[0].outcome, Outcome::Committed);
     for (node, key) in [(1, "#1/a"), (2, "#2/b")] {
@@ -485,20 +482,9 @@ fn test_a_data_node_crash_after_preparing_recovers_its_tentative_writes() {
     // Restarted from its log: T1 is prepared again, locks and tentative version back.
     assert!(n.servers[1].prepared.contains_key(&txn(1)));
     assert_eq!(n.servers[1].locked_keys(), Some(1));
-    n.run_for_with_clients(
-        secs(2.0),
-        ms(250.0),
-        ServerTimer::Sweep,
-        Some((ClientTimer::Status, secs(1.0))),
-    );
+    run_with_status_queries(&mut n);
     // Its vote was lost with the crash: the root aborts on the first query.
-    assert_eq!(n.records.len(), 1);
-    assert_eq!(n.records[0].outcome, Outcome::Aborted);
-    for s in &n.servers {
-        assert_eq!(s.locked_keys(), Some(0));
-        assert!(s.prepared.is_empty());
-    }
-    assert!(n.servers[1].store.versions(&Key::from("#1/a")).is_empty());
+    assert_aborted_without_a_trace(&n, "hier-lock");
 }
 
 #[test]
@@ -506,15 +492,7 @@ fn test_2pc_deferred_participants_terminate_when_the_client_goes_silent() {
     let p = proto("2pc-deferred");
     let mut n = bare(&p, 8);
     let c = NodeId(8);
-    let w = |key: &str| {
-        Msg::Commit(Commit {
-            txn: txn(1),
-            snap: 0,
-            reads: vec![],
-            writes: vec![(Key::from(key), vid(txn(1)), Value(b"x".to_vec()))],
-            nodes: vec![NodeId(1), NodeId(2)],
-        })
-    };
+    let w = |key: &str| Msg::Commit(write_req(txn(1), key, b"x", &[1, 2]));
     n.send(c, NodeId(1), w("#1/a"));
     n.send(c, NodeId(2), w("#2/b"));
     let votes = std::mem::take(&mut n.outside);
@@ -566,15 +544,7 @@ fn test_bad_parameters_are_one_clear_error() {
 fn test_validation_work_is_serial_unless_pipelined_and_free_with_validation_off() {
     // A two-node commit request at a leaf: lock and check 1 key (read and written: one
     // exclusive lock, one version check), 1 tentative version.
-    let commit = || {
-        Msg::Commit(Commit {
-            txn: txn(1),
-            snap: 0,
-            reads: vec![Key::from("#1/a")],
-            writes: vec![(Key::from("#1/a"), vid(txn(1)), Value(b"x".to_vec()))],
-            nodes: vec![NodeId(1), NodeId(2)],
-        })
-    };
+    let commit = || rmw_req(txn(1), "#1/a", &[1, 2]);
     let env = env(9);
     for (spec, serial, parallel) in [
         ("hier-lock", 2, 0),

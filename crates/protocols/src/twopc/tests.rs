@@ -4,9 +4,12 @@
 use super::client::ClientTimer;
 use super::*;
 use crate::testing::{call, deliver, fire, Effects};
-use crate::ClientRole;
+use crate::{ClientRole, Replica};
 use meridian_core::{Command, DcId, Layout, Topology};
 use std::sync::Arc;
+
+/// The node the clients of [`env`] run on.
+const CLIENT: NodeId = NodeId(4);
 
 /// two50 with every shard in B; n0,n1 in A; n2,n3 in B; client node 4 in A.
 fn env() -> Env {
@@ -32,35 +35,131 @@ fn tid(c: u32, s: u32) -> TxnId {
     TxnId { client: c, seq: s }
 }
 
-fn key_on(env: &Env, node: NodeId) -> Key {
+/// The keys whose primary is `node`, in order.
+fn keys_on(env: &Env, node: NodeId) -> impl Iterator<Item = Key> {
+    let layout = env.layout.clone();
     (0..)
         .map(|i| Key::new(format!("k{i}")))
-        .find(|k| env.layout.primary(env.layout.shard_of(k)) == node)
-        .unwrap()
+        .filter(move |k| layout.primary(layout.shard_of(k)) == node)
+}
+
+fn key_on(env: &Env, node: NodeId) -> Key {
+    keys_on(env, node).next().unwrap()
 }
 
 fn sent(e: &Effects<Msg>) -> Vec<(NodeId, Msg)> {
     e.sent().into_iter().map(|(n, m)| (n, m.clone())).collect()
 }
 
+/// Whether the first message `e` sent is a yes vote (panics if it is not a vote).
+fn voted_yes(e: &Effects<Msg>) -> bool {
+    match &sent(e)[..] {
+        [(_, Msg::Vote { yes, .. }), ..] => *yes,
+        s => panic!("no vote first: {s:?}"),
+    }
+}
+
 fn part(node: NodeId, reads: Vec<(Key, Option<VersionId>)>, writes: Vec<(Key, VersionId, Value)>) -> Part {
     Part { node, reads, writes }
+}
+
+/// `node`'s share of a transaction that only writes `v` to `k`, as `t`'s version.
+fn write(node: NodeId, k: &Key, t: TxnId, v: u64) -> Part {
+    part(node, vec![], vec![(k.clone(), vid(t), Value::from_u64(v))])
+}
+
+/// `node`'s share of a transaction that read the initial version of `k` and writes `v`
+/// to it.
+fn read_write(node: NodeId, k: &Key, t: TxnId, v: u64) -> Part {
+    Part {
+        reads: vec![(k.clone(), None)],
+        ..write(node, k, t, v)
+    }
+}
+
+/// `node`'s share of a transaction that touches nothing there.
+fn empty(node: NodeId) -> Part {
+    part(node, vec![], vec![])
 }
 
 fn vid(t: TxnId) -> VersionId {
     VersionId { txn: t, seq: 0 }
 }
 
-/// Coordinator `from` asks participant `s` (on `me`) at time `at` to prepare `txn` with
-/// timestamp `ts` and its share `part`.
-fn prepare(s: &mut Server, at: Time, me: NodeId, from: NodeId, txn: TxnId, ts: Time, part: Part) -> Effects<Msg> {
-    deliver(s, at, me, from, Msg::Prepare { txn, ts, part })
+fn read(txn: TxnId, ts: Time, key: &Key) -> Msg {
+    Msg::Read {
+        txn,
+        ts,
+        key: key.clone(),
+    }
+}
+
+fn commit(txn: TxnId, ts: Time, parts: Vec<Part>) -> Msg {
+    Msg::Commit { txn, ts, parts }
+}
+
+fn prepare(txn: TxnId, ts: Time, part: Part) -> Msg {
+    Msg::Prepare { txn, ts, part }
+}
+
+fn vote_yes(txn: TxnId) -> Msg {
+    Msg::Vote {
+        txn,
+        yes: true,
+        reason: None,
+    }
+}
+
+fn decide(txn: TxnId, commit: bool) -> Msg {
+    Msg::Decide { txn, commit }
+}
+
+/// A 2PC server of [`env`] on node `me`, driven by hand.
+struct Node {
+    env: Env,
+    me: NodeId,
+    s: Server,
+}
+
+impl Node {
+    fn new(me: NodeId, cc: Cc) -> Self {
+        let env = env();
+        let s = Server::new(env.clone(), cc, me);
+        Node { env, me, s }
+    }
+
+    /// [`Node::new`], started at time 0 as in a run.
+    fn started(me: NodeId, cc: Cc) -> Self {
+        let mut n = Self::new(me, cc);
+        call(&mut n.s, 0, me, |s, cx| s.on_start(cx));
+        n
+    }
+
+    /// The first key whose primary is this node.
+    fn key(&self) -> Key {
+        key_on(&self.env, self.me)
+    }
+
+    /// Delivers `msg` from `from` at time `at`.
+    fn recv(&mut self, at: Time, from: NodeId, msg: Msg) -> Effects<Msg> {
+        deliver(&mut self.s, at, self.me, from, msg)
+    }
+
+    /// Fires the housekeeping timer at time `at`.
+    fn sweep(&mut self, at: Time) -> Effects<Msg> {
+        fire(&mut self.s, at, self.me, ServerTimer::Sweep)
+    }
+
+    /// Restarts the crashed server from its log at time `at`.
+    fn recover(&mut self, at: Time) {
+        call(&mut self.s, at, self.me, |s, cx| s.on_recover(cx));
+    }
 }
 
 #[test]
 fn test_client_reads_from_primary_and_commits_through_a_coordinator_in_its_dc() {
     let env = env();
-    let me = NodeId(4);
+    let me = CLIENT;
     let mut c = Client::new(env.clone(), me, ClientId(0));
     let call_ = meridian_txn::Call {
         program: "chain".into(),
@@ -96,17 +195,12 @@ fn test_client_reads_from_primary_and_commits_through_a_coordinator_in_its_dc() 
     );
     assert_eq!(parts.len(), 1);
     assert_eq!(parts[0].writes.len(), 1);
-    let e = deliver(
-        &mut c,
-        100,
-        me,
-        *coord,
-        Msg::Outcome {
-            txn: tid(0, 1),
-            commit: true,
-            reason: None,
-        },
-    );
+    let outcome = Msg::Outcome {
+        txn: tid(0, 1),
+        commit: true,
+        reason: None,
+    };
+    let e = deliver(&mut c, 100, me, *coord, outcome);
     assert_eq!(e.records.len(), 1);
     assert_eq!(e.records[0].outcome, Outcome::Committed);
     assert_eq!(e.records[0].reads.len(), 1);
@@ -114,23 +208,11 @@ fn test_client_reads_from_primary_and_commits_through_a_coordinator_in_its_dc() 
 
 #[test]
 fn test_participant_forces_prepare_before_vote_and_commit_before_ack() {
-    let env = env();
-    let me = NodeId(2);
+    let mut n = Node::new(NodeId(2), Cc::Locking);
     let coord = NodeId(0);
-    let mut s = Server::new(env.clone(), Cc::Locking, me);
-    let k = key_on(&env, me);
+    let k = n.key();
     let t = tid(0, 1);
-    let e = deliver(
-        &mut s,
-        0,
-        me,
-        NodeId(4),
-        Msg::Read {
-            txn: t,
-            ts: 0,
-            key: k.clone(),
-        },
-    );
+    let e = n.recv(0, CLIENT, read(t, 0, &k));
     assert!(matches!(
         &sent(&e)[0].1,
         Msg::ReadReply {
@@ -138,81 +220,32 @@ fn test_participant_forces_prepare_before_vote_and_commit_before_ack() {
             ..
         }
     ));
-    let p = part(
-        me,
-        vec![(k.clone(), None)],
-        vec![(k.clone(), vid(t), Value::from_u64(5))],
-    );
-    let e = prepare(&mut s, 10, me, coord, t, 0, p);
+    let e = n.recv(10, coord, prepare(t, 0, read_write(n.me, &k, t, 5)));
     assert_eq!(e.work.log_syncs, 1, "PREPARED is forced before the vote");
-    assert_eq!(
-        sent(&e),
-        vec![(
-            coord,
-            Msg::Vote {
-                txn: t,
-                yes: true,
-                reason: None
-            }
-        )]
-    );
-    let e = deliver(&mut s, 20, me, coord, Msg::Decide { txn: t, commit: true });
+    assert_eq!(sent(&e), vec![(coord, vote_yes(t))]);
+    let e = n.recv(20, coord, decide(t, true));
     assert_eq!(e.work.log_syncs, 1, "COMMITTED is forced before the ack");
     assert_eq!(sent(&e), vec![(coord, Msg::Ack { txn: t })]);
-    assert_eq!(s.snapshot().keys[&k].versions, vec![vid(t)]);
+    assert_eq!(n.s.snapshot().keys[&k].versions, vec![vid(t)]);
 }
 
 #[test]
 fn test_participant_wound_wait_older_prepare_wounds_younger_reader() {
-    let env = env();
-    let me = NodeId(2);
-    let mut s = Server::new(env.clone(), Cc::Locking, me);
-    let k = key_on(&env, me);
+    let mut n = Node::new(NodeId(2), Cc::Locking);
+    let k = n.key();
     let (old, young) = (tid(1, 1), tid(2, 1));
-    deliver(
-        &mut s,
-        0,
-        me,
-        NodeId(4),
-        Msg::Read {
-            txn: young,
-            ts: 100,
-            key: k.clone(),
-        },
-    );
-    let p = part(me, vec![], vec![(k.clone(), vid(old), Value::from_u64(1))]);
-    let e = prepare(&mut s, 10, me, NodeId(0), old, 50, p);
-    assert!(
-        sent(&e).contains(&(
-            NodeId(0),
-            Msg::Vote {
-                txn: old,
-                yes: true,
-                reason: None
-            }
-        )),
-        "{:?}",
-        sent(&e)
-    );
+    n.recv(0, CLIENT, read(young, 100, &k));
+    let e = n.recv(10, NodeId(0), prepare(old, 50, write(n.me, &k, old, 1)));
+    assert!(sent(&e).contains(&(NodeId(0), vote_yes(old))), "{:?}", sent(&e));
     // the wounded reader's later prepare is refused
-    let p = part(me, vec![(k.clone(), None)], vec![]);
-    let e = prepare(&mut s, 20, me, NodeId(0), young, 100, p);
-    assert!(matches!(&sent(&e)[0].1, Msg::Vote { yes: false, .. }));
+    let p = part(n.me, vec![(k.clone(), None)], vec![]);
+    let e = n.recv(20, NodeId(0), prepare(young, 100, p));
+    assert!(!voted_yes(&e));
     // a younger reader now waits behind the prepared writer, and gets the new value
     let r = tid(3, 1);
-    let e = deliver(
-        &mut s,
-        30,
-        me,
-        NodeId(4),
-        Msg::Read {
-            txn: r,
-            ts: 200,
-            key: k.clone(),
-        },
-    );
+    let e = n.recv(30, CLIENT, read(r, 200, &k));
     assert!(sent(&e).is_empty());
-    let e = deliver(&mut s, 40, me, NodeId(0), Msg::Decide { txn: old, commit: true });
+    let e = n.recv(40, NodeId(0), decide(old, true));
     assert!(sent(&e).iter().any(
         |(_, m)| matches!(m, Msg::ReadReply { txn, result: Ok((Some(v), _)), .. } if *txn == r && *v == vid(old))
     ));
@@ -226,103 +259,25 @@ fn test_participant_wound_wait_older_prepare_wounds_younger_reader() {
 /// one at another participant.
 #[test]
 fn test_a_prepared_younger_transaction_is_wounded_through_its_coordinator() {
-    let env = env();
-    let me = NodeId(2);
-    let mut s = Server::new(env.clone(), Cc::Locking, me);
-    let k = key_on(&env, me);
+    let mut n = Node::new(NodeId(2), Cc::Locking);
+    let (me, k) = (n.me, n.key());
     let (old, young) = (tid(1, 1), tid(2, 1));
     let (c_old, c_young) = (NodeId(0), NodeId(1));
-    let e = prepare(
-        &mut s,
-        0,
-        me,
-        c_young,
-        young,
-        100,
-        part(me, vec![], vec![(k.clone(), vid(young), Value::from_u64(2))]),
-    );
-    assert!(
-        matches!(&sent(&e)[..], [(_, Msg::Vote { yes: true, .. })]),
-        "{:?}",
-        sent(&e)
-    );
-    let e = prepare(
-        &mut s,
-        10,
-        me,
-        c_old,
-        old,
-        50,
-        part(me, vec![], vec![(k.clone(), vid(old), Value::from_u64(1))]),
-    );
+    let e = n.recv(0, c_young, prepare(young, 100, write(me, &k, young, 2)));
+    assert!(sent(&e).len() == 1 && voted_yes(&e), "{:?}", sent(&e));
+    let e = n.recv(10, c_old, prepare(old, 50, write(me, &k, old, 1)));
     assert_eq!(sent(&e), vec![(c_young, Msg::Wound { txn: young })]);
     // The younger one's coordinator, still waiting for a vote elsewhere, aborts it.
-    let mut coord = Server::new(env.clone(), Cc::Locking, c_young);
+    let mut coord = Node::new(c_young, Cc::Locking);
     let other = NodeId(3);
-    deliver(
-        &mut coord,
-        0,
-        c_young,
-        NodeId(4),
-        Msg::Commit {
-            txn: young,
-            ts: 100,
-            parts: vec![
-                part(me, vec![], vec![(k.clone(), vid(young), Value::from_u64(2))]),
-                part(
-                    other,
-                    vec![],
-                    vec![(key_on(&env, other), vid(young), Value::from_u64(2))],
-                ),
-            ],
-        },
-    );
-    deliver(
-        &mut coord,
-        5,
-        c_young,
-        me,
-        Msg::Vote {
-            txn: young,
-            yes: true,
-            reason: None,
-        },
-    );
-    let e = deliver(&mut coord, 20, c_young, me, Msg::Wound { txn: young });
-    assert!(
-        sent(&e).contains(&(
-            me,
-            Msg::Decide {
-                txn: young,
-                commit: false
-            }
-        )),
-        "{:?}",
-        sent(&e)
-    );
+    let parts = vec![write(me, &k, young, 2), write(other, &key_on(&n.env, other), young, 2)];
+    coord.recv(0, CLIENT, commit(young, 100, parts));
+    coord.recv(5, me, vote_yes(young));
+    let e = coord.recv(20, me, Msg::Wound { txn: young });
+    assert!(sent(&e).contains(&(me, decide(young, false))), "{:?}", sent(&e));
     // Its abort releases the lock: the older one votes yes.
-    let e = deliver(
-        &mut s,
-        30,
-        me,
-        c_young,
-        Msg::Decide {
-            txn: young,
-            commit: false,
-        },
-    );
-    assert!(
-        sent(&e).contains(&(
-            c_old,
-            Msg::Vote {
-                txn: old,
-                yes: true,
-                reason: None
-            }
-        )),
-        "{:?}",
-        sent(&e)
-    );
+    let e = n.recv(30, c_young, decide(young, false));
+    assert!(sent(&e).contains(&(c_old, vote_yes(old))), "{:?}", sent(&e));
 }
 
 /// Issue 19: under OCC a read of a key that a prepared transaction writes waits for
@@ -331,44 +286,20 @@ fn test_a_prepared_younger_transaction_is_wounded_through_its_coordinator() {
 /// as it sends the decision), so a read could miss an acknowledged commit.
 #[test]
 fn test_occ_read_of_a_prepared_write_waits_for_the_decision() {
-    let env = env();
-    let me = NodeId(2);
-    let mut s = Server::new(env.clone(), Cc::Optimistic, me);
-    let k = key_on(&env, me);
+    let mut n = Node::new(NodeId(2), Cc::Optimistic);
+    let k = n.key();
     let (w, r) = (tid(1, 1), tid(2, 1));
-    let e = prepare(
-        &mut s,
-        0,
-        me,
-        NodeId(0),
-        w,
-        10,
-        part(me, vec![], vec![(k.clone(), vid(w), Value::from_u64(7))]),
-    );
-    assert!(
-        matches!(&sent(&e)[..], [(_, Msg::Vote { yes: true, .. })]),
-        "{:?}",
-        sent(&e)
-    );
-    let e = deliver(
-        &mut s,
-        5,
-        me,
-        NodeId(4),
-        Msg::Read {
-            txn: r,
-            ts: 20,
-            key: k.clone(),
-        },
-    );
+    let e = n.recv(0, NodeId(0), prepare(w, 10, write(n.me, &k, w, 7)));
+    assert!(sent(&e).len() == 1 && voted_yes(&e), "{:?}", sent(&e));
+    let e = n.recv(5, CLIENT, read(r, 20, &k));
     assert!(
         sent(&e).is_empty(),
         "answered before the writer's decision: {:?}",
         sent(&e)
     );
-    let e = deliver(&mut s, 9, me, NodeId(0), Msg::Decide { txn: w, commit: true });
+    let e = n.recv(9, NodeId(0), decide(w, true));
     assert!(
-        sent(&e).iter().any(|(to, m)| *to == NodeId(4)
+        sent(&e).iter().any(|(to, m)| *to == CLIENT
             && matches!(m, Msg::ReadReply { txn, result: Ok((Some(v), _)), .. } if *txn == r && *v == vid(w))),
         "{:?}",
         sent(&e)
@@ -377,49 +308,31 @@ fn test_occ_read_of_a_prepared_write_waits_for_the_decision() {
 
 #[test]
 fn test_2pl_prepare_votes_no_without_its_read_locks() {
-    let env = env();
-    let me = NodeId(2);
-    let mut s = Server::new(env.clone(), Cc::Locking, me);
-    let k = key_on(&env, me);
-    let p = part(me, vec![(k, None)], vec![]);
-    let e = prepare(&mut s, 0, me, NodeId(0), tid(0, 1), 0, p);
-    assert!(matches!(&sent(&e)[0].1, Msg::Vote { yes: false, .. }));
+    let mut n = Node::new(NodeId(2), Cc::Locking);
+    let p = part(n.me, vec![(n.key(), None)], vec![]);
+    let e = n.recv(0, NodeId(0), prepare(tid(0, 1), 0, p));
+    assert!(!voted_yes(&e));
 }
 
 #[test]
 fn test_occ_prepare_rejects_a_stale_read() {
-    let env = env();
-    let me = NodeId(2);
-    let mut s = Server::new(env.clone(), Cc::Optimistic, me);
-    let k = key_on(&env, me);
+    let mut n = Node::new(NodeId(2), Cc::Optimistic);
+    let k = n.key();
     let (a, b) = (tid(1, 1), tid(2, 1));
     // both read the initial version; a commits a write first
-    let pa = part(
-        me,
-        vec![(k.clone(), None)],
-        vec![(k.clone(), vid(a), Value::from_u64(1))],
-    );
-    let e = prepare(&mut s, 0, me, NodeId(0), a, 0, pa);
-    assert!(matches!(&sent(&e)[0].1, Msg::Vote { yes: true, .. }));
-    deliver(&mut s, 1, me, NodeId(0), Msg::Decide { txn: a, commit: true });
-    let pb = part(
-        me,
-        vec![(k.clone(), None)],
-        vec![(k.clone(), vid(b), Value::from_u64(2))],
-    );
-    let e = prepare(&mut s, 2, me, NodeId(0), b, 0, pb);
-    assert!(matches!(&sent(&e)[0].1, Msg::Vote { yes: false, .. }));
+    let e = n.recv(0, NodeId(0), prepare(a, 0, read_write(n.me, &k, a, 1)));
+    assert!(voted_yes(&e));
+    n.recv(1, NodeId(0), decide(a, true));
+    let e = n.recv(2, NodeId(0), prepare(b, 0, read_write(n.me, &k, b, 2)));
+    assert!(!voted_yes(&e));
 }
 
 #[test]
 fn test_coordinator_forces_commit_before_telling_anyone_and_aborts_on_a_no() {
-    let env = env();
-    let me = NodeId(0);
-    let mut s = Server::new(env.clone(), Cc::Locking, me);
+    let mut n = Node::new(NodeId(0), Cc::Locking);
     let (p2, p3) = (NodeId(2), NodeId(3));
     let t = tid(0, 1);
-    let parts = vec![part(p2, vec![], vec![]), part(p3, vec![], vec![])];
-    let e = deliver(&mut s, 0, me, NodeId(4), Msg::Commit { txn: t, ts: 0, parts });
+    let e = n.recv(0, CLIENT, commit(t, 0, vec![empty(p2), empty(p3)]));
     assert_eq!(
         sent(&e)
             .iter()
@@ -427,146 +340,49 @@ fn test_coordinator_forces_commit_before_telling_anyone_and_aborts_on_a_no() {
             .count(),
         2
     );
-    let e = deliver(
-        &mut s,
-        10,
-        me,
-        p2,
-        Msg::Vote {
-            txn: t,
-            yes: true,
-            reason: None,
-        },
-    );
+    let e = n.recv(10, p2, vote_yes(t));
     assert!(sent(&e).is_empty());
-    let e = deliver(
-        &mut s,
-        20,
-        me,
-        p3,
-        Msg::Vote {
-            txn: t,
-            yes: true,
-            reason: None,
-        },
-    );
+    let e = n.recv(20, p3, vote_yes(t));
     assert_eq!(e.work.log_syncs, 1);
     let s_ = sent(&e);
-    assert_eq!(
-        s_[0],
-        (
-            NodeId(4),
-            Msg::Outcome {
-                txn: t,
-                commit: true,
-                reason: None
-            }
-        )
-    );
+    let outcome = Msg::Outcome {
+        txn: t,
+        commit: true,
+        reason: None,
+    };
+    assert_eq!(s_[0], (CLIENT, outcome));
     assert_eq!(s_.len(), 3);
     // a second transaction with a no vote aborts without a forced write
     let t2 = tid(0, 2);
-    deliver(
-        &mut s,
-        30,
-        me,
-        NodeId(4),
-        Msg::Commit {
-            txn: t2,
-            ts: 30,
-            parts: vec![part(p2, vec![], vec![])],
-        },
-    );
-    let e = deliver(
-        &mut s,
-        40,
-        me,
-        p2,
-        Msg::Vote {
-            txn: t2,
-            yes: false,
-            reason: Some(AbortReason::Other("x".into())),
-        },
-    );
+    n.recv(30, CLIENT, commit(t2, 30, vec![empty(p2)]));
+    let no = Msg::Vote {
+        txn: t2,
+        yes: false,
+        reason: Some(AbortReason::Other("x".into())),
+    };
+    let e = n.recv(40, p2, no);
     assert_eq!(e.work.log_syncs, 0);
     assert!(matches!(&sent(&e)[0].1, Msg::Outcome { commit: false, .. }));
     // duplicates get the same answer
-    let e = deliver(
-        &mut s,
-        50,
-        me,
-        NodeId(4),
-        Msg::Commit {
-            txn: t,
-            ts: 0,
-            parts: vec![],
-        },
-    );
+    let e = n.recv(50, CLIENT, commit(t, 0, vec![]));
     assert!(matches!(&sent(&e)[0].1, Msg::Outcome { commit: true, .. }));
 }
 
 #[test]
 fn test_coordinator_recovery_resends_logged_commits_and_presumes_abort() {
-    let env = env();
-    let me = NodeId(0);
-    let mut s = Server::new(env.clone(), Cc::Locking, me);
-    call(&mut s, 0, me, |s, cx| s.on_start(cx));
+    let mut n = Node::started(NodeId(0), Cc::Locking);
     let (t1, t2) = (tid(0, 1), tid(0, 2));
-    deliver(
-        &mut s,
-        0,
-        me,
-        NodeId(4),
-        Msg::Commit {
-            txn: t1,
-            ts: 0,
-            parts: vec![part(NodeId(2), vec![], vec![])],
-        },
-    );
-    deliver(
-        &mut s,
-        1,
-        me,
-        NodeId(2),
-        Msg::Vote {
-            txn: t1,
-            yes: true,
-            reason: None,
-        },
-    );
-    deliver(
-        &mut s,
-        2,
-        me,
-        NodeId(4),
-        Msg::Commit {
-            txn: t2,
-            ts: 2,
-            parts: vec![part(NodeId(3), vec![], vec![])],
-        },
-    );
-    s.on_crash();
+    n.recv(0, CLIENT, commit(t1, 0, vec![empty(NodeId(2))]));
+    n.recv(1, NodeId(2), vote_yes(t1));
+    n.recv(2, CLIENT, commit(t2, 2, vec![empty(NodeId(3))]));
+    n.s.on_crash();
     let now = 5_000_000_000;
-    call(&mut s, now, me, |s, cx| s.on_recover(cx));
-    let e = fire(&mut s, now + 1, me, ServerTimer::Sweep);
-    assert!(
-        sent(&e).contains(&(NodeId(2), Msg::Decide { txn: t1, commit: true })),
-        "{:?}",
-        sent(&e)
-    );
-    let e = deliver(&mut s, now + 2, me, NodeId(3), Msg::Query { txn: t2 });
-    assert_eq!(sent(&e), vec![(NodeId(3), Msg::Decide { txn: t2, commit: false })]);
-    let e = deliver(
-        &mut s,
-        now + 3,
-        me,
-        NodeId(4),
-        Msg::Commit {
-            txn: tid(0, 3),
-            ts: 3,
-            parts: vec![part(NodeId(3), vec![], vec![])],
-        },
-    );
+    n.recover(now);
+    let e = n.sweep(now + 1);
+    assert!(sent(&e).contains(&(NodeId(2), decide(t1, true))), "{:?}", sent(&e));
+    let e = n.recv(now + 2, NodeId(3), Msg::Query { txn: t2 });
+    assert_eq!(sent(&e), vec![(NodeId(3), decide(t2, false))]);
+    let e = n.recv(now + 3, CLIENT, commit(tid(0, 3), 3, vec![empty(NodeId(3))]));
     assert!(
         matches!(&sent(&e)[0].1, Msg::Outcome { commit: false, .. }),
         "begun before the restart: presumed aborted"
@@ -575,110 +391,68 @@ fn test_coordinator_recovery_resends_logged_commits_and_presumes_abort() {
 
 #[test]
 fn test_coordinator_checkpoint_folds_ended_commits_and_still_answers_them_after_a_restart() {
-    let env = env();
-    let me = NodeId(0);
+    let mut n = Node::started(NodeId(0), Cc::Locking);
     let p = NodeId(2);
-    let mut s = Server::new(env.clone(), Cc::Locking, me);
-    call(&mut s, 0, me, |s, cx| s.on_start(cx));
-    let n = COMPACT_AT as u32;
-    // n commits decided and acknowledged, then one more whose ENDED record is the
+    let count = COMPACT_AT as u32;
+    // `count` commits decided and acknowledged, then one more whose ENDED record is the
     // log's unsynced tail.
-    for i in 1..=n + 1 {
+    for i in 1..=count + 1 {
         let (t, at) = (tid(0, i), u64::from(i) * 3);
-        let commit = Msg::Commit {
-            txn: t,
-            ts: at,
-            parts: vec![part(p, vec![], vec![])],
-        };
-        deliver(&mut s, at, me, NodeId(4), commit);
-        let vote = Msg::Vote {
-            txn: t,
-            yes: true,
-            reason: None,
-        };
-        deliver(&mut s, at + 1, me, p, vote);
-        deliver(&mut s, at + 2, me, p, Msg::Ack { txn: t });
+        n.recv(at, CLIENT, commit(t, at, vec![empty(p)]));
+        n.recv(at + 1, p, vote_yes(t));
+        n.recv(at + 2, p, Msg::Ack { txn: t });
     }
-    assert_eq!(s.log.len(), 2 * (n as usize + 1));
-    fire(&mut s, 10_000, me, ServerTimer::Sweep);
-    assert_eq!(s.ended.len(), n as usize, "every synced DECIDED/ENDED pair is folded");
-    assert_eq!(s.log.len(), 2, "the last pair stays: its ENDED was not synced");
-    s.on_crash();
+    assert_eq!(n.s.log.len(), 2 * (count as usize + 1));
+    n.sweep(10_000);
+    assert_eq!(
+        n.s.ended.len(),
+        count as usize,
+        "every synced DECIDED/ENDED pair is folded"
+    );
+    assert_eq!(n.s.log.len(), 2, "the last pair stays: its ENDED was not synced");
+    n.s.on_crash();
     let now = 5_000_000_000;
-    call(&mut s, now, me, |s, cx| s.on_recover(cx));
-    let e = fire(&mut s, now + 1, me, ServerTimer::Sweep);
-    let last = tid(0, n + 1);
+    n.recover(now);
+    let e = n.sweep(now + 1);
+    let last = tid(0, count + 1);
     assert!(
-        sent(&e).contains(&(
-            p,
-            Msg::Decide {
-                txn: last,
-                commit: true
-            }
-        )),
+        sent(&e).contains(&(p, decide(last, true))),
         "a decision whose ENDED was lost is delivered again: {:?}",
         sent(&e)
     );
-    for t in [tid(0, 1), tid(0, n)] {
-        let e = deliver(&mut s, now + 2, me, p, Msg::Query { txn: t });
-        assert_eq!(
-            sent(&e),
-            vec![(p, Msg::Decide { txn: t, commit: true })],
-            "folded {t:?}"
-        );
+    for t in [tid(0, 1), tid(0, count)] {
+        let e = n.recv(now + 2, p, Msg::Query { txn: t });
+        assert_eq!(sent(&e), vec![(p, decide(t, true))], "folded {t:?}");
     }
 }
 
 #[test]
 fn test_participant_recovery_keeps_prepared_locks_and_asks_the_coordinator() {
-    let env = env();
-    let me = NodeId(2);
+    let mut n = Node::new(NodeId(2), Cc::Locking);
     let coord = NodeId(0);
-    let mut s = Server::new(env.clone(), Cc::Locking, me);
-    let k = key_on(&env, me);
+    let k = n.key();
     let (t, committed) = (tid(0, 1), tid(0, 9));
-    let p = part(me, vec![], vec![(k.clone(), vid(committed), Value::from_u64(1))]);
-    prepare(&mut s, 0, me, coord, committed, 0, p);
-    deliver(
-        &mut s,
-        1,
-        me,
-        coord,
-        Msg::Decide {
-            txn: committed,
-            commit: true,
-        },
-    );
-    let p = part(me, vec![], vec![(k.clone(), vid(t), Value::from_u64(2))]);
-    prepare(&mut s, 2, me, coord, t, 2, p);
-    s.on_crash();
+    n.recv(0, coord, prepare(committed, 0, write(n.me, &k, committed, 1)));
+    n.recv(1, coord, decide(committed, true));
+    n.recv(2, coord, prepare(t, 2, write(n.me, &k, t, 2)));
+    n.s.on_crash();
     assert_eq!(
-        s.snapshot().keys[&k].versions,
+        n.s.snapshot().keys[&k].versions,
         vec![vid(committed)],
         "the checkpointed store survives"
     );
     let now = 3_000_000_000;
-    call(&mut s, now, me, |s, cx| s.on_recover(cx));
+    n.recover(now);
     assert_eq!(
-        s.snapshot().keys[&k].versions,
+        n.s.snapshot().keys[&k].versions,
         vec![vid(committed)],
         "replay does not install twice"
     );
-    let e = fire(&mut s, now + 1, me, ServerTimer::Sweep);
+    let e = n.sweep(now + 1);
     assert!(sent(&e).contains(&(coord, Msg::Query { txn: t })));
-    let e = deliver(
-        &mut s,
-        now + 2,
-        me,
-        NodeId(4),
-        Msg::Read {
-            txn: tid(1, 1),
-            ts: now,
-            key: k.clone(),
-        },
-    );
+    let e = n.recv(now + 2, CLIENT, read(tid(1, 1), now, &k));
     assert!(sent(&e).is_empty(), "the prepared write lock survived the crash");
-    let e = deliver(&mut s, now + 3, me, coord, Msg::Decide { txn: t, commit: true });
+    let e = n.recv(now + 3, coord, decide(t, true));
     assert!(sent(&e)
         .iter()
         .any(|(_, m)| matches!(m, Msg::ReadReply { result: Ok((Some(v), _)), .. } if *v == vid(t))));
@@ -686,70 +460,58 @@ fn test_participant_recovery_keeps_prepared_locks_and_asks_the_coordinator() {
 
 #[test]
 fn test_participant_checkpoint_drops_finished_records_and_keeps_prepared_ones() {
-    let env = env();
-    let me = NodeId(2);
+    let mut n = Node::started(NodeId(2), Cc::Locking);
     let coord = NodeId(0);
-    let mut s = Server::new(env.clone(), Cc::Locking, me);
-    call(&mut s, 0, me, |s, cx| s.on_start(cx));
-    let mut keys = (0..)
-        .map(|i| Key::new(format!("k{i}")))
-        .filter(|k| env.layout.primary(env.layout.shard_of(k)) == me);
+    let mut keys = keys_on(&n.env, n.me);
     let (k, k2) = (keys.next().unwrap(), keys.next().unwrap());
     for i in 0..COMPACT_AT as u32 {
-        let t = tid(1, i + 1);
-        let p = part(me, vec![], vec![(k.clone(), vid(t), Value::from_u64(i as u64))]);
-        prepare(&mut s, i as u64, me, coord, t, i as u64, p);
-        deliver(&mut s, i as u64, me, coord, Msg::Decide { txn: t, commit: true });
+        let (t, at) = (tid(1, i + 1), u64::from(i));
+        n.recv(at, coord, prepare(t, at, write(n.me, &k, t, at)));
+        n.recv(at, coord, decide(t, true));
     }
     let open = tid(2, 1);
-    let p = part(me, vec![], vec![(k2.clone(), vid(open), Value::from_u64(1))]);
-    prepare(&mut s, 5_000, me, coord, open, 5_000, p);
-    assert!(s.log.len() > COMPACT_AT);
-    fire(&mut s, 10_000, me, ServerTimer::Sweep);
-    assert_eq!(s.log.len(), 1, "only the open transaction's PREPARED remains");
-    s.on_crash();
-    call(&mut s, 20_000, me, |s, cx| s.on_recover(cx));
+    n.recv(5_000, coord, prepare(open, 5_000, write(n.me, &k2, open, 1)));
+    assert!(n.s.log.len() > COMPACT_AT);
+    n.sweep(10_000);
+    assert_eq!(n.s.log.len(), 1, "only the open transaction's PREPARED remains");
+    n.s.on_crash();
+    n.recover(20_000);
     assert_eq!(
-        s.snapshot().keys[&k].versions.len(),
+        n.s.snapshot().keys[&k].versions.len(),
         COMPACT_AT,
         "checkpointed commits survive"
     );
-    let e = deliver(
-        &mut s,
-        30_000,
-        me,
-        coord,
-        Msg::Decide {
-            txn: open,
-            commit: true,
-        },
-    );
+    let e = n.recv(30_000, coord, decide(open, true));
     assert_eq!(sent(&e), vec![(coord, Msg::Ack { txn: open })]);
-    assert_eq!(s.snapshot().keys[&k2].versions, vec![vid(open)]);
+    assert_eq!(n.s.snapshot().keys[&k2].versions, vec![vid(open)]);
 }
 
 #[test]
 fn test_interactive_client_pauses_resumes_and_aborts_when_its_caller_is_idle() {
     use meridian_txn::script::{encode, Op, NAME};
     let env = env();
-    let me = NodeId(4);
-    let mut c = Client::new(env.clone(), me, ClientId(0));
+    let me = CLIENT;
     let (a, b) = (key_on(&env, NodeId(2)), key_on(&env, NodeId(3)));
-    let t = tid(0, 1);
-    let start = meridian_txn::Call {
-        program: NAME.into(),
-        args: encode(&[Op::Read(a.clone())]),
+    // Each transaction below starts by reading a, and is answered `value`.
+    let start = |c: &mut Client, t: TxnId| {
+        let first = meridian_txn::Call {
+            program: NAME.into(),
+            args: encode(&[Op::Read(a.clone())]),
+        };
+        call(c, 0, me, |c, cx| c.submit(t, first, cx))
     };
-    // The first read goes to a's primary, like any program's.
-    let e = call(&mut c, 0, me, |c, cx| c.submit(t, start, cx));
-    assert!(matches!(&sent(&e)[..], [(NodeId(2), Msg::Read { key, .. })] if *key == a));
-    // Its value is handed to the caller; nothing is sent; the idle timer is armed.
-    let reply = Msg::ReadReply {
+    let a_is = |t: TxnId, value: Option<Value>| Msg::ReadReply {
         txn: t,
         key: a.clone(),
-        result: Ok((None, Some(Value::from_u64(4)))),
+        result: Ok((None, value)),
     };
-    let e = deliver(&mut c, 50, me, NodeId(2), reply);
+    let mut c = Client::new(env.clone(), me, ClientId(0));
+    let t = tid(0, 1);
+    // The first read goes to a's primary, like any program's.
+    let e = start(&mut c, t);
+    assert!(matches!(&sent(&e)[..], [(NodeId(2), Msg::Read { key, .. })] if *key == a));
+    // Its value is handed to the caller; nothing is sent; the idle timer is armed.
+    let e = deliver(&mut c, 50, me, NodeId(2), a_is(t, Some(Value::from_u64(4))));
     assert!(sent(&e).is_empty());
     assert!(e.commands.iter().any(|c| matches!(c,
         Command::AwaitInput { txn, output } if *txn == t && *output == Some(Value::from_u64(4)))));
@@ -788,17 +550,8 @@ fn test_interactive_client_pauses_resumes_and_aborts_when_its_caller_is_idle() {
     // releases its read lock.
     let mut c = Client::new(env.clone(), me, ClientId(0));
     let t = tid(0, 2);
-    let start = meridian_txn::Call {
-        program: NAME.into(),
-        args: encode(&[Op::Read(a.clone())]),
-    };
-    call(&mut c, 0, me, |c, cx| c.submit(t, start, cx));
-    let reply = Msg::ReadReply {
-        txn: t,
-        key: a.clone(),
-        result: Ok((None, None)),
-    };
-    deliver(&mut c, 50, me, NodeId(2), reply);
+    start(&mut c, t);
+    deliver(&mut c, 50, me, NodeId(2), a_is(t, None));
     let e = fire(&mut c, 50 + env.timeouts.idle, me, ClientTimer::Idle);
     assert!(matches!(&sent(&e)[..], [(NodeId(2), Msg::Release { txn })] if *txn == t));
     assert_eq!(e.records.len(), 1);
