@@ -1,7 +1,7 @@
 //! Helpers for driving actors by hand in unit tests.
 
-use crate::{ClientRole, Protocol};
-use meridian_core::{rng_for, Actor, Command, Ctx, NodeId, Time, TimerId, TxnId, TxnRecord, Work};
+use crate::{ClientRole, Env, Protocol, Replica};
+use meridian_core::{rng_for, Actor, Command, Ctx, Key, Layout, NodeId, Time, TimerId, TxnId, TxnRecord, Work};
 use meridian_txn::Call;
 use std::collections::{BTreeSet, VecDeque};
 
@@ -284,6 +284,22 @@ impl<P: Protocol> Net<P> {
         self.pump();
     }
 
+    /// Which replicas of `key`'s shard (in `layout`'s order) hold `txn`'s version of it.
+    pub fn holders(&self, layout: &Layout, key: &str, txn: TxnId) -> Vec<bool> {
+        let k = Key::from(key);
+        layout
+            .replicas(layout.shard_of(&k))
+            .iter()
+            .map(|n| {
+                self.servers[n.0 as usize]
+                    .snapshot()
+                    .keys
+                    .get(&k)
+                    .is_some_and(|s| s.versions.iter().any(|v| v.txn == txn))
+            })
+            .collect()
+    }
+
     /// Moves the first message in flight that matches to the back of the queue (it is
     /// then delivered after everything sent so far); false if none matched.
     pub fn delay_first(&mut self, mut f: impl FnMut(NodeId, NodeId, &P::Msg) -> bool) -> bool {
@@ -313,6 +329,16 @@ pub fn ycsb_registry() -> meridian_txn::Registry {
     let mut r = meridian_txn::Registry::new();
     r.register(std::sync::Arc::new(meridian_txn::ycsb::Ycsb));
     r
+}
+
+/// The environment of a test cluster on `layout` that runs [`ycsb_registry`]'s program
+/// under the default timeouts.
+pub fn ycsb_env(layout: std::sync::Arc<Layout>) -> Env {
+    Env {
+        layout,
+        registry: std::sync::Arc::new(ycsb_registry()),
+        timeouts: Default::default(),
+    }
 }
 
 /// A `ycsb` call of [`ycsb_registry`]: each (key, bytes) reads the key if `bytes` is

@@ -5,7 +5,7 @@
 //! program without declared keys refused by the client.
 
 use super::*;
-use crate::testing::{call, ycsb_call, ycsb_registry, Net};
+use crate::testing::{call, ycsb_call, ycsb_env, ycsb_registry, Net};
 use meridian_core::{Layout, Topology};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -15,11 +15,7 @@ const CLIENT: NodeId = NodeId(12);
 fn env() -> Env {
     let mut layout = Layout::new(Topology::preset("gcp3").unwrap(), Placement::Full).unwrap();
     assert_eq!(layout.add_client(DcId(0)), CLIENT);
-    Env {
-        layout: Arc::new(layout),
-        registry: Arc::new(ycsb_registry()),
-        timeouts: Default::default(),
-    }
+    ycsb_env(Arc::new(layout))
 }
 
 /// Zero-cost accesses so the hand-driven net needs no hold timers.

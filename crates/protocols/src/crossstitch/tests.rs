@@ -65,11 +65,7 @@ impl Net {
         )
         .unwrap();
         assert_eq!(layout.add_client(DcId(0)), CLIENT);
-        let env = Env {
-            layout: Arc::new(layout),
-            registry: Arc::new(testing::ycsb_registry()),
-            timeouts: Default::default(),
-        };
+        let env = testing::ycsb_env(Arc::new(layout));
         let servers: Vec<Server> = (0..8).map(|n| Server::new(env.clone(), NodeId(n))).collect();
         let clients = vec![
             Client::new(env.clone(), CLIENT, ClientId(0)),

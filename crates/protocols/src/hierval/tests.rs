@@ -5,8 +5,8 @@
 
 use super::server::ServerTimer;
 use super::*;
-use crate::testing::{call, deliver, ycsb_call, ycsb_registry, Net};
-use crate::{Env, Protocol, Replica, Timeouts};
+use crate::testing::{call, deliver, ycsb_call, ycsb_env, Net};
+use crate::{Env, Protocol, Replica};
 use meridian_core::{
     ms, secs, AbortReason, ClientId, DcId, Key, Layout, NodeId, Outcome, Placement, Topology, TxnId, Value, VersionId,
 };
@@ -26,11 +26,7 @@ fn env(nodes: u32) -> Env {
     )
     .unwrap();
     layout.add_client(DcId(0));
-    Env {
-        layout: Arc::new(layout),
-        registry: Arc::new(ycsb_registry()),
-        timeouts: Timeouts::default(),
-    }
+    ycsb_env(Arc::new(layout))
 }
 
 fn proto(spec: &str) -> HierVal {

@@ -50,20 +50,7 @@ impl Server {
                 let prio = h.prio;
                 for key in keys {
                     match self.cc {
-                        Cc::Locking => {
-                            for c in self.coordinators() {
-                                let key = key.clone();
-                                cx.send(
-                                    c,
-                                    Msg::Lock {
-                                        txn,
-                                        prio,
-                                        key,
-                                        exclusive: false,
-                                    },
-                                );
-                            }
-                        }
+                        Cc::Locking => self.lock_everywhere(txn, prio, key, false, cx),
                         Cc::Optimistic => {
                             let ds = data_server(&self.env.layout, &key, self.dc);
                             cx.send(
@@ -110,23 +97,28 @@ impl Server {
                     };
                     let prio = h.prio;
                     for (key, _, _) in finals {
-                        for c in self.coordinators() {
-                            let key = key.clone();
-                            cx.send(
-                                c,
-                                Msg::Lock {
-                                    txn,
-                                    prio,
-                                    key,
-                                    exclusive: true,
-                                },
-                            );
-                        }
+                        self.lock_everywhere(txn, prio, key, true, cx);
                     }
                 } else {
                     self.propose(txn, finals, write_recs, cx);
                 }
             }
+        }
+    }
+
+    /// Asks every DC's coordinator for a lock on `key` (2PL).
+    fn lock_everywhere(&self, txn: TxnId, prio: Prio, key: Key, exclusive: bool, cx: &mut Ctx<'_, Msg>) {
+        for c in self.coordinators() {
+            let key = key.clone();
+            cx.send(
+                c,
+                Msg::Lock {
+                    txn,
+                    prio,
+                    key,
+                    exclusive,
+                },
+            );
         }
     }
 

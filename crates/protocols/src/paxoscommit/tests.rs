@@ -14,11 +14,7 @@ fn net(cc: Cc, clients: u32) -> (Net<PaxosCommit>, Arc<Layout>) {
     let mut layout = Layout::new(topo, Placement::Full).unwrap();
     let node = layout.add_client(DcId(0));
     let layout = Arc::new(layout);
-    let env = Env {
-        layout: layout.clone(),
-        registry: Arc::new(testing::ycsb_registry()),
-        timeouts: Default::default(),
-    };
+    let env = testing::ycsb_env(layout.clone());
     let servers = (0..layout.num_servers())
         .map(|n| Server::new(env.clone(), NodeId(n), cc))
         .collect();
@@ -43,22 +39,6 @@ fn run(net: &mut Net<PaxosCommit>, d: Time) {
 
 fn ms(v: u64) -> Time {
     v * 1_000_000
-}
-
-/// Which DCs' replicas (in DC order) hold `txn`'s version of `key`.
-fn holders(net: &Net<PaxosCommit>, layout: &Layout, key: &str, txn: TxnId) -> Vec<bool> {
-    let k = Key::from(key);
-    layout
-        .replicas(layout.shard_of(&k))
-        .iter()
-        .map(|n| {
-            net.servers[n.0 as usize]
-                .snapshot()
-                .keys
-                .get(&k)
-                .is_some_and(|s| s.versions.iter().any(|v| v.txn == txn))
-        })
-        .collect()
 }
 
 fn dc_nodes(layout: &Layout, dc: u16) -> Vec<NodeId> {
@@ -107,7 +87,7 @@ fn two_pl_reads_and_locks_at_a_majority_then_commits_everywhere() {
     assert_eq!(r.outcome, Outcome::Committed, "{r:?}");
     assert_eq!(r.reads.len(), 1);
     assert_eq!(r.writes.len(), 1);
-    assert_eq!(holders(&net, &layout, "y", t(0, 1)), vec![true; 3]);
+    assert_eq!(net.holders(&layout, "y", t(0, 1)), vec![true; 3]);
     for s in &net.servers {
         assert_eq!(s.locked_keys(), Some(0), "{:?} released its locks", s.me);
         assert!(
@@ -190,12 +170,12 @@ fn one_dc_down_commits_with_the_other_two_and_it_catches_up() {
             "{cc:?} {:?}",
             net.records[0]
         );
-        assert_eq!(holders(&net, &layout, "x", t(0, 1)), vec![true, true, false]);
+        assert_eq!(net.holders(&layout, "x", t(0, 1)), vec![true, true, false]);
         for n in dc_nodes(&layout, 2) {
             net.restart(n);
         }
         run(&mut net, secs(3.0));
-        assert_eq!(holders(&net, &layout, "x", t(0, 1)), vec![true; 3], "{cc:?}");
+        assert_eq!(net.holders(&layout, "x", t(0, 1)), vec![true; 3], "{cc:?}");
         for s in &net.servers {
             assert_eq!(s.locked_keys(), Some(0));
             assert!(s.acc.is_empty(), "{cc:?} {:?} still tracks {:?}", s.me, s.acc.keys());
@@ -222,7 +202,7 @@ fn without_a_majority_nothing_is_decided_until_a_dc_returns() {
     run(&mut net, secs(3.0));
     assert_eq!(net.records.len(), 1);
     assert_eq!(net.records[0].outcome, Outcome::Committed);
-    assert_eq!(holders(&net, &layout, "x", t(0, 1)), vec![true, true, false]);
+    assert_eq!(net.holders(&layout, "x", t(0, 1)), vec![true, true, false]);
 }
 
 /// Wound-wait at a DC's lock table: a younger holder is wounded (its home is told)
@@ -354,7 +334,7 @@ fn a_lost_accept_request_is_recovered_through_the_votes() {
     run(&mut net, secs(3.0));
     assert_eq!(net.records.len(), 1);
     assert_eq!(net.records[0].outcome, Outcome::Committed);
-    assert_eq!(holders(&net, &layout, "y", t(0, 1)), vec![true, false, true]);
+    assert_eq!(net.holders(&layout, "y", t(0, 1)), vec![true, false, true]);
 }
 
 /// The home coordinator crashes. (a) OCC, after its DC voted and the accept requests
@@ -376,7 +356,7 @@ fn a_crashed_home_coordinator_loses_nothing_and_answers_after_restart() {
         net.submit(0, t(0, 1), ycsb_call(&[("z", b"v")]));
         run(&mut net, secs(2.0));
         assert!(net.records.is_empty(), "{cc:?}: the client waits for its home");
-        let before = holders(&net, &layout, "z", t(0, 1));
+        let before = net.holders(&layout, "z", t(0, 1));
         net.restart(home);
         run(&mut net, secs(5.0));
         assert_eq!(net.records.len(), 1, "{cc:?}: the client got its answer");
@@ -387,9 +367,9 @@ fn a_crashed_home_coordinator_loses_nothing_and_answers_after_restart() {
                 vec![false, true, true],
                 "the other DCs committed without the home"
             );
-            assert_eq!(holders(&net, &layout, "z", t(0, 1)), vec![true; 3]);
+            assert_eq!(net.holders(&layout, "z", t(0, 1)), vec![true; 3]);
         } else {
-            assert_eq!(holders(&net, &layout, "z", t(0, 1)), vec![false; 3]);
+            assert_eq!(net.holders(&layout, "z", t(0, 1)), vec![false; 3]);
         }
         for s in &net.servers {
             assert_eq!(s.locked_keys(), Some(0), "{cc:?} {:?}", s.me);

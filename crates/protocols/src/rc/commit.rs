@@ -17,13 +17,8 @@ impl Server {
     }
 
     pub(super) fn on_accept(&mut self, from: NodeId, txn: TxnId, value: Arc<TxnValue>, cx: &mut Ctx<'_, Msg>) {
-        if let Some(&commit) = self.done.get(&txn) {
-            let value = self
-                .ctxns
-                .get(&txn)
-                .and_then(|c| c.round.value.clone())
-                .filter(|_| commit);
-            cx.send(from, Msg::Decided(Decided { txn, commit, value }));
+        if let Some(outcome) = self.outcome(txn) {
+            cx.send(from, Msg::Decided(outcome));
             return;
         }
         let Some(c) = self.ctxn(txn, Some(value), None, cx.now()) else {
@@ -37,6 +32,18 @@ impl Server {
         if !preparing {
             self.start_prepare(txn, cx);
         }
+    }
+
+    /// The outcome of `txn` if this coordinator decided it, with the value if committed
+    /// and still known here.
+    fn outcome(&self, txn: TxnId) -> Option<Decided<TxnValue>> {
+        let commit = *self.done.get(&txn)?;
+        let value = self
+            .ctxns
+            .get(&txn)
+            .and_then(|c| c.round.value.clone())
+            .filter(|_| commit);
+        Some(Decided { txn, commit, value })
     }
 
     /// The coordinator's state of `txn` (created if new) once it learned `value`. The
@@ -167,14 +174,9 @@ impl Server {
             reply,
             ..
         } = v;
-        if let Some(&commit) = self.done.get(&txn) {
+        if let Some(outcome) = self.outcome(txn) {
             if reply {
-                let value = self
-                    .ctxns
-                    .get(&txn)
-                    .and_then(|c| c.round.value.clone())
-                    .filter(|_| commit);
-                cx.send(from, Msg::Decided(Decided { txn, commit, value }));
+                cx.send(from, Msg::Decided(outcome));
             }
             return;
         }

@@ -11,32 +11,12 @@ fn net() -> (Net<ReplicatedCommit>, Arc<Layout>) {
     let mut layout = Layout::new(Topology::preset("us3").unwrap(), Placement::Full).unwrap();
     let client = layout.add_client(DcId(0));
     let layout = Arc::new(layout);
-    let env = Env {
-        layout: layout.clone(),
-        registry: Arc::new(testing::ycsb_registry()),
-        timeouts: Default::default(),
-    };
+    let env = testing::ycsb_env(layout.clone());
     let servers = (0..layout.num_servers())
         .map(|n| Server::new(env.clone(), NodeId(n)))
         .collect();
     let clients = vec![Client::new(env, client, ClientId(0))];
     (Net::new(servers).with_clients(client, clients, |_| 0), layout)
-}
-
-/// Which replicas (in DC order) hold `txn`'s version of `key`.
-fn holders(net: &Net<ReplicatedCommit>, layout: &Layout, key: &str, txn: TxnId) -> Vec<bool> {
-    let k = Key::from(key);
-    layout
-        .replicas(layout.shard_of(&k))
-        .iter()
-        .map(|n| {
-            net.servers[n.0 as usize]
-                .snapshot()
-                .keys
-                .get(&k)
-                .is_some_and(|s| s.versions.iter().any(|v| v.txn == txn))
-        })
-        .collect()
 }
 
 fn run(net: &mut Net<ReplicatedCommit>, d: Time) {
@@ -61,7 +41,7 @@ fn a_majority_of_dcs_commits_and_a_duplicate_accept_is_harmless() {
     run(&mut net, secs(3.0));
     assert_eq!(net.records.len(), 1);
     assert_eq!(net.records[0].outcome, Outcome::Committed, "{:?}", net.records[0]);
-    assert_eq!(holders(&net, &layout, "x", T1), vec![true; 3]);
+    assert_eq!(net.holders(&layout, "x", T1), vec![true; 3]);
     for n in layout.replicas(layout.shard_of(&Key::from("x"))) {
         let snap = net.servers[n.0 as usize].snapshot();
         assert_eq!(snap.keys[&Key::from("x")].versions.len(), 1, "{n:?} applied it once");
@@ -89,7 +69,7 @@ fn one_dc_down_still_commits_with_the_other_two() {
     run(&mut net, secs(3.0));
     assert_eq!(net.records.len(), 1);
     assert_eq!(net.records[0].outcome, Outcome::Committed, "{:?}", net.records[0]);
-    assert_eq!(holders(&net, &layout, "y", T1), vec![true, true, false]);
+    assert_eq!(net.holders(&layout, "y", T1), vec![true, true, false]);
 }
 
 /// A majority of DCs down: the client cannot commit. It must not be told committed,
@@ -111,7 +91,7 @@ fn two_dcs_down_never_commit() {
         net.records
     );
     assert!(
-        !holders(&net, &layout, "z", T1)[0],
+        !net.holders(&layout, "z", T1)[0],
         "the client's own DC installed an uncommitted write"
     );
 }

@@ -38,14 +38,7 @@ impl Server {
         if self.tombstones.contains_key(&txn) {
             return refuse(AbortReason::AlreadyAbortedHere, None, cx);
         }
-        let t = self.ptxns.entry((txn, s)).or_insert_with(|| PTxn {
-            prio: (ts, txn),
-            state: PState::Active,
-            last_seen: now,
-            pending_reads: Default::default(),
-            entry: None,
-        });
-        t.last_seen = now;
+        let t = self.seen((txn, s), ts, now);
         if !matches!(t.state, PState::Active) {
             return;
         }
@@ -102,6 +95,20 @@ impl Server {
                 self.abort_local((v, s), AbortReason::Wounded, cx);
             }
         }
+    }
+
+    /// The state of a transaction's share here (begun, with priority `ts`, if new), seen
+    /// at `now`.
+    fn seen(&mut self, (txn, s): Part, ts: Time, now: Time) -> &mut PTxn {
+        let t = self.ptxns.entry((txn, s)).or_insert_with(|| PTxn {
+            prio: (ts, txn),
+            state: PState::Active,
+            last_seen: now,
+            pending_reads: Default::default(),
+            entry: None,
+        });
+        t.last_seen = now;
+        t
     }
 
     /// Aborts a transaction's share that has not replicated its PREPARE here (the
@@ -181,14 +188,7 @@ impl Server {
         if p.coord == s {
             self.ctxn(txn, &p, now);
         }
-        let t = self.ptxns.entry((txn, s)).or_insert_with(|| PTxn {
-            prio: (p.ts, txn),
-            state: PState::Active,
-            last_seen: now,
-            pending_reads: Default::default(),
-            entry: None,
-        });
-        t.last_seen = now;
+        let t = self.seen((txn, s), p.ts, now);
         if !matches!(t.state, PState::Active) {
             return; // duplicate
         }

@@ -32,14 +32,7 @@ impl Server {
             cx.send(from, Msg::ReadReply { txn, key, result });
             return;
         }
-        let now = cx.now();
-        let t = self.ptxns.entry(txn).or_insert_with(|| PTxn {
-            prio: (ts, txn),
-            state: PState::Active,
-            last_seen: now,
-            pending_reads: Default::default(),
-        });
-        t.last_seen = now;
+        let t = self.seen(txn, ts, cx.now());
         if !matches!(t.state, PState::Active) {
             return; // a read after prepare is a stale duplicate
         }
@@ -147,6 +140,18 @@ impl Server {
         }
     }
 
+    /// `txn`'s state here (begun, with priority `ts`, if new), seen at `now`.
+    fn seen(&mut self, txn: TxnId, ts: Time, now: Time) -> &mut PTxn {
+        let t = self.ptxns.entry(txn).or_insert_with(|| PTxn {
+            prio: (ts, txn),
+            state: PState::Active,
+            last_seen: now,
+            pending_reads: Default::default(),
+        });
+        t.last_seen = now;
+        t
+    }
+
     pub(super) fn on_prepare(&mut self, from: NodeId, txn: TxnId, ts: Time, part: Part, cx: &mut Ctx<'_, Msg>) {
         cx.charge_ops((part.reads.len() + part.writes.len()) as u32);
         let no = |reason: AbortReason, cx: &mut Ctx<'_, Msg>| {
@@ -163,13 +168,7 @@ impl Server {
             return no(AbortReason::AbortedHere, cx);
         }
         let now = cx.now();
-        let t = self.ptxns.entry(txn).or_insert_with(|| PTxn {
-            prio: (ts, txn),
-            state: PState::Active,
-            last_seen: now,
-            pending_reads: Default::default(),
-        });
-        t.last_seen = now;
+        let t = self.seen(txn, ts, now);
         match t.state {
             PState::Prepared { .. } => {
                 cx.send(
