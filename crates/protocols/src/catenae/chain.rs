@@ -51,6 +51,16 @@ struct KeyQ {
     started_set: HashSet<TxnId>,
 }
 
+/// Passes the forward pass on from position `pos` to the next server of the chain.
+fn pass_forward(chain: &Arc<ChainTxn>, pos: usize, hops: u32, cx: &mut Ctx<'_, Msg>) {
+    let m = Msg::Forward {
+        chain: chain.clone(),
+        pos: pos + 1,
+        hops,
+    };
+    cx.send(chain.servers[pos + 1], m);
+}
+
 /// A chain server.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct Chain {
@@ -155,21 +165,15 @@ impl Chain {
                 self.resolve(txn, cx);
                 self.applied(from, txn, cx);
             }
-            Msg::RoRead {
-                txn,
-                attempt,
-                client,
-                snap,
-                keys,
-            } => {
-                cx.charge_ops(keys.len() as u32);
-                let reads = self.ro_read(snap, &keys);
+            Msg::RoRead(r) => {
+                cx.charge_ops(r.keys.len() as u32);
+                let reads = self.ro_read(r.snap, &r.keys);
                 cx.send(
-                    client,
+                    r.client,
                     Msg::RoReply {
-                        txn,
-                        attempt,
-                        snap,
+                        txn: r.txn,
+                        attempt: r.attempt,
+                        snap: r.snap,
                         reads,
                     },
                 );
@@ -251,16 +255,7 @@ impl Chain {
             // pass on whatever this server already did.
             let (st, deps, h) = (t.st, t.deps.iter().copied().collect::<Vec<_>>(), t.hops);
             match st {
-                St::Footprint if pos + 1 < chain.servers.len() => {
-                    cx.send(
-                        chain.servers[pos + 1],
-                        Msg::Forward {
-                            chain: chain.clone(),
-                            pos: pos + 1,
-                            hops,
-                        },
-                    );
-                }
+                St::Footprint if pos + 1 < chain.servers.len() => pass_forward(&chain, pos, hops, cx),
                 St::Precommitted if pos > 0 => cx.send_on_chain(
                     chain.servers[pos - 1],
                     Msg::Backward {
@@ -298,14 +293,7 @@ impl Chain {
         let below = self.complete_below;
         self.advance_manifest();
         if pos + 1 < chain.servers.len() {
-            cx.send(
-                chain.servers[pos + 1],
-                Msg::Forward {
-                    chain: chain.clone(),
-                    pos: pos + 1,
-                    hops,
-                },
-            );
+            pass_forward(&chain, pos, hops, cx);
         } else {
             // The last server of the chain turns the forward pass into the backward pass.
             self.on_backward(chain, pos, vec![], hops, cx);

@@ -191,13 +191,13 @@ impl Client {
                     for (n, keys) in by {
                         cx.send(
                             n,
-                            Msg::RoRead {
+                            Msg::RoRead(SnapRead {
                                 txn,
                                 attempt: att,
                                 client: cx.me(),
                                 snap,
                                 keys,
-                            },
+                            }),
                         );
                     }
                     return;

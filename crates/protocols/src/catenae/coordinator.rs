@@ -510,10 +510,9 @@ impl Coordinator {
                 *e = (*e).max(first);
                 self.try_schedule(cx);
             }
-            Msg::Abandon { owner, lo, hi, ballot } => self.mj_on_abandon(from, owner, lo, hi, ballot, cx),
-            m @ Msg::AbandonPromise { .. } => self.mj_on_promise(self.env.layout.dc_of(from), m, cx),
-            m @ Msg::AbandonAccept { .. } => self.mj_on_accept(from, m, cx),
-            m @ Msg::AbandonAccepted { .. } => self.mj_on_accepted(self.env.layout.dc_of(from), m, cx),
+            m @ (Msg::Abandon { .. } | Msg::AbandonPromise(_) | Msg::AbandonAccept(_) | Msg::AbandonAccepted(_)) => {
+                self.mj_on_revocation(from, m, cx)
+            }
             Msg::SlotsDecided { owner, lo, values } => self.mj_on_decided(owner, lo, values, cx),
             Msg::SlotNack { owner, eid } => self.mj_on_slot_nack(from, owner, eid, cx),
             Msg::EpochNack { eid } if eid < self.empty_before.get(&self.dc).copied().unwrap_or(0) => {
@@ -614,13 +613,13 @@ impl Coordinator {
         for (n, keys) in by {
             cx.send(
                 n,
-                Msg::RoRead {
+                Msg::RoRead(SnapRead {
                     txn,
                     attempt,
                     client,
                     snap,
                     keys,
-                },
+                }),
             );
         }
     }

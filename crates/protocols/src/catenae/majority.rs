@@ -324,16 +324,38 @@ impl Coordinator {
                 accepted: BTreeSet::new(),
             },
         );
+        self.mj_to_acceptors(owner, Msg::Abandon { owner, lo, hi, ballot }, cx);
+    }
+
+    /// Sends a revocation message to every coordinator but `owner`'s (an owner never
+    /// promises for its own slots), in DC order.
+    fn mj_to_acceptors(&mut self, owner: DcId, m: Msg, cx: &mut Ctx<'_, Msg>) {
         for (d, node) in self.mj_coords_all() {
-            if d == owner {
-                continue; // an owner never promises for its own slots
+            if d != owner {
+                self.mj_send(node, m.clone(), cx);
             }
-            let m = Msg::Abandon { owner, lo, hi, ballot };
-            if node == self.me {
-                self.mj_on_abandon(node, owner, lo, hi, ballot, cx);
-            } else {
-                cx.send_on_chain(node, m, 0);
-            }
+        }
+    }
+
+    /// Sends a revocation message to the coordinator on `to`; when that is this one, it
+    /// is handled here at once.
+    fn mj_send(&mut self, to: NodeId, m: Msg, cx: &mut Ctx<'_, Msg>) {
+        if to == self.me {
+            self.mj_on_revocation(self.me, m, cx);
+        } else {
+            cx.send_on_chain(to, m, 0);
+        }
+    }
+
+    /// A message of a revocation (Paxos over late slots) from the coordinator on `from`.
+    pub(super) fn mj_on_revocation(&mut self, from: NodeId, m: Msg, cx: &mut Ctx<'_, Msg>) {
+        let from_dc = self.env.layout.dc_of(from);
+        match m {
+            Msg::Abandon { owner, lo, hi, ballot } => self.mj_on_abandon(from, owner, lo, hi, ballot, cx),
+            Msg::AbandonPromise(p) => self.mj_on_promise(from_dc, p, cx),
+            Msg::AbandonAccept(a) => self.mj_on_accept(from, a, cx),
+            Msg::AbandonAccepted(a) => self.mj_on_accepted(from_dc, a, cx),
+            _ => {}
         }
     }
 
@@ -359,15 +381,7 @@ impl Coordinator {
         Ok(self.slots.accepted.get(&slot).cloned())
     }
 
-    pub(super) fn mj_on_abandon(
-        &mut self,
-        from: NodeId,
-        owner: DcId,
-        lo: u64,
-        hi: u64,
-        ballot: Ballot,
-        cx: &mut Ctx<'_, Msg>,
-    ) {
+    fn mj_on_abandon(&mut self, from: NodeId, owner: DcId, lo: u64, hi: u64, ballot: Ballot, cx: &mut Ctx<'_, Msg>) {
         if !self.cfg.majority || owner == self.dc || hi < lo || hi - lo >= MAX_RANGE {
             return;
         }
@@ -391,7 +405,7 @@ impl Coordinator {
         } else {
             values.clear();
         }
-        let reply = Msg::AbandonPromise {
+        let reply = AbandonPromise {
             owner,
             lo,
             hi,
@@ -399,25 +413,11 @@ impl Coordinator {
             ok,
             values,
         };
-        if from == self.me {
-            self.mj_on_promise(self.dc, reply, cx);
-        } else {
-            cx.send_on_chain(from, reply, 0);
-        }
+        self.mj_send(from, Msg::AbandonPromise(reply), cx);
     }
 
-    pub(super) fn mj_on_promise(&mut self, from_dc: DcId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
-        let Msg::AbandonPromise {
-            owner,
-            lo,
-            hi,
-            ballot,
-            ok,
-            values,
-        } = msg
-        else {
-            return;
-        };
+    fn mj_on_promise(&mut self, from_dc: DcId, p: AbandonPromise, cx: &mut Ctx<'_, Msg>) {
+        let (owner, lo, hi, ballot) = (p.owner, p.lo, p.hi, p.ballot);
         let maj = self.majority();
         let Some(r) = self.slots.running.get_mut(&owner) else {
             return;
@@ -425,12 +425,12 @@ impl Coordinator {
         if (r.lo, r.hi, r.ballot) != (lo, hi, ballot) || r.proposed.is_some() {
             return;
         }
-        if !ok {
+        if !p.ok {
             // A higher ballot was promised: let the retry pick a higher round.
             self.slots.round = self.slots.round.max(ballot.round);
             return;
         }
-        r.promises.insert(from_dc, values);
+        r.promises.insert(from_dc, p.values);
         if r.promises.len() < maj {
             return;
         }
@@ -445,36 +445,18 @@ impl Coordinator {
         }
         let proposed: Vec<Option<Arc<Payload>>> = (lo..=hi).map(|e| best.remove(&e).and_then(|(_, v)| v)).collect();
         r.proposed = Some(proposed.clone());
-        for (d, node) in self.mj_coords_all() {
-            if d == owner {
-                continue;
-            }
-            let m = Msg::AbandonAccept {
-                owner,
-                lo,
-                hi,
-                ballot,
-                values: proposed.clone(),
-            };
-            if node == self.me {
-                self.mj_on_accept(node, m, cx);
-            } else {
-                cx.send_on_chain(node, m, 0);
-            }
-        }
-    }
-
-    pub(super) fn mj_on_accept(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
-        let Msg::AbandonAccept {
+        let accept = AbandonAccept {
             owner,
             lo,
             hi,
             ballot,
-            values,
-        } = msg
-        else {
-            return;
+            values: proposed,
         };
+        self.mj_to_acceptors(owner, Msg::AbandonAccept(accept), cx);
+    }
+
+    fn mj_on_accept(&mut self, from: NodeId, a: AbandonAccept, cx: &mut Ctx<'_, Msg>) {
+        let (owner, lo, hi, ballot, values) = (a.owner, a.lo, a.hi, a.ballot, a.values);
         if !self.cfg.majority || owner == self.dc || values.len() as u64 != hi.saturating_sub(lo) + 1 {
             return;
         }
@@ -489,31 +471,18 @@ impl Coordinator {
                 self.slots.accepted.insert((owner, e), (ballot, v));
             }
         }
-        let reply = Msg::AbandonAccepted {
+        let reply = AbandonAccepted {
             owner,
             lo,
             hi,
             ballot,
             ok,
         };
-        if from == self.me {
-            self.mj_on_accepted(self.dc, reply, cx);
-        } else {
-            cx.send_on_chain(from, reply, 0);
-        }
+        self.mj_send(from, Msg::AbandonAccepted(reply), cx);
     }
 
-    pub(super) fn mj_on_accepted(&mut self, from_dc: DcId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
-        let Msg::AbandonAccepted {
-            owner,
-            lo,
-            hi,
-            ballot,
-            ok,
-        } = msg
-        else {
-            return;
-        };
+    fn mj_on_accepted(&mut self, from_dc: DcId, a: AbandonAccepted, cx: &mut Ctx<'_, Msg>) {
+        let (owner, lo, hi, ballot) = (a.owner, a.lo, a.hi, a.ballot);
         let maj = self.majority();
         let Some(r) = self.slots.running.get_mut(&owner) else {
             return;
@@ -521,7 +490,7 @@ impl Coordinator {
         if (r.lo, r.hi, r.ballot) != (lo, hi, ballot) {
             return;
         }
-        if !ok {
+        if !a.ok {
             self.slots.round = self.slots.round.max(ballot.round);
             return;
         }

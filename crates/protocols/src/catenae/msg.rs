@@ -138,20 +138,9 @@ pub enum Msg {
         /// Declared keys.
         keys: Vec<Key>,
     },
-    /// Coordinator → chain server: read these keys at snapshot epoch `snap` and answer
-    /// `client` directly.
-    RoRead {
-        /// Transaction.
-        txn: TxnId,
-        /// Attempt number.
-        attempt: u32,
-        /// The client.
-        client: NodeId,
-        /// Snapshot epoch (every transaction of an epoch up to it is visible).
-        snap: u64,
-        /// Keys on this server.
-        keys: Vec<Key>,
-    },
+    /// Coordinator → chain server: read these keys at a snapshot epoch and answer the
+    /// client directly.
+    RoRead(SnapRead),
     /// Chain server → client: the values, or `None` when a key is inside an
     /// uncommitted writer's decision period (the client retries after 50 ms).
     RoReply {
@@ -206,49 +195,12 @@ pub enum Msg {
         /// The proposer's ballot.
         ballot: Ballot,
     },
-    /// Phase 1b: promised (`ok`), with each slot's value held: (epoch, the ballot it
-    /// was accepted at, `Ballot::MAX` when decided here; the payload or `None` for an
-    /// abandoned slot). Slots holding nothing are left out.
-    AbandonPromise {
-        /// Owner.
-        owner: DcId,
-        /// First epoch.
-        lo: u64,
-        /// Last epoch.
-        hi: u64,
-        /// Ballot answered.
-        ballot: Ballot,
-        /// Whether the promise was made (false: a higher ballot was promised).
-        ok: bool,
-        /// Held values.
-        values: Vec<(u64, Ballot, Option<Arc<Payload>>)>,
-    },
-    /// Phase 2a: accept these values (`None`: the slot is abandoned, as empty).
-    AbandonAccept {
-        /// Owner.
-        owner: DcId,
-        /// First epoch.
-        lo: u64,
-        /// Last epoch.
-        hi: u64,
-        /// Ballot.
-        ballot: Ballot,
-        /// One value per epoch of `lo..=hi`, in order.
-        values: Vec<Option<Arc<Payload>>>,
-    },
+    /// Phase 1b: promised, with the values held.
+    AbandonPromise(AbandonPromise),
+    /// Phase 2a: accept these values.
+    AbandonAccept(AbandonAccept),
     /// Phase 2b.
-    AbandonAccepted {
-        /// Owner.
-        owner: DcId,
-        /// First epoch.
-        lo: u64,
-        /// Last epoch.
-        hi: u64,
-        /// Ballot.
-        ballot: Ballot,
-        /// Whether accepted.
-        ok: bool,
-    },
+    AbandonAccepted(AbandonAccepted),
     /// The chosen values of `owner`'s slots from `lo` on, one per epoch in order.
     SlotsDecided {
         /// Owner.
@@ -420,4 +372,70 @@ pub enum Msg {
         /// The answerer's term.
         term: u32,
     },
+}
+
+/// Coordinator → chain server: read these keys at snapshot epoch `snap` and answer
+/// `client` directly.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SnapRead {
+    /// Transaction.
+    pub txn: TxnId,
+    /// Attempt number.
+    pub attempt: u32,
+    /// The client.
+    pub client: NodeId,
+    /// Snapshot epoch (every transaction of an epoch up to it is visible).
+    pub snap: u64,
+    /// Keys on this server.
+    pub keys: Vec<Key>,
+}
+
+/// Majority mode, Paxos phase 1b: promised (`ok`), with each slot's value held: (epoch,
+/// the ballot it was accepted at, `Ballot::MAX` when decided here; the payload or `None`
+/// for an abandoned slot). Slots holding nothing are left out.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AbandonPromise {
+    /// Owner.
+    pub owner: DcId,
+    /// First epoch.
+    pub lo: u64,
+    /// Last epoch.
+    pub hi: u64,
+    /// Ballot answered.
+    pub ballot: Ballot,
+    /// Whether the promise was made (false: a higher ballot was promised).
+    pub ok: bool,
+    /// Held values.
+    pub values: Vec<(u64, Ballot, Option<Arc<Payload>>)>,
+}
+
+/// Majority mode, Paxos phase 2a: accept these values (`None`: the slot is abandoned, as
+/// empty).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AbandonAccept {
+    /// Owner.
+    pub owner: DcId,
+    /// First epoch.
+    pub lo: u64,
+    /// Last epoch.
+    pub hi: u64,
+    /// Ballot.
+    pub ballot: Ballot,
+    /// One value per epoch of `lo..=hi`, in order.
+    pub values: Vec<Option<Arc<Payload>>>,
+}
+
+/// Majority mode, Paxos phase 2b.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AbandonAccepted {
+    /// Owner.
+    pub owner: DcId,
+    /// First epoch.
+    pub lo: u64,
+    /// Last epoch.
+    pub hi: u64,
+    /// Ballot.
+    pub ballot: Ballot,
+    /// Whether accepted.
+    pub ok: bool,
 }

@@ -54,11 +54,7 @@ impl Server {
         for pos in positions {
             let p = self.parts.remove(&(txn, pos)).expect("listed");
             for (k, v, _) in &p.puts {
-                if commit {
-                    self.store.commit_tentative(k, *v);
-                } else {
-                    self.store.abort_tentative(k, *v);
-                }
+                self.settle(k, *v, commit);
             }
             self.unlink_deps(txn, pos, &p.deps);
             if let Some(next) = p.next.filter(|_| !commit && p.phase == Phase::Executed) {
@@ -91,26 +87,27 @@ impl Server {
         }
         if let Some(b) = self.backups.remove(&txn) {
             for (k, v) in b.puts {
-                if commit {
-                    self.store.commit_tentative(&k, v);
-                } else {
-                    self.store.abort_tentative(&k, v);
-                }
+                self.settle(&k, v, commit);
             }
         }
         if let Some(o) = self.orphans.remove(&txn) {
             for (k, v) in o.puts {
-                if commit {
-                    self.store.commit_tentative(&k, v);
-                } else {
-                    self.store.abort_tentative(&k, v);
-                }
+                self.settle(&k, v, commit);
             }
         }
         if commit {
             self.release_readers(txn, cx);
         } else {
             self.cascade(txn, cx);
+        }
+    }
+
+    /// Makes a tentative version of `key` here committed, or drops it.
+    fn settle(&mut self, key: &Key, v: VersionId, commit: bool) {
+        if commit {
+            self.store.commit_tentative(key, v);
+        } else {
+            self.store.abort_tentative(key, v);
         }
     }
 

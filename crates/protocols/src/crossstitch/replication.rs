@@ -1,5 +1,6 @@
-//! Primary → backup replication of each position's writes and of the decision, so a
-//! backup can take over its primary's keys.
+//! Primary → backup replication of each position's writes, so a backup can take over
+//! its primary's keys, and the notifies that tell the next position they are held (the
+//! decision reaches a backup as a `Decide`, applied by `decided` in `decide.rs`).
 
 use super::*;
 
@@ -111,16 +112,5 @@ impl Server {
                 .or_insert((cx.now(), BTreeSet::new()));
             e.1.insert(replica);
         }
-    }
-
-    pub(super) fn on_decide(
-        &mut self,
-        txn: TxnId,
-        commit: bool,
-        rec: Option<Arc<Rec>>,
-        reason: Option<AbortReason>,
-        cx: &mut Ctx<'_, Msg>,
-    ) {
-        self.decided(txn, commit, rec, reason, false, cx);
     }
 }

@@ -603,7 +603,7 @@ impl Actor for Server {
                 commit,
                 rec,
                 reason,
-            } => self.on_decide(txn, commit, rec, reason, cx),
+            } => self.decided(txn, commit, rec, reason, false, cx),
             Msg::Query { txn, ts, pos, kill } => self.on_query(from, txn, ts, pos, kill, cx),
             Msg::Recover { txn, ts, last } => self.on_recover_req(from, txn, ts, last, cx),
             Msg::StatusReply { txn, pos, status } => self.on_status(from, txn, pos, status, cx),

@@ -171,14 +171,14 @@ impl Client {
             return;
         };
         let (reads, writes) = lasts.get(&s).cloned().unwrap_or_default();
-        let m = Msg::Last {
+        let m = Msg::Last(LastOp {
             txn: cur.t.rec.id,
             ts: cur.t.rec.start,
             shard: s,
             shards: cur.shards.iter().copied().collect(),
             reads,
             writes,
-        };
+        });
         let to = self.leader(s);
         cx.send(to, m);
     }

@@ -72,18 +72,7 @@ impl Server {
             }
         }
         for v in victims {
-            let mut keys: Vec<(ShardId, TxnId)> = self
-                .txns
-                .iter()
-                .filter(|((_, t), x)| *t == v && matches!(x.stage, Stage::Active | Stage::Locking { .. }))
-                .map(|(k, _)| *k)
-                .collect();
-            // In shard order, not the table's (a rebuilt table iterates in another:
-            // the image test caught it once blocked transactions were released early).
-            keys.sort();
-            for k in keys {
-                self.abort_unvoted(k, AbortReason::Wounded, cx);
-            }
+            self.abort_unvoted_where(|(_, t)| *t == v, AbortReason::Wounded, cx);
         }
     }
 
@@ -103,6 +92,27 @@ impl Server {
                     t.blocking = Some(now);
                 }
             }
+        }
+    }
+
+    /// Aborts every transaction not voted for yet (executing or locking) whose key
+    /// `which` picks, in key order, not the table's (a rebuilt table iterates in
+    /// another: the image test caught it once blocked transactions were released early).
+    pub(super) fn abort_unvoted_where(
+        &mut self,
+        which: impl Fn(&(ShardId, TxnId)) -> bool,
+        why: AbortReason,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
+        let mut keys: Vec<(ShardId, TxnId)> = self
+            .txns
+            .iter()
+            .filter(|(k, t)| which(k) && matches!(t.stage, Stage::Active | Stage::Locking { .. }))
+            .map(|(k, _)| *k)
+            .collect();
+        keys.sort();
+        for k in keys {
+            self.abort_unvoted(k, why.clone(), cx);
         }
     }
 

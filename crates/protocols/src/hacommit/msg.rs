@@ -109,22 +109,7 @@ pub enum Msg {
         leader: NodeId,
     },
     /// Client → leader: the last operation.
-    Last {
-        /// Transaction.
-        txn: TxnId,
-        /// Start time.
-        ts: Time,
-        /// Shard.
-        shard: ShardId,
-        /// Final configuration.
-        shards: Vec<ShardId>,
-        /// Keys read at this shard, each with the version the client was answered
-        /// (`None`: the initial version); the leader votes yes only if that is still the
-        /// key's latest version under the transaction's shared lock.
-        reads: Vec<(Key, Option<VersionId>)>,
-        /// Writes to this shard (empty: an empty last operation).
-        writes: Vec<(Key, VersionId, Value)>,
-    },
+    Last(LastOp),
     /// Leader → client: the vote (after replicating a yes vote to a majority).
     Vote {
         /// Transaction.
@@ -286,14 +271,24 @@ pub(super) fn p2a_by_node(
 /// read), writes to it.
 pub(super) type LastShare = (Vec<(Key, Option<VersionId>)>, Vec<(Key, VersionId, Value)>);
 
-/// The fields of a `Last` message.
-pub(super) struct LastOp {
-    pub(super) txn: TxnId,
-    pub(super) ts: Time,
-    pub(super) shard: ShardId,
-    pub(super) shards: Vec<ShardId>,
-    pub(super) reads: Vec<(Key, Option<VersionId>)>,
-    pub(super) writes: Vec<(Key, VersionId, Value)>,
+/// Client → leader: the last operation of a transaction at one shard, which the leader
+/// votes on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LastOp {
+    /// Transaction.
+    pub txn: TxnId,
+    /// Start time.
+    pub ts: Time,
+    /// Shard.
+    pub shard: ShardId,
+    /// Final configuration.
+    pub shards: Vec<ShardId>,
+    /// Keys read at this shard, each with the version the client was answered (`None`:
+    /// the initial version); the leader votes yes only if that is still the key's latest
+    /// version under the transaction's shared lock.
+    pub reads: Vec<(Key, Option<VersionId>)>,
+    /// Writes to this shard (empty: an empty last operation).
+    pub writes: Vec<(Key, VersionId, Value)>,
 }
 
 /// Replica → proposer: promise (or refusal), with what it accepted.

@@ -102,12 +102,7 @@ impl Server {
                 p.best = Some(a);
             }
         }
-        let layout = &self.env.layout;
-        let all = p
-            .shards
-            .iter()
-            .all(|s| p.promises.get(s).map_or(0, |x| x.len()) >= majority_of(layout.replicas(*s).len()));
-        if all {
+        if majorities(&self.env.layout, &p.shards, &p.promises) {
             p.value = Some(p.best.is_some_and(|b| b.1));
             self.send_p2a(txn, cx);
         }
@@ -198,12 +193,7 @@ impl Server {
             self.proposals.remove(&txn);
             return;
         }
-        let layout = &self.env.layout;
-        let all = p
-            .shards
-            .iter()
-            .all(|s| p.accepts.get(s).map_or(0, |x| x.len()) >= majority_of(layout.replicas(*s).len()));
-        if all {
+        if majorities(&self.env.layout, &p.shards, &p.accepts) {
             // Chosen: every group's leader learns it from its members' acceptances; this
             // replica learns it now.
             let v = p.value.unwrap_or(false);
@@ -223,4 +213,15 @@ impl Server {
     }
 
     // ------------------------------------------------------------ replica groups
+}
+
+/// Whether every shard of `shards` has answered from a majority of its replicas.
+fn majorities(
+    layout: &meridian_core::Layout,
+    shards: &[ShardId],
+    answered: &BTreeMap<ShardId, BTreeSet<NodeId>>,
+) -> bool {
+    shards
+        .iter()
+        .all(|s| answered.get(s).map_or(0, |x| x.len()) >= majority_of(layout.replicas(*s).len()))
 }

@@ -524,7 +524,7 @@ impl Actor for Server {
         // acceptor names the transaction's start time (and ballot): the watermarks
         // cover them before anything is done.
         match &msg {
-            Msg::Last { ts, .. }
+            Msg::Last(LastOp { ts, .. })
             | Msg::Replicate {
                 ctx: TCtx { ts, .. }, ..
             } => self.admit(*ts, cx),
@@ -558,25 +558,7 @@ impl Actor for Server {
                 key,
                 shards,
             } => self.on_read(from, (txn, ts, shard, key, shards), cx),
-            Msg::Last {
-                txn,
-                ts,
-                shard,
-                shards,
-                reads,
-                writes,
-            } => self.on_last(
-                from,
-                LastOp {
-                    txn,
-                    ts,
-                    shard,
-                    shards,
-                    reads,
-                    writes,
-                },
-                cx,
-            ),
+            Msg::Last(m) => self.on_last(from, m, cx),
             Msg::Replicate { shard, view, ctx } => self.on_replicate(from, shard, view, ctx, cx),
             Msg::Replicated { shard, view, txn } => self.on_replicated(from, shard, view, txn, cx),
             Msg::P1a {

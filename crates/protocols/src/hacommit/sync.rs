@@ -61,28 +61,21 @@ impl Server {
     /// majority of the group not counting itself: every decision chosen, and every
     /// promise given, before the crash involved a majority, which meets them.
     pub(super) fn on_sync_state(&mut self, from: NodeId, m: SyncState, cx: &mut Ctx<'_, Msg>) {
-        let SyncState {
-            shard,
-            view,
-            versions,
-            pending,
-            done,
-            seq,
-        } = m;
+        let shard = m.shard;
         let Some(g) = self.groups.get_mut(&shard) else { return };
         if g.status != Status::Syncing || !g.synced_from.insert(from) {
             return;
         }
-        g.view = g.view.max(view);
+        g.view = g.view.max(m.view);
         // Back once a majority of the group other than itself has answered: the leader's
         // state alone could miss an acceptance only another replica holds.
         let back = g.synced_from.len() >= g.majority();
-        cx.charge_ops(versions.len() as u32);
-        for (k, v, val, wts) in versions {
+        cx.charge_ops(m.versions.len() as u32);
+        for (k, v, val, wts) in m.versions {
             self.store.install(&k, v, val, wts);
         }
         // Merge while still syncing (learning only), then serve.
-        self.install_state(shard, pending, done, seq, cx);
+        self.install_state(shard, m.pending, m.done, m.seq, cx);
         if back {
             let me = self.me;
             let g = self.groups.get_mut(&shard).expect("group");

@@ -97,14 +97,14 @@ impl Net {
                 .map_or(self.layout.primary(ShardId(s)), |x| x.me);
             self.client_sends(
                 leader,
-                Msg::Last {
+                Msg::Last(LastOp {
                     txn,
                     ts: self.now,
                     shard: ShardId(s),
                     shards: shards.clone(),
                     reads: vec![],
                     writes: vec![w],
-                },
+                }),
             );
         }
         self.to_client()
@@ -292,14 +292,14 @@ impl Net {
         let leader = self.leader_of(s).expect("a leader");
         self.client_sends(
             leader,
-            Msg::Last {
+            Msg::Last(LastOp {
                 txn,
                 ts,
                 shard: ShardId(s),
                 shards: vec![ShardId(s)],
                 reads: vec![],
                 writes: vec![w],
-            },
+            }),
         );
         self.votes()
     }
@@ -492,14 +492,14 @@ fn a_restarted_replica_never_completes_a_recovery_majority_for_what_it_forgot() 
     let w = (key, VersionId { txn, seq: 0 }, Value::from_u64(7));
     net.client_sends(
         leader,
-        Msg::Last {
+        Msg::Last(LastOp {
             txn,
             ts,
             shard: ShardId(a),
             shards: shards.clone(),
             reads: vec![],
             writes: vec![w],
-        },
+        }),
     );
     assert!(
         net.to_client().any(|m| matches!(m, Msg::Vote { yes: true, .. })),
@@ -619,13 +619,15 @@ fn a_read_answered_by_a_replaced_leader_is_refused_at_the_vote() {
     net.outside.clear();
     net.client_sends(new, read(t(1)));
     assert_eq!(answers(&net), vec![v2]);
-    let last = |txn: TxnId, v: Option<VersionId>| Msg::Last {
-        txn,
-        ts: 0,
-        shard: ShardId(s),
-        shards: vec![ShardId(s)],
-        reads: vec![(key.clone(), v)],
-        writes: vec![],
+    let last = |txn: TxnId, v: Option<VersionId>| {
+        Msg::Last(LastOp {
+            txn,
+            ts: 0,
+            shard: ShardId(s),
+            shards: vec![ShardId(s)],
+            reads: vec![(key.clone(), v)],
+            writes: vec![],
+        })
     };
     net.outside.clear();
     net.client_sends(new, last(t(1), None));
@@ -700,7 +702,7 @@ fn a_client_sends_its_last_operation_to_the_replica_that_answered_its_read() {
     let lasts: Vec<NodeId> = e
         .sent()
         .iter()
-        .filter(|(_, m)| matches!(m, Msg::Last { .. }))
+        .filter(|(_, m)| matches!(m, Msg::Last(_)))
         .map(|(to, _)| *to)
         .collect();
     assert_eq!(

@@ -99,16 +99,7 @@ impl Server {
     /// This replica no longer leads `shard`: unvoted transactions abort, locks go (a
     /// follower holds none).
     pub(super) fn step_down(&mut self, shard: ShardId, cx: &mut Ctx<'_, Msg>) {
-        let mut keys: Vec<(ShardId, TxnId)> = self
-            .txns
-            .iter()
-            .filter(|((s, _), t)| *s == shard && matches!(t.stage, Stage::Active | Stage::Locking { .. }))
-            .map(|(k, _)| *k)
-            .collect();
-        keys.sort();
-        for k in keys {
-            self.abort_unvoted(k, AbortReason::ParticipantLostLeadership, cx);
-        }
+        self.abort_unvoted_where(|(s, _)| *s == shard, AbortReason::ParticipantLostLeadership, cx);
         let mut voted: Vec<TxnId> = self
             .txns
             .iter_mut()
@@ -329,21 +320,13 @@ impl Server {
             if t.prio.0 == 0 {
                 t.prio = (p.ts, p.txn);
             }
-            if t.shards.is_empty() {
-                t.shards = p.shards;
-            }
-            if t.ctx.is_none() {
-                t.ctx = p.ctx;
-            }
+            let key = (shard, p.txn);
             // Adopted even by a restarted replica: reporting a (ballot, decision) some
             // acceptor really accepted keeps phase 1 safe, and it is how what a
             // forgotten acceptance helped choose survives the next crash.
-            t.promised = t.promised.max(p.promised);
-            if p.accepted.is_some_and(|a| t.accepted.is_none_or(|b| a.0 > b.0)) {
-                t.accepted = p.accepted;
-            }
+            adopt(&mut t.shards, &mut t.ctx, &mut t.promised, &mut t.accepted, p);
             t.last_seen = now;
-            self.try_apply_chosen((shard, p.txn), cx);
+            self.try_apply_chosen(key, cx);
         }
     }
 }
@@ -354,17 +337,29 @@ pub(super) fn merge_pending(m: &mut BTreeMap<TxnId, PendingInfo>, x: PendingInfo
         None => {
             m.insert(x.txn, x);
         }
-        Some(p) => {
-            if p.ctx.is_none() {
-                p.ctx = x.ctx;
-            }
-            if p.shards.is_empty() {
-                p.shards = x.shards;
-            }
-            p.promised = p.promised.max(x.promised);
-            if x.accepted.is_some_and(|a| p.accepted.is_none_or(|b| a.0 > b.0)) {
-                p.accepted = x.accepted;
-            }
-        }
+        Some(p) => adopt(&mut p.shards, &mut p.ctx, &mut p.promised, &mut p.accepted, x),
+    }
+}
+
+/// Adopts what a replica reports of an undecided transaction into what is known of it
+/// here (the fields a [`Txn`] and a [`PendingInfo`] both hold): the configuration and
+/// the context where missing, the higher promise, and the acceptance of the higher
+/// ballot.
+fn adopt(
+    shards: &mut Vec<ShardId>,
+    ctx: &mut Option<TCtx>,
+    promised: &mut Ballot,
+    accepted: &mut Option<(Ballot, bool)>,
+    x: PendingInfo,
+) {
+    if shards.is_empty() {
+        *shards = x.shards;
+    }
+    if ctx.is_none() {
+        *ctx = x.ctx;
+    }
+    *promised = (*promised).max(x.promised);
+    if x.accepted.is_some_and(|a| accepted.is_none_or(|b| a.0 > b.0)) {
+        *accepted = x.accepted;
     }
 }
