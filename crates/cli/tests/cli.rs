@@ -237,18 +237,11 @@ fn test_cli_compare_runs_every_protocol() {
     let o = meridian(&["compare", "--txns", "200"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
-    for p in [
-        "2pc-2pl",
-        "2pc-occ",
-        "rc",
-        "replog",
-        "hacommit",
-        "hacommit-rc",
-        "crossstitch",
-    ] {
+    for p in meridian_protocols::PROTOCOLS {
         assert!(
-            out.lines().any(|l| l.starts_with(p) && l.trim_end().ends_with("ok")),
-            "{out}"
+            out.lines()
+                .any(|l| l.split_whitespace().next() == Some(p) && l.trim_end().ends_with("ok")),
+            "{p}: {out}"
         );
     }
     let o = meridian(&["compare", "--experiment", "2pc-round-trips", "--txns", "50"]);

@@ -3,22 +3,16 @@
 //! Faults are done to the processes themselves: `kill -9` and a restart, and SIGSTOP
 //! (the node is unreachable: its sockets stay open but nothing is read or answered).
 
+mod common;
+
+use common::text;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 fn meridian() -> Command {
     Command::new(env!("CARGO_BIN_EXE_meridian"))
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// A base port with `n` free ports after it, different for each test of this run.

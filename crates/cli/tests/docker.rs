@@ -8,17 +8,11 @@
 //! Skipped, with the reason printed, where no Docker engine or no Compose tool answers
 //! (set `MERIDIAN_REQUIRE_DOCKER=1` to make that a failure instead).
 
+mod common;
+
+use common::text;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 fn run(c: &mut Command) -> Output {
     c.output().unwrap_or_else(|e| panic!("cannot run {c:?}: {e}"))

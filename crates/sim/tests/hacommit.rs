@@ -1,11 +1,11 @@
 //! HACommit (hacommit.md §IV–VI) end to end in the simulator: the message pattern in
 //! WAN trips, and histories under client crashes, replica crashes, loss and reordering.
 
-use meridian_core::{HomeRule, Topology, DEFAULT_INTRA_RTT_MS};
+use meridian_core::{HomeRule, Topology};
 use meridian_sim::{run_named, SimConfig, SimOutput, SimReport};
 
 mod common;
-use common::{assert_clean, assert_clean_and_live};
+use common::{assert_clean, assert_clean_and_live, uniform5};
 
 fn sim(p: &str, c: &SimConfig) -> SimOutput {
     run_named(p, c, &mut |_, _| {}).unwrap()
@@ -33,17 +33,6 @@ fn assert_trips_and_commit_rtt(r: &SimReport, trips: u32, rtt: f64) {
         p50 >= rtt && p50 < rtt + 1.0,
         "commit p50 {p50} ms, round trip {rtt} ms"
     );
-}
-
-fn uniform5() -> Topology {
-    Topology::uniform(
-        "uniform5",
-        &["C", "V", "O", "I", "S"],
-        100.0,
-        DEFAULT_INTRA_RTT_MS,
-        3,
-        3,
-    )
 }
 
 /// §IV–V on a geo topology: replicas of every group in C, V and O; the client in C next

@@ -1,30 +1,16 @@
 //! Replicated Commit (`rc`) and the Spanner-style replicated log (`replog`):
 //! replicated-commit.md §2, §3, §4.2, §4.3 and §5, end to end in the simulator.
 
-use meridian_core::{secs, shard_of, Outcome, Topology, DEFAULT_INTRA_RTT_MS};
+use meridian_core::{secs, shard_of, Outcome, Topology};
 use meridian_protocols::rc::{crossover_reads, ReplicatedCommit};
 use meridian_sim::{run_named, SimConfig, SimOutput};
 use std::collections::BTreeSet;
 
 mod common;
-use common::assert_clean;
+use common::{assert_clean, uniform5};
 
 fn sim(p: &str, c: &SimConfig) -> SimOutput {
     run_named(p, c, &mut |_, _| {}).unwrap()
-}
-
-/// Five DCs, every pair 100 ms apart: the trip counts of §2 and §4.2 hold exactly on a
-/// topology where no detour is shorter than the direct path (rc5's Table 1 violates the
-/// triangle inequality: S→C→O is faster than S→O).
-fn uniform5() -> Topology {
-    Topology::uniform(
-        "uniform5",
-        &["C", "V", "O", "I", "S"],
-        100.0,
-        DEFAULT_INTRA_RTT_MS,
-        3,
-        3,
-    )
 }
 
 /// Write-only transactions (so the WAN trips of a transaction are those of its commit),

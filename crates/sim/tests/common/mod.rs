@@ -2,6 +2,7 @@
 
 #![allow(dead_code)] // each test binary uses its own part
 
+use meridian_core::{Topology, DEFAULT_INTRA_RTT_MS};
 use meridian_sim::SimReport;
 
 /// Fails unless the run checked clean: no anomaly (every level the protocol claims:
@@ -34,4 +35,18 @@ pub fn assert_clean_and_live(what: &str, r: &SimReport) {
         r.protocol, r.seed, r.check.stalls
     );
     assert_clean(r);
+}
+
+/// Five DCs, every pair 100 ms apart: the trip counts of Replicated Commit (§2, §4.2)
+/// and HACommit hold exactly on a topology where no detour is shorter than the direct
+/// path (rc5's Table 1 violates the triangle inequality: S→C→O is faster than S→O).
+pub fn uniform5() -> Topology {
+    Topology::uniform(
+        "uniform5",
+        &["C", "V", "O", "I", "S"],
+        100.0,
+        DEFAULT_INTRA_RTT_MS,
+        3,
+        3,
+    )
 }
