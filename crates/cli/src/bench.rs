@@ -480,8 +480,8 @@ pub fn run_bench(a: &BenchArgs, show_progress: bool) -> Result<BenchOutput> {
                 runaway: None,
                 within_tolerance: false,
                 stats: server_cpu_stats(cpu_before, cpu_after, pids.len(), committed.load(std::sync::atomic::Ordering::Relaxed)),
+                wall_s: wall.elapsed().as_secs_f64(),
             },
-            wall.elapsed().as_secs_f64(),
         );
         if traffic.dropped > 0 {
             eprintln!(

@@ -1019,19 +1019,46 @@ async fn dial_loop<M: serde::de::DeserializeOwned + Send + 'static>(
     }
 }
 
-/// Takes one accepted connection: reads the `Hello`, registers routes to the client
-/// slots it names, then reads until it closes.
-#[allow(clippy::too_many_arguments)]
+/// What each connection a process accepts is checked against and delivered to.
+struct Acceptor<M> {
+    /// The cluster a peer's `Hello` must name.
+    cluster_id: u64,
+    layout: Arc<Layout>,
+    /// The nodes this process hosts (frames for any other are refused).
+    hosted: Arc<Vec<NodeId>>,
+    /// Where replies to a client slot go.
+    routes: Routes,
+    /// The event loop.
+    inbox: mpsc::Sender<Event<M>>,
+}
+
+impl<M> Clone for Acceptor<M> {
+    fn clone(&self) -> Self {
+        Acceptor {
+            cluster_id: self.cluster_id,
+            layout: self.layout.clone(),
+            hosted: self.hosted.clone(),
+            routes: self.routes.clone(),
+            inbox: self.inbox.clone(),
+        }
+    }
+}
+
+/// Takes one accepted connection (number `conn`): reads the `Hello`, registers routes
+/// to the client slots it names, then reads until it closes.
 async fn accept_conn<M: serde::Serialize + serde::de::DeserializeOwned + Send + 'static>(
     s: TcpStream,
     peer_addr: SocketAddr,
     conn: u64,
-    cluster_id: u64,
-    layout: Arc<Layout>,
-    hosted: Arc<Vec<NodeId>>,
-    routes: Routes,
-    inbox: mpsc::Sender<Event<M>>,
+    acceptor: Acceptor<M>,
 ) {
+    let Acceptor {
+        cluster_id,
+        layout,
+        hosted,
+        routes,
+        inbox,
+    } = acceptor;
     let _ = s.set_nodelay(true);
     let (mut rd, mut wr) = s.into_split();
     let mut fr = FrameReader::new();
@@ -1352,25 +1379,20 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
         nodes: vec![node],
     });
     dial_servers::<P::Msg>(&cluster, Some(node), hello, &routes, &hosted, &inbox_tx, &stats);
-    let layout = env.layout.clone();
-    let cluster_id = cluster.id();
-    let accept_inbox = inbox_tx.clone();
+    let acceptor = Acceptor {
+        cluster_id: cluster.id(),
+        layout: env.layout.clone(),
+        hosted: hosted.clone(),
+        routes: routes.clone(),
+        inbox: inbox_tx.clone(),
+    };
     tokio::spawn(async move {
         let mut conn = 0u64;
         loop {
             match listener.accept().await {
                 Ok((s, a)) => {
                     conn += 1;
-                    tokio::spawn(accept_conn::<P::Msg>(
-                        s,
-                        a,
-                        conn,
-                        cluster_id,
-                        layout.clone(),
-                        hosted.clone(),
-                        routes.clone(),
-                        accept_inbox.clone(),
-                    ));
+                    tokio::spawn(accept_conn::<P::Msg>(s, a, conn, acceptor.clone()));
                 }
                 Err(e) => {
                     warn!("accept failed: {e}");

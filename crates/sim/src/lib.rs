@@ -689,8 +689,8 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
             runaway: sim.runaway.clone(),
             within_tolerance,
             stats,
+            wall_s: wall.elapsed().as_secs_f64(),
         },
-        wall.elapsed().as_secs_f64(),
     );
     report.fault_schedule = sim.plan.explicit(&cfg.topology);
     Ok(SimOutput {

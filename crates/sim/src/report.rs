@@ -175,6 +175,8 @@ pub struct Counters {
     pub within_tolerance: bool,
     /// Protocol-specific counters summed over servers.
     pub stats: BTreeMap<String, f64>,
+    /// Wall-clock seconds the run took.
+    pub wall_s: f64,
 }
 
 fn latency(mut v: Vec<Time>) -> Latency {
@@ -195,7 +197,6 @@ fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
-#[allow(clippy::too_many_arguments)]
 pub fn summarize(
     protocol: &str,
     cfg: &SimConfig,
@@ -204,7 +205,6 @@ pub fn summarize(
     check: &meridian_check::Report,
     invariant: Option<String>,
     c: Counters,
-    wall_s: f64,
 ) -> SimReport {
     let committed: Vec<_> = h.txns.iter().filter(|t| t.outcome == Outcome::Committed).collect();
     let count = |o| h.txns.iter().filter(|t| t.outcome == o).count() as u64;
@@ -317,7 +317,7 @@ pub fn summarize(
         },
         events: c.events,
         virtual_s: round3(c.virtual_end as f64 / 1e9),
-        wall_s,
+        wall_s: c.wall_s,
     }
 }
 
@@ -353,8 +353,9 @@ mod tests {
             runaway: None,
             within_tolerance: within,
             stats: BTreeMap::new(),
+            wall_s: 0.0,
         };
-        summarize("x", &cfg, "ycsb".into(), &h, &check, None, c, 0.0).check
+        summarize("x", &cfg, "ycsb".into(), &h, &check, None, c).check
     }
 
     #[test]
