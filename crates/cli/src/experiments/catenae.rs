@@ -111,24 +111,17 @@ fn fig1(cx: &mut Ctx) -> Result<()> {
     cx.say("ratio = ours / the paper's lower bound (80% uniform, 60% zipf 1)");
     let min = |i: usize| pts.iter().map(|p| p.1[i]).fold(f64::INFINITY, f64::min);
     let at = "§III-B, Fig. 1";
-    cx.claim(Claim::shape(
-        PAPER,
-        at,
-        "uniform: speculation succeeds above 80% at every rate",
-        "> 80%",
-        format!("lowest {:.1}%", 100.0 * min(0)),
-        min(0) > 0.8,
-        "",
-    ));
-    cx.claim(Claim::shape(
-        PAPER,
-        at,
-        "zipf 1: speculation succeeds above 60% at every rate",
-        "> 60%",
-        format!("lowest {:.1}%", 100.0 * min(1)),
-        min(1) > 0.6,
-        "",
-    ));
+    for (i, name, bound) in [(0, "uniform", 80), (1, "zipf 1", 60)] {
+        cx.claim(Claim::shape(
+            PAPER,
+            at,
+            &format!("{name}: speculation succeeds above {bound}% at every rate"),
+            &format!("> {bound}%"),
+            format!("lowest {:.1}%", 100.0 * min(i)),
+            min(i) > bound as f64 / 100.0,
+            "",
+        ));
+    }
     let lowest_everywhere = pts.iter().all(|p| p.1[2] <= p.1[0] && p.1[2] <= p.1[1]);
     let (top_rate, top) = pts.last().map(|p| (p.0, p.1[2])).expect("ran");
     cx.claim(Claim::shape(
@@ -218,12 +211,80 @@ fn fig6(cx: &mut Ctx) -> Result<()> {
     Ok(())
 }
 
-/// One Fig. 5 point: (clients, mean latency ms, p50 ms, txn/s, abort fraction).
+/// One Fig. 5 or Fig. 7 point: (clients, mean latency ms, p50 ms, txn/s, abort fraction).
 type Point = (f64, f64, f64, f64, f64);
+
+/// The three systems of Figs. 5 and 7.
+const PROTOCOLS: [&str; 3] = ["catenae", "pc-2pl", "pc-occ"];
+
+/// Figs. 5 and 7's table for one workload: each of [`PROTOCOLS`] in this build on gcp3
+/// with `w`, at each client count of `sweep` (spread over the 3 DCs, 20 transactions
+/// each). Returns each protocol's points (a protocol not in this build has none and a
+/// row that says so).
+fn by_clients(cx: &mut Ctx, w: &str, sweep: &[u32]) -> Result<Vec<(&'static str, Vec<Point>)>> {
+    cx.table(&["protocol", "clients", "lat mean", "lat p50", "tps", "abort", "check"]);
+    let mut per = vec![];
+    for p in PROTOCOLS {
+        if !meridian_protocols::PROTOCOLS.contains(&p) {
+            cx.row(vec![p.into(), "(not in this build)".into()]);
+            continue;
+        }
+        let mut pts = vec![];
+        for &clients in sweep {
+            let c = cx.cfg(&gcp3(), w, 20 * clients as u64, clients, &[])?;
+            let o = cx.run(p, &c)?;
+            let r = &o.report;
+            let abort = r.aborted as f64 / (r.committed + r.aborted).max(1) as f64;
+            cx.row(vec![
+                p.into(),
+                clients.to_string(),
+                f(r.latency_ms.mean, 1),
+                f(r.latency_ms.p50, 1),
+                f(r.throughput_tps, 1),
+                format!("{:.1}%", 100.0 * abort),
+                ok(&o).into(),
+            ]);
+            pts.push((
+                clients as f64,
+                r.latency_ms.mean,
+                r.latency_ms.p50,
+                r.throughput_tps,
+                abort,
+            ));
+        }
+        per.push((p, pts));
+    }
+    Ok(per)
+}
+
+/// `fg` with one series per protocol of `per` (as [`by_clients`] returns it): `pick` of
+/// each point against its clients.
+fn per_protocol(mut fg: Figure, per: &[(&str, Vec<Point>)], pick: &dyn Fn(&Point) -> f64) -> Figure {
+    for (p, pts) in per {
+        fg = fg.ours(p, pts.iter().map(|q| (q.0, pick(q))).collect());
+    }
+    fg
+}
+
+/// Per workload of `all` (each as [`by_clients`] returns it): the points of Catenae,
+/// pc-2pl and pc-occ; `None` when the baselines are not in this build.
+fn systems<'a>(all: &'a [Vec<(&str, Vec<Point>)>]) -> Option<Vec<[&'a [Point]; 3]>> {
+    all.iter()
+        .map(|per| {
+            let get = |p: &str| per.iter().find(|x| x.0 == p).map(|x| x.1.as_slice());
+            let (l, o) = (get("pc-2pl")?, get("pc-occ")?);
+            Some([get("catenae").expect("catenae"), l, o])
+        })
+        .collect()
+}
+
+/// Catenae's throughput over the better baseline's, per client count.
+fn tps_over_best([cat, l, o]: [&[Point]; 3]) -> Vec<f64> {
+    (0..cat.len()).map(|i| cat[i].3 / l[i].3.max(o[i].3)).collect()
+}
 
 /// Fig. 5: the three systems against the number of clients.
 fn fig5(cx: &mut Ctx) -> Result<()> {
-    let protocols = ["catenae", "pc-2pl", "pc-occ"];
     cx.say("Fig. 5: micro:records=100000,parts=1-5 on gcp3; latency (ms), throughput (txn/s), abort rate vs clients (spread over the 3 DCs)");
     cx.say("paper: catenae read-write commits in a little more than half an RTT (non-conflicting) or one RTT (conflicting); 2PL/OCC plateau under zipf 1 while catenae scales; read-only > 3x better for catenae");
     cx.say("RTTs: EU-US 105, US-AS 155, EU-AS 255 ms");
@@ -254,39 +315,7 @@ fn fig5(cx: &mut Ctx) -> Result<()> {
     let mut all: Vec<Vec<(&str, Vec<Point>)>> = vec![];
     for (label, _, w) in workloads {
         cx.say(format!("{label}:"));
-        cx.table(&["protocol", "clients", "lat mean", "lat p50", "tps", "abort", "check"]);
-        let mut per = vec![];
-        for p in protocols {
-            if !meridian_protocols::PROTOCOLS.contains(&p) {
-                cx.row(vec![p.into(), "(not in this build)".into()]);
-                continue;
-            }
-            let mut pts = vec![];
-            for &clients in &sweep {
-                let c = cx.cfg(&gcp3(), w, 20 * clients as u64, clients, &[])?;
-                let o = cx.run(p, &c)?;
-                let r = &o.report;
-                let abort = r.aborted as f64 / (r.committed + r.aborted).max(1) as f64;
-                cx.row(vec![
-                    p.into(),
-                    clients.to_string(),
-                    f(r.latency_ms.mean, 1),
-                    f(r.latency_ms.p50, 1),
-                    f(r.throughput_tps, 1),
-                    format!("{:.1}%", 100.0 * abort),
-                    ok(&o).into(),
-                ]);
-                pts.push((
-                    clients as f64,
-                    r.latency_ms.mean,
-                    r.latency_ms.p50,
-                    r.throughput_tps,
-                    abort,
-                ));
-            }
-            per.push((p, pts));
-        }
-        all.push(per);
+        all.push(by_clients(cx, w, &sweep)?);
     }
     fig5_claims(cx, &all);
     cx.say("The paper's Fig. 5 values are described only qualitatively (its text): the charts draw ours alone.");
@@ -303,10 +332,7 @@ fn fig5(cx: &mut Ctx) -> Result<()> {
                 // Catenae's local reads sit two orders of magnitude from the baselines.
                 fg = fg.log_y();
             }
-            for (p, pts) in per {
-                fg = fg.ours(p, pts.iter().map(|q| (q.0, pick(q))).collect());
-            }
-            fg
+            per_protocol(fg, per, pick)
         };
         let lat = fig("latency", "mean latency (ms)", &|q| q.1);
         let tps = fig("tps", "throughput (txn/s)", &|q| q.3);
@@ -322,47 +348,35 @@ fn fig5(cx: &mut Ctx) -> Result<()> {
 
 /// Fig. 5's claims (§VII-C's text), from the points of every workload and protocol.
 fn fig5_claims(cx: &mut Ctx, all: &[Vec<(&str, Vec<Point>)>]) {
-    let get = |w: usize, p: &str| all[w].iter().find(|x| x.0 == p).map(|x| &x.1);
-    let (Some(_), Some(_)) = (get(0, "pc-2pl"), get(0, "pc-occ")) else {
+    let Some(s) = systems(all) else {
         return; // the baselines are not in this build
     };
     let at = "§VII-C, Fig. 5";
-    // Catenae's throughput over the better baseline's, per client count.
-    let vs_best = |w: usize| -> Vec<f64> {
-        let cat = get(w, "catenae").expect("catenae");
-        let (l, o) = (get(w, "pc-2pl").expect("2pl"), get(w, "pc-occ").expect("occ"));
-        (0..cat.len()).map(|i| cat[i].3 / l[i].3.max(o[i].3)).collect()
-    };
     let list = |v: &[f64]| v.iter().map(|r| format!("{r:.2}")).collect::<Vec<_>>().join(", ");
-    let uni = vs_best(0);
-    cx.claim(Claim::shape(
-        PAPER,
-        at,
-        "read-write uniform: Catenae's throughput above 2PL's and OCC's at every client count",
-        "yes",
-        format!("Catenae / best baseline: {}", list(&uni)),
-        uni.iter().all(|r| *r > 1.0),
-        "pc-occ's closed-loop clients wait one RTT to the nearest majority (EU-US 105 ms) where Catenae's \
-         median waits for the farthest DC's epoch message (EU-AS 127.5 ms one way, plus the epoch)",
-    ));
-    let zipf = vs_best(1);
-    cx.claim(Claim::shape(
-        PAPER,
-        at,
-        "read-write zipf 1: Catenae's throughput above 2PL's and OCC's at every client count",
-        "yes",
-        format!("Catenae / best baseline: {}", list(&zipf)),
-        zipf.iter().all(|r| *r > 1.0),
-        "",
-    ));
-    let scale = |pts: &Vec<Point>| pts[pts.len() - 1].3 / pts[0].3;
-    let cat = get(1, "catenae").expect("catenae");
+    for (w, name, cause) in [
+        (
+            0,
+            "read-write uniform",
+            "pc-occ's closed-loop clients wait one RTT to the nearest majority (EU-US 105 ms) where Catenae's \
+             median waits for the farthest DC's epoch message (EU-AS 127.5 ms one way, plus the epoch)",
+        ),
+        (1, "read-write zipf 1", ""),
+    ] {
+        let x = tps_over_best(s[w]);
+        cx.claim(Claim::shape(
+            PAPER,
+            at,
+            &format!("{name}: Catenae's throughput above 2PL's and OCC's at every client count"),
+            "yes",
+            format!("Catenae / best baseline: {}", list(&x)),
+            x.iter().all(|r| *r > 1.0),
+            cause,
+        ));
+    }
+    let scale = |pts: &[Point]| pts[pts.len() - 1].3 / pts[0].3;
+    let [cat, l, occ] = s[1];
     let clients_x = cat[cat.len() - 1].0 / cat[0].0;
-    let (cs, ls, os) = (
-        scale(cat),
-        scale(get(1, "pc-2pl").expect("2pl")),
-        scale(get(1, "pc-occ").expect("occ")),
-    );
+    let (cs, ls, os) = (scale(cat), scale(l), scale(occ));
     cx.claim(Claim::shape(
         PAPER,
         at,
@@ -379,7 +393,6 @@ fn fig5_claims(cx: &mut Ctx, all: &[Vec<(&str, Vec<Point>)>]) {
         ),
     ));
     let cat_max = cat.iter().map(|q| q.4).fold(0.0, f64::max);
-    let occ = get(1, "pc-occ").expect("occ");
     let occ_min = occ.iter().map(|q| q.4).fold(f64::INFINITY, f64::min);
     let occ_max = occ.iter().map(|q| q.4).fold(0.0, f64::max);
     cx.claim(Claim::shape(
@@ -400,8 +413,7 @@ fn fig5_claims(cx: &mut Ctx, all: &[Vec<(&str, Vec<Point>)>]) {
     // Read-only: > 3x in latency and throughput over the better baseline, both workloads.
     let (mut tps_x, mut lat_x) = (f64::INFINITY, f64::INFINITY);
     for w in [2, 3] {
-        let cat = get(w, "catenae").expect("catenae");
-        let (l, o) = (get(w, "pc-2pl").expect("2pl"), get(w, "pc-occ").expect("occ"));
+        let [cat, l, o] = s[w];
         for i in 0..cat.len() {
             tps_x = tps_x.min(cat[i].3 / l[i].3.max(o[i].3));
             lat_x = lat_x.min(l[i].1.min(o[i].1) / cat[i].1);
@@ -424,7 +436,6 @@ const TPCC: &str = "tpcc:districts=100,items=100000";
 
 /// Fig. 7: TPC-C NewOrder and OrderStatus against the number of clients.
 fn fig7(cx: &mut Ctx) -> Result<()> {
-    let protocols = ["catenae", "pc-2pl", "pc-occ"];
     cx.say(format!(
         "Fig. 7: {TPCC} on gcp3, NewOrder alone and OrderStatus alone; latency (ms), throughput (txn/s), abort rate vs clients (spread over the 3 DCs)"
     ));
@@ -436,55 +447,20 @@ fn fig7(cx: &mut Ctx) -> Result<()> {
     for (label, txn) in workloads {
         let w = format!("{TPCC},txn={txn}");
         cx.say(format!("{label} (`{w}`):"));
-        cx.table(&["protocol", "clients", "lat mean", "lat p50", "tps", "abort", "check"]);
-        let mut per = vec![];
-        for p in protocols {
-            if !meridian_protocols::PROTOCOLS.contains(&p) {
-                cx.row(vec![p.into(), "(not in this build)".into()]);
-                continue;
-            }
-            let mut pts = vec![];
-            for &clients in &sweep {
-                let c = cx.cfg(&gcp3(), &w, 20 * clients as u64, clients, &[])?;
-                let o = cx.run(p, &c)?;
-                let r = &o.report;
-                let abort = r.aborted as f64 / (r.committed + r.aborted).max(1) as f64;
-                cx.row(vec![
-                    p.into(),
-                    clients.to_string(),
-                    f(r.latency_ms.mean, 1),
-                    f(r.latency_ms.p50, 1),
-                    f(r.throughput_tps, 1),
-                    format!("{:.1}%", 100.0 * abort),
-                    ok(&o).into(),
-                ]);
-                pts.push((
-                    clients as f64,
-                    r.latency_ms.mean,
-                    r.latency_ms.p50,
-                    r.throughput_tps,
-                    abort,
-                ));
-            }
-            per.push((p, pts));
-        }
-        all.push(per);
+        all.push(by_clients(cx, &w, &sweep)?);
     }
     fig7_claims(cx, &all);
     cx.say("The paper's Fig. 7 values are described only in its text: the charts draw ours alone.");
     for ((label, txn), per) in workloads.iter().zip(&all) {
         let fig = |metric: &str, y: &str, pick: &dyn Fn(&Point) -> f64| {
-            let mut fg = Figure::new(
+            let fg = Figure::new(
                 &format!("cat-fig7-{txn}-{metric}"),
                 &format!("Fig. 7, TPC-C {label}: {y} vs clients"),
                 "clients (over 3 DCs)",
                 y,
             )
             .log_y();
-            for (p, pts) in per {
-                fg = fg.ours(p, pts.iter().map(|q| (q.0, pick(q))).collect());
-            }
-            fg
+            per_protocol(fg, per, pick)
         };
         cx.figure(fig("latency", "mean latency (ms)", &|q| q.1));
         cx.figure(fig("tps", "throughput (txn/s)", &|q| q.3));
@@ -494,15 +470,13 @@ fn fig7(cx: &mut Ctx) -> Result<()> {
 
 /// Fig. 7's claims (§VII-D's text).
 fn fig7_claims(cx: &mut Ctx, all: &[Vec<(&str, Vec<Point>)>]) {
-    let get = |w: usize, p: &str| all[w].iter().find(|x| x.0 == p).map(|x| &x.1);
-    let (Some(_), Some(_)) = (get(0, "pc-2pl"), get(0, "pc-occ")) else {
+    let Some(s) = systems(all) else {
         return; // the baselines are not in this build
     };
     let at = "§VII-D, Fig. 7";
-    let peak = |pts: &Vec<Point>| pts.iter().map(|q| q.3).fold(0.0, f64::max);
-    let best_base = |w: usize| peak(get(w, "pc-2pl").expect("2pl")).max(peak(get(w, "pc-occ").expect("occ")));
-    let cat = get(0, "catenae").expect("catenae");
-    let tps_x = peak(cat) / best_base(0);
+    let peak = |pts: &[Point]| pts.iter().map(|q| q.3).fold(0.0, f64::max);
+    let [cat, l, occ] = s[0];
+    let tps_x = peak(cat) / peak(l).max(peak(occ));
     cx.claim(Claim::numeric(
         PAPER,
         at,
@@ -517,8 +491,7 @@ fn fig7_claims(cx: &mut Ctx, all: &[Vec<(&str, Vec<Point>)>]) {
     ));
     // Latency at the largest client count: the better baseline's mean over Catenae's.
     let last = cat.len() - 1;
-    let lat = |p: &str| get(0, p).expect("protocol")[last].1;
-    let lat_x = lat("pc-2pl").min(lat("pc-occ")) / cat[last].1;
+    let lat_x = l[last].1.min(occ[last].1) / cat[last].1;
     cx.claim(Claim::numeric(
         PAPER,
         at,
@@ -532,7 +505,6 @@ fn fig7_claims(cx: &mut Ctx, all: &[Vec<(&str, Vec<Point>)>]) {
          about twice Catenae's",
     ));
     let cat_max = cat.iter().map(|q| q.4).fold(0.0, f64::max);
-    let occ = get(0, "pc-occ").expect("occ");
     let occ_min = occ.iter().map(|q| q.4).fold(f64::INFINITY, f64::min);
     cx.claim(Claim::shape(
         PAPER,
@@ -544,13 +516,11 @@ fn fig7_claims(cx: &mut Ctx, all: &[Vec<(&str, Vec<Point>)>]) {
         cat_max < 0.05 && occ_min > 0.1,
         "",
     ));
-    let (mut tps_min, mut lat_max) = (f64::INFINITY, 0.0f64);
-    let cat = get(1, "catenae").expect("catenae");
-    let (l, o) = (get(1, "pc-2pl").expect("2pl"), get(1, "pc-occ").expect("occ"));
-    for i in 0..cat.len() {
-        tps_min = tps_min.min(cat[i].3 / l[i].3.max(o[i].3));
-        lat_max = lat_max.max(cat[i].1 / l[i].1.min(o[i].1));
-    }
+    let [cat, l, o] = s[1];
+    let tps_min = tps_over_best(s[1]).into_iter().fold(f64::INFINITY, f64::min);
+    let lat_max = (0..cat.len())
+        .map(|i| cat[i].1 / l[i].1.min(o[i].1))
+        .fold(0.0f64, f64::max);
     cx.claim(Claim::shape(
         PAPER,
         at,
@@ -609,14 +579,11 @@ fn outage(cx: &mut Ctx) -> Result<()> {
         rates.push((per[1] as f64, during));
     }
     let at = "§VIII-B";
-    cx.claim(Claim::shape(
-        PAPER,
+    cx.claim(blocked(
         at,
         "without majority mode a DC outage blocks scheduling until the DC is back (here: no commit from 3 s to 12 s)",
-        "yes",
-        format!("{:.1} commits/s during the outage", rates[0].1),
-        rates[0].1 == 0.0,
-        "",
+        "outage",
+        rates[0].1,
     ));
     cx.claim(Claim::shape(
         PAPER,
@@ -659,6 +626,20 @@ fn through_fault(
         out.push((*label, o, per));
     }
     Ok(out)
+}
+
+/// The claim that nothing commits during the `fault` (the mode without its remedy):
+/// `rate`, the commits per second measured during it, is zero.
+fn blocked(at: &str, claim: &str, fault: &str, rate: f64) -> Claim {
+    Claim::shape(
+        PAPER,
+        at,
+        claim,
+        "yes",
+        format!("{rate:.1} commits/s during the {fault}"),
+        rate == 0.0,
+        "",
+    )
 }
 
 /// `fg` with one series per run of [`through_fault`]: its commits per second.
@@ -750,14 +731,11 @@ fn failover(cx: &mut Ctx) -> Result<()> {
         rates.push((per[1] as f64, during, gap));
     }
     let at = "§IV";
-    cx.claim(Claim::shape(
-        PAPER,
+    cx.claim(blocked(
         at,
         "without a secondary a coordinator's failure blocks every DC until it is back (here: no commit from 4 s to 12 s)",
-        "yes",
-        format!("{:.1} commits/s during the crash", rates[0].1),
-        rates[0].1 == 0.0,
-        "",
+        "crash",
+        rates[0].1,
     ));
     cx.claim(Claim::shape(
         PAPER,

@@ -9,8 +9,10 @@
 
 use super::{f, Ctx, Experiment};
 use crate::bench::{run_bench, BenchArgs};
+use crate::RunArgs;
 use anyhow::{bail, Context, Result};
 use meridian_protocols::PROTOCOLS;
+use meridian_sim::SimReport;
 use std::path::Path;
 
 /// A base port with `n` free ports after it.
@@ -84,7 +86,18 @@ fn bench_args(file: &Path, workload: &str, clients: u32, secs: u32, seed: u64) -
     }
 }
 
-/// Runs a cluster experiment.
+/// `protocol` on a fresh local cluster of `topology` (its delays emulated if `delay`),
+/// benched for `secs` s with the run flags' workload, clients and seed; the cluster is
+/// stopped before this returns.
+fn bench(args: &RunArgs, protocol: &str, topology: &str, delay: bool, secs: u32) -> Result<SimReport> {
+    let up = Up::start(protocol, topology, delay)?;
+    let out = run_bench(
+        &bench_args(&up.file(), &args.workload, args.clients, secs, args.seed),
+        false,
+    )?;
+    Ok(out.report)
+}
+
 /// This paper's experiments, as `--experiment list` shows them.
 pub const EXPERIMENTS: &[Experiment] = &[
     Experiment {
@@ -121,12 +134,7 @@ fn loopback(cx: &mut Ctx) -> Result<()> {
     ]);
     for topo in ["lan", "us3"] {
         for p in PROTOCOLS {
-            let up = Up::start(p, topo, false)?;
-            let out = run_bench(
-                &bench_args(&up.file(), &args.workload, args.clients, secs, args.seed),
-                false,
-            )?;
-            let r = &out.report;
+            let r = bench(args, p, topo, false, secs)?;
             let t = meridian_core::Topology::preset(topo).expect("preset");
             cx.row(vec![
                 p.to_string(),
@@ -164,21 +172,11 @@ fn rc5(cx: &mut Ctx) -> Result<()> {
         "check",
     ]);
     for p in PROTOCOLS {
-        let up = Up::start(p, "rc5", true)?;
-        let real = run_bench(
-            &bench_args(&up.file(), &args.workload, args.clients, secs, args.seed),
-            false,
-        )?
-        .report;
-        drop(up);
-        let mut cfg = super::config(
-            args,
-            &meridian_core::Topology::preset("rc5").expect("preset"),
-            &args.workload,
-            real.committed.max(200),
-            args.clients,
-            &[],
-        )?;
+        let real = bench(args, p, "rc5", true, secs)?;
+        let topo = meridian_core::Topology::preset("rc5").expect("preset");
+        let mut cfg = cx.cfg(&topo, &args.workload, 0, args.clients, &[])?;
+        // As many transactions as the cluster committed, unscaled even in quick mode.
+        cfg.txns = real.committed.max(200);
         cfg.seed = args.seed;
         let sim = cx.run(p, &cfg)?.report;
         let (a, b) = (&real.commit_latency_ms, &sim.commit_latency_ms);

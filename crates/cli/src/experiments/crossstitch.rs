@@ -157,6 +157,55 @@ fn remote(cx: &Ctx, rtt_ms: f64, workload: &str, txns: u64) -> Result<SimConfig>
     Ok(c)
 }
 
+/// CrossStitch, then the 2PC baseline, on `c`: (CrossStitch's run, 2PC's).
+fn both(cx: &mut Ctx, c: &SimConfig) -> Result<(SimOutput, SimOutput)> {
+    let cs = cx.run("crossstitch", c)?;
+    let tp = cx.run(TWO_PC, c)?;
+    Ok((cs, tp))
+}
+
+/// `fig` with our two series: CrossStitch's and the 2PC baseline's (named by protocol).
+fn ours_both(fig: Figure, cs: Vec<(f64, f64)>, tp: Vec<(f64, f64)>) -> Figure {
+    fig.ours("crossstitch", cs).ours(TWO_PC, tp)
+}
+
+/// Fig. `fig`, which the paper describes only in words (no values): says so, then charts
+/// our two series alone (`cs-fig{fig}`, titled `CrossStitch Fig. {fig}: {title}`).
+fn words_only(cx: &mut Ctx, fig: u32, title: &str, x: &str, y: &str, cs: Vec<(f64, f64)>, tp: Vec<(f64, f64)>) {
+    cx.say(format!(
+        "The paper's Fig. {fig} is described only in words (no values), so the chart shows our runs alone."
+    ));
+    cx.figure(ours_both(
+        Figure::new(
+            &format!("cs-fig{fig}"),
+            &format!("CrossStitch Fig. {fig}: {title}"),
+            x,
+            y,
+        ),
+        cs,
+        tp,
+    ));
+}
+
+/// The claim that CrossStitch's value is above 2PC's at every point, `ratios` being
+/// CrossStitch's over 2PC's.
+fn above_everywhere(at: &str, claim: &str, ratios: &[f64], cause: &str) -> Claim {
+    Claim::shape(
+        PAPER,
+        at,
+        claim,
+        "CS / 2PC > 1",
+        format!("CS / 2PC {}", span(ratios, 2)),
+        ratios.iter().all(|r| *r > 1.0),
+        cause,
+    )
+}
+
+/// CrossStitch's value over 2PC's at each point (`cs` and `tp` over the same x).
+fn ratios(cs: &[(f64, f64)], tp: &[(f64, f64)]) -> Vec<f64> {
+    cs.iter().zip(tp).map(|(a, b)| a.1 / b.1).collect()
+}
+
 /// `min–max` of `v` with `d` decimals (a single value if they agree).
 fn span(v: &[f64], d: usize) -> String {
     let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
@@ -188,8 +237,7 @@ fn fig12(cx: &mut Ctx) -> Result<()> {
     let mut rows = vec![];
     for &(txn, paper_2pc) in &txns {
         let c = remote(cx, 100.0, &format!("tpcc:txn={txn}"), 200)?;
-        let cs = cx.run("crossstitch", &c)?;
-        let tp = cx.run(TWO_PC, &c)?;
+        let (cs, tp) = both(cx, &c)?;
         let (o_cs, o_tp) = (cs.report.wan_trips.mean / 2.0, tp.report.wan_trips.mean / 2.0);
         cx.row(vec![
             txn.to_string(),
@@ -264,8 +312,7 @@ fn fig4(cx: &mut Ctx) -> Result<()> {
     let (mut cs_pts, mut tp_pts) = (vec![], vec![]);
     for ops in cx.sweep(&[2u32, 4, 6, 8, 10, 14, 20]) {
         let c = cx.cfg(&topo, &format!("chain:ops={ops},reads=0.8,keys=100000"), 300, 1, &[])?;
-        let cs = cx.run("crossstitch", &c)?;
-        let tp = cx.run(TWO_PC, &c)?;
+        let (cs, tp) = both(cx, &c)?;
         let (a, b) = (cs.report.latency_ms.mean, tp.report.latency_ms.mean);
         cx.row(vec![
             ops.to_string(),
@@ -277,16 +324,14 @@ fn fig4(cx: &mut Ctx) -> Result<()> {
         cs_pts.push((ops as f64, a));
         tp_pts.push((ops as f64, b));
     }
-    cx.say("The paper's Fig. 4 is described only in words (no values), so the chart shows our runs alone.");
-    cx.figure(
-        Figure::new(
-            "cs-fig4",
-            "CrossStitch Fig. 4: completion time vs chain length, one DC",
-            "operations per transaction",
-            "completion time (ms)",
-        )
-        .ours("crossstitch", cs_pts.clone())
-        .ours("2pc-2pl:copies=2", tp_pts.clone()),
+    words_only(
+        cx,
+        4,
+        "completion time vs chain length, one DC",
+        "operations per transaction",
+        "completion time (ms)",
+        cs_pts.clone(),
+        tp_pts.clone(),
     );
 
     // "both increase linearly": the slope over the sweep's second half against its
@@ -335,14 +380,11 @@ fn fig4(cx: &mut Ctx) -> Result<()> {
     };
     cx.claim(linear);
 
-    let ratios: Vec<f64> = cs_pts.iter().zip(&tp_pts).map(|(a, b)| a.1 / b.1).collect();
-    cx.claim(Claim::shape(
-        PAPER,
+    let ratios = ratios(&cs_pts, &tp_pts);
+    cx.claim(above_everywhere(
         "Fig. 4",
         "one DC: CrossStitch slightly slower than 2PC (marshalling the shipped transaction)",
-        "CS / 2PC > 1",
-        format!("CS / 2PC {}", span(&ratios, 2)),
-        ratios.iter().all(|r| *r > 1.0),
+        &ratios,
         "no cost term large enough for marshalling (2 µs CPU per KiB shipped); 2PC pays a round trip per read and two log forces",
     ));
     Ok(())
@@ -366,8 +408,7 @@ fn fig8(cx: &mut Ctx) -> Result<()> {
     for rtt in cx.sweep(&[50.0, 75.0, 100.0, 125.0, 150.0]) {
         let mut c = cx.cfg(&two(rtt), "chain:ops=10,reads=0.8,keys=100000", 400, 2, &[])?;
         c.jitter = 0.0;
-        let cs = cx.run("crossstitch", &c)?;
-        let tp = cx.run(TWO_PC, &c)?;
+        let (cs, tp) = both(cx, &c)?;
         let (a, b) = (cs.report.latency_ms.mean / rtt, tp.report.latency_ms.mean / rtt);
         cx.row(vec![
             rtt.to_string(),
@@ -395,7 +436,7 @@ fn fig8(cx: &mut Ctx) -> Result<()> {
         &format!("2PC completion time / RTT: 4 dependent remote reads + commit ({over})"),
         (5.0, &tp_r),
     );
-    cx.figure(
+    cx.figure(ours_both(
         Figure::new(
             "cs-fig8",
             "CrossStitch Fig. 8: completion time vs DC latency, two DCs",
@@ -411,10 +452,10 @@ fn fig8(cx: &mut Ctx) -> Result<()> {
             "paper: 2PC 5 x RTT",
             Source::PaperText,
             rtts.iter().map(|r| (*r, 5.0 * r)).collect(),
-        )
-        .ours("crossstitch", cs_pts)
-        .ours("2pc-2pl:copies=2", tp_pts),
-    );
+        ),
+        cs_pts,
+        tp_pts,
+    ));
     Ok(())
 }
 
@@ -438,8 +479,7 @@ fn fig11(cx: &mut Ctx) -> Result<()> {
     for name in cx.sweep(&["us3", "world3", "far3"]) {
         let topo = Topology::preset(name).expect("preset");
         let c = cx.cfg(&topo, "chain:ops=10,reads=0.8,keys=100000", 1500, clients, &[])?;
-        let cs = cx.run("crossstitch", &c)?;
-        let tp = cx.run(TWO_PC, &c)?;
+        let (cs, tp) = both(cx, &c)?;
         let rtts = format!("{}/{}/{}", topo.rtt_ms[0][1], topo.rtt_ms[1][2], topo.rtt_ms[2][0]);
         let abort = |o: &SimOutput| o.report.aborted as f64 / (o.report.committed + o.report.aborted).max(1) as f64;
         let r = cs.report.throughput_tps / tp.report.throughput_tps;
@@ -468,17 +508,17 @@ fn fig11(cx: &mut Ctx) -> Result<()> {
     ));
     cx.say("The paper's Fig. 11 is bars without values, so the chart shows our runs alone.");
     let cat_refs: Vec<&str> = cats.iter().map(|c| c.as_str()).collect();
-    cx.figure(
+    cx.figure(ours_both(
         Figure::new(
             "cs-fig11",
             "CrossStitch Fig. 11: committed throughput on three 3-DC configurations",
             "DC configuration (RTTs)",
             "throughput (txn/s)",
         )
-        .categories(&cat_refs)
-        .ours("crossstitch", cs_pts)
-        .ours("2pc-2pl:copies=2", tp_pts),
-    );
+        .categories(&cat_refs),
+        cs_pts,
+        tp_pts,
+    ));
     let shown = ratios.iter().map(|r| f(*r, 2)).collect::<Vec<_>>().join(" / ");
     cx.claim(Claim::shape(
         PAPER,
@@ -522,8 +562,7 @@ fn tpcc_latency(cx: &mut Ctx, txn: &str, fig: u32, twopc_rtts: f64) -> Result<()
     let mut at_zero = None;
     for rtt in cx.sweep(&[0.0, 50.0, 100.0, 150.0]) {
         let c = remote(cx, rtt, &format!("tpcc:txn={txn}"), 300)?;
-        let cs = cx.run("crossstitch", &c)?;
-        let tp = cx.run(TWO_PC, &c)?;
+        let (cs, tp) = both(cx, &c)?;
         let (a, b) = (cs.report.latency_ms.mean, tp.report.latency_ms.mean);
         let (ra, rb) = if rtt > 0.0 {
             cs_r.push(a / rtt);
@@ -572,7 +611,7 @@ fn tpcc_latency(cx: &mut Ctx, txn: &str, fig: u32, twopc_rtts: f64) -> Result<()
         ));
     }
     cx.say("The paper's curves are not given as values; its series here are Fig. 12's round trips times the RTT, for RTT > 0.");
-    cx.figure(
+    cx.figure(ours_both(
         Figure::new(
             &format!("cs-fig{fig}"),
             &format!("CrossStitch Fig. {fig}: {txn} completion time vs DC latency, client in A, data in B"),
@@ -589,10 +628,10 @@ fn tpcc_latency(cx: &mut Ctx, txn: &str, fig: u32, twopc_rtts: f64) -> Result<()
             &format!("paper: 2PC {twopc_rtts} x RTT (Fig. 12)"),
             Source::PaperText,
             rtts.iter().map(|r| (*r, twopc_rtts * r)).collect(),
-        )
-        .ours("crossstitch", cs_pts)
-        .ours("2pc-2pl:copies=2", tp_pts),
-    );
+        ),
+        cs_pts,
+        tp_pts,
+    ));
     Ok(())
 }
 
@@ -723,8 +762,7 @@ fn fig5(cx: &mut Ctx) -> Result<()> {
     let (mut cs_pts, mut tp_pts) = (vec![], vec![]);
     for reads in cx.sweep(&[0.0, 0.2, 0.4, 0.6, 0.8, 1.0]) {
         let c = cx.cfg(&topo, &format!("chain:ops=10,reads={reads},keys=100000"), 300, 1, &[])?;
-        let cs = cx.run("crossstitch", &c)?;
-        let tp = cx.run(TWO_PC, &c)?;
+        let (cs, tp) = both(cx, &c)?;
         let (a, b) = (cs.report.latency_ms.mean, tp.report.latency_ms.mean);
         let pct = 100.0 * reads;
         cx.row(vec![
@@ -737,16 +775,14 @@ fn fig5(cx: &mut Ctx) -> Result<()> {
         cs_pts.push((pct, a));
         tp_pts.push((pct, b));
     }
-    cx.say("The paper's Fig. 5 is described only in words (no values), so the chart shows our runs alone.");
-    cx.figure(
-        Figure::new(
-            "cs-fig5",
-            "CrossStitch Fig. 5: completion time vs percentage of reads, one DC, ten operations",
-            "read operations (%)",
-            "completion time (ms)",
-        )
-        .ours("crossstitch", cs_pts.clone())
-        .ours("2pc-2pl:copies=2", tp_pts.clone()),
+    words_only(
+        cx,
+        5,
+        "completion time vs percentage of reads, one DC, ten operations",
+        "read operations (%)",
+        "completion time (ms)",
+        cs_pts.clone(),
+        tp_pts.clone(),
     );
 
     let ys = |p: &[(f64, f64)]| p.iter().map(|q| q.1).collect::<Vec<_>>();
@@ -838,18 +874,16 @@ fn fig6(cx: &mut Ctx) -> Result<()> {
         tp_pts.push((servers as f64, b.tps));
     }
     let n = cs_pts.len();
-    cx.say("The paper's Fig. 6 is described only in words (no values), so the chart shows our runs alone.");
-    cx.figure(
-        Figure::new(
-            "cs-fig6",
-            "CrossStitch Fig. 6: saturated committed throughput vs servers, one DC",
-            "servers",
-            "committed throughput (txn/s)",
-        )
-        .ours("crossstitch", cs_pts.clone())
-        .ours("2pc-2pl:copies=2", tp_pts.clone()),
+    words_only(
+        cx,
+        6,
+        "saturated committed throughput vs servers, one DC",
+        "servers",
+        "committed throughput (txn/s)",
+        cs_pts.clone(),
+        tp_pts.clone(),
     );
-    let ratios: Vec<f64> = cs_pts.iter().zip(&tp_pts).map(|(a, b)| a.1 / b.1).collect();
+    let ratios = ratios(&cs_pts, &tp_pts);
     let below = ratios.iter().all(|r| *r < 1.0);
     let slightly = ratios.iter().all(|r| (0.75..1.0).contains(r));
     let claim = Claim::shape(
@@ -961,25 +995,20 @@ fn fig7(cx: &mut Ctx) -> Result<()> {
             f(g1[i], 2)
         ));
     }
-    cx.say("The paper's Fig. 7 is described only in words (no values), so the chart shows our runs alone.");
-    cx.figure(
-        Figure::new(
-            "cs-fig7",
-            "CrossStitch Fig. 7: saturated committed throughput vs servers, two DCs 50 ms apart",
-            "servers",
-            "committed throughput (txn/s)",
-        )
-        .ours("crossstitch", cs_pts.clone())
-        .ours("2pc-2pl:copies=2", tp_pts.clone()),
+    words_only(
+        cx,
+        7,
+        "saturated committed throughput vs servers, two DCs 50 ms apart",
+        "servers",
+        "committed throughput (txn/s)",
+        cs_pts.clone(),
+        tp_pts.clone(),
     );
-    let ratios: Vec<f64> = cs_pts.iter().zip(&tp_pts).map(|(a, b)| a.1 / b.1).collect();
-    cx.claim(Claim::shape(
-        PAPER,
+    let ratios = ratios(&cs_pts, &tp_pts);
+    cx.claim(above_everywhere(
         "Fig. 7",
         "two DCs, 50 ms: CrossStitch's saturated throughput above 2PC's at every size",
-        "CS / 2PC > 1",
-        format!("CS / 2PC {}", span(&ratios, 2)),
-        ratios.iter().all(|r| *r > 1.0),
+        &ratios,
         "2PC not below CrossStitch at every size",
     ));
     let n = cs_pts.len();
@@ -1063,8 +1092,7 @@ fn latency_load(cx: &mut Ctx) -> Result<Vec<AtLatency>> {
             clients /= 16;
         }
         let c = cx.cfg(&two(rtt), CHAIN, 3 * clients as u64, clients, &[])?;
-        let cs = cx.run("crossstitch", &c)?;
-        let tp = cx.run(TWO_PC, &c)?;
+        let (cs, tp) = both(cx, &c)?;
         let why = |o: &SimOutput| {
             o.report
                 .abort_reasons
@@ -1118,16 +1146,14 @@ fn fig9(cx: &mut Ctx) -> Result<()> {
             check(&r.cs, &r.tp),
         ]);
     }
-    cx.say("The paper's Fig. 9 is described only in words (no values), so the chart shows our runs alone.");
-    cx.figure(
-        Figure::new(
-            "cs-fig9",
-            "CrossStitch Fig. 9: successful transactions vs DC latency, saturating clients",
-            "DC round-trip latency (ms)",
-            "committed per 1000 issued",
-        )
-        .ours("crossstitch", rows.iter().map(|r| (r.rtt, r.cs.per1000)).collect())
-        .ours("2pc-2pl:copies=2", rows.iter().map(|r| (r.rtt, r.tp.per1000)).collect()),
+    words_only(
+        cx,
+        9,
+        "successful transactions vs DC latency, saturating clients",
+        "DC round-trip latency (ms)",
+        "committed per 1000 issued",
+        rows.iter().map(|r| (r.rtt, r.cs.per1000)).collect(),
+        rows.iter().map(|r| (r.rtt, r.tp.per1000)).collect(),
     );
     let shown = rows
         .iter()
@@ -1185,25 +1211,20 @@ fn fig10(cx: &mut Ctx) -> Result<()> {
         ]);
     }
     cx.say("cs ms / 2pc ms: mean completion time of the committed transactions under this load.");
-    cx.say("The paper's Fig. 10 is described only in words (no values), so the chart shows our runs alone.");
-    cx.figure(
-        Figure::new(
-            "cs-fig10",
-            "CrossStitch Fig. 10: committed throughput vs DC latency, saturating clients",
-            "DC round-trip latency (ms)",
-            "committed throughput (txn/s)",
-        )
-        .ours("crossstitch", rows.iter().map(|r| (r.rtt, r.cs.tps)).collect())
-        .ours("2pc-2pl:copies=2", rows.iter().map(|r| (r.rtt, r.tp.tps)).collect()),
+    words_only(
+        cx,
+        10,
+        "committed throughput vs DC latency, saturating clients",
+        "DC round-trip latency (ms)",
+        "committed throughput (txn/s)",
+        rows.iter().map(|r| (r.rtt, r.cs.tps)).collect(),
+        rows.iter().map(|r| (r.rtt, r.tp.tps)).collect(),
     );
     let ratios: Vec<f64> = rows.iter().map(|r| r.cs.tps / r.tp.tps).collect();
-    cx.claim(Claim::shape(
-        PAPER,
+    cx.claim(above_everywhere(
         "Fig. 10",
         "CrossStitch's committed throughput above 2PC's at every DC latency",
-        "CS / 2PC > 1",
-        format!("CS / 2PC {}", span(&ratios, 2)),
-        ratios.iter().all(|r| *r > 1.0),
+        &ratios,
         "2PC not below CrossStitch at every latency",
     ));
     let (a, z) = (&rows[0], &rows[rows.len() - 1]);
@@ -1260,8 +1281,7 @@ fn fig15(cx: &mut Ctx) -> Result<()> {
                 &["C"],
             )?;
             c.jitter = 0.0;
-            let cs = cx.run("crossstitch", &c)?;
-            let tp = cx.run(TWO_PC, &c)?;
+            let (cs, tp) = both(cx, &c)?;
             let (a, b) = (cs.report.wan_trips.mean / 2.0, tp.report.wan_trips.mean / 2.0);
             cx.row(vec![
                 d.to_string(),

@@ -108,6 +108,28 @@ fn by_costs(c: Claim, holds_8core: bool, partly: &str, not: &str) -> Claim {
     }
 }
 
+/// One size of the LAN sweeps (Figs. 2 and 6/7), `ops` operations per transaction: 80
+/// clients on `lan`, and 81 on [`lan3`] (for rc); with the 8-core costs when `eight`.
+fn sweep_cfgs(cx: &Ctx, lan: &Topology, ops: u32, eight: bool) -> Result<(SimConfig, SimConfig)> {
+    let txns = if ops >= 32 { 1500 } else { 3000 };
+    let mut c = cx.cfg(lan, &workload(ops), txns, 80, &[])?;
+    let mut c3 = cx.cfg(&lan3(), &workload(ops), txns, 81, &[])?;
+    if eight {
+        eight_core(&mut c);
+        eight_core(&mut c3);
+    }
+    Ok((c, c3))
+}
+
+/// The `lan` preset and, as headers state them, its default costs and the 8-core ones.
+fn lan_and_costs(cx: &Ctx) -> Result<(Topology, String, String)> {
+    let lan = Topology::preset("lan").expect("preset");
+    let probe = cx.cfg(&lan, &workload(1), 1, 1, &[])?;
+    let mut probe8 = probe.clone();
+    eight_core(&mut probe8);
+    Ok((lan, costs(&probe), costs(&probe8)))
+}
+
 /// One size of Fig. 2: mean commit and whole-transaction latency (ms) per protocol.
 struct Fig2Point {
     ops: u32,
@@ -137,13 +159,7 @@ fn fig2_sweep(cx: &mut Ctx, lan: &Topology, eight: bool) -> Result<Vec<Fig2Point
     ]);
     let mut pts = vec![];
     for ops in cx.sweep(&[1u32, 2, 4, 8, 16, 20, 32, 64]) {
-        let txns = if ops >= 32 { 1500 } else { 3000 };
-        let mut c = cx.cfg(lan, &workload(ops), txns, 80, &[])?;
-        let mut c3 = cx.cfg(&lan3(), &workload(ops), txns, 81, &[])?;
-        if eight {
-            eight_core(&mut c);
-            eight_core(&mut c3);
-        }
+        let (c, c3) = sweep_cfgs(cx, lan, ops, eight)?;
         let ha = cx.run("hacommit", &c)?;
         let tp = cx.run("2pc-2pl", &c)?;
         let rc = cx.run("rc", &c3)?;
@@ -179,14 +195,10 @@ fn fig2_sweep(cx: &mut Ctx, lan: &Topology, eight: bool) -> Result<Vec<Fig2Point
 /// definition (HACommit from the client's decision) and over the whole transaction,
 /// with the default costs and the 8-core ones.
 fn fig2(cx: &mut Ctx) -> Result<()> {
-    let lan = Topology::preset("lan").expect("preset");
-    let probe = cx.cfg(&lan, &workload(1), 1, 1, &[])?;
-    let mut probe8 = probe.clone();
-    eight_core(&mut probe8);
+    let (lan, costs1, costs8) = lan_and_costs(cx)?;
     cx.say("Fig. 2: mean commit latency (ms) vs operations per transaction; lan, 80 clients, ycsb 1:1 over 10M keys");
     cx.say(format!(
-        "  {}; commit = client's commit request (2PC, rc) or decision (HACommit) to the end",
-        costs(&probe)
+        "  {costs1}; commit = client's commit request (2PC, rc) or decision (HACommit) to the end"
     ));
     cx.say(
         "  (the paper's definition: HACommit's vote and its replication are part of the last operation; \
@@ -194,8 +206,7 @@ fn fig2(cx: &mut Ctx) -> Result<()> {
     );
     let d = fig2_sweep(cx, &lan, false)?;
     cx.say(format!(
-        "8-core costs (the paper's servers have 8 cores; the simulator serves one input at a time): {}",
-        costs(&probe8)
+        "8-core costs (the paper's servers have 8 cores; the simulator serves one input at a time): {costs8}"
     ));
     let e = fig2_sweep(cx, &lan, true)?;
 
@@ -373,13 +384,7 @@ fn fig6_sweep(cx: &mut Ctx, lan: &Topology, eight: bool) -> Result<Vec<Fig6Point
     cx.table(&["ops", "ha tps", "rc tps", "ha/rc", "ha ms", "rc ms", "rc/ha", "check"]);
     let mut pts = vec![];
     for ops in cx.sweep(&[2u32, 4, 8, 16, 32, 64]) {
-        let txns = if ops >= 32 { 1500 } else { 3000 };
-        let mut c = cx.cfg(lan, &workload(ops), txns, 80, &[])?;
-        let mut c3 = cx.cfg(&lan3(), &workload(ops), txns, 81, &[])?;
-        if eight {
-            eight_core(&mut c);
-            eight_core(&mut c3);
-        }
+        let (c, c3) = sweep_cfgs(cx, lan, ops, eight)?;
         let ha = cx.run("hacommit", &c)?;
         let rc = cx.run("rc", &c3)?;
         let p = Fig6Point {
@@ -407,43 +412,37 @@ fn fig6_sweep(cx: &mut Ctx, lan: &Topology, eight: bool) -> Result<Vec<Fig6Point
 /// Figs. 6 and 7: throughput and mean latency against operations per transaction, with
 /// the default costs and the 8-core ones.
 fn fig6(cx: &mut Ctx) -> Result<()> {
-    let lan = Topology::preset("lan").expect("preset");
-    let probe = cx.cfg(&lan, &workload(1), 1, 1, &[])?;
-    let mut probe8 = probe.clone();
-    eight_core(&mut probe8);
+    let (lan, costs1, costs8) = lan_and_costs(cx)?;
     cx.say("Figs. 6/7: committed txn/s and mean latency (ms) vs operations per transaction; 80 clients, ycsb 1:1 over 10M keys");
-    cx.say(format!("  {}; rc on lan3", costs(&probe)));
+    cx.say(format!("  {costs1}; rc on lan3"));
     let d = fig6_sweep(cx, &lan, false)?;
-    cx.say(format!("8-core costs: {}", costs(&probe8)));
+    cx.say(format!("8-core costs: {costs8}"));
     let e = fig6_sweep(cx, &lan, true)?;
     cx.say("paper: HACommit has the higher throughput and the lower latency in every workload, the gap widening with operations");
     let series = |v: &[Fig6Point], k: fn(&Fig6Point) -> f64| v.iter().map(|p| (p.ops as f64, k(p))).collect();
-    cx.figure(
-        Figure::new(
-            "hacommit-fig6-a",
-            "HACommit Fig. 6: throughput vs operations per transaction",
-            "operations per transaction",
-            "throughput (txn/s)",
-        )
-        .log_y()
-        .ours("hacommit", series(&d, |p| p.ht))
-        .ours("rc on lan3", series(&d, |p| p.rt))
-        .ours("hacommit, 8-core costs", series(&e, |p| p.ht))
-        .ours("rc on lan3, 8-core costs", series(&e, |p| p.rt)),
-    );
-    cx.figure(
-        Figure::new(
-            "hacommit-fig6-b",
-            "HACommit Fig. 7: mean transaction latency vs operations per transaction",
-            "operations per transaction",
-            "mean transaction latency (ms)",
-        )
-        .log_y()
-        .ours("hacommit", series(&d, |p| p.hl))
-        .ours("rc on lan3", series(&d, |p| p.rl))
-        .ours("hacommit, 8-core costs", series(&e, |p| p.hl))
-        .ours("rc on lan3, 8-core costs", series(&e, |p| p.rl)),
-    );
+    // Both protocols, with both costs: `ha` and `rc` pick HACommit's and rc's value.
+    let fig = |file: &str, title: &str, y: &str, ha: fn(&Fig6Point) -> f64, rc: fn(&Fig6Point) -> f64| {
+        Figure::new(file, title, "operations per transaction", y)
+            .log_y()
+            .ours("hacommit", series(&d, ha))
+            .ours("rc on lan3", series(&d, rc))
+            .ours("hacommit, 8-core costs", series(&e, ha))
+            .ours("rc on lan3, 8-core costs", series(&e, rc))
+    };
+    cx.figure(fig(
+        "hacommit-fig6-a",
+        "HACommit Fig. 6: throughput vs operations per transaction",
+        "throughput (txn/s)",
+        |p| p.ht,
+        |p| p.rt,
+    ));
+    cx.figure(fig(
+        "hacommit-fig6-b",
+        "HACommit Fig. 7: mean transaction latency vs operations per transaction",
+        "mean transaction latency (ms)",
+        |p| p.hl,
+        |p| p.rl,
+    ));
     cx.say("  (the paper's Figs. 6/7 give no values, only their order and trend: the charts draw ours alone)");
     let range = |v: &[Fig6Point], k: fn(&Fig6Point) -> f64| {
         let lo = v.iter().map(k).fold(f64::INFINITY, f64::min);
@@ -453,43 +452,45 @@ fn fig6(cx: &mut Ctx) -> Result<()> {
     let partly = "holds with 8-core costs; with one simulated core HACommit's cost is messages (growing with \
                   participants) and rc's its group-committed fsyncs (flat in ops), so rc leads at some sizes";
     let not = "HACommit's cost is messages (growing with participants), rc's its group-committed fsyncs (flat in ops)";
-    let ahead = |v: &[Fig6Point]| v.iter().all(|p| p.ht > p.rt);
-    cx.claim(by_costs(
-        Claim::shape(
-            PAPER,
-            "Fig. 6, §VII-D",
-            "HACommit's throughput is above RCommit's in every workload",
-            "above at every size",
-            format!(
-                "ha/rc {}; 8-core costs {}",
-                range(&d, |p| p.ht / p.rt),
-                range(&e, |p| p.ht / p.rt)
+    // HACommit ahead of rc at every size: `ratio` is its advantage at a size (label
+    // `label`), `wins` whether it is ahead there.
+    let ahead = |at: &str,
+                 claim: &str,
+                 paper: &str,
+                 label: &str,
+                 ratio: fn(&Fig6Point) -> f64,
+                 wins: fn(&Fig6Point) -> bool| {
+        let everywhere = |v: &[Fig6Point]| v.iter().all(wins);
+        by_costs(
+            Claim::shape(
+                PAPER,
+                at,
+                claim,
+                paper,
+                format!("{label} {}; 8-core costs {}", range(&d, ratio), range(&e, ratio)),
+                everywhere(&d),
+                "",
             ),
-            ahead(&d),
-            "",
-        ),
-        ahead(&e),
-        partly,
-        not,
+            everywhere(&e),
+            partly,
+            not,
+        )
+    };
+    cx.claim(ahead(
+        "Fig. 6, §VII-D",
+        "HACommit's throughput is above RCommit's in every workload",
+        "above at every size",
+        "ha/rc",
+        |p| p.ht / p.rt,
+        |p| p.ht > p.rt,
     ));
-    let below = |v: &[Fig6Point]| v.iter().all(|p| p.hl < p.rl);
-    cx.claim(by_costs(
-        Claim::shape(
-            PAPER,
-            "Fig. 7, §VII-D",
-            "HACommit's mean latency is below RCommit's in every workload",
-            "below at every size",
-            format!(
-                "rc/ha {}; 8-core costs {}",
-                range(&d, |p| p.rl / p.hl),
-                range(&e, |p| p.rl / p.hl)
-            ),
-            below(&d),
-            "",
-        ),
-        below(&e),
-        partly,
-        not,
+    cx.claim(ahead(
+        "Fig. 7, §VII-D",
+        "HACommit's mean latency is below RCommit's in every workload",
+        "below at every size",
+        "rc/ha",
+        |p| p.rl / p.hl,
+        |p| p.hl < p.rl,
     ));
     if let (Some(a), Some(b), Some(a8), Some(b8)) = (d.first(), d.last(), e.first(), e.last()) {
         let widens = |a: &Fig6Point, b: &Fig6Point| b.rl / b.hl > a.rl / a.hl;
@@ -632,30 +633,30 @@ fn faults(cx: &mut Ctx) -> Result<()> {
         s(45.0),
         s(55.0)
     );
-    cx.figure(
+    // The three failures, marked on both charts.
+    let failures = |fg: Figure| {
+        fg.mark(15.0 * k, 15.0 * k, " R5 crashes")
+            .mark(30.0 * k, 30.0 * k, " R4 crashes")
+            .mark(45.0 * k, 55.0 * k, " R3 cut off")
+    };
+    cx.figure(failures(
         Figure::new(
             "hacommit-faults-a",
             "HACommit Fig. 3: mean latency while five replicas lose one, two, then three",
             &x,
             "mean transaction latency (ms)",
         )
-        .ours("hacommit, 5 replicas (buckets with commits)", lat)
-        .mark(15.0 * k, 15.0 * k, " R5 crashes")
-        .mark(30.0 * k, 30.0 * k, " R4 crashes")
-        .mark(45.0 * k, 55.0 * k, " R3 cut off"),
-    );
-    cx.figure(
+        .ours("hacommit, 5 replicas (buckets with commits)", lat),
+    ));
+    cx.figure(failures(
         Figure::new(
             "hacommit-faults-b",
             "HACommit Fig. 4: throughput while five replicas lose one, two, then three",
             &x,
             "throughput (commits/s)",
         )
-        .ours("hacommit, 5 replicas", tput)
-        .mark(15.0 * k, 15.0 * k, " R5 crashes")
-        .mark(30.0 * k, 30.0 * k, " R4 crashes")
-        .mark(45.0 * k, 55.0 * k, " R3 cut off"),
-    );
+        .ours("hacommit, 5 replicas", tput),
+    ));
     cx.say(
         "  (the paper's Figs. 3/4 are described only in words, with failures at 50, 100 and 180 s: the charts \
          draw ours alone)",

@@ -369,6 +369,16 @@ impl Group {
         self.best[i].1 / self.best[TWO_PC].1
     }
 
+    /// The claim that system `i`'s max throughput over 2PC's ([`Group::gain`]) is `paper`.
+    fn gain_claim(&self, at: &str, claim: &str, paper: f64, i: usize, cause: &str) -> Claim {
+        Claim::numeric(PAPER, at, claim, paper, self.gain(i), "× 2PC", 0.15, cause)
+    }
+
+    /// The claim that system `i` saturates (its knee) at `paper` clients.
+    fn knee_claim(&self, at: &str, claim: &str, paper: f64, i: usize, cause: &str) -> Claim {
+        Claim::numeric(PAPER, at, claim, paper, self.best[i].2 as f64, "clients", 0.15, cause)
+    }
+
     /// Mean latency of system `i` at each client count.
     fn lat(&self, i: usize) -> Vec<(f64, f64)> {
         self.runs[i]
@@ -492,6 +502,10 @@ fn table(cx: &mut Ctx, what: &str, validate: bool, pipeline: bool, points: &[u32
     Ok(Group { runs: data, best })
 }
 
+/// Why hier-ts costs what hier-lock does here.
+const PER_MSG: &str =
+    "the simulator charges per message, not per byte, so hier-ts's bigger messages cost what hier-lock's do";
+
 /// The root's per-message cap at batch 1 (EVALUATION.md, Figs. 2 and 3).
 const ROOT_CAP: &str = "the root handles 8 votes per transaction, one message each, one input at a time: at 4 cores it caps batch 1 below 2PC; batch 10 already lifts that cap";
 
@@ -508,56 +522,35 @@ fn fig2(cx: &mut Ctx) -> Result<()> {
     cx.figure(g.plot(fig, true, &OFF));
     cx.say(OFF_NOTE);
     cx.say("The paper states no throughput values for Fig. 2 (only its saturation points and gains, in the claims below), so the chart shows our runs alone.");
+    let at = "Fig. 2, §IV-B1";
     let (lock50, ts50) = (g.gain(LOCK50), g.gain(TS50));
-    cx.claim(Claim::numeric(
-        PAPER,
-        "Fig. 2, §IV-B1",
+    cx.claim(g.gain_claim(
+        at,
         "max throughput, hier-lock batch 50 over 2PC, validation off",
         1.23,
-        lock50,
-        "× 2PC",
-        0.15,
+        LOCK50,
         "batching lifts the root's per-message cap further than in the paper, and our 2PC's latency knee comes early (140 clients)",
     ));
-    cx.claim(Claim::numeric(
-        PAPER,
-        "Fig. 2, §IV-B1",
+    cx.claim(g.gain_claim(
+        at,
         "max throughput, hier-ts batch 50 over 2PC, validation off",
         1.15,
-        ts50,
-        "× 2PC",
-        0.15,
-        "the simulator charges per message, not per byte, so hier-ts's bigger messages cost what hier-lock's do",
+        TS50,
+        PER_MSG,
     ));
     cx.claim(Claim::shape(
         PAPER,
-        "Fig. 2, §IV-B1",
+        at,
         "hier-ts batch 50 below hier-lock batch 50 (bigger messages)",
         "+15% vs +23% over 2PC",
         format!("{} vs {}", pct(ts50, 1.0), pct(lock50, 1.0)),
         ts50 < 0.99 * lock50,
-        "the simulator charges per message, not per byte, so hier-ts's bigger messages cost what hier-lock's do",
+        PER_MSG,
     ));
-    cx.claim(Claim::numeric(
-        PAPER,
-        "Fig. 2, §IV-B1",
-        "max throughput, hier-lock batch 1 over 2PC (alike: both saturate at ~180 clients)",
-        1.0,
-        g.gain(LOCK1),
-        "× 2PC",
-        0.15,
-        ROOT_CAP,
-    ));
-    cx.claim(Claim::numeric(
-        PAPER,
-        "Fig. 2, §IV-B1",
-        "max throughput, hier-lock batch 10 over 2PC (alike: both saturate at ~180 clients)",
-        1.0,
-        g.gain(LOCK10),
-        "× 2PC",
-        0.15,
-        ROOT_CAP,
-    ));
+    for (b, i) in [(1, LOCK1), (10, LOCK10)] {
+        let claim = format!("max throughput, hier-lock batch {b} over 2PC (alike: both saturate at ~180 clients)");
+        cx.claim(g.gain_claim(at, &claim, 1.0, i, ROOT_CAP));
+    }
     Ok(())
 }
 
@@ -583,37 +576,17 @@ fn fig3(cx: &mut Ctx) -> Result<()> {
     );
     cx.say(OFF_NOTE);
     cx.say("The paper states Fig. 3's latencies only at 100 clients (§IV-B2, the setting of Fig. 4): those are its points here; its curves are described in words.");
-    let knees = |i: usize| g.best[i].2;
-    cx.claim(Claim::numeric(
-        PAPER,
-        "Fig. 3, §IV-B1",
+    let at = "Fig. 3, §IV-B1";
+    cx.claim(g.knee_claim(
+        at,
         "2PC saturation point (latency 25% above its 20-client value)",
         180.0,
-        knees(TWO_PC) as f64,
-        "clients",
-        0.15,
+        TWO_PC,
         "queueing spreads over 8 nodes: our 2PC's latency passes +25% at 140 clients while its throughput keeps rising slowly past 180",
     ));
-    cx.claim(Claim::numeric(
-        PAPER,
-        "Fig. 3, §IV-B1",
-        "hier-lock batch 1 saturation point",
-        180.0,
-        knees(LOCK1) as f64,
-        "clients",
-        0.15,
-        ROOT_CAP,
-    ));
-    cx.claim(Claim::numeric(
-        PAPER,
-        "Fig. 3, §IV-B1",
-        "hier-lock batch 10 saturation point",
-        180.0,
-        knees(LOCK10) as f64,
-        "clients",
-        0.15,
-        ROOT_CAP,
-    ));
+    for (b, i) in [(1, LOCK1), (10, LOCK10)] {
+        cx.claim(g.knee_claim(at, &format!("hier-lock batch {b} saturation point"), 180.0, i, ROOT_CAP));
+    }
     let runs50 = &g.runs[LOCK50].1;
     let last = runs50.last().map_or(0, |r| r.0);
     cx.claim(match knee_at(runs50) {
@@ -658,73 +631,28 @@ fn fig5(cx: &mut Ctx) -> Result<()> {
     cx.say("Fig. 5: throughput (committed txn/s) vs clients, validation on (§IV-C): locking, validation, tentative versions and installs charged per key operation");
     cx.say("paper: 2PC saturates at ~80 clients, the batched hierarchy at ~100; no throughput gain (\"the gains nearly disappear\")");
     let (serial, piped) = with_pipelining(cx, "tput")?;
-    let fig = |file: &str, title: &str| Figure::new(file, title, "clients", "throughput (committed txn/s)");
-    cx.figure(serial.plot(
-        fig(
-            "hv-fig5-a",
-            "Fig. 5: throughput vs clients, validation on (serial, the paper's)",
-        ),
-        true,
-        &ALL,
-    ));
-    cx.figure(piped.plot(
-        fig("hv-fig5-b", "Fig. 5 beyond the paper: validation on, pipelined"),
-        true,
-        &ALL,
-    ));
+    validation_on_charts(cx, 5, &serial, &piped, true);
     cx.say("The paper states no throughput values for Fig. 5 (only its saturation points, in the claims below), so the charts show our runs alone.");
     const LEAF_WORK: &str = "hier-lock's validation is the leaves' per-key work, which 2PC's participants do as well: serializing it slows both alike, and batching's message savings survive in part";
     const TS_ROOT: &str = "hier-ts's root re-validates every key of every transaction (8 key operations per transaction on one serial thread) on top of the leaves' work; the paper gives no per-key costs for its prototype";
-    cx.claim(Claim::numeric(
-        PAPER,
-        "Fig. 5, §IV-C",
+    let at = "Fig. 5, §IV-C";
+    cx.claim(serial.knee_claim(
+        at,
         "2PC saturation point, validation on",
         80.0,
-        serial.best[TWO_PC].2 as f64,
-        "clients",
-        0.15,
+        TWO_PC,
         "client counts step by 40: latency passes +25% between 60 and 100 clients, which brackets the paper's 80",
     ));
-    cx.claim(Claim::numeric(
-        PAPER,
-        "Fig. 5, §IV-C",
-        "hier-lock batch 50 saturation point, validation on",
-        100.0,
-        serial.best[LOCK50].2 as f64,
-        "clients",
-        0.15,
-        LEAF_WORK,
-    ));
-    cx.claim(Claim::numeric(
-        PAPER,
-        "Fig. 5, §IV-C",
-        "hier-ts batch 50 saturation point, validation on",
-        100.0,
-        serial.best[TS50].2 as f64,
-        "clients",
-        0.15,
-        TS_ROOT,
-    ));
-    cx.claim(Claim::numeric(
-        PAPER,
-        "Fig. 5, §IV-C",
-        "max throughput, hier-lock batch 50 over 2PC, serial validation (\"not larger\")",
-        1.0,
-        serial.gain(LOCK50),
-        "× 2PC",
-        0.15,
-        LEAF_WORK,
-    ));
-    cx.claim(Claim::numeric(
-        PAPER,
-        "Fig. 5, §IV-C",
-        "max throughput, hier-ts batch 50 over 2PC, serial validation (\"not larger\")",
-        1.0,
-        serial.gain(TS50),
-        "× 2PC",
-        0.15,
-        TS_ROOT,
-    ));
+    // The batched hierarchy: (system, index, cause).
+    let batch50 = [("hier-lock", LOCK50, LEAF_WORK), ("hier-ts", TS50, TS_ROOT)];
+    for (p, i, cause) in batch50 {
+        let claim = format!("{p} batch 50 saturation point, validation on");
+        cx.claim(serial.knee_claim(at, &claim, 100.0, i, cause));
+    }
+    for (p, i, cause) in batch50 {
+        let claim = format!("max throughput, {p} batch 50 over 2PC, serial validation (\"not larger\")");
+        cx.claim(serial.gain_claim(at, &claim, 1.0, i, cause));
+    }
     // §IV-D: the gain predicted by §IV-B1 (+23%) is not achieved by the serial
     // prototypes; more concurrency in the data nodes should recover it.
     let (sl, st) = (serial.gain(LOCK50), serial.gain(TS50));
@@ -737,26 +665,14 @@ fn fig5(cx: &mut Ctx) -> Result<()> {
         sl < 1.23 && st < 1.23,
         "serial validation does not cost the hierarchy its message savings here",
     ));
-    cx.claim(Claim::numeric(
-        PAPER,
-        "§IV-D",
-        "concurrent (pipelined) validation recovers the predicted gain: hier-lock batch 50 over pipelined 2PC vs §IV-B1's +23% (max throughput up to 600 clients, where both saturate)",
-        1.23,
-        piped.gain(LOCK50),
-        "× 2PC",
-        0.15,
-        "pipelined validation does not recover the validation-off gain",
-    ));
-    cx.claim(Claim::numeric(
-        PAPER,
-        "§IV-D",
-        "concurrent (pipelined) validation recovers the predicted gain: hier-ts batch 50 over pipelined 2PC vs §IV-B1's +15% (max throughput up to 600 clients, where both saturate)",
-        1.15,
-        piped.gain(TS50),
-        "× 2PC",
-        0.15,
-        "pipelined validation does not recover the validation-off gain",
-    ));
+    for (p, i, paper, gain) in [("hier-lock", LOCK50, 1.23, "+23%"), ("hier-ts", TS50, 1.15, "+15%")] {
+        let claim = format!(
+            "concurrent (pipelined) validation recovers the predicted gain: {p} batch 50 over pipelined 2PC vs \
+             §IV-B1's {gain} (max throughput up to 600 clients, where both saturate)"
+        );
+        let cause = "pipelined validation does not recover the validation-off gain";
+        cx.claim(piped.gain_claim("§IV-D", &claim, paper, i, cause));
+    }
     Ok(())
 }
 
@@ -802,24 +718,28 @@ fn with_pipelining(cx: &mut Ctx, what: &str) -> Result<(Group, Group)> {
     Ok((serial, piped))
 }
 
+/// Fig. `fig`'s two charts of every system against clients, validation on: `serial`
+/// (the paper's, `hv-fig{fig}-a`) and `piped` (beyond the paper, `hv-fig{fig}-b`);
+/// throughput if `tput`, else mean latency.
+fn validation_on_charts(cx: &mut Ctx, fig: u32, serial: &Group, piped: &Group, tput: bool) {
+    let (what, y) = if tput {
+        ("throughput", "throughput (committed txn/s)")
+    } else {
+        ("latency", "mean latency (ms)")
+    };
+    let serial_title = format!("Fig. {fig}: {what} vs clients, validation on (serial, the paper's)");
+    let piped_title = format!("Fig. {fig} beyond the paper: validation on, pipelined");
+    for (g, file, title) in [(serial, "a", serial_title), (piped, "b", piped_title)] {
+        let chart = Figure::new(&format!("hv-fig{fig}-{file}"), &title, "clients", y);
+        cx.figure(g.plot(chart, tput, &ALL));
+    }
+}
+
 fn fig6(cx: &mut Ctx) -> Result<()> {
     cx.say("Fig. 6: mean latency (ms) vs clients, validation on (§IV-C)");
     cx.say("paper: latency keeps rising with clients in every system, since each node validates serially");
     let (serial, piped) = with_pipelining(cx, "lat")?;
-    let fig = |file: &str, title: &str| Figure::new(file, title, "clients", "mean latency (ms)");
-    cx.figure(serial.plot(
-        fig(
-            "hv-fig6-a",
-            "Fig. 6: latency vs clients, validation on (serial, the paper's)",
-        ),
-        false,
-        &ALL,
-    ));
-    cx.figure(piped.plot(
-        fig("hv-fig6-b", "Fig. 6 beyond the paper: validation on, pipelined"),
-        false,
-        &ALL,
-    ));
+    validation_on_charts(cx, 6, &serial, &piped, false);
     cx.say("The paper states no latency values for Fig. 6 (its curves are described in words), so the charts show our runs alone.");
     // Latency at the last client count over the first, per system.
     let growth = |g: &Group| -> Vec<f64> {
@@ -998,7 +918,7 @@ fn fig4(cx: &mut Ctx) -> Result<()> {
     ] {
         let Some(ours) = lat(b, k) else { continue };
         let cause = match (b, k) {
-            (50, 1) => "the simulator charges per message, not per byte, so hier-ts's bigger messages cost what hier-lock's do".to_string(),
+            (50, 1) => PER_MSG.to_string(),
             (75, _) => format!("{FLUSH} (with 100 ms: {:.1} ms)", lat(b, 2).unwrap_or(f64::NAN)),
             (100, _) => format!(
                 "{FLUSH}; with 100 ms ({:.1} ms), 100 clients fill a batch of 100 exactly and move in lockstep, never waiting for the timeout",

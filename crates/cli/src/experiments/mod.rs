@@ -530,8 +530,9 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// A config on `topo` with `clients` spread over `client_dcs` (names; empty: all);
-    /// `txns` is scaled down in quick mode ([`Ctx::n`]).
+    /// The run flags' config on `topo` with `workload`, `txns` and `clients`, clients
+    /// spread over `client_dcs` (names; empty: every DC), and no faults (an experiment
+    /// sets its own); `txns` is scaled down in quick mode ([`Ctx::n`]).
     pub fn cfg(
         &self,
         topo: &Topology,
@@ -540,7 +541,14 @@ impl<'a> Ctx<'a> {
         clients: u32,
         client_dcs: &[&str],
     ) -> Result<SimConfig> {
-        config(self.args, topo, workload, self.n(txns), clients, client_dcs)
+        let mut c = self.args.config()?;
+        c.topology = topo.clone();
+        c.workload = workload.to_string();
+        c.txns = self.n(txns);
+        c.clients = clients;
+        c.client_dcs = client_dcs.iter().map(|d| topo.dc(d)).collect::<Result<_, _>>()?;
+        c.faults = String::new();
+        Ok(c)
     }
 
     /// A checked run (a failed check makes the experiment exit 3).
@@ -578,26 +586,6 @@ pub fn f(x: f64, d: usize) -> String {
 /// An optional paper value with `d` decimals, or `-`.
 pub fn fo(x: Option<f64>, d: usize) -> String {
     x.map_or("-".into(), |v| format!("{v:.d$}"))
-}
-
-/// The run flags' config on `topo` with `workload`, `txns` and `clients`, clients spread
-/// over `client_dcs` (names; empty: every DC), and no faults (an experiment sets its own).
-pub fn config(
-    args: &RunArgs,
-    topo: &Topology,
-    workload: &str,
-    txns: u64,
-    clients: u32,
-    client_dcs: &[&str],
-) -> Result<SimConfig> {
-    let mut c = args.config()?;
-    c.topology = topo.clone();
-    c.workload = workload.to_string();
-    c.txns = txns;
-    c.clients = clients;
-    c.client_dcs = client_dcs.iter().map(|d| topo.dc(d)).collect::<Result<_, _>>()?;
-    c.faults = String::new();
-    Ok(c)
 }
 
 /// The verdict column: `ok` or `FAIL`.

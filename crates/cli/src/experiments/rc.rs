@@ -10,7 +10,7 @@
 
 use super::{f, fo, ok, Claim, Experiment, Figure, Source};
 use anyhow::Result;
-use meridian_core::{secs, Outcome, Time, Topology};
+use meridian_core::{secs, Outcome, Time, Topology, TxnRecord};
 use meridian_protocols::rc::crossover_reads;
 use meridian_sim::{SimConfig, SimOutput};
 
@@ -21,10 +21,41 @@ const RC5: [&str; 5] = ["C", "V", "O", "I", "S"];
 
 use super::Ctx;
 
-/// The paper's load: 5 generators and 10 transactions/s per client DC.
-fn paper_load(cfg: &mut SimConfig, dcs: usize) {
-    cfg.clients = 5 * dcs as u32;
-    cfg.rate = Some(10.0 * dcs as f64);
+/// The paper's run on `topo`: 2500 transactions of `workload` at the paper's load for
+/// every DC of `topo` (5 generators and 10 transactions/s per DC), issued from
+/// `client_dcs` (names; empty: every DC).
+fn paper_cfg(cx: &Ctx, topo: &Topology, workload: &str, client_dcs: &[&str]) -> Result<SimConfig> {
+    let mut c = cx.cfg(topo, workload, 2500, 0, client_dcs)?;
+    let dcs = topo.num_dcs();
+    c.clients = 5 * dcs as u32;
+    c.rate = Some(10.0 * dcs as f64);
+    Ok(c)
+}
+
+/// The committed transactions of `o` with their commit request and end times (those
+/// without either left out).
+fn committed(o: &SimOutput) -> impl Iterator<Item = (&TxnRecord, Time, Time)> {
+    o.history
+        .txns
+        .iter()
+        .filter(|t| t.outcome == Outcome::Committed)
+        .filter_map(|t| Some((t, t.commit_start?, t.end?)))
+}
+
+/// rc with clients in `rc_dcs` and replog with `leaders` and clients in the leader DCs,
+/// both at the paper's load on `topo` ([`paper_cfg`]). Returns (rc, replog).
+fn rc_and_replog(
+    cx: &mut Ctx,
+    topo: &Topology,
+    workload: &str,
+    rc_dcs: &[&str],
+    leaders: &str,
+) -> Result<(SimOutput, SimOutput)> {
+    let c_rc = paper_cfg(cx, topo, workload, rc_dcs)?;
+    let c_rl = paper_cfg(cx, topo, workload, &distinct(leaders))?;
+    let rc = cx.run("rc", &c_rc)?;
+    let rl = cx.run(&format!("replog:leaders={leaders}"), &c_rl)?;
+    Ok((rc, rl))
 }
 
 fn distinct(leaders: &str) -> Vec<&str> {
@@ -128,14 +159,7 @@ fn fig3(cx: &mut Ctx) -> Result<()> {
         let names: Vec<String> = set.chars().map(|c| c.to_string()).collect();
         let names: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
         let topo = rc5.subset(&names)?;
-        let mut c_rc = cx.cfg(&topo, PAPER_WORKLOAD, 2500, 0, &names)?;
-        paper_load(&mut c_rc, names.len());
-        let lead = distinct(leaders);
-        let mut c_rl = cx.cfg(&topo, PAPER_WORKLOAD, 2500, 0, &lead)?;
-        paper_load(&mut c_rl, names.len());
-        c_rl.clients = c_rc.clients;
-        let rc = cx.run("rc", &c_rc)?;
-        let rl = cx.run(&format!("replog:leaders={leaders}"), &c_rl)?;
+        let (rc, rl) = rc_and_replog(cx, &topo, PAPER_WORKLOAD, &names, leaders)?;
         let (a, b) = (rc.report.commit_latency_ms.mean, rl.report.commit_latency_ms.mean);
         let paper_x = px.or(prl.zip(prc).map(|(l, r)| l / r));
         let ours_x = b / a;
@@ -270,8 +294,7 @@ fn fig4(cx: &mut Ctx) -> Result<()> {
     let rc5 = Topology::preset("rc5").expect("preset");
     let all = RC5;
     cx.say("Fig. 4: mean commit latency (ms) by replog leader placement, rc5, paper workload");
-    let mut c_rc = cx.cfg(&rc5, PAPER_WORKLOAD, 2500, 0, &all)?;
-    paper_load(&mut c_rc, 5);
+    let c_rc = paper_cfg(cx, &rc5, PAPER_WORKLOAD, &all)?;
     let rc = cx.run("rc", &c_rc)?;
     let rc_ms = rc.report.commit_latency_ms.mean;
     cx.table(&["leaders", "paper", "measured", "ratio", "check"]);
@@ -293,9 +316,7 @@ fn fig4(cx: &mut Ctx) -> Result<()> {
     // Claims follow the table (live output prints a table once the next block starts).
     let mut claims = vec![];
     for (i, (leaders, paper)) in placements.iter().copied().enumerate() {
-        let lead = distinct(leaders);
-        let mut c = cx.cfg(&rc5, PAPER_WORKLOAD, 2500, 0, &lead)?;
-        paper_load(&mut c, 5);
+        let c = paper_cfg(cx, &rc5, PAPER_WORKLOAD, &distinct(leaders))?;
         let rl = cx.run(&format!("replog:leaders={leaders}"), &c)?;
         let m = rl.report.commit_latency_ms.mean;
         cx.row(vec![
@@ -378,10 +399,7 @@ fn fig4(cx: &mut Ctx) -> Result<()> {
 /// Mean read latency (ms per read) and mean commit latency (ms) of committed transactions.
 fn read_and_commit(o: &SimOutput) -> (f64, f64) {
     let (mut r, mut n, mut c, mut k) = (0.0, 0usize, 0.0, 0usize);
-    for t in o.history.txns.iter().filter(|t| t.outcome == Outcome::Committed) {
-        let (Some(cs), Some(end)) = (t.commit_start, t.end) else {
-            continue;
-        };
+    for (t, cs, end) in committed(o) {
         if !t.reads.is_empty() {
             r += (cs - t.start) as f64 / 1e6;
             n += t.reads.len();
@@ -563,36 +581,23 @@ fn fig6(cx: &mut Ctx) -> Result<()> {
     ));
     let cause = "the per-message CPU cost is one knob standing in for everything the EC2 machines spent; \
          the absolute peaks depend on that calibration";
-    cx.claim(Claim::numeric(
-        PAPER,
-        "Fig. 6",
-        "rc peak throughput (paper: at 165 clients)",
-        1570.0,
-        best_rc.0,
-        "ops/s",
-        0.15,
-        cause,
-    ));
-    cx.claim(Claim::numeric(
-        PAPER,
-        "Fig. 6",
-        "replog peak throughput (paper: at 75 clients)",
-        594.0,
-        best_rl.0,
-        "ops/s",
-        0.15,
-        cause,
-    ));
-    cx.claim(Claim::numeric(
-        PAPER,
-        "Fig. 6",
-        "rc / replog peak throughput",
-        1570.0 / 594.0,
-        best_rc.0 / best_rl.0,
-        "x",
-        0.15,
-        cause,
-    ));
+    for (claim, paper, ours, unit) in [
+        ("rc peak throughput (paper: at 165 clients)", 1570.0, best_rc.0, "ops/s"),
+        (
+            "replog peak throughput (paper: at 75 clients)",
+            594.0,
+            best_rl.0,
+            "ops/s",
+        ),
+        (
+            "rc / replog peak throughput",
+            1570.0 / 594.0,
+            best_rc.0 / best_rl.0,
+            "x",
+        ),
+    ] {
+        cx.claim(Claim::numeric(PAPER, "Fig. 6", claim, paper, ours, unit, 0.15, cause));
+    }
     let last_rl = s_rl.last().map_or(0.0, |p| p.1);
     cx.claim(Claim::shape(
         PAPER,
@@ -633,10 +638,8 @@ fn fig7(cx: &mut Ctx) -> Result<()> {
     let mut pts: Vec<[f64; 7]> = vec![];
     for items in cx.sweep(&[150u64, 300, 750, 1500, 3000, 6000]) {
         let w = format!("ycsb:ops=5,reads=0.5,keys={items}");
-        let mut c_rc = cx.cfg(&rc5, &w, 2500, 0, &all)?;
-        paper_load(&mut c_rc, 5);
-        let mut c_rl = cx.cfg(&rc5, &w, 2500, 0, &["V", "O", "I"])?;
-        paper_load(&mut c_rl, 5);
+        let c_rc = paper_cfg(cx, &rc5, &w, &all)?;
+        let c_rl = paper_cfg(cx, &rc5, &w, &["V", "O", "I"])?;
         let rc = cx.run("rc", &c_rc)?;
         let ww = cx.run("replog:leaders=V/O/I", &c_rl)?;
         let nw = cx.run("replog:leaders=V/O/I,locks=no-wait", &c_rl)?;
@@ -665,56 +668,27 @@ fn fig7(cx: &mut Ctx) -> Result<()> {
     let nw_cause = "the paper describes replog's conflict handling only as 'deadlocked transactions are \
                     aborted'; no-wait (abort on any conflict) is our closest reading";
     let at = format!("Fig. 7b, {} items", p150[0]);
-    cx.claim(Claim::numeric(
-        PAPER,
-        &at,
-        "rc: % of 2500 txns committed",
-        36.0,
-        p150[1],
-        "%",
-        0.15,
-        rc_cause,
-    ));
-    cx.claim(Claim::numeric(
-        PAPER,
-        &at,
-        "replog (wound-wait): % committed",
-        22.32,
-        p150[2],
-        "%",
-        0.15,
-        ww_cause,
-    ));
-    cx.claim(Claim::numeric(
-        PAPER,
-        &at,
-        "replog (no-wait): % committed",
-        22.32,
-        p150[3],
-        "%",
-        0.15,
-        nw_cause,
-    ));
-    cx.claim(Claim::numeric(
-        PAPER,
-        &at,
-        "rc / replog (wound-wait) commits",
-        36.0 / 22.32,
-        p150[1] / p150[2],
-        "x",
-        0.15,
-        ww_cause,
-    ));
-    cx.claim(Claim::numeric(
-        PAPER,
-        &at,
-        "rc / replog (no-wait) commits",
-        36.0 / 22.32,
-        p150[1] / p150[3],
-        "x",
-        0.15,
-        rc_cause,
-    ));
+    for (claim, paper, ours, unit, cause) in [
+        ("rc: % of 2500 txns committed", 36.0, p150[1], "%", rc_cause),
+        ("replog (wound-wait): % committed", 22.32, p150[2], "%", ww_cause),
+        ("replog (no-wait): % committed", 22.32, p150[3], "%", nw_cause),
+        (
+            "rc / replog (wound-wait) commits",
+            36.0 / 22.32,
+            p150[1] / p150[2],
+            "x",
+            ww_cause,
+        ),
+        (
+            "rc / replog (no-wait) commits",
+            36.0 / 22.32,
+            p150[1] / p150[3],
+            "x",
+            rc_cause,
+        ),
+    ] {
+        cx.claim(Claim::numeric(PAPER, &at, claim, paper, ours, unit, 0.15, cause));
+    }
     let (lo, hi) = span(pts.iter().map(|p| p[4]));
     cx.claim(Claim::shape(
         PAPER,
@@ -782,15 +756,7 @@ fn fig10(cx: &mut Ctx) -> Result<()> {
             let dc = rc5.dc(dc_name)?;
             let mut win = [(0.0, 0u64); 3];
             let mut ends: Vec<Time> = vec![];
-            for t in o
-                .history
-                .txns
-                .iter()
-                .filter(|t| t.dc == dc && t.outcome == Outcome::Committed)
-            {
-                let (Some(cs), Some(end)) = (t.commit_start, t.end) else {
-                    continue;
-                };
+            for (t, cs, end) in committed(&o).filter(|(t, ..)| t.dc == dc) {
                 let w = (t.start / win_len) as usize;
                 if w < 3 {
                     win[w].0 += (end - cs) as f64 / 1e6;
@@ -827,46 +793,19 @@ fn fig10(cx: &mut Ctx) -> Result<()> {
     let (rc_c, rc_i) = (by("rc", "C"), by("rc", "I"));
     let (rl_c, rl_i) = (by("replog", "C"), by("replog", "I"));
     let at = "Fig. 10";
-    cx.claim(Claim::numeric(
-        PAPER,
-        at,
-        "rc, C's clients before the outage",
-        90.0,
-        rc_c.2[0],
-        "ms",
-        0.15,
-        "",
-    ));
-    cx.claim(Claim::numeric(
-        PAPER,
-        at,
-        "rc, C's clients during the outage",
-        160.0,
-        rc_c.2[1],
-        "ms",
-        0.15,
-        "",
-    ));
-    cx.claim(Claim::numeric(
-        PAPER,
-        at,
-        "rc, I's clients before the outage",
-        165.0,
-        rc_i.2[0],
-        "ms",
-        0.15,
-        "",
-    ));
-    cx.claim(Claim::numeric(
-        PAPER,
-        at,
-        "rc, I's clients during the outage: barely affected (~165 ms)",
-        165.0,
-        rc_i.2[1],
-        "ms",
-        0.15,
-        "with C down, I's majority of DCs moves farther away for I's clients too",
-    ));
+    for (claim, paper, ours, cause) in [
+        ("rc, C's clients before the outage", 90.0, rc_c.2[0], ""),
+        ("rc, C's clients during the outage", 160.0, rc_c.2[1], ""),
+        ("rc, I's clients before the outage", 165.0, rc_i.2[0], ""),
+        (
+            "rc, I's clients during the outage: barely affected (~165 ms)",
+            165.0,
+            rc_i.2[1],
+            "with C down, I's majority of DCs moves farther away for I's clients too",
+        ),
+    ] {
+        cx.claim(Claim::numeric(PAPER, at, claim, paper, ours, "ms", 0.15, cause));
+    }
     cx.claim(Claim::shape(
         PAPER,
         at,
@@ -950,17 +889,12 @@ fn fig8(cx: &mut Ctx) -> Result<()> {
         let mut topo = rc5.clone();
         topo.shards = k;
         topo.nodes_per_dc = k;
-        let leaders: Vec<&str> = ["V", "O", "I"][..k as usize].to_vec();
-        let mut c_rc = cx.cfg(&topo, PAPER_WORKLOAD, 2500, 0, &RC5)?;
-        paper_load(&mut c_rc, 5);
-        let mut c_rl = cx.cfg(&topo, PAPER_WORKLOAD, 2500, 0, &leaders)?;
-        paper_load(&mut c_rl, 5);
-        let rc = cx.run("rc", &c_rc)?;
-        let rl = cx.run(&format!("replog:leaders={}", leaders.join("/")), &c_rl)?;
+        let leaders = ["V", "O", "I"][..k as usize].join("/");
+        let (rc, rl) = rc_and_replog(cx, &topo, PAPER_WORKLOAD, &RC5, &leaders)?;
         let (a, b) = (rc.report.commit_latency_ms.mean, rl.report.commit_latency_ms.mean);
         cx.row(vec![
             k.to_string(),
-            leaders.join("/"),
+            leaders,
             f(a, 1),
             f(b, 1),
             f(b / a, 2),
@@ -973,26 +907,14 @@ fn fig8(cx: &mut Ctx) -> Result<()> {
     let (first, last) = (pts[0], pts[pts.len() - 1]);
     let rc_cause = "our rc's commit is one majority round from the client's DC plus intra-DC 2PC; \
                     the paper's prototype adds ~6 ms of per-DC processing (see Fig. 3)";
-    cx.claim(Claim::numeric(
-        PAPER,
-        "Fig. 8",
-        "rc commit latency, 1 shard",
-        133.0,
-        first.1,
-        "ms",
-        0.15,
-        rc_cause,
-    ));
-    cx.claim(Claim::numeric(
-        PAPER,
-        "Fig. 8",
-        "rc commit latency, 3 shards",
-        138.0,
-        last.1,
-        "ms",
-        0.15,
-        rc_cause,
-    ));
+    for (claim, paper, ours) in [
+        ("rc commit latency, 1 shard", 133.0, first.1),
+        ("rc commit latency, 3 shards", 138.0, last.1),
+    ] {
+        cx.claim(Claim::numeric(
+            PAPER, "Fig. 8", claim, paper, ours, "ms", 0.15, rc_cause,
+        ));
+    }
     cx.claim(Claim::shape(
         PAPER,
         "Fig. 8",
@@ -1062,12 +984,7 @@ fn fig9(cx: &mut Ctx) -> Result<()> {
     let mut labels: Vec<&str> = vec![];
     for (label, w) in cx.sweep(&[("1:9", 1u32), ("3:7", 3), ("1:1", 5), ("7:3", 7), ("9:1", 9)]) {
         let wl = format!("ycsb:ops=5,reads={},keys=3000", (10 - w) as f64 / 10.0);
-        let mut c_rc = cx.cfg(&rc5, &wl, 2500, 0, &RC5)?;
-        paper_load(&mut c_rc, 5);
-        let mut c_rl = cx.cfg(&rc5, &wl, 2500, 0, &["V", "O", "I"])?;
-        paper_load(&mut c_rl, 5);
-        let rc = cx.run("rc", &c_rc)?;
-        let rl = cx.run("replog:leaders=V/O/I", &c_rl)?;
+        let (rc, rl) = rc_and_replog(cx, &rc5, &wl, &RC5, "V/O/I")?;
         let p = [
             w as f64 / 10.0,
             rc.report.commit_latency_ms.mean,
@@ -1197,8 +1114,7 @@ fn fig11(cx: &mut Ctx) -> Result<()> {
     type Got<'a> = (&'a str, &'a str, f64, f64, Vec<f64>, Vec<(usize, f64)>);
     let mut got: Vec<Got> = vec![];
     for (proto, dcs) in [("rc", &RC5[..]), ("replog:leaders=V/O/I", &["V", "O", "I"][..])] {
-        let mut c = cx.cfg(&rc5, PAPER_WORKLOAD, 2500, 0, dcs)?;
-        paper_load(&mut c, 5);
+        let c = paper_cfg(cx, &rc5, PAPER_WORKLOAD, dcs)?;
         let o = cx.run(proto, &c)?;
         let shards = o.history.meta.shards;
         for dc_name in ["V", "I"] {
@@ -1206,15 +1122,7 @@ fn fig11(cx: &mut Ctx) -> Result<()> {
             let mut pts: Vec<(f64, f64)> = vec![];
             // commit latency by number of shards the transaction touched
             let mut by_shards: Vec<(usize, f64)> = vec![];
-            for t in o
-                .history
-                .txns
-                .iter()
-                .filter(|t| t.dc == dc && t.outcome == Outcome::Committed)
-            {
-                let (Some(cs), Some(end)) = (t.commit_start, t.end) else {
-                    continue;
-                };
+            for (t, cs, end) in committed(&o).filter(|(t, ..)| t.dc == dc) {
                 let commit = (end - cs) as f64 / 1e6;
                 let mut touched: Vec<u32> = t
                     .reads
