@@ -140,12 +140,6 @@ impl<V> Round<V> {
         all && self.applied.insert(dc)
     }
 
-    /// DC `dc` installed the commit; true when all `dcs` DCs have (the round is over).
-    pub fn applied_by(&mut self, dc: DcId, dcs: usize) -> bool {
-        self.applied.insert(dc);
-        self.applied.len() == dcs
-    }
-
     /// Whether the round owes the sweep anything at `now`: a vote due `vote` after it
     /// started (only where the protocol expires unvoted rounds), a nudge or a resend
     /// every `query`. A nudge or resend restarts the round's clock.

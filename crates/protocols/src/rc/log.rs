@@ -113,21 +113,18 @@ impl Server {
                     value,
                 } => {
                     let c = self.ctxns.entry(txn).or_insert_with(|| CTxn::new(coord, None, 0));
-                    if value.is_some() {
-                        c.round.value = value;
-                    }
-                    c.round.my_vote = Some(accept);
-                    c.round.votes.insert(self.dc, accept);
+                    c.round.restore_vote(self.dc, accept, value);
                 }
                 Rec::Decided { txn, commit, value } => {
                     self.done.insert(txn, commit);
-                    if commit && value.is_some() {
-                        let coord = value.as_ref().map(|v| v.coord).unwrap_or(ShardId(0));
-                        let c = self.ctxns.entry(txn).or_insert_with(|| CTxn::new(coord, None, 0));
-                        c.round.value = value;
-                        c.round.decided = Some(true);
-                    } else {
-                        self.ctxns.remove(&txn);
+                    match value {
+                        Some(v) if commit => {
+                            let c = self.ctxns.entry(txn).or_insert_with(|| CTxn::new(v.coord, None, 0));
+                            c.round.restore_commit(v);
+                        }
+                        _ => {
+                            self.ctxns.remove(&txn);
+                        }
                     }
                 }
                 Rec::Ended { txn } => {
