@@ -30,20 +30,8 @@ impl Server {
         let ballot = g.promised;
         cx.charge_log_sync(64 + entry_size(&entry));
         g.log.insert(slot, (ballot, entry.clone()));
-        let chosen = g.chosen;
-        for r in g.replicas.clone() {
-            if r != me {
-                cx.send(
-                    r,
-                    Msg::Accept(Accept {
-                        shard: s,
-                        ballot,
-                        slot,
-                        entry: entry.clone(),
-                        chosen,
-                    }),
-                );
-            }
+        for r in g.replicas.iter().filter(|r| **r != me) {
+            cx.send(*r, g.accept(s, slot, &entry));
         }
     }
 
@@ -285,22 +273,12 @@ impl Server {
     pub(super) fn resend_unchosen(&mut self, s: ShardId, cx: &mut Ctx<'_, Msg>) {
         let me = self.me;
         let g = &self.groups[&s];
-        let ballot = g.promised;
         for slot in g.chosen..g.next_slot {
             let Some((_, entry)) = g.log.get(&slot) else { continue };
             let voted = g.votes.get(&slot);
             for r in &g.replicas {
                 if *r != me && !voted.is_some_and(|v| v.contains(r)) {
-                    cx.send(
-                        *r,
-                        Msg::Accept(Accept {
-                            shard: s,
-                            ballot,
-                            slot,
-                            entry: entry.clone(),
-                            chosen: g.chosen,
-                        }),
-                    );
+                    cx.send(*r, g.accept(s, slot, entry));
                 }
             }
         }

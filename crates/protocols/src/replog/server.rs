@@ -52,6 +52,18 @@ impl Group {
     pub(super) fn majority(&self) -> usize {
         self.replicas.len() / 2 + 1
     }
+
+    /// The leader's `Accept` of `entry` at `slot` of shard `s`, under the ballot this
+    /// replica promised, announcing the chosen prefix it knows.
+    pub(super) fn accept(&self, s: ShardId, slot: u64, entry: &Entry) -> Msg {
+        Msg::Accept(Accept {
+            shard: s,
+            ballot: self.promised,
+            slot,
+            entry: entry.clone(),
+            chosen: self.chosen,
+        })
+    }
 }
 
 /// Participant-side state at a leader.
