@@ -127,7 +127,12 @@ impl<V> Round<V> {
     /// `dc` that install it (from the value). True when this completes the DC's install:
     /// the DC is then counted in `applied`, and the caller tells the peers. Ignored
     /// before a commit is decided.
-    pub fn installed(&mut self, from: NodeId, dc: DcId, installers: impl FnOnce(&V) -> Vec<NodeId>) -> bool {
+    pub fn installed<I: IntoIterator<Item = NodeId>>(
+        &mut self,
+        from: NodeId,
+        dc: DcId,
+        installers: impl FnOnce(&V) -> I,
+    ) -> bool {
         if self.decided != Some(true) {
             return false;
         }
@@ -135,7 +140,7 @@ impl<V> Round<V> {
         let all = self
             .value
             .as_deref()
-            .map(|v| installers(v).iter().all(|n| self.acks.contains(n)))
+            .map(|v| installers(v).into_iter().all(|n| self.acks.contains(&n)))
             .unwrap_or(true);
         all && self.applied.insert(dc)
     }

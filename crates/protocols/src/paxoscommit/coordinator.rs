@@ -397,7 +397,7 @@ impl Server {
     pub(super) fn on_installed(&mut self, from: NodeId, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
         let (dc, layout) = (self.dc, &self.env.layout);
         let Some(a) = self.acc.get_mut(&txn) else { return };
-        if a.installed(from, dc, |v| v.installs(layout, dc).into_keys().collect()) {
+        if a.installed(from, dc, |v| v.installs(layout, dc).into_keys()) {
             for p in self.peers() {
                 cx.send(p, Msg::Applied { txn });
             }

@@ -270,9 +270,7 @@ impl Server {
     pub(super) fn on_ack(&mut self, from: NodeId, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
         let (dc, layout) = (self.dc, &self.env.layout);
         let Some(c) = self.ctxns.get_mut(&txn) else { return };
-        if c.round
-            .installed(from, dc, |v| v.cohorts(layout, dc).into_keys().collect())
-        {
+        if c.round.installed(from, dc, |v| v.cohorts(layout, dc).into_keys()) {
             let coord = c.coord;
             for p in self.peers(coord) {
                 cx.send(p, Msg::Applied { txn });
