@@ -1,6 +1,7 @@
 //! A CrossStitch server: its state (parts of transactions at their chain positions,
 //! backups, acceptors, proposers, tombstones), its sweep (timeouts, queries,
-//! recovery) and its [`Actor`] entry points, which dispatch to the file of each concern.
+//! recovery), its message dispatch (`receive`, to the file of each concern) and its
+//! crash and restart rules (`kit::server::server_frame!` writes the `Actor` wiring).
 
 use super::*;
 
@@ -540,7 +541,6 @@ impl Server {
         // Forget old outcomes and acceptor state.
         self.done.retain(|_, d| now.saturating_sub(d.at) < t.tombstone);
         self.acceptors.retain(|_, a| now.saturating_sub(a.since) < t.tombstone);
-        cx.set_timer(t.sweep, ServerTimer::Sweep);
     }
 
     /// Whether this server is still coming back from a restart: waiting for its
@@ -559,10 +559,10 @@ impl Server {
     }
 }
 
-impl Actor for Server {
-    type Msg = Msg;
-
-    fn on_start(&mut self, cx: &mut Ctx<'_, Msg>) {
+impl Server {
+    /// The start (and each restart, from `on_recover`): the watermark word, the sweep
+    /// armed, and the fail-over watch.
+    pub(super) fn start(&mut self, cx: &mut Ctx<'_, Msg>) {
         // The watermark exists from the start (1: nothing acted on yet), written
         // before anything is handled; only a process that lost even this word (a
         // restart with no disk on a real cluster) finds 0, and then assumes it may
@@ -577,7 +577,8 @@ impl Actor for Server {
         self.send_leases(cx);
     }
 
-    fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+    /// Every message, to its handler.
+    pub(super) fn receive(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
         // Every message that can make this server act on a transaction names its
         // timestamp: the watermark covers it before anything is done.
         match &msg {
@@ -637,20 +638,13 @@ impl Actor for Server {
             Msg::Waive { txn, pos, replica } => self.on_waive(from, txn, pos, replica, cx),
         }
     }
+}
 
-    fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
-        if ServerTimer::of(t) == Some(ServerTimer::Sweep) {
-            self.sweep(cx);
-        }
-    }
-
+crate::kit::server::server_frame! {ServerTimer, start;
     fn on_crash(&mut self) {
         // Nothing survives but the watermarks and, as a witness, the views agreed to
         // (each written durably): the data lives on in the shards' other replicas.
-        let (mark_ts, mark_ballot) = (self.mark_ts, self.mark_ballot);
-        let witnessed = std::mem::take(&mut self.witnessed);
-        *self = Server::new(self.env.clone(), self.me);
-        (self.mark_ts, self.mark_ballot, self.witnessed) = (mark_ts, mark_ballot, witnessed);
+        crate::kit::server::keep_only!(self = Server::new(self.env.clone(), self.me); mark_ts, mark_ballot, witnessed);
     }
 
     fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {

@@ -10,7 +10,7 @@
 use super::client::ClientTimer;
 use super::*;
 use crate::testing::{self, call, deliver};
-use meridian_core::{ms, DcId, Layout, Topology};
+use meridian_core::{ms, Actor, DcId, Layout, Topology};
 use meridian_txn::Arg;
 
 const CLIENT: NodeId = NodeId(8);

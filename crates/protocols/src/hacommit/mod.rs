@@ -204,8 +204,7 @@ use server::*;
 
 use crate::{Env, HoldStats, Protocol};
 use meridian_core::{
-    AbortReason, Actor, ClientId, Ctx, HomeRule, Key, NodeId, Outcome, Placement, ShardId, Time, TimerId, TxnId, Value,
-    VersionId,
+    AbortReason, ClientId, Ctx, HomeRule, Key, NodeId, Outcome, Placement, ShardId, Time, TxnId, Value, VersionId,
 };
 use meridian_storage::{Acquired, Grant, LockMode, LockTable, MvStore, Policy, Prio};
 use rand::Rng as _;

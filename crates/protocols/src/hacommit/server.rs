@@ -1,6 +1,7 @@
 //! A HACommit replica: its per-transaction and per-group state, its housekeeping sweep
 //! (heartbeats, fail-over, recovery of silent transactions, tombstones) and its
-//! [`Actor`] entry points, which dispatch each message to the file of its concern.
+//! message dispatch (`receive`, to the file of each concern) and its crash and restart
+//! rules (`kit::server::server_frame!` writes the `Actor` wiring).
 
 use super::*;
 
@@ -499,14 +500,12 @@ impl Server {
                 d.ctx = None;
             }
         }
-        cx.set_timer(to.sweep, ServerTimer::Sweep);
     }
 }
 
-impl Actor for Server {
-    type Msg = Msg;
-
-    fn on_start(&mut self, cx: &mut Ctx<'_, Msg>) {
+impl Server {
+    /// The start (and each restart, from `on_recover`): the watermark word, the groups' heartbeat clocks, the sweep armed.
+    pub(super) fn start(&mut self, cx: &mut Ctx<'_, Msg>) {
         // The watermark exists from the start (1: nothing acted on yet), written before
         // anything is handled; only a process that lost even this word (a restart with
         // no disk on a real cluster) finds 0 (see `on_recover`).
@@ -519,7 +518,8 @@ impl Actor for Server {
         cx.set_timer(self.env.timeouts.sweep, ServerTimer::Sweep);
     }
 
-    fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+    /// Every message, to its handler.
+    pub(super) fn receive(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
         // Every message that can make this replica vote, hold a vote or act as an
         // acceptor names the transaction's start time (and ballot): the watermarks
         // cover them before anything is done.
@@ -595,18 +595,12 @@ impl Actor for Server {
             Msg::ReadReply { .. } | Msg::NotLeader { .. } | Msg::Vote { .. } | Msg::Wound { .. } => {} // client messages
         }
     }
+}
 
-    fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
-        if ServerTimer::of(t) == Some(ServerTimer::Sweep) {
-            self.sweep(cx);
-        }
-    }
-
+crate::kit::server::server_frame! {ServerTimer, start;
     fn on_crash(&mut self) {
         // Logless: nothing survives but the two watermark words.
-        let (mark_ts, mark_ballot) = (self.mark_ts, self.mark_ballot);
-        *self = Server::new(self.env.clone(), self.me, self.rc);
-        (self.mark_ts, self.mark_ballot) = (mark_ts, mark_ballot);
+        crate::kit::server::keep_only!(self = Server::new(self.env.clone(), self.me, self.rc); mark_ts, mark_ballot);
     }
 
     fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {

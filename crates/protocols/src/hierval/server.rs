@@ -1,10 +1,11 @@
 //! A server node: a data node with its leaf validator (if it holds shards), the inner
-//! validators it hosts, its log, and the `Actor` entry points.
+//! validators it hosts, its log, its message dispatch (`receive`) and its crash and
+//! restart rules (`kit::server::server_frame!` writes the `Actor` wiring).
 
 use super::batch::Batcher;
 use super::*;
 use crate::Env;
-use meridian_core::{Actor, Ctx, Key, NodeId, TimerId, TxnId, Value, VersionId};
+use meridian_core::{Ctx, Key, NodeId, TxnId, Value, VersionId};
 use meridian_storage::{LockTable, Log, LogRecord, MvStore, Policy};
 use rustc_hash::FxHashMap as HashMap;
 
@@ -291,14 +292,9 @@ impl Server {
     }
 }
 
-impl Actor for Server {
-    type Msg = Msg;
-
-    fn on_start(&mut self, cx: &mut Ctx<'_, Msg>) {
-        cx.set_timer(self.env.timeouts.sweep, ServerTimer::Sweep);
-    }
-
-    fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+impl Server {
+    /// Every message, to its handler.
+    pub(super) fn receive(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
         match msg {
             Msg::Read { txn, key, snap, floor } => self.on_read(from, txn, key, snap, floor, cx),
             Msg::Commit(c) => self.on_commit(from, c, cx),
@@ -321,17 +317,15 @@ impl Actor for Server {
         }
     }
 
-    fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
-        match ServerTimer::of(t) {
-            Some(ServerTimer::Flush) => self.batcher.flush(cx),
-            Some(ServerTimer::Sweep) => {
-                self.sweep(cx);
-                cx.set_timer(self.env.timeouts.sweep, ServerTimer::Sweep);
-            }
-            _ => {}
+    /// A timer other than the sweep (which the frame runs): the batcher's flush.
+    fn on_tick(&mut self, t: ServerTimer, cx: &mut Ctx<'_, Msg>) {
+        if t == ServerTimer::Flush {
+            self.batcher.flush(cx);
         }
     }
+}
 
+crate::kit::server::server_frame! {ServerTimer, tick;
     fn on_crash(&mut self) {
         // What survives: the log's synced prefix and the store (the checkpoint: commits
         // are installed in the same step as their forced APPLIED record, and every

@@ -11,6 +11,8 @@
 //! - [`reads`]: reads waiting at a server for a shared lock, each answered exactly once
 //!   (by its grant, or refused all together when the transaction aborts).
 //! - [`marks`]: the durable watermarks of replicas that forget on a crash.
+//! - [`server`]: the server frame (`server_frame!`: a server's `Actor` wiring and its
+//!   periodic sweep) and `keep_only!`, a crash that keeps only the named durable parts.
 //! - [`snapshot`]: the committed state a server reports to the checker.
 //! - [`timers`]: a role's timers as a named enum.
 //! - [`vote`]: a commit round among DCs (Replicated Commit and Paxos Commit): its vote
@@ -21,6 +23,7 @@ pub mod client;
 pub mod image;
 pub mod marks;
 pub mod reads;
+pub mod server;
 pub mod timers;
 pub mod vote;
 

@@ -141,8 +141,8 @@ use {log::*, server::*};
 
 use crate::{ClientRole, Env, FaultModel, HoldStats, Protocol};
 use meridian_core::{
-    AbortReason, Actor, ClientId, Ctx, DcId, HomeRule, Key, Layout, NodeId, Outcome, Placement, ReadRec, Time, TimerId,
-    TxnId, TxnRecord, Value, VersionId, WriteRec,
+    AbortReason, ClientId, Ctx, DcId, HomeRule, Key, Layout, NodeId, Outcome, Placement, ReadRec, Time, TxnId,
+    TxnRecord, Value, VersionId, WriteRec,
 };
 use meridian_storage::{Acquired, Grant, LockMode, LockTable, Log, LogRecord, MvStore, Policy, Prio};
 use meridian_txn::{Call, Execution, Step};

@@ -1,6 +1,7 @@
 //! A server: the data-server role every server plays (its shards' replica in its DC),
 //! and, on the DC's first server, the coordinator role; its state, its housekeeping
-//! sweep and its [`Actor`] entry points.
+//! sweep, its message dispatch (`receive`) and its crash and restart rules
+//! (`kit::server::server_frame!` writes the `Actor` wiring).
 
 use super::*;
 use crate::kit::vote::{Decided, Due, Round};
@@ -209,18 +210,12 @@ impl Server {
             self.compact();
             self.compact_at = (2 * self.log.len()).max(COMPACT_AT);
         }
-        cx.set_timer(to.sweep, ServerTimer::Sweep);
     }
 }
 
-impl Actor for Server {
-    type Msg = Msg;
-
-    fn on_start(&mut self, cx: &mut Ctx<'_, Msg>) {
-        cx.set_timer(self.env.timeouts.sweep, ServerTimer::Sweep);
-    }
-
-    fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+impl Server {
+    /// Every message, to its handler.
+    pub(super) fn receive(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
         match msg {
             // data-server role
             Msg::Read { txn, key, home } => self.on_read(txn, key, home, cx),
@@ -254,26 +249,12 @@ impl Actor for Server {
             Msg::Result(TxnResult { .. }) => {}
         }
     }
+}
 
-    fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
-        if ServerTimer::of(t) == Some(ServerTimer::Sweep) {
-            self.sweep(cx);
-        }
-    }
-
+crate::kit::server::server_frame! {ServerTimer;
     fn on_crash(&mut self) {
-        let mut log = std::mem::take(&mut self.log);
-        log.crash();
-        let store = std::mem::take(&mut self.store);
-        let latest = std::mem::take(&mut self.latest);
-        let rts = std::mem::take(&mut self.rts);
-        let holds = std::mem::take(&mut self.holds);
-        *self = Server::new(self.env.clone(), self.me, self.cc);
-        self.log = log;
-        self.store = store;
-        self.latest = latest;
-        self.rts = rts;
-        self.holds = holds;
+        self.log.crash();
+        crate::kit::server::keep_only!(self = Server::new(self.env.clone(), self.me, self.cc); log, store, latest, rts, holds);
     }
 
     fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {

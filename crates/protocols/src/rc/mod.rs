@@ -80,8 +80,8 @@ use {log::*, server::*};
 
 use crate::{Env, HoldStats, Protocol};
 use meridian_core::{
-    AbortReason, Actor, ClientId, Ctx, DcId, HomeRule, Key, Layout, NodeId, Outcome, Placement, ReadRec, ShardId, Time,
-    TimerId, TxnId, Value, VersionId,
+    AbortReason, ClientId, Ctx, DcId, HomeRule, Key, Layout, NodeId, Outcome, Placement, ReadRec, ShardId, Time, TxnId,
+    Value, VersionId,
 };
 use meridian_storage::{Acquired, LockMode, LockTable, Log, LogRecord, MvStore, Policy};
 use rustc_hash::FxHashMap as HashMap;

@@ -1,5 +1,6 @@
-//! A Replicated Commit server: its state, its sweep (timeouts, queries, resends) and
-//! its [`Actor`] entry points.
+//! A Replicated Commit server: its state, its sweep (timeouts, queries, resends), its
+//! message dispatch (`receive`) and its crash and restart rules
+//! (`kit::server::server_frame!` writes the `Actor` wiring).
 
 use super::*;
 use crate::kit::vote::{Decided, Due, Round};
@@ -152,18 +153,12 @@ impl Server {
             self.compact();
             self.compact_at = (2 * self.log.len()).max(COMPACT_AT);
         }
-        cx.set_timer(to.sweep, ServerTimer::Sweep);
     }
 }
 
-impl Actor for Server {
-    type Msg = Msg;
-
-    fn on_start(&mut self, cx: &mut Ctx<'_, Msg>) {
-        cx.set_timer(self.env.timeouts.sweep, ServerTimer::Sweep);
-    }
-
-    fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+impl Server {
+    /// Every message, to its handler.
+    pub(super) fn receive(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
         match msg {
             Msg::Read { txn, key } => self.on_read(from, txn, key, cx),
             Msg::Release { txn } => self.on_release(txn),
@@ -184,26 +179,12 @@ impl Actor for Server {
             Msg::ReadReply { .. } => {}
         }
     }
+}
 
-    fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
-        if ServerTimer::of(t) == Some(ServerTimer::Sweep) {
-            self.sweep(cx);
-        }
-    }
-
+crate::kit::server::server_frame! {ServerTimer;
     fn on_crash(&mut self) {
-        let mut log = std::mem::take(&mut self.log);
-        log.crash();
-        let store = std::mem::take(&mut self.store);
-        let rts = std::mem::take(&mut self.rts);
-        let holds = std::mem::take(&mut self.holds);
-        let unchecked = self.unchecked;
-        *self = Server::new(self.env.clone(), self.me);
-        self.unchecked = unchecked;
-        self.log = log;
-        self.store = store;
-        self.rts = rts;
-        self.holds = holds;
+        self.log.crash();
+        crate::kit::server::keep_only!(self = Server::new(self.env.clone(), self.me); log, store, rts, holds, unchecked);
     }
 
     fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {

@@ -83,8 +83,8 @@ use server::*;
 
 use crate::{Env, HoldStats, Protocol, Replica};
 use meridian_core::{
-    AbortReason, Actor, ClientId, Ctx, DcId, HomeRule, Key, NodeId, Outcome, Placement, ReplicaSnapshot, ShardId, Time,
-    TimerId, TxnId, Value, VersionId,
+    AbortReason, ClientId, Ctx, DcId, HomeRule, Key, NodeId, Outcome, Placement, ReplicaSnapshot, ShardId, Time, TxnId,
+    Value, VersionId,
 };
 use meridian_storage::{Acquired, Grant, LockMode, LockTable, MvStore, Policy, Prio};
 use rand::Rng as _;

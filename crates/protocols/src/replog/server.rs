@@ -1,5 +1,6 @@
 //! A replica of the replicated log: its state per group and per transaction, its
-//! sweep (heartbeats, elections, vote timeouts) and its [`Actor`] entry points.
+//! sweep (heartbeats, elections, vote timeouts), its message dispatch (`receive`) and
+//! its crash rule (`kit::server::server_frame!` writes the `Actor` wiring).
 
 use super::*;
 
@@ -281,14 +282,12 @@ impl Server {
             self.decide_abort(id, AbortReason::VoteTimeout, cx);
         }
         self.tombstones.retain(|_, t| now.saturating_sub(*t) < to.tombstone);
-        cx.set_timer(to.sweep, ServerTimer::Sweep);
     }
 }
 
-impl Actor for Server {
-    type Msg = Msg;
-
-    fn on_start(&mut self, cx: &mut Ctx<'_, Msg>) {
+impl Server {
+    /// The start (and the default restart): silence counts from now; the sweep armed.
+    pub(super) fn start(&mut self, cx: &mut Ctx<'_, Msg>) {
         let now = cx.now();
         for g in self.groups.values_mut() {
             g.last_heard = now;
@@ -296,7 +295,8 @@ impl Actor for Server {
         cx.set_timer(self.env.timeouts.sweep, ServerTimer::Sweep);
     }
 
-    fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+    /// Every message, to its handler.
+    pub(super) fn receive(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
         match msg {
             Msg::Read { txn, ts, key } => self.on_read(from, txn, ts, key, cx),
             Msg::Release { txn } => self.on_release(txn, cx),
@@ -332,13 +332,9 @@ impl Actor for Server {
             Msg::ReadReply { .. } | Msg::Outcome { .. } | Msg::Redirect { .. } => {}
         }
     }
+}
 
-    fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
-        if ServerTimer::of(t) == Some(ServerTimer::Sweep) {
-            self.sweep(cx);
-        }
-    }
-
+crate::kit::server::server_frame! {ServerTimer, start;
     fn on_crash(&mut self) {
         // Durable: each group's acceptor state, log, applied prefix and pending PREPARE
         // writes (all derived from forced log writes), and the store built from them.

@@ -71,8 +71,7 @@ use {log::*, server::*};
 
 use crate::{Env, Protocol};
 use meridian_core::{
-    AbortReason, Actor, ClientId, Ctx, HomeRule, Key, NodeId, Outcome, Placement, Time, TimerId, TxnId, Value,
-    VersionId,
+    AbortReason, ClientId, Ctx, HomeRule, Key, NodeId, Outcome, Placement, Time, TxnId, Value, VersionId,
 };
 use meridian_storage::{Acquired, Grant, LockMode, LockTable, Log, LogRecord, MvStore, Policy, Prio};
 use rustc_hash::FxHashMap as HashMap;

@@ -1,5 +1,7 @@
 //! A 2PC server (participant and, for the transactions it coordinates, coordinator):
-//! its state, its sweep (timeouts, queries, resends) and its [`Actor`] entry points.
+//! its state, its sweep (timeouts, queries, resends), its message dispatch (`receive`)
+//! and its crash and restart rules (`kit::server::server_frame!` writes the `Actor`
+//! wiring).
 
 use super::*;
 
@@ -74,7 +76,11 @@ pub struct Server {
     /// Decided outcomes, so duplicates and late questions get the same answer.
     pub(super) done: HashMap<TxnId, bool>,
     /// When this incarnation started: transactions begun earlier that it has no COMMIT
-    /// record of are aborted (presumed abort).
+    /// record of are aborted (presumed abort). A first start has no earlier incarnation
+    /// whose transactions to presume aborted: it stays 0. (It used to be this node's
+    /// clock reading at start, which a client clock running behind it made look
+    /// "earlier": under 2 s of skew 140 of 300 transactions aborted as `coordinator
+    /// restarted` without any crash.)
     pub(super) started_at: Time,
     /// Log length that triggers the next checkpoint.
     pub(super) compact_at: usize,
@@ -175,22 +181,12 @@ impl Server {
         for (n, txn) in resend {
             cx.send(n, Msg::Decide { txn, commit: true });
         }
-        cx.set_timer(to.sweep, ServerTimer::Sweep);
     }
 }
 
-impl Actor for Server {
-    type Msg = Msg;
-
-    fn on_start(&mut self, cx: &mut Ctx<'_, Msg>) {
-        // A first start has no earlier incarnation whose transactions to presume
-        // aborted: `started_at` stays 0. (It used to be this node's clock reading, which
-        // a client clock running behind it made look "earlier": under 2 s of skew 140
-        // of 300 transactions aborted as `coordinator restarted` without any crash.)
-        cx.set_timer(self.env.timeouts.sweep, ServerTimer::Sweep);
-    }
-
-    fn on_message(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
+impl Server {
+    /// Every message, to its handler.
+    pub(super) fn receive(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
         match msg {
             Msg::Read { txn, ts, key } => self.on_read(from, txn, ts, key, cx),
             Msg::Release { txn } => self.on_release(txn, cx),
@@ -205,23 +201,13 @@ impl Actor for Server {
             Msg::ReadReply { .. } | Msg::Outcome { .. } => {} // client messages
         }
     }
+}
 
-    fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
-        if ServerTimer::of(t) == Some(ServerTimer::Sweep) {
-            self.sweep(cx);
-        }
-    }
-
+crate::kit::server::server_frame! {ServerTimer;
     fn on_crash(&mut self) {
-        let mut log = std::mem::take(&mut self.log);
-        log.crash();
-        let store = std::mem::take(&mut self.store);
-        let ended = std::mem::take(&mut self.ended);
-        *self = Server::new(self.env.clone(), self.cc, self.me);
-        self.log = log;
-        self.ended = ended;
         // The committed store is the checkpointed on-disk data (see the module docs).
-        self.store = store;
+        self.log.crash();
+        crate::kit::server::keep_only!(self = Server::new(self.env.clone(), self.cc, self.me); log, store, ended);
     }
 
     fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {

@@ -5,7 +5,7 @@ use super::client::ClientTimer;
 use super::*;
 use crate::testing::{call, deliver, fire, Effects};
 use crate::{ClientRole, Replica};
-use meridian_core::{Command, DcId, Layout, Topology};
+use meridian_core::{Actor, Command, DcId, Layout, TimerId, Topology};
 use std::sync::Arc;
 
 /// The node the clients of [`env`] run on.

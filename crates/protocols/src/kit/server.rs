@@ -1,0 +1,78 @@
+//! The server frame most protocols share: a periodic sweep, messages handed to the
+//! room's `receive`, and a crash that keeps only what the protocol names as durable.
+//!
+//! What a crash keeps and what a restart does (replay a log, raise a watermark, ask
+//! peers) is each paper's own; the frame writes only the wiring that is the same
+//! everywhere, and a server's `on_crash` and `on_recover` stay in its room, passed to
+//! `server_frame!` as items.
+
+/// The [`meridian_core::Actor`] impl of a protocol's `Server` whose timers are the enum
+/// `$timer` (declared with [`crate::kit::timers::timers!`]) with a `Sweep`:
+///
+/// - `on_message` hands every message to the server's `receive(from, msg, cx)`;
+/// - the sweep runs every `env.timeouts.sweep`: `self.sweep(cx)`, then re-armed;
+/// - `server_frame!($timer; items)`: `on_start` arms the sweep, and nothing else;
+/// - `server_frame!($timer, start; items)`: `on_start` is the server's own
+///   `start(cx)`, which arms the sweep itself where its order of effects wants it;
+/// - `server_frame!($timer, tick; items)`: as the first form, and the role's other
+///   timers go to its `on_tick(t: $timer, cx)`;
+/// - the items after the `;` are the impl's other methods: `on_crash` (what survives,
+///   usually through `keep_only!`) and `on_recover` (the restart rule).
+macro_rules! server_frame {
+    (@start $timer:ident start) => {
+        fn on_start(&mut self, cx: &mut meridian_core::Ctx<'_, Msg>) {
+            self.start(cx);
+        }
+    };
+    (@start $timer:ident $($form:ident)?) => {
+        fn on_start(&mut self, cx: &mut meridian_core::Ctx<'_, Msg>) {
+            cx.set_timer(self.env.timeouts.sweep, $timer::Sweep);
+        }
+    };
+    (@timer $timer:ident tick) => {
+        fn on_timer(&mut self, t: meridian_core::TimerId, cx: &mut meridian_core::Ctx<'_, Msg>) {
+            match $timer::of(t) {
+                Some($timer::Sweep) => {
+                    self.sweep(cx);
+                    cx.set_timer(self.env.timeouts.sweep, $timer::Sweep);
+                }
+                Some(t) => self.on_tick(t, cx),
+                None => {}
+            }
+        }
+    };
+    (@timer $timer:ident $($form:ident)?) => {
+        fn on_timer(&mut self, t: meridian_core::TimerId, cx: &mut meridian_core::Ctx<'_, Msg>) {
+            if $timer::of(t) == Some($timer::Sweep) {
+                self.sweep(cx);
+                cx.set_timer(self.env.timeouts.sweep, $timer::Sweep);
+            }
+        }
+    };
+    ($timer:ident $(, $form:ident)?; $($extra:item)*) => {
+        impl meridian_core::Actor for Server {
+            type Msg = Msg;
+
+            fn on_message(&mut self, from: meridian_core::NodeId, msg: Msg, cx: &mut meridian_core::Ctx<'_, Msg>) {
+                self.receive(from, msg, cx);
+            }
+
+            $crate::kit::server::server_frame!(@start $timer $($form)?);
+            $crate::kit::server::server_frame!(@timer $timer $($form)?);
+            $($extra)*
+        }
+    };
+}
+pub(crate) use server_frame;
+
+/// A crash: `$server` starts over as `$fresh` (a server built anew) but for the fields
+/// named, which it keeps as they were (its disk, and anything else the protocol says
+/// survives). `keep_only!(self = Server::new(env, me); log, store)`.
+macro_rules! keep_only {
+    ($server:ident = $fresh:expr; $($field:ident),+ $(,)?) => {{
+        let fresh = $fresh;
+        let old = std::mem::replace($server, fresh);
+        $($server.$field = old.$field;)+
+    }};
+}
+pub(crate) use keep_only;
