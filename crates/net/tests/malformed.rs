@@ -204,14 +204,14 @@ proptest! {
 /// Real 2PC messages from client slot 0, for mutation.
 fn real_2pc(s: &Server) -> Vec<Vec<u8>> {
     use meridian_core::{Key, TxnId, Value, VersionId};
-    use meridian_protocols::twopc::{Msg, Part};
+    use meridian_protocols::twopc::{LockedRead, Msg, Part};
     let txn = TxnId { client: 0, seq: 1 };
     let msgs = vec![
-        Msg::Read {
+        Msg::Read(LockedRead {
             txn,
             ts: 5,
             key: Key::new(b"k1"),
-        },
+        }),
         Msg::Commit {
             txn,
             ts: 5,

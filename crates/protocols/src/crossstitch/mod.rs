@@ -173,8 +173,8 @@ pub use server::{txn_replicas, Server};
 
 use crate::{ClientRole, Env, Protocol, Replica};
 use meridian_core::{
-    AbortReason, ClientId, Ctx, HomeRule, Key, NodeId, Outcome, Placement, ReadRec, ReplicaSnapshot, Time,
-    TxnId, TxnRecord, Value, VersionId, WriteRec,
+    AbortReason, ClientId, Ctx, HomeRule, Key, NodeId, Outcome, Placement, ReadRec, ReplicaSnapshot, Time, TxnId,
+    TxnRecord, Value, VersionId, WriteRec,
 };
 use meridian_storage::MvStore;
 use meridian_txn::{Call, Execution, Step};

@@ -5,7 +5,52 @@
 //! aborts. A client may re-send a read (a retry, a duplicated message): the queue holds
 //! at most one read per key, so the grant answers it once, never twice.
 
-use meridian_core::{Ctx, Key, NodeId};
+use meridian_core::{AbortReason, Ctx, Key, NodeId, Time, TxnId, Value, VersionId};
+use meridian_storage::MvStore;
+use serde::{Deserialize, Serialize};
+
+/// A client's read under a shared lock at the server whose lock table holds the key
+/// (2PC's participant, the replicated log's shard leader), with the transaction's
+/// wound-wait priority.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LockedRead {
+    /// Transaction.
+    pub txn: TxnId,
+    /// Priority (the transaction's start time) for wound-wait.
+    pub ts: Time,
+    /// Key.
+    pub key: Key,
+}
+
+/// The answer to a [`LockedRead`]: the version and value read, or why the transaction
+/// was aborted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReadAnswer {
+    /// Transaction.
+    pub txn: TxnId,
+    /// Key.
+    pub key: Key,
+    /// Version and value, or why not.
+    pub result: Result<(Option<VersionId>, Option<Value>), AbortReason>,
+}
+
+impl ReadAnswer {
+    /// The latest committed version of `key` in `store`.
+    pub fn latest(txn: TxnId, key: Key, store: &MvStore) -> Self {
+        let (v, val) = store.latest(&key);
+        let result = Ok((v, val.cloned()));
+        ReadAnswer { txn, key, result }
+    }
+
+    /// A refusal: the transaction was aborted, for `why`.
+    pub fn refused(txn: TxnId, key: Key, why: AbortReason) -> Self {
+        ReadAnswer {
+            txn,
+            key,
+            result: Err(why),
+        }
+    }
+}
 
 /// One waiting read: who asked, for which key, on which causal chain (WAN hops).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

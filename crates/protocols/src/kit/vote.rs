@@ -12,6 +12,39 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+/// A participant's answer to a two-phase commit's PREPARE, to its coordinator: the 2PC
+/// baseline's vote (`twopc::Msg::Vote`), and a cohort's answer inside a DC in Replicated
+/// Commit (`rc::Msg::Prepared`), whose DC vote is a 2PC among its shards.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Prepared {
+    /// Transaction.
+    pub txn: TxnId,
+    /// Prepared (a yes vote)?
+    pub yes: bool,
+    /// Why not.
+    pub reason: Option<AbortReason>,
+}
+
+impl Prepared {
+    /// A yes vote on `txn`.
+    pub fn yes(txn: TxnId) -> Self {
+        Prepared {
+            txn,
+            yes: true,
+            reason: None,
+        }
+    }
+
+    /// A no vote on `txn`, for `reason`.
+    pub fn no(txn: TxnId, reason: AbortReason) -> Self {
+        Prepared {
+            txn,
+            yes: false,
+            reason: Some(reason),
+        }
+    }
+}
+
 /// A DC's vote, sent by its coordinator to the client or the other DCs' coordinators.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DcVote<V> {

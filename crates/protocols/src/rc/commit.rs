@@ -102,14 +102,8 @@ impl Server {
         }
     }
 
-    pub(super) fn on_prepared(
-        &mut self,
-        from: NodeId,
-        txn: TxnId,
-        yes: bool,
-        reason: Option<AbortReason>,
-        cx: &mut Ctx<'_, Msg>,
-    ) {
+    pub(super) fn on_prepared(&mut self, from: NodeId, p: Prepared, cx: &mut Ctx<'_, Msg>) {
+        let Prepared { txn, yes, reason } = p;
         let Some(c) = self.ctxns.get_mut(&txn) else { return };
         if c.round.my_vote.is_some() || c.round.decided.is_some() || !c.preparing {
             return;

@@ -38,7 +38,7 @@ impl Server {
     ) {
         cx.charge_ops((share.reads.len() + share.writes.len()) as u32);
         let answer = |yes: bool, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>| {
-            cx.send(from, Msg::Prepared { txn, yes, reason });
+            cx.send(from, Msg::Prepared(Prepared { txn, yes, reason }));
         };
         if let Some((commit, _)) = self.applied.get(&txn) {
             let c = *commit;

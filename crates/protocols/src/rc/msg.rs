@@ -3,6 +3,7 @@
 //! decisions, queries.
 
 use super::*;
+pub use crate::kit::vote::Prepared;
 
 /// The Paxos value of one transaction: what every DC prepares and, on commit, installs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -92,14 +93,7 @@ pub enum Msg {
         share: Share,
     },
     /// Cohort → coordinator: prepared or not.
-    Prepared {
-        /// Transaction.
-        txn: TxnId,
-        /// Prepared?
-        yes: bool,
-        /// Why not.
-        reason: Option<AbortReason>,
-    },
+    Prepared(Prepared),
     /// Coordinator → client and the other DCs' coordinators: this DC's Paxos vote.
     Vote(crate::kit::vote::DcVote<TxnValue>),
     /// Coordinator → whoever asked after the outcome was decided.

@@ -164,7 +164,7 @@ impl Server {
             Msg::Release { txn } => self.on_release(txn),
             Msg::Accept { txn, value } => self.on_accept(from, txn, value, cx),
             Msg::Prepare { txn, ts, coord, share } => self.on_prepare(from, txn, ts, coord, share, cx),
-            Msg::Prepared { txn, yes, reason } => self.on_prepared(from, txn, yes, reason, cx),
+            Msg::Prepared(p) => self.on_prepared(from, p, cx),
             Msg::Vote(v) => self.on_vote(from, v, cx),
             Msg::Decided(Decided { txn, commit, value }) => self.on_decided(from, txn, commit, value, cx),
             Msg::Applied { txn } => self.on_applied(from, txn, cx),

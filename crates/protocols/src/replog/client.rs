@@ -63,14 +63,8 @@ impl Client {
         let node = self.leaders[s.0 as usize];
         cur.touched.insert(node);
         cur.phase = Phase::Reading(key.clone(), tries);
-        cx.send(
-            node,
-            Msg::Read {
-                txn: cur.t.rec.id,
-                ts: cur.t.rec.start,
-                key,
-            },
-        );
+        let (txn, ts) = (cur.t.rec.id, cur.t.rec.start);
+        cx.send(node, Msg::Read(LockedRead { txn, ts, key }));
         if first {
             // The read's deadline, over every replica it is sent to.
             cur.suspects.clear();
@@ -173,7 +167,10 @@ impl Client {
     pub(super) fn receive(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_mut() else { return };
         match msg {
-            Msg::ReadReply { txn, key, result, hint } if txn == cur.t.rec.id => {
+            Msg::ReadReply {
+                answer: ReadAnswer { txn, key, result },
+                hint,
+            } if txn == cur.t.rec.id => {
                 let tries = match &cur.phase {
                     Phase::Reading(k, t) if *k == key => *t,
                     _ => return,

@@ -212,9 +212,7 @@ impl Server {
         for id in mine {
             if let Some(t) = self.ptxns.remove(&(id, s)) {
                 t.pending_reads.refuse_all(cx, |key| Msg::ReadReply {
-                    txn: id,
-                    key,
-                    result: Err(AbortReason::LeaderChanged),
+                    answer: ReadAnswer::refused(id, key, AbortReason::LeaderChanged),
                     hint: None,
                 });
             }

@@ -11,20 +11,14 @@ impl Server {
         c
     }
 
-    pub(super) fn on_read(&mut self, from: NodeId, txn: TxnId, ts: Time, key: Key, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn on_read(&mut self, from: NodeId, read: LockedRead, cx: &mut Ctx<'_, Msg>) {
+        let LockedRead { txn, ts, key } = read;
         cx.charge_ops(1);
         let s = self.env.layout.shard_of(&key);
         let now = cx.now();
         let refuse = |why: AbortReason, hint: Option<NodeId>, cx: &mut Ctx<'_, Msg>| {
-            cx.send(
-                from,
-                Msg::ReadReply {
-                    txn,
-                    key: key.clone(),
-                    result: Err(why.clone()),
-                    hint,
-                },
-            );
+            let answer = ReadAnswer::refused(txn, key.clone(), why.clone());
+            cx.send(from, Msg::ReadReply { answer, hint });
         };
         let Some(g) = self.groups.get(&s) else {
             return refuse(AbortReason::ShardNotHeld, None, cx);
@@ -55,32 +49,15 @@ impl Server {
             _ => {
                 let why = AbortReason::ReadLockDenied;
                 self.abort_local((txn, s), why.clone(), cx);
-                cx.send(
-                    from,
-                    Msg::ReadReply {
-                        txn,
-                        key,
-                        result: Err(why),
-                        hint: None,
-                    },
-                );
+                let answer = ReadAnswer::refused(txn, key, why);
+                cx.send(from, Msg::ReadReply { answer, hint: None });
             }
         }
     }
 
     pub(super) fn reply_read(&mut self, to: NodeId, txn: TxnId, key: Key, hops: u32, cx: &mut Ctx<'_, Msg>) {
-        let (v, val) = self.store.latest(&key);
-        let result = Ok((v, val.cloned()));
-        cx.send_on_chain(
-            to,
-            Msg::ReadReply {
-                txn,
-                key,
-                result,
-                hint: None,
-            },
-            hops,
-        );
+        let answer = ReadAnswer::latest(txn, key, &self.store);
+        cx.send_on_chain(to, Msg::ReadReply { answer, hint: None }, hops);
     }
 
     /// Wound-wait at shard `s`: the younger holders of a lock an older transaction
@@ -117,9 +94,7 @@ impl Server {
         self.tombstones.insert(txn, cx.now());
         let Some(t) = self.ptxns.remove(&(txn, s)) else { return };
         t.pending_reads.refuse_all(cx, |key| Msg::ReadReply {
-            txn,
-            key,
-            result: Err(why.clone()),
+            answer: ReadAnswer::refused(txn, key, why.clone()),
             hint: None,
         });
         if let PState::Locking { entry, hops, .. } = &t.state {

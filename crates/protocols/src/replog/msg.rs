@@ -3,6 +3,7 @@
 //! commit between group leaders; and the log entries themselves.
 
 use super::*;
+pub use crate::kit::reads::{LockedRead, ReadAnswer};
 
 /// A Paxos ballot: (round, proposer); larger wins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -49,22 +50,11 @@ pub enum Entry {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Msg {
     /// Client → shard leader: read under a shared lock.
-    Read {
-        /// Transaction.
-        txn: TxnId,
-        /// Priority.
-        ts: Time,
-        /// Key.
-        key: Key,
-    },
+    Read(LockedRead),
     /// Leader → client.
     ReadReply {
-        /// Transaction.
-        txn: TxnId,
-        /// Key.
-        key: Key,
-        /// Version and value, or why not.
-        result: Result<(Option<VersionId>, Option<Value>), AbortReason>,
+        /// The read's answer.
+        answer: ReadAnswer,
         /// Who leads the shard, as far as the replier knows.
         hint: Option<NodeId>,
     },

@@ -298,7 +298,7 @@ impl Server {
     /// Every message, to its handler.
     pub(super) fn receive(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
         match msg {
-            Msg::Read { txn, ts, key } => self.on_read(from, txn, ts, key, cx),
+            Msg::Read(r) => self.on_read(from, r, cx),
             Msg::Release { txn } => self.on_release(txn, cx),
             Msg::Prepare { shard, entry } => self.on_prepare(shard, entry, cx),
             Msg::Prepared(v) => {

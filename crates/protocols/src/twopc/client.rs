@@ -56,14 +56,8 @@ impl Client {
                 for key in &keys {
                     let node = self.env.layout.primary(self.env.layout.shard_of(key));
                     cur.touched.insert(node);
-                    cx.send(
-                        node,
-                        Msg::Read {
-                            txn: cur.t.rec.id,
-                            ts: cur.t.rec.start,
-                            key: key.clone(),
-                        },
-                    );
+                    let (txn, ts, key) = (cur.t.rec.id, cur.t.rec.start, key.clone());
+                    cx.send(node, Msg::Read(LockedRead { txn, ts, key }));
                 }
                 cur.phase = Phase::Reading(keys);
                 cx.set_timer(self.env.timeouts.read, ClientTimer::Read);
@@ -134,7 +128,7 @@ impl Client {
     pub(super) fn receive(&mut self, _from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_mut() else { return };
         match msg {
-            Msg::ReadReply { txn, key, result } if txn == cur.t.rec.id => {
+            Msg::ReadReply(ReadAnswer { txn, key, result }) if txn == cur.t.rec.id => {
                 let Phase::Reading(waiting) = &mut cur.phase else {
                     return; // stale
                 };

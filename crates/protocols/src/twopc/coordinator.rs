@@ -43,14 +43,8 @@ impl Server {
         }
     }
 
-    pub(super) fn on_vote(
-        &mut self,
-        from: NodeId,
-        txn: TxnId,
-        yes: bool,
-        reason: Option<AbortReason>,
-        cx: &mut Ctx<'_, Msg>,
-    ) {
+    pub(super) fn on_vote(&mut self, from: NodeId, vote: Prepared, cx: &mut Ctx<'_, Msg>) {
+        let Prepared { txn, yes, reason } = vote;
         let Some(c) = self.ctxns.get_mut(&txn) else {
             return;
         };

@@ -2,6 +2,8 @@
 //! decisions, acknowledgements, queries.
 
 use super::*;
+pub use crate::kit::reads::{LockedRead, ReadAnswer};
+pub use crate::kit::vote::Prepared;
 
 /// One participant node's share of a transaction (every shard it serves for it).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -18,23 +20,9 @@ pub struct Part {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Msg {
     /// Client → participant: read `key` (2PL: under a shared lock).
-    Read {
-        /// Transaction.
-        txn: TxnId,
-        /// Priority timestamp (start time) for wound-wait.
-        ts: Time,
-        /// Key.
-        key: Key,
-    },
+    Read(LockedRead),
     /// Participant → client: the read's result.
-    ReadReply {
-        /// Transaction.
-        txn: TxnId,
-        /// Key.
-        key: Key,
-        /// Version and value, or why the transaction was aborted.
-        result: Result<(Option<VersionId>, Option<Value>), AbortReason>,
-    },
+    ReadReply(ReadAnswer),
     /// Client → participant: the transaction aborted before commit; drop its state.
     Release {
         /// Transaction.
@@ -75,14 +63,7 @@ pub enum Msg {
         part: Part,
     },
     /// Participant → coordinator: vote.
-    Vote {
-        /// Transaction.
-        txn: TxnId,
-        /// Yes?
-        yes: bool,
-        /// Why not, if not.
-        reason: Option<AbortReason>,
-    },
+    Vote(Prepared),
     /// Coordinator → participant: the decision.
     Decide {
         /// Transaction.

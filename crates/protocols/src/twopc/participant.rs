@@ -4,16 +4,13 @@
 use super::*;
 
 impl Server {
-    pub(super) fn on_read(&mut self, from: NodeId, txn: TxnId, ts: Time, key: Key, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn on_read(&mut self, from: NodeId, read: LockedRead, cx: &mut Ctx<'_, Msg>) {
+        let LockedRead { txn, ts, key } = read;
         cx.charge_ops(1);
         if self.tombstones.contains_key(&txn) {
             cx.send(
                 from,
-                Msg::ReadReply {
-                    txn,
-                    key,
-                    result: Err(AbortReason::AbortedHere),
-                },
+                Msg::ReadReply(ReadAnswer::refused(txn, key, AbortReason::AbortedHere)),
             );
             return;
         }
@@ -27,9 +24,7 @@ impl Server {
                 self.occ_waiting.push((from, txn, key, cx.hops()));
                 return;
             }
-            let (v, val) = self.store.latest(&key);
-            let result = Ok((v, val.cloned()));
-            cx.send(from, Msg::ReadReply { txn, key, result });
+            cx.send(from, Msg::ReadReply(ReadAnswer::latest(txn, key, &self.store)));
             return;
         }
         let t = self.seen(txn, ts, cx.now());
@@ -72,9 +67,7 @@ impl Server {
 
     /// Answers a read on the requester's causal chain `hops`.
     pub(super) fn reply_read(&mut self, to: NodeId, txn: TxnId, key: Key, hops: u32, cx: &mut Ctx<'_, Msg>) {
-        let (v, val) = self.store.latest(&key);
-        let result = Ok((v, val.cloned()));
-        cx.send_on_chain(to, Msg::ReadReply { txn, key, result }, hops);
+        cx.send_on_chain(to, Msg::ReadReply(ReadAnswer::latest(txn, key, &self.store)), hops);
     }
 
     /// Aborts wounded transactions that can still abort (not prepared).
@@ -99,22 +92,11 @@ impl Server {
         let Some(t) = self.ptxns.remove(&txn) else {
             return;
         };
-        t.pending_reads.refuse_all(cx, |key| Msg::ReadReply {
-            txn,
-            key,
-            result: Err(why.clone()),
-        });
+        t.pending_reads
+            .refuse_all(cx, |key| Msg::ReadReply(ReadAnswer::refused(txn, key, why.clone())));
         match t.state {
             PState::Preparing { coord, hops, .. } => {
-                cx.send_on_chain(
-                    coord,
-                    Msg::Vote {
-                        txn,
-                        yes: false,
-                        reason: Some(why.clone()),
-                    },
-                    hops,
-                );
+                cx.send_on_chain(coord, Msg::Vote(Prepared::no(txn, why.clone())), hops);
             }
             PState::Prepared { .. } => self.log.append(Rec::Aborted { txn }, cx),
             PState::Active => {}
@@ -155,14 +137,7 @@ impl Server {
     pub(super) fn on_prepare(&mut self, from: NodeId, txn: TxnId, ts: Time, part: Part, cx: &mut Ctx<'_, Msg>) {
         cx.charge_ops((part.reads.len() + part.writes.len()) as u32);
         let no = |reason: AbortReason, cx: &mut Ctx<'_, Msg>| {
-            cx.send(
-                from,
-                Msg::Vote {
-                    txn,
-                    yes: false,
-                    reason: Some(reason),
-                },
-            );
+            cx.send(from, Msg::Vote(Prepared::no(txn, reason)));
         };
         if self.tombstones.contains_key(&txn) {
             return no(AbortReason::AbortedHere, cx);
@@ -171,14 +146,7 @@ impl Server {
         let t = self.seen(txn, ts, now);
         match t.state {
             PState::Prepared { .. } => {
-                cx.send(
-                    from,
-                    Msg::Vote {
-                        txn,
-                        yes: true,
-                        reason: None,
-                    },
-                );
+                cx.send(from, Msg::Vote(Prepared::yes(txn)));
                 return;
             }
             PState::Preparing { .. } => return,
@@ -291,15 +259,7 @@ impl Server {
             part,
             asked: cx.now(),
         };
-        cx.send_on_chain(
-            coord,
-            Msg::Vote {
-                txn,
-                yes: true,
-                reason: None,
-            },
-            hops,
-        );
+        cx.send_on_chain(coord, Msg::Vote(Prepared::yes(txn)), hops);
         if self.mutant == crate::Mutant::EarlyRelease {
             let grants = self.locks.release_all(txn);
             self.on_grants(grants, cx);

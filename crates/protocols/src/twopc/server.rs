@@ -188,12 +188,12 @@ impl Server {
     /// Every message, to its handler.
     pub(super) fn receive(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
         match msg {
-            Msg::Read { txn, ts, key } => self.on_read(from, txn, ts, key, cx),
+            Msg::Read(r) => self.on_read(from, r, cx),
             Msg::Release { txn } => self.on_release(txn, cx),
             Msg::Prepare { txn, ts, part } => self.on_prepare(from, txn, ts, part, cx),
             Msg::Decide { txn, commit } => self.on_decide(from, txn, commit, cx),
             Msg::Commit { txn, ts, parts } => self.on_commit(from, txn, ts, parts, cx),
-            Msg::Vote { txn, yes, reason } => self.on_vote(from, txn, yes, reason, cx),
+            Msg::Vote(v) => self.on_vote(from, v, cx),
             Msg::Ack { txn } => self.on_ack(from, txn, cx),
             Msg::Wound { txn } => self.on_wound(txn, cx),
             Msg::Query { txn } => self.on_query(from, txn, cx),

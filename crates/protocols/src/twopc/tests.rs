@@ -54,7 +54,7 @@ fn sent(e: &Effects<Msg>) -> Vec<(NodeId, Msg)> {
 /// Whether the first message `e` sent is a yes vote (panics if it is not a vote).
 fn voted_yes(e: &Effects<Msg>) -> bool {
     match &sent(e)[..] {
-        [(_, Msg::Vote { yes, .. }), ..] => *yes,
+        [(_, Msg::Vote(v)), ..] => v.yes,
         s => panic!("no vote first: {s:?}"),
     }
 }
@@ -87,11 +87,11 @@ fn vid(t: TxnId) -> VersionId {
 }
 
 fn read(txn: TxnId, ts: Time, key: &Key) -> Msg {
-    Msg::Read {
+    Msg::Read(LockedRead {
         txn,
         ts,
         key: key.clone(),
-    }
+    })
 }
 
 fn commit(txn: TxnId, ts: Time, parts: Vec<Part>) -> Msg {
@@ -103,11 +103,7 @@ fn prepare(txn: TxnId, ts: Time, part: Part) -> Msg {
 }
 
 fn vote_yes(txn: TxnId) -> Msg {
-    Msg::Vote {
-        txn,
-        yes: true,
-        reason: None,
-    }
+    Msg::Vote(Prepared::yes(txn))
 }
 
 fn decide(txn: TxnId, commit: bool) -> Msg {
@@ -173,16 +169,16 @@ fn test_client_reads_from_primary_and_commits_through_a_coordinator_in_its_dc() 
     let e = call(&mut c, 0, me, |c, cx| c.submit(tid(0, 1), call_, cx));
     let s = sent(&e);
     assert_eq!(s.len(), 1);
-    let (to, Msg::Read { key, .. }) = &s[0] else {
+    let (to, Msg::Read(LockedRead { key, .. })) = &s[0] else {
         panic!("{s:?}")
     };
     assert_eq!(*to, env.layout.primary(env.layout.shard_of(key)));
     assert_eq!(env.layout.dc_of(*to), DcId(1));
-    let reply = Msg::ReadReply {
+    let reply = Msg::ReadReply(ReadAnswer {
         txn: tid(0, 1),
         key: key.clone(),
         result: Ok((None, None)),
-    };
+    });
     let e = deliver(&mut c, 50, me, *to, reply);
     let s = sent(&e);
     let (coord, Msg::Commit { parts, .. }) = &s[0] else {
@@ -215,10 +211,10 @@ fn test_participant_forces_prepare_before_vote_and_commit_before_ack() {
     let e = n.recv(0, CLIENT, read(t, 0, &k));
     assert!(matches!(
         &sent(&e)[0].1,
-        Msg::ReadReply {
+        Msg::ReadReply(ReadAnswer {
             result: Ok((None, None)),
             ..
-        }
+        })
     ));
     let e = n.recv(10, coord, prepare(t, 0, read_write(n.me, &k, t, 5)));
     assert_eq!(e.work.log_syncs, 1, "PREPARED is forced before the vote");
@@ -247,7 +243,7 @@ fn test_participant_wound_wait_older_prepare_wounds_younger_reader() {
     assert!(sent(&e).is_empty());
     let e = n.recv(40, NodeId(0), decide(old, true));
     assert!(sent(&e).iter().any(
-        |(_, m)| matches!(m, Msg::ReadReply { txn, result: Ok((Some(v), _)), .. } if *txn == r && *v == vid(old))
+        |(_, m)| matches!(m, Msg::ReadReply(ReadAnswer { txn, result: Ok((Some(v), _)), .. }) if *txn == r && *v == vid(old))
     ));
 }
 
@@ -300,7 +296,7 @@ fn test_occ_read_of_a_prepared_write_waits_for_the_decision() {
     let e = n.recv(9, NodeId(0), decide(w, true));
     assert!(
         sent(&e).iter().any(|(to, m)| *to == CLIENT
-            && matches!(m, Msg::ReadReply { txn, result: Ok((Some(v), _)), .. } if *txn == r && *v == vid(w))),
+            && matches!(m, Msg::ReadReply(ReadAnswer { txn, result: Ok((Some(v), _)), .. }) if *txn == r && *v == vid(w))),
         "{:?}",
         sent(&e)
     );
@@ -355,11 +351,7 @@ fn test_coordinator_forces_commit_before_telling_anyone_and_aborts_on_a_no() {
     // a second transaction with a no vote aborts without a forced write
     let t2 = tid(0, 2);
     n.recv(30, CLIENT, commit(t2, 30, vec![empty(p2)]));
-    let no = Msg::Vote {
-        txn: t2,
-        yes: false,
-        reason: Some(AbortReason::Other("x".into())),
-    };
+    let no = Msg::Vote(Prepared::no(t2, AbortReason::Other("x".into())));
     let e = n.recv(40, p2, no);
     assert_eq!(e.work.log_syncs, 0);
     assert!(matches!(&sent(&e)[0].1, Msg::Outcome { commit: false, .. }));
@@ -455,7 +447,7 @@ fn test_participant_recovery_keeps_prepared_locks_and_asks_the_coordinator() {
     let e = n.recv(now + 3, coord, decide(t, true));
     assert!(sent(&e)
         .iter()
-        .any(|(_, m)| matches!(m, Msg::ReadReply { result: Ok((Some(v), _)), .. } if *v == vid(t))));
+        .any(|(_, m)| matches!(m, Msg::ReadReply(ReadAnswer { result: Ok((Some(v), _)), .. }) if *v == vid(t))));
 }
 
 #[test]
@@ -500,16 +492,18 @@ fn test_interactive_client_pauses_resumes_and_aborts_when_its_caller_is_idle() {
         };
         call(c, 0, me, |c, cx| c.submit(t, first, cx))
     };
-    let a_is = |t: TxnId, value: Option<Value>| Msg::ReadReply {
-        txn: t,
-        key: a.clone(),
-        result: Ok((None, value)),
+    let a_is = |t: TxnId, value: Option<Value>| {
+        Msg::ReadReply(ReadAnswer {
+            txn: t,
+            key: a.clone(),
+            result: Ok((None, value)),
+        })
     };
     let mut c = Client::new(env.clone(), me, ClientId(0));
     let t = tid(0, 1);
     // The first read goes to a's primary, like any program's.
     let e = start(&mut c, t);
-    assert!(matches!(&sent(&e)[..], [(NodeId(2), Msg::Read { key, .. })] if *key == a));
+    assert!(matches!(&sent(&e)[..], [(NodeId(2), Msg::Read(LockedRead { key, .. }))] if *key == a));
     // Its value is handed to the caller; nothing is sent; the idle timer is armed.
     let e = deliver(&mut c, 50, me, NodeId(2), a_is(t, Some(Value::from_u64(4))));
     assert!(sent(&e).is_empty());
