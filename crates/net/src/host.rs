@@ -39,7 +39,7 @@
 
 use crate::cluster::Cluster;
 use crate::journal::{Entry, Journal};
-use crate::wire::{Counters, NodeReport, Status, Wire};
+use crate::wire::{Counters, Envelope, NodeReport, Status, Wire};
 use crate::{encode, FrameReader};
 use meridian_core::{
     rng_for, Actor, ClientId, Command, Ctx, DcId, Layout, NodeId, Rng, Time, TimerId, TxnId, TxnRecord, Value,
@@ -136,13 +136,7 @@ impl Routes {
 
 /// An input for the event loop from a connection.
 pub(crate) enum Event<M> {
-    Net {
-        from: NodeId,
-        to: NodeId,
-        hops: u32,
-        sent_at: Time,
-        msg: M,
-    },
+    Net(Envelope<M>),
     Status(mpsc::Sender<Vec<u8>>),
     Report(mpsc::Sender<Vec<u8>>),
     Cut(Vec<(u32, u32)>, Time, mpsc::Sender<Vec<u8>>),
@@ -463,22 +457,30 @@ impl<P: Protocol> Core<P> {
         if self.layout.dc_of(from) != self.layout.dc_of(to) {
             self.stats.sent_wan.fetch_add(1, Ordering::Relaxed);
         }
-        if self.locals.contains_key(&to) {
-            self.deliver_later(from, to, hops, now, msg);
-            return;
-        }
-        let frame = encode(&Wire::Msg {
+        let e = Envelope {
             from,
             to,
             hops,
             sent_at: now,
             msg,
-        });
+        };
+        if self.locals.contains_key(&to) {
+            self.deliver_later(e);
+            return;
+        }
+        let frame = encode(&Wire::Msg(e));
         self.outbox.push((to, frame));
     }
 
     /// Schedules a message that arrived (or was sent locally) at its delivery time.
-    fn deliver_later(&mut self, from: NodeId, to: NodeId, hops: u32, sent_at: Time, msg: P::Msg) {
+    fn deliver_later(&mut self, e: Envelope<P::Msg>) {
+        let Envelope {
+            from,
+            to,
+            hops,
+            sent_at,
+            msg,
+        } = e;
         if from.0 >= self.layout.num_nodes() {
             return;
         }
@@ -655,13 +657,7 @@ impl<P: Protocol> Core<P> {
 
     fn on_event(&mut self, ev: Event<P::Msg>) {
         match ev {
-            Event::Net {
-                from,
-                to,
-                hops,
-                sent_at,
-                msg,
-            } => self.deliver_later(from, to, hops, sent_at, msg),
+            Event::Net(e) => self.deliver_later(e),
             Event::Cut(pairs, until, reply) => {
                 let dcs = self.cluster.topology.num_dcs() as u32;
                 self.cut = pairs
@@ -871,26 +867,14 @@ async fn read_loop<M: serde::de::DeserializeOwned + Send + 'static>(
                 Err(e) => return format!("bad frame: {e}"),
             };
             let ev = match w {
-                Wire::Msg {
-                    from,
-                    to,
-                    hops,
-                    sent_at,
-                    msg,
-                } => {
-                    if !allowed_from.contains(&from) {
-                        return format!("message from {from}, which this connection did not introduce");
+                Wire::Msg(e) => {
+                    if !allowed_from.contains(&e.from) {
+                        return format!("message from {}, which this connection did not introduce", e.from);
                     }
-                    if !hosted.contains(&to) {
-                        return format!("message for {to}, which this process does not host");
+                    if !hosted.contains(&e.to) {
+                        return format!("message for {}, which this process does not host", e.to);
                     }
-                    Event::Net {
-                        from,
-                        to,
-                        hops,
-                        sent_at,
-                        msg,
-                    }
+                    Event::Net(e)
                 }
                 Wire::StatusReq => Event::Status(reply.clone()),
                 Wire::ReportReq => Event::Report(reply.clone()),
@@ -914,7 +898,7 @@ fn wire_name<M>(w: &Wire<M>) -> &'static str {
     match w {
         Wire::Hello { .. } => "Hello",
         Wire::Refused { .. } => "Refused",
-        Wire::Msg { .. } => "Msg",
+        Wire::Msg(_) => "Msg",
         Wire::StatusReq => "StatusReq",
         Wire::Status(_) => "Status",
         Wire::ReportReq => "ReportReq",

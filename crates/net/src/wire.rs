@@ -5,6 +5,22 @@ use meridian_core::{NodeId, ReplicaSnapshot, Time, TxnId};
 use meridian_protocols::HoldStats;
 use serde::{Deserialize, Serialize};
 
+/// A protocol message between two nodes, as it travels between processes and as the
+/// receiving process schedules it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Envelope<M> {
+    /// Sender (must be a node the connection's `Hello` named).
+    pub from: NodeId,
+    /// Destination (must be hosted by the receiving process).
+    pub to: NodeId,
+    /// WAN hops on the message's causal chain (as in the simulator).
+    pub hops: u32,
+    /// When it was sent (cluster time): the receiver delivers it one one-way delay later.
+    pub sent_at: Time,
+    /// The message.
+    pub msg: M,
+}
+
 /// One frame's payload.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Wire<M> {
@@ -23,18 +39,7 @@ pub enum Wire<M> {
         reason: String,
     },
     /// A protocol message.
-    Msg {
-        /// Sender (must be a node the connection's `Hello` named).
-        from: NodeId,
-        /// Destination (must be hosted by the receiving process).
-        to: NodeId,
-        /// WAN hops on the message's causal chain (as in the simulator).
-        hops: u32,
-        /// When it was sent (cluster time): the receiver delivers it one one-way delay later.
-        sent_at: Time,
-        /// The message.
-        msg: M,
-    },
+    Msg(Envelope<M>),
     /// Asks a server for its [`Status`].
     StatusReq,
     /// A server's status.

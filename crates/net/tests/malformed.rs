@@ -6,7 +6,7 @@
 use meridian_core::{NodeId, Topology};
 use meridian_net::cluster::Cluster;
 use meridian_net::host::{self, ServerOptions};
-use meridian_net::wire::Wire;
+use meridian_net::wire::{Envelope, Wire};
 use meridian_net::{encode, VERSION};
 use meridian_protocols::Protocol;
 use proptest::prelude::*;
@@ -153,13 +153,13 @@ fn framed(payload: &[u8]) -> Vec<u8> {
 /// A well-framed protocol message from client slot 0 to node 0 whose payload is `tail`.
 fn msg_with(s: &Server, tail: &[u8]) -> Vec<u8> {
     // Encode the header with an empty message, then put the random payload in its place.
-    let mut head = postcard::to_stdvec(&Wire::<()>::Msg {
+    let mut head = postcard::to_stdvec(&Wire::Msg(Envelope {
         from: s.client,
         to: NodeId(0),
         hops: 0,
         sent_at: 0,
         msg: (),
-    })
+    }))
     .unwrap();
     head.extend_from_slice(tail);
     framed(&head)
@@ -226,13 +226,13 @@ fn real_2pc(s: &Server) -> Vec<Vec<u8>> {
     ];
     msgs.into_iter()
         .map(|msg| {
-            encode(&Wire::Msg {
+            encode(&Wire::Msg(Envelope {
                 from: s.client,
                 to: NodeId(0),
                 hops: 0,
                 sent_at: 0,
                 msg,
-            })
+            }))
         })
         .collect()
 }
@@ -272,7 +272,7 @@ fn bad_connections_are_dropped_with_a_logged_reason_and_the_server_goes_on() {
         }),
     );
     let mut spoof = hello(s, vec![]);
-    spoof.extend_from_slice(&encode(&Wire::Msg {
+    spoof.extend_from_slice(&encode(&Wire::Msg(Envelope {
         from: s.client,
         to: NodeId(0),
         hops: 0,
@@ -280,7 +280,7 @@ fn bad_connections_are_dropped_with_a_logged_reason_and_the_server_goes_on() {
         msg: meridian_protocols::twopc::Msg::Release {
             txn: meridian_core::TxnId { client: 0, seq: 1 },
         },
-    }));
+    })));
     send(s, &spoof);
     assert!(alive(s), "the server stopped answering");
     std::thread::sleep(Duration::from_millis(100));
