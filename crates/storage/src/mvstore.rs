@@ -31,6 +31,24 @@ struct Chain {
     init_rts: u64,
 }
 
+impl Chain {
+    /// Inserts a new version written at `wts` (and read at it) after every version
+    /// written at or before `wts`, keeping the chain in write-timestamp order.
+    fn insert(&mut self, id: VersionId, value: Value, wts: u64, tentative: bool) {
+        let pos = self.versions.partition_point(|v| v.wts <= wts);
+        self.versions.insert(
+            pos,
+            Version {
+                id,
+                value,
+                wts,
+                rts: wts,
+                tentative,
+            },
+        );
+    }
+}
+
 /// The result of an MVTO read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MvtoRead {
@@ -118,17 +136,7 @@ impl MvStore {
             v.tentative = false;
             return;
         }
-        let pos = chain.versions.partition_point(|v| v.wts <= wts);
-        chain.versions.insert(
-            pos,
-            Version {
-                id,
-                value,
-                wts,
-                rts: wts,
-                tentative: false,
-            },
-        );
+        chain.insert(id, value, wts, false);
     }
 
     /// MVTO read at timestamp `ts`: the version with the largest `wts <= ts` (tentative
@@ -186,17 +194,7 @@ impl MvStore {
         if chain.versions.iter().any(|v| v.id == id) {
             return;
         }
-        let pos = chain.versions.partition_point(|v| v.wts <= ts);
-        chain.versions.insert(
-            pos,
-            Version {
-                id,
-                value,
-                wts: ts,
-                rts: ts,
-                tentative: true,
-            },
-        );
+        chain.insert(id, value, ts, true);
     }
 
     /// Makes a tentative version committed.

@@ -102,6 +102,17 @@ impl Params {
             msg: msg.into(),
         }
     }
+    /// Refuses parameter `key` with `msg` if `bad` (a check on a value already read).
+    fn fail_if(&self, bad: bool, key: &str, msg: impl Into<String>) -> Result<(), WorkloadError> {
+        if bad {
+            return Err(self.bad(key, msg));
+        }
+        Ok(())
+    }
+    /// Refuses parameter `key` unless its value `v` is a fraction in [0, 1].
+    fn fraction(&self, key: &str, v: f64) -> Result<(), WorkloadError> {
+        self.fail_if(!(0.0..=1.0).contains(&v), key, "must be a fraction in [0, 1]")
+    }
     fn finish(self) -> Result<(), WorkloadError> {
         for k in self.given.keys() {
             if !self.used.contains(&k.as_str()) {
@@ -147,21 +158,11 @@ pub fn build(spec: &str) -> Result<Box<dyn Workload>, WorkloadError> {
             let keys: u64 = p.get("keys", 3000)?;
             let theta: f64 = p.get("theta", 0.0)?;
             let value: usize = p.get("value", 10)?;
-            if ops == 0 || ops > 10_000 {
-                return Err(p.bad("ops", "must be 1..=10000"));
-            }
-            if !(0.0..=1.0).contains(&reads) {
-                return Err(p.bad("reads", "must be a fraction in [0, 1]"));
-            }
-            if keys < ops as u64 {
-                return Err(p.bad("keys", format!("must be at least ops ({ops})")));
-            }
-            if !(0.0..10.0).contains(&theta) {
-                return Err(p.bad("theta", "must be in [0, 10)"));
-            }
-            if value > 1 << 20 {
-                return Err(p.bad("value", "at most 1 MiB"));
-            }
+            p.fail_if(ops == 0 || ops > 10_000, "ops", "must be 1..=10000")?;
+            p.fraction("reads", reads)?;
+            p.fail_if(keys < ops as u64, "keys", format!("must be at least ops ({ops})"))?;
+            p.fail_if(!(0.0..10.0).contains(&theta), "theta", "must be in [0, 10)")?;
+            p.fail_if(value > 1 << 20, "value", "at most 1 MiB")?;
             let zipf = if theta > 0.0 {
                 Some(Zipf::new(keys, theta).map_err(|e| p.bad("theta", e.to_string()))?)
             } else {
@@ -181,23 +182,15 @@ pub fn build(spec: &str) -> Result<Box<dyn Workload>, WorkloadError> {
             let accounts: u64 = p.get("accounts", 100)?;
             let initial: u64 = p.get("initial", 1000)?;
             let max: u64 = p.get("max", 100)?;
-            if accounts < 2 {
-                return Err(p.bad("accounts", "need at least 2"));
-            }
-            if max == 0 {
-                return Err(p.bad("max", "must be at least 1"));
-            }
+            p.fail_if(accounts < 2, "accounts", "need at least 2")?;
+            p.fail_if(max == 0, "max", "must be at least 1")?;
             Box::new(Bank { accounts, initial, max })
         }
         "dependent-reads" => {
             let k: u64 = p.get("k", 3)?;
             let keys: u64 = p.get("keys", 1000)?;
-            if k == 0 || k > 1000 {
-                return Err(p.bad("k", "must be 1..=1000"));
-            }
-            if keys == 0 {
-                return Err(p.bad("keys", "must be at least 1"));
-            }
+            p.fail_if(k == 0 || k > 1000, "k", "must be 1..=1000")?;
+            p.fail_if(keys == 0, "keys", "must be at least 1")?;
             Box::new(DependentReads { k, keys })
         }
         "chain" => Box::new(partitioned::ChainWl::build(&mut p)?),
@@ -206,18 +199,10 @@ pub fn build(spec: &str) -> Result<Box<dyn Workload>, WorkloadError> {
             let reads: f64 = p.get("reads", 0.5)?;
             let keys: u64 = p.get("keys", 1000)?;
             let partial: f64 = p.get("partial", 0.0)?;
-            if ops == 0 || ops > 10_000 {
-                return Err(p.bad("ops", "must be 1..=10000"));
-            }
-            if !(0.0..=1.0).contains(&reads) {
-                return Err(p.bad("reads", "must be a fraction in [0, 1]"));
-            }
-            if !(0.0..=1.0).contains(&partial) {
-                return Err(p.bad("partial", "must be a fraction in [0, 1]"));
-            }
-            if keys == 0 {
-                return Err(p.bad("keys", "must be at least 1"));
-            }
+            p.fail_if(ops == 0 || ops > 10_000, "ops", "must be 1..=10000")?;
+            p.fraction("reads", reads)?;
+            p.fraction("partial", partial)?;
+            p.fail_if(keys == 0, "keys", "must be at least 1")?;
             Box::new(Scripts {
                 ops,
                 reads,
@@ -232,18 +217,10 @@ pub fn build(spec: &str) -> Result<Box<dyn Workload>, WorkloadError> {
             let value: usize = p.get("value", 1000)?;
             let distinct: u32 = p.get("distinct-shards", 1)?;
             let span: u32 = p.get("span", 0)?;
-            if ops == 0 || ops > 1000 {
-                return Err(p.bad("ops", "must be 1..=1000"));
-            }
-            if keys < ops as u64 {
-                return Err(p.bad("keys", format!("must be at least ops ({ops})")));
-            }
-            if value == 0 || value > 1 << 20 {
-                return Err(p.bad("value", "must be 1..=1048576 bytes"));
-            }
-            if distinct > 1 {
-                return Err(p.bad("distinct-shards", "must be 0 or 1"));
-            }
+            p.fail_if(ops == 0 || ops > 1000, "ops", "must be 1..=1000")?;
+            p.fail_if(keys < ops as u64, "keys", format!("must be at least ops ({ops})"))?;
+            p.fail_if(value == 0 || value > 1 << 20, "value", "must be 1..=1048576 bytes")?;
+            p.fail_if(distinct > 1, "distinct-shards", "must be 0 or 1")?;
             Box::new(Rmw {
                 ops,
                 keys,
@@ -271,15 +248,13 @@ pub fn build(spec: &str) -> Result<Box<dyn Workload>, WorkloadError> {
                     ))
                 }
             };
-            if records < hi as u64 {
-                return Err(p.bad("records", format!("must be at least the most parts ({hi})")));
-            }
-            if !(0.0..=1.0).contains(&reads) {
-                return Err(p.bad("reads", "must be a fraction in [0, 1]"));
-            }
-            if value > 1 << 20 {
-                return Err(p.bad("value", "at most 1 MiB"));
-            }
+            p.fail_if(
+                records < hi as u64,
+                "records",
+                format!("must be at least the most parts ({hi})"),
+            )?;
+            p.fraction("reads", reads)?;
+            p.fail_if(value > 1 << 20, "value", "at most 1 MiB")?;
             let exponent = match dist.as_str() {
                 "uniform" => 0.0,
                 "zipf1" => 1.0,

@@ -126,18 +126,10 @@ impl ChainWl {
         let reads: f64 = p.get("reads", 0.8)?;
         let keys: u64 = p.get("keys", 100_000)?;
         let value: usize = p.get("value", 1024)?;
-        if ops == 0 || ops > 1000 {
-            return Err(p.bad("ops", "must be 1..=1000"));
-        }
-        if !(0.0..=1.0).contains(&reads) {
-            return Err(p.bad("reads", "must be a fraction in [0, 1]"));
-        }
-        if keys < ops as u64 {
-            return Err(p.bad("keys", format!("must be at least ops ({ops})")));
-        }
-        if value == 0 || value > 1 << 20 {
-            return Err(p.bad("value", "must be 1..=1048576 bytes"));
-        }
+        p.fail_if(ops == 0 || ops > 1000, "ops", "must be 1..=1000")?;
+        p.fraction("reads", reads)?;
+        p.fail_if(keys < ops as u64, "keys", format!("must be at least ops ({ops})"))?;
+        p.fail_if(value == 0 || value > 1 << 20, "value", "must be 1..=1048576 bytes")?;
         Ok(ChainWl {
             ops,
             reads,
@@ -463,15 +455,13 @@ impl TpccWl {
             },
             (_, _) => return Err(p.bad("mix", "give either txn= or mix=, not both")),
         };
-        if districts == 0 || districts > 1000 {
-            return Err(p.bad("districts", "must be 1..=1000"));
-        }
-        if customers == 0 || customers > INITIAL_ORDERS {
-            return Err(p.bad("customers", format!("must be 1..={INITIAL_ORDERS}")));
-        }
-        if items < 15 {
-            return Err(p.bad("items", "must be at least 15"));
-        }
+        p.fail_if(districts == 0 || districts > 1000, "districts", "must be 1..=1000")?;
+        p.fail_if(
+            customers == 0 || customers > INITIAL_ORDERS,
+            "customers",
+            format!("must be 1..={INITIAL_ORDERS}"),
+        )?;
+        p.fail_if(items < 15, "items", "must be at least 15")?;
         Ok(TpccWl {
             txn,
             districts,
