@@ -113,6 +113,16 @@ impl Params {
     fn fraction(&self, key: &str, v: f64) -> Result<(), WorkloadError> {
         self.fail_if(!(0.0..=1.0).contains(&v), key, "must be a fraction in [0, 1]")
     }
+    /// A Zipf distribution over `n` keys with `exponent` (parameter `key`), or none for
+    /// an exponent of 0 (uniform).
+    fn zipf(&self, key: &str, n: u64, exponent: f64) -> Result<Option<Zipf<f64>>, WorkloadError> {
+        if exponent > 0.0 {
+            return Zipf::new(n, exponent)
+                .map(Some)
+                .map_err(|e| self.bad(key, e.to_string()));
+        }
+        Ok(None)
+    }
     fn finish(self) -> Result<(), WorkloadError> {
         for k in self.given.keys() {
             if !self.used.contains(&k.as_str()) {
@@ -163,11 +173,7 @@ pub fn build(spec: &str) -> Result<Box<dyn Workload>, WorkloadError> {
             p.fail_if(keys < ops as u64, "keys", format!("must be at least ops ({ops})"))?;
             p.fail_if(!(0.0..10.0).contains(&theta), "theta", "must be in [0, 10)")?;
             p.fail_if(value > 1 << 20, "value", "at most 1 MiB")?;
-            let zipf = if theta > 0.0 {
-                Some(Zipf::new(keys, theta).map_err(|e| p.bad("theta", e.to_string()))?)
-            } else {
-                None
-            };
+            let zipf = p.zipf("theta", keys, theta)?;
             Box::new(Ycsb {
                 ops,
                 reads,
@@ -261,11 +267,7 @@ pub fn build(spec: &str) -> Result<Box<dyn Workload>, WorkloadError> {
                 "zipf2" => 2.0,
                 other => return Err(p.bad("dist", format!("`{other}`: expected uniform, zipf1 or zipf2"))),
             };
-            let zipf = if exponent > 0.0 {
-                Some(Zipf::new(records, exponent).map_err(|e| p.bad("dist", e.to_string()))?)
-            } else {
-                None
-            };
+            let zipf = p.zipf("dist", records, exponent)?;
             Box::new(Micro {
                 records,
                 lo,
@@ -632,27 +634,42 @@ mod tests {
         assert!(e("dependent-reads:k=0").contains("1..=1000"));
     }
 
-    /// Runs a call to completion against a map, returning the number of remote reads.
-    fn run(call: Call, db: &mut BTreeMap<Key, Value>) -> (usize, Step) {
+    /// Runs a call serially against a map, applying its writes when it is done: the
+    /// keys it read, the sequential read rounds (a batch is one round, as a client with
+    /// futures would do it) and the final step.
+    pub(crate) fn run_counting(call: Call, db: &mut BTreeMap<Key, Value>) -> (usize, usize, Step) {
         let reg = registry();
         let mut ex = Execution::new(call);
-        let mut reads = 0;
+        let (mut reads, mut rounds) = (0, 0);
         loop {
             match ex.step(&reg).unwrap() {
                 Step::Read(k) => {
-                    reads += 1;
-                    let v = db.get(&k).cloned();
-                    ex.supply(k, v);
+                    rounds += 1;
+                    let mut keys = ex.batch().to_vec();
+                    if keys.is_empty() {
+                        keys.push(k);
+                    }
+                    for k in keys {
+                        reads += 1;
+                        let v = db.get(&k).cloned();
+                        ex.supply(k, v);
+                    }
                 }
                 Step::Done { writes, output } => {
                     for (k, v) in writes.clone() {
                         db.insert(k, v);
                     }
-                    return (reads, Step::Done { writes, output });
+                    return (reads, rounds, Step::Done { writes, output });
                 }
-                s => return (reads, s),
+                s => return (reads, rounds, s),
             }
         }
+    }
+
+    /// Runs a call to completion against a map, returning the number of remote reads.
+    fn run(call: Call, db: &mut BTreeMap<Key, Value>) -> (usize, Step) {
+        let (reads, _, step) = run_counting(call, db);
+        (reads, step)
     }
 
     #[test]

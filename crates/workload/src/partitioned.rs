@@ -785,31 +785,8 @@ mod tests {
     /// Runs a call serially against a map; returns the sequential read rounds (a batch
     /// is one round, as a client with futures would do it) and the final step.
     fn run(call: Call, db: &mut BTreeMap<Key, Value>) -> (usize, Step) {
-        let reg = registry();
-        let mut ex = Execution::new(call);
-        let mut rounds = 0;
-        loop {
-            match ex.step(&reg).unwrap() {
-                Step::Read(k) => {
-                    rounds += 1;
-                    let mut keys = ex.batch().to_vec();
-                    if keys.is_empty() {
-                        keys.push(k);
-                    }
-                    for k in keys {
-                        let v = db.get(&k).cloned();
-                        ex.supply(k, v);
-                    }
-                }
-                Step::Done { writes, output } => {
-                    for (k, v) in writes.clone() {
-                        db.insert(k, v);
-                    }
-                    return (rounds, Step::Done { writes, output });
-                }
-                s => return (rounds, s),
-            }
-        }
+        let (_, rounds, step) = crate::tests::run_counting(call, db);
+        (rounds, step)
     }
 
     const TWO: Site = Site {
