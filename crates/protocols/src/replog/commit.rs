@@ -167,17 +167,31 @@ impl Server {
         // to take part (with an abort, also those that only voted).
         if let Some(c) = self.ctxns.remove(&txn) {
             let reason = (!commit).then(|| c.aborting.unwrap_or(AbortReason::Aborted));
-            if let Some(cl) = c.client {
-                cx.send(cl, Msg::Outcome { txn, commit, reason });
-            }
             let mut others: BTreeSet<ShardId> = c.parts.into_iter().collect();
             if !commit {
                 others.extend(c.yes);
             }
             others.remove(&s);
-            let others: Vec<ShardId> = others.into_iter().collect();
-            self.send_decide(txn, &others, commit, cx);
+            self.announce(txn, commit, reason, c.client, others, cx);
         }
+    }
+
+    /// Coordinator leader: tells the client (if known) and the shards `others` the
+    /// outcome of `txn`, chosen in its shard's log.
+    pub(super) fn announce(
+        &mut self,
+        txn: TxnId,
+        commit: bool,
+        reason: Option<AbortReason>,
+        client: Option<NodeId>,
+        others: BTreeSet<ShardId>,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
+        if let Some(cl) = client {
+            cx.send(cl, Msg::Outcome { txn, commit, reason });
+        }
+        let others: Vec<ShardId> = others.into_iter().collect();
+        self.send_decide(txn, &others, commit, cx);
     }
 
     pub(super) fn on_status(&mut self, from: NodeId, txn: TxnId, s: ShardId, cx: &mut Ctx<'_, Msg>) {

@@ -150,6 +150,19 @@ impl Server {
         }
         let txn = p.txn;
         let now = cx.now();
+        if p.coord == s {
+            if let Some(&commit) = self.done.get(&txn) {
+                // Decided before its own PREPARE reached the coordinator (a cohort's
+                // no vote came first): the client and the shards learn it now, from
+                // this PREPARE, which is the first to name them.
+                let others = p.parts.iter().copied().filter(|p| *p != s).collect();
+                let reason = (!commit).then_some(AbortReason::Aborted);
+                return self.announce(txn, commit, reason, Some(p.client), others, cx);
+            }
+            // The coordinator's record (client, shards) comes first, so that an abort
+            // decided below, or already on its way, is announced to all of them.
+            self.ctxn(txn, &p, now);
+        }
         // Refused once aborted, and while the coordinator's ABORT entry is on its way
         // (a PREPARE logged after it would be rebuilt as open by a new leader).
         let aborting = self.ctxns.get(&txn).is_some_and(|c| c.aborting.is_some());
@@ -159,9 +172,6 @@ impl Server {
                 cx.hops(),
                 cx,
             );
-        }
-        if p.coord == s {
-            self.ctxn(txn, &p, now);
         }
         let t = self.seen((txn, s), p.ts, now);
         if !matches!(t.state, PState::Active) {
