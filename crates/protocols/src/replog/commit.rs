@@ -51,6 +51,14 @@ impl Server {
         self.propose(s, Entry::Commit(txn), cx);
     }
 
+    /// Coordinator leader: `txn`, prepared at a cohort, blocks an older transaction
+    /// there. Aborted if undecided (no COMMIT or ABORT entry on its way yet).
+    pub(super) fn on_wound(&mut self, txn: TxnId, coord: ShardId, cx: &mut Ctx<'_, Msg>) {
+        if self.leads(coord) && self.ctxns.get(&txn).is_some_and(|c| c.coord == coord) {
+            self.decide_abort(txn, AbortReason::Wounded, cx);
+        }
+    }
+
     pub(super) fn decide_abort(&mut self, txn: TxnId, why: AbortReason, cx: &mut Ctx<'_, Msg>) {
         // Only an undecided coordinator transaction that is not committing may abort.
         // What led here may be stale: a sweep lists the expired votes first and aborts

@@ -64,12 +64,25 @@ impl Server {
     /// waits for abort their share there, unless it is already being prepared.
     pub(super) fn wound(&mut self, s: ShardId, victims: Vec<TxnId>, cx: &mut Ctx<'_, Msg>) {
         for v in victims {
-            let can = self
-                .ptxns
-                .get(&(v, s))
-                .is_some_and(|t| matches!(t.state, PState::Active | PState::Locking { .. }));
-            if can {
-                self.abort_local((v, s), AbortReason::Wounded, cx);
+            let Some(t) = self.ptxns.get(&(v, s)) else { continue };
+            match (&t.state, &t.entry) {
+                (PState::Active | PState::Locking { .. }, _) => self.abort_local((v, s), AbortReason::Wounded, cx),
+                // Its PREPARE is logged (or on its way): only its coordinator may still
+                // abort it. Without this, two transactions each prepared at one shard
+                // and waiting at the other's deadlock until the vote timeout (wound-wait
+                // prevents deadlock only if a wounded transaction can always be
+                // aborted), as in 2PC.
+                (PState::Proposed { .. } | PState::Prepared { .. }, Some(p)) => {
+                    let coord = p.coord;
+                    if self.leads(coord) {
+                        self.on_wound(v, coord, cx);
+                    } else {
+                        for r in self.env.layout.replicas(coord).to_vec() {
+                            cx.send(r, Msg::Wound { txn: v, coord });
+                        }
+                    }
+                }
+                _ => {}
             }
         }
     }

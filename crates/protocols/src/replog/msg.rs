@@ -197,6 +197,14 @@ pub enum Msg {
         /// Whether this replica would promise it now.
         ok: bool,
     },
+    /// Cohort leader → the coordinator shard's replicas: `txn`, prepared here, holds a
+    /// lock an older transaction waits for; wound-wait aborts it if still undecided.
+    Wound {
+        /// Transaction.
+        txn: TxnId,
+        /// Its coordinator shard.
+        coord: ShardId,
+    },
 }
 
 /// [`Msg::Prepared`]: a cohort shard's vote.

@@ -308,6 +308,7 @@ impl Server {
             }
             Msg::Decide { txn, shard, commit } => self.on_decide(txn, shard, commit, cx),
             Msg::Status { txn, shard } => self.on_status(from, txn, shard, cx),
+            Msg::Wound { txn, coord } => self.on_wound(txn, coord, cx),
             Msg::Accept(a) => self.on_accept(from, a, cx),
             Msg::Accepted { shard, ballot, slot } => self.on_accepted(from, shard, ballot, slot, cx),
             Msg::Nack { shard, promised } => self.on_nack(shard, promised, cx),

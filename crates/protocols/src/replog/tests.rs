@@ -36,28 +36,42 @@ fn prepare(net: &mut Net<ReplicatedLog>, client: NodeId, txn: TxnId, shares: &[(
 /// coordinating.
 fn prepare_to(net: &mut Net<ReplicatedLog>, client: NodeId, txn: TxnId, coord: ShardId, shares: &[(u32, &str)]) {
     let parts: Vec<ShardId> = shares.iter().map(|(s, _)| ShardId(*s)).collect();
-    for (s, k) in shares {
-        let entry = Arc::new(PrepareEntry {
-            txn,
-            ts: net.now,
-            coord,
-            parts: parts.clone(),
-            client,
-            reads: vec![],
-            writes: vec![(Key::from(*k), VersionId { txn, seq: *s }, Value::from_u64(7))],
-        });
-        let leader = (0..net.servers.len())
-            .find(|n| net.servers[*n].leads(ShardId(*s)) && !net.down.contains(&NodeId(*n as u32)))
-            .expect("a leader");
-        net.send(
-            client,
-            NodeId(leader as u32),
-            Msg::Prepare {
-                shard: ShardId(*s),
-                entry,
-            },
-        );
+    let ts = net.now;
+    for share in shares {
+        prepare_share(net, client, (txn, ts), coord, &parts, *share);
     }
+}
+
+/// Sends the PREPARE of one share `(shard, key written)` of transaction `txn` (priority
+/// `ts`) on `parts`, shard `coord` coordinating, to the shard's leader.
+fn prepare_share(
+    net: &mut Net<ReplicatedLog>,
+    client: NodeId,
+    (txn, ts): (TxnId, Time),
+    coord: ShardId,
+    parts: &[ShardId],
+    (s, k): (u32, &str),
+) {
+    let entry = Arc::new(PrepareEntry {
+        txn,
+        ts,
+        coord,
+        parts: parts.to_vec(),
+        client,
+        reads: vec![],
+        writes: vec![(Key::from(k), VersionId { txn, seq: s }, Value::from_u64(7))],
+    });
+    let leader = (0..net.servers.len())
+        .find(|n| net.servers[*n].leads(ShardId(s)) && !net.down.contains(&NodeId(*n as u32)))
+        .expect("a leader");
+    net.send(
+        client,
+        NodeId(leader as u32),
+        Msg::Prepare {
+            shard: ShardId(s),
+            entry,
+        },
+    );
 }
 
 fn outcome(net: &Net<ReplicatedLog>, txn: TxnId) -> Option<bool> {
@@ -313,6 +327,32 @@ fn an_abort_decided_before_the_coordinators_prepare_arrives_is_announced_with_it
     wound_a_reader(&mut net, client, young, old, "#1/a");
     prepare_to(&mut net, client, young, ShardId(0), &[(1, "#1/b"), (0, "#0/c")]);
     assert_eq!(outcome(&net, young), Some(false), "the client is told without a timer");
+    for n in &net.servers {
+        assert_eq!(n.locked_keys(), Some(0), "n{} holds locks", n.me.0);
+    }
+}
+
+/// Two transactions write the same two keys, on shards 0 and 1. The younger one's
+/// share of shard 0 is prepared first, the older one's of shard 1; then each asks for
+/// the lock the other holds. The older one wounds the younger, which being prepared
+/// at shard 0 cannot be aborted there: its coordinator must abort it. Wound-wait did
+/// nothing for a prepared holder, so both waited for the 3 s vote timeout (YCSB with
+/// Zipf 0.99 on three DCs 0.2 ms apart, seed 2: 9 commits/s against 2PC's 1,200).
+#[test]
+fn a_prepared_younger_holder_is_wounded_through_its_coordinator() {
+    let (mut net, client) = net("us3", |l, s| l.replicas(s)[0]);
+    let parts = [ShardId(0), ShardId(1)];
+    let (old, young) = ((TxnId { client: 1, seq: 1 }, 10), (TxnId { client: 0, seq: 1 }, 20));
+    prepare_share(&mut net, client, young, ShardId(0), &parts, (0, "#0/a"));
+    prepare_share(&mut net, client, old, ShardId(1), &parts, (1, "#1/b"));
+    prepare_share(&mut net, client, young, ShardId(0), &parts, (1, "#1/b"));
+    prepare_share(&mut net, client, old, ShardId(1), &parts, (0, "#0/a"));
+    assert_eq!(outcome(&net, young.0), Some(false), "the younger one is wounded");
+    assert_eq!(
+        outcome(&net, old.0),
+        Some(true),
+        "the older one commits, without a timer"
+    );
     for n in &net.servers {
         assert_eq!(n.locked_keys(), Some(0), "n{} holds locks", n.me.0);
     }
