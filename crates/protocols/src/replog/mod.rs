@@ -48,7 +48,10 @@
 //! # Departures and choices
 //!
 //! - Deadlocks are prevented by wound-wait (as in `2pc-2pl`) rather than detected; the
-//!   paper says only that deadlocked transactions abort at once. `locks=no-wait`
+//!   paper says only that deadlocked transactions abort at once. A wounded share that
+//!   has not logged its PREPARE aborts at its leader; one whose PREPARE is logged (or on
+//!   its way) is reported to its coordinator shard (`Msg::Wound`), which aborts the
+//!   transaction if still undecided. `locks=no-wait`
 //!   aborts on every lock conflict instead (closer to the abort rates of the paper's
 //!   Fig. 7; see docs/EVALUATION.md).
 //! - Votes and decisions between leaders are sent to every replica of the target shard

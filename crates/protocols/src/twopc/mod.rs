@@ -16,8 +16,9 @@
 //! Concurrency control:
 //! - `2pc-2pl`: reads take shared locks, prepare takes exclusive locks, under
 //!   WOUND_WAIT with the transaction's start time as priority (so there are no
-//!   deadlocks; a wounded transaction that has not prepared aborts, a prepared one is
-//!   never wounded). Prepare also checks that every shared lock is still held.
+//!   deadlocks; a wounded transaction that has not prepared aborts there, and one
+//!   prepared there is reported to its coordinator (`Msg::Wound`), which aborts it if
+//!   still undecided). Prepare also checks that every shared lock is still held.
 //! - `2pc-occ`: reads take no locks and return the latest committed version; prepare
 //!   validates that each read version is still the latest and takes NO_WAIT locks on
 //!   the read and write sets until the decision, so validation and commit are atomic.
