@@ -124,8 +124,10 @@ pub enum Entry<M> {
 /// reordered or added field misreads silently): bump on any change of either.
 ///
 /// 5: Replicated Commit's coordinator state keeps its commit round in the shared
-/// `kit::vote::Round` (its fields moved ahead of the coordinator shard).
-pub const FORMAT: u32 = 5;
+/// `kit::vote::Round` (its fields moved ahead of the coordinator shard). 6: a replog
+/// transaction's share notes since when it blocks another (`PTxn::blocking`); and
+/// replog's messages (journalled inputs) gain `Wound`.
+pub const FORMAT: u32 = 6;
 
 /// What a journal says about itself (its `meta` partition).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -27,8 +27,10 @@ use serde::Serialize;
 /// encoded as bytes and numbers instead of text (issue 22). 6: a Catenae vote may be
 /// an abstention. 7: a CrossStitch replica may refuse a put (`ReplicaRefused`). 8: a HACommit last operation carries the
 /// version of each key read. 9: CrossStitch fails keys over (views, leases, witness,
-/// waived notifies; a replicated put names its shards' views).
-pub const VERSION: u8 = 10;
+/// waived notifies; a replicated put names its shards' views). 10: replog elections
+/// gain a pre-vote (`PreElect`, `PreVote`). 11: a replog cohort reports a wounded
+/// prepared transaction to its coordinator shard (`Wound`).
+pub const VERSION: u8 = 11;
 
 /// The largest frame accepted (length field), 16 MiB.
 pub const MAX_FRAME: usize = 16 << 20;

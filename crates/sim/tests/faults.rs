@@ -511,15 +511,19 @@ fn hacommit_the_majority_side_keeps_committing_through_a_cut_off_dc() {
 ///   most reads; over 10,000 accounts NY and CA keep at least a third of their rate.
 /// - The replicated log's groups led from TX wait out their leader's lease (Spanner's
 ///   10 s, the paper's point against it); with `replog:lease=2s` they elect a leader on
-///   the majority side within the cut, and clients follow it: at least a tenth of the
-///   rate over the cut's last 8 s (0.005-0.11 before the clients followed the election
+///   the majority side within the cut, and clients follow it: at least a third of the
+///   rate over the cut's last 8 s. (0.005-0.11 before the clients followed the election
 ///   and the pre-vote kept a returning replica from deposing a leader; about 0.12-2.2
-///   after, the bank workload's rate is noisy).
+///   after, against a rate before the cut held down by replog's contention stalls.
+///   With those fixed at stop 45, 4 of 10 seeds fell to 0.02: TX's clients' shared
+///   locks held NY's and CA's hot keys for the whole cut, until a silent client's
+///   share that blocks someone was aborted after the fail-over time: 0.48-0.67 over
+///   seeds 1-10.)
 #[test]
 fn rc_and_replog_with_a_short_lease_keep_committing_through_a_cut_off_dc() {
     for (proto, workload, floor) in [
         ("rc", "bank:accounts=10000", 1.0 / 3.0),
-        ("replog:lease=2s", "bank", 0.1),
+        ("replog:lease=2s", "bank", 1.0 / 3.0),
     ] {
         for seed in [1, 2] {
             let (before, during) = majority_side_rates(proto, workload, seed, (4.0, 12.0));

@@ -284,6 +284,7 @@ impl Server {
                     last_seen: now,
                     pending_reads: Default::default(),
                     entry: Some(p.clone()),
+                    blocking: None,
                 },
             );
             if p.coord == s {

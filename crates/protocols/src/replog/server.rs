@@ -104,6 +104,18 @@ pub(super) struct PTxn {
     pub(super) last_seen: Time,
     pub(super) pending_reads: crate::kit::reads::PendingReads,
     pub(super) entry: Option<Arc<PrepareEntry>>,
+    /// Since when this share, executing, holds a lock another transaction waits for
+    /// (noted again once its client is heard after it: `Server::mark_blocking`).
+    pub(super) blocking: Option<Time>,
+}
+
+impl PTxn {
+    /// Whether the share has blocked someone for the fail-over time without a word
+    /// from its client since it began to.
+    pub(super) fn blocked_silent(&self, now: Time, failover: Time) -> bool {
+        self.blocking
+            .is_some_and(|b| self.last_seen <= b && now.saturating_sub(b) > failover)
+    }
 }
 
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
@@ -249,8 +261,13 @@ impl Server {
         let mut ask = vec![];
         for (&(id, shard), t) in self.ptxns.iter_mut() {
             let silent = now.saturating_sub(t.last_seen) > to.idle && t.pending_reads.is_empty();
+            // Sooner for an executing share that blocks someone: its client silent for
+            // the fail-over time since (a client cut off by a partition would keep its
+            // keys, and everyone on the majority side waiting behind them, for `idle`).
+            let blocked = t.pending_reads.is_empty() && t.blocked_silent(now, to.failover);
             match &mut t.state {
                 PState::Active | PState::Locking { .. } if silent => idle.push((id, shard)),
+                PState::Active if blocked => idle.push((id, shard)),
                 PState::Prepared { asked, .. } if now.saturating_sub(*asked) >= to.query => {
                     *asked = now;
                     if let Some(p) = &t.entry {
