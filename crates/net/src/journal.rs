@@ -74,8 +74,8 @@
 //! partition was being created left one that no later open could read, and dropping
 //! a partition while its memtable was being flushed panicked the flush thread and
 //! poisoned the keyspace (both seen on a cluster under frequent checkpoints). Format
-//! 4 never creates or drops a partition after the first open; format 5 keeps that
-//! layout and changed only a server image ([`FORMAT`] says which).
+//! 4 never creates or drops a partition after the first open; formats 5 and 6 keep that
+//! layout and changed only server images and journalled messages ([`FORMAT`] says which).
 //!
 //! A protocol without an image (`Protocol::image` is `None`) never checkpoints: its
 //! journal grows with the node's age, and restart replays all of it.
@@ -647,13 +647,14 @@ mod tests {
             j.append(&Entry::<u32>::Start { now: 1 }).unwrap();
             j.sync().unwrap();
         }
+        let written_in = format!("journal format {FORMAT} with wire version");
         let cases: Vec<(Header, &str)> = vec![
             (
                 Header {
                     format: FORMAT + 1,
                     ..header()
                 },
-                "journal format 5 with wire version",
+                &written_in,
             ),
             (
                 Header {
