@@ -74,6 +74,13 @@ fn prepare_share(
     );
 }
 
+/// No server holds a lock.
+fn assert_no_locks(net: &Net<ReplicatedLog>) {
+    for n in &net.servers {
+        assert_eq!(n.locked_keys(), Some(0), "n{} holds locks", n.me.0);
+    }
+}
+
 fn outcome(net: &Net<ReplicatedLog>, txn: TxnId) -> Option<bool> {
     net.outside.iter().find_map(|(_, _, m)| match m {
         Msg::Outcome { txn: t, commit, .. } if *t == txn => Some(*commit),
@@ -108,9 +115,7 @@ fn one_leader_of_two_shards_commits_each_share() {
             );
         }
     }
-    for n in &net.servers {
-        assert_eq!(n.locked_keys(), Some(0), "n{} holds locks", n.me.0);
-    }
+    assert_no_locks(&net);
 }
 
 /// Issue 14, R2: a group of one replica (one DC) whose only replica restarts must
@@ -312,9 +317,7 @@ fn an_abort_of_the_coordinators_own_share_is_announced_at_once() {
     wound_a_reader(&mut net, client, young, old, "#0/a");
     prepare(&mut net, client, young, &[(0, "#0/b"), (1, "#1/c")]);
     assert_eq!(outcome(&net, young), Some(false), "the client is told without a timer");
-    for n in &net.servers {
-        assert_eq!(n.locked_keys(), Some(0), "n{} holds locks", n.me.0);
-    }
+    assert_no_locks(&net);
 }
 
 /// The same, when a cohort's no vote (its share was wounded) reaches the coordinator
@@ -327,9 +330,7 @@ fn an_abort_decided_before_the_coordinators_prepare_arrives_is_announced_with_it
     wound_a_reader(&mut net, client, young, old, "#1/a");
     prepare_to(&mut net, client, young, ShardId(0), &[(1, "#1/b"), (0, "#0/c")]);
     assert_eq!(outcome(&net, young), Some(false), "the client is told without a timer");
-    for n in &net.servers {
-        assert_eq!(n.locked_keys(), Some(0), "n{} holds locks", n.me.0);
-    }
+    assert_no_locks(&net);
 }
 
 /// Two transactions write the same two keys, on shards 0 and 1. The younger one's
@@ -353,9 +354,7 @@ fn a_prepared_younger_holder_is_wounded_through_its_coordinator() {
         Some(true),
         "the older one commits, without a timer"
     );
-    for n in &net.servers {
-        assert_eq!(n.locked_keys(), Some(0), "n{} holds locks", n.me.0);
-    }
+    assert_no_locks(&net);
 }
 
 /// A client cut off (or gone) after reading a key keeps its shared lock; a younger
