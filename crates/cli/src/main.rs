@@ -157,7 +157,7 @@ pub struct RunArgs {
 
 #[derive(Args)]
 struct SimArgs {
-    /// Protocol: 2pc-2pl, 2pc-occ, rc, replog, hacommit, hacommit-rc, crossstitch, catenae (replog takes `:leaders=C/V/O,locks=no-wait,lease=2s`; hacommit takes `:replicas=5`; 2pc-* and crossstitch take `:copies=N`; catenae takes `:epoch=10ms,tolerance=5,jitter=0.2,access=20us,per-byte=50ns,stall=500ms`).
+    /// Protocol spec, NAME or NAME:key=value,...: 2pc-2pl, 2pc-occ, rc, replog, hacommit, hacommit-rc, crossstitch, pc-2pl, pc-occ, hier-lock, hier-ts, 2pc-deferred, catenae. Parameters: 2pc-2pl, 2pc-occ, crossstitch `copies=N`; replog `leaders=C/V/O,locks=wound-wait|no-wait,lease=2s`; hacommit, hacommit-rc `replicas=5`; hier-lock `batch=N,flush=10ms,validate=on|off,pipeline=on|off` (hier-ts also `fanout=F`; 2pc-deferred only validate, pipeline); catenae `epoch=10ms,tolerance=5,jitter=0.2,access=20us,per-byte=50ns,stall=500ms,majority=on,delay-tolerance=D,secondary=on,failover=D`.
     #[arg(long)]
     protocol: String,
     #[command(flatten)]

@@ -310,6 +310,39 @@ fn test_cli_argument_errors_name_the_argument_and_suggest() {
     assert!(e.contains("similar argument") && e.contains("'--protocol'"), "{e}");
 }
 
+/// `meridian sim --help` names every protocol the parser knows and every parameter each
+/// one takes (the parser's own "known:" list, read from its error for an unknown one).
+#[test]
+fn test_cli_sim_help_names_every_protocol_and_parameter() {
+    let o = meridian(&["sim", "--help"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let help = String::from_utf8_lossy(&o.stdout).into_owned();
+    for name in meridian_protocols::PROTOCOLS {
+        assert!(
+            help.contains(&format!(" {name},")) || help.contains(&format!(" {name}.")),
+            "{name}: {help}"
+        );
+        let spec = format!("{name}:no-such-parameter=1");
+        let o = meridian(&["sim", "--protocol", &spec, "--txns", "1"]);
+        assert_eq!(o.status.code(), Some(2), "{spec}");
+        let e = stderr(&o);
+        if e.contains("takes no parameters") {
+            continue;
+        }
+        let known = e
+            .split("known: ")
+            .nth(1)
+            .and_then(|k| k.split(')').next())
+            .unwrap_or_else(|| panic!("{spec}: no known list in {e}"));
+        for k in known.split(", ") {
+            assert!(
+                help.contains(&format!("{k}=")),
+                "{name}'s parameter `{k}` is not in --help: {help}"
+            );
+        }
+    }
+}
+
 /// A bare number is not a duration: `--think 5` could mean seconds or milliseconds.
 #[test]
 fn test_cli_durations_need_a_unit() {
