@@ -260,7 +260,6 @@ fn fig12(cx: &mut Ctx) -> Result<()> {
             o_tp,
             "RTTs",
             0.02,
-            "",
         ));
         cx.claim(Claim::numeric(
             PAPER,
@@ -270,7 +269,6 @@ fn fig12(cx: &mut Ctx) -> Result<()> {
             o_cs,
             "RTTs",
             0.02,
-            "",
         ));
     }
     let cats: Vec<&str> = rows.iter().map(|r| r.0).collect();
@@ -639,7 +637,7 @@ fn tpcc_latency(cx: &mut Ctx, txn: &str, fig: u32, twopc_rtts: f64) -> Result<()
 /// RTTs, 2PC's `twopc.0`, each the mean of the measured completion time / RTT.
 fn rtt_claims(cx: &mut Ctx, at: &str, cs_claim: &str, cs_rtts: &[f64], twopc_claim: &str, twopc: (f64, &[f64])) {
     for (claim, paper, ours) in [(cs_claim, 2.0, cs_rtts), (twopc_claim, twopc.0, twopc.1)] {
-        cx.claim(Claim::numeric(PAPER, at, claim, paper, mean(ours), "RTTs", 0.15, ""));
+        cx.claim(Claim::numeric(PAPER, at, claim, paper, mean(ours), "RTTs", 0.15));
     }
 }
 
@@ -1174,19 +1172,21 @@ fn fig9(cx: &mut Ctx) -> Result<()> {
         "declines gently: with clients in proportion to the RTT more transactions overlap; main abort at {} ms: {}, at {} ms: {}",
         a.rtt, a.cs_why, z.rtt, z.cs_why
     );
-    cx.claim(Claim::numeric(
-        PAPER,
-        "Fig. 9",
-        &format!(
-            "CrossStitch's completion rate constant up to 150 ms: per 1000 at {} ms / at {} ms",
-            z.rtt, a.rtt
-        ),
-        1.0,
-        z.cs.per1000 / a.cs.per1000,
-        "",
-        0.05,
-        &cause,
-    ));
+    cx.claim(
+        Claim::numeric(
+            PAPER,
+            "Fig. 9",
+            &format!(
+                "CrossStitch's completion rate constant up to 150 ms: per 1000 at {} ms / at {} ms",
+                z.rtt, a.rtt
+            ),
+            1.0,
+            z.cs.per1000 / a.cs.per1000,
+            "",
+            0.05,
+        )
+        .because(&cause),
+    );
     Ok(())
 }
 
@@ -1336,9 +1336,7 @@ fn fig15(cx: &mut Ctx) -> Result<()> {
             4.0,
             a,
             "RTTs",
-            0.1,
-            "our critical path is D + 3 one-way WAN trips (the shipment, the first server's ack to the client and the client's precommit back, D − 1 hops between DCs, the answer): 4.5 RTTs at D = 6; the same count gives the paper's own 2 at D = 1 (Fig. 12)",
-        ));
+            0.1,).because("our critical path is D + 3 one-way WAN trips (the shipment, the first server's ack to the client and the client's precommit back, D − 1 hops between DCs, the answer): 4.5 RTTs at D = 6; the same count gives the paper's own 2 at D = 1 (Fig. 12)"));
     }
     cx.claim(Claim::shape(
         PAPER,

@@ -188,26 +188,30 @@ fn analysis(cx: &mut Ctx) -> Result<()> {
     // the counted messages.
     let (steps_unb, steps_b) = (reduction(hops[1], hops[0]), reduction(hops[2], hops[0]));
     let (msgs_unb, msgs_b) = (reduction(counted[1].3, c2), reduction(counted[3].3, c2));
-    cx.claim(Claim::numeric(
-        PAPER,
-        "§III-E",
-        "turnaround steps vs 2PC, unbatched (N = 4, H = 1): reduction, measured as hops",
-        25.0,
-        steps_unb,
-        "%",
-        0.02,
-        "the hierarchy's commit path is not 3 hops against 2PC's 4",
-    ));
-    cx.claim(Claim::numeric(
-        PAPER,
-        "§III-E",
-        "total messages vs 2PC, unbatched: reduction, counted (formula (7) gives 18.75%, the paper says 18%)",
-        18.0,
-        msgs_unb,
-        "%",
-        0.05,
-        "counted messages differ from formulas (3) and (7)",
-    ));
+    cx.claim(
+        Claim::numeric(
+            PAPER,
+            "§III-E",
+            "turnaround steps vs 2PC, unbatched (N = 4, H = 1): reduction, measured as hops",
+            25.0,
+            steps_unb,
+            "%",
+            0.02,
+        )
+        .because("the hierarchy's commit path is not 3 hops against 2PC's 4"),
+    );
+    cx.claim(
+        Claim::numeric(
+            PAPER,
+            "§III-E",
+            "total messages vs 2PC, unbatched: reduction, counted (formula (7) gives 18.75%, the paper says 18%)",
+            18.0,
+            msgs_unb,
+            "%",
+            0.05,
+        )
+        .because("counted messages differ from formulas (3) and (7)"),
+    );
     cx.claim(Claim::numeric(
         PAPER,
         "§III-E",
@@ -215,35 +219,37 @@ fn analysis(cx: &mut Ctx) -> Result<()> {
         49.0,
         steps_b,
         "%",
-        0.02,
-        "formula (6)'s H/B amortizes one message over B transactions, not a latency: a batched transaction still travels its H hops (3 vs 2PC's 4)",
-    ));
-    cx.claim(Claim::numeric(
-        PAPER,
-        "§III-E",
-        "total messages vs 2PC, batch 25: reduction, counted",
-        67.0,
-        msgs_b,
-        "%",
-        0.02,
-        "partial batches: the transactions split unevenly over the two level-1 validators",
-    ));
+        0.02,).because("formula (6)'s H/B amortizes one message over B transactions, not a latency: a batched transaction still travels its H hops (3 vs 2PC's 4)"));
+    cx.claim(
+        Claim::numeric(
+            PAPER,
+            "§III-E",
+            "total messages vs 2PC, batch 25: reduction, counted",
+            67.0,
+            msgs_b,
+            "%",
+            0.02,
+        )
+        .because("partial batches: the transactions split unevenly over the two level-1 validators"),
+    );
     for (i, at, what) in [
         (0usize, "§II-B (3)", "2PC"),
         (1, "§III-E (7)", "hierarchy, unbatched"),
         (3, "§III-E (7)", "hierarchy, batch 25"),
     ] {
         let (_, _, fm, m, _) = counted[i];
-        cx.claim(Claim::numeric(
-            PAPER,
-            at,
-            &format!("{what}: messages for {txns} commits (N = 4, H = 1), paper's formula vs counted"),
-            fm,
-            m,
-            "msgs",
-            0.02,
-            "partial batches: the transactions split unevenly over the two level-1 validators",
-        ));
+        cx.claim(
+            Claim::numeric(
+                PAPER,
+                at,
+                &format!("{what}: messages for {txns} commits (N = 4, H = 1), paper's formula vs counted"),
+                fm,
+                m,
+                "msgs",
+                0.02,
+            )
+            .because("partial batches: the transactions split unevenly over the two level-1 validators"),
+        );
     }
     cx.figure(
         Figure::new(
@@ -371,12 +377,12 @@ impl Group {
 
     /// The claim that system `i`'s max throughput over 2PC's ([`Group::gain`]) is `paper`.
     fn gain_claim(&self, at: &str, claim: &str, paper: f64, i: usize, cause: &str) -> Claim {
-        Claim::numeric(PAPER, at, claim, paper, self.gain(i), "× 2PC", 0.15, cause)
+        Claim::numeric(PAPER, at, claim, paper, self.gain(i), "× 2PC", 0.15).because(cause)
     }
 
     /// The claim that system `i` saturates (its knee) at `paper` clients.
     fn knee_claim(&self, at: &str, claim: &str, paper: f64, i: usize, cause: &str) -> Claim {
-        Claim::numeric(PAPER, at, claim, paper, self.best[i].2 as f64, "clients", 0.15, cause)
+        Claim::numeric(PAPER, at, claim, paper, self.best[i].2 as f64, "clients", 0.15).because(cause)
     }
 
     /// Mean latency of system `i` at each client count.
@@ -597,9 +603,7 @@ fn fig3(cx: &mut Ctx) -> Result<()> {
             260.0,
             k as f64,
             "clients",
-            0.15,
-            "batch 50's latency, high from the start (batch filling), stays flat longer than the paper's",
-        ),
+            0.15,).because("batch 50's latency, high from the start (batch filling), stays flat longer than the paper's"),
         None => Claim::shape(
             PAPER,
             "Fig. 3, §IV-B1",
@@ -884,16 +888,18 @@ fn fig4(cx: &mut Ctx) -> Result<()> {
     );
     cx.say("Our hier-ts curves lie on hier-lock's (table): at 10 ms flush hier-ts is drawn over hier-lock, at 100 ms only hier-lock is drawn. The paper's values are those stated in §IV-B2 (+75% and +150% taken over its unbatched 29 ms).");
     let at = "Fig. 4, §IV-B2";
-    cx.claim(Claim::numeric(
-        PAPER,
-        at,
-        "2PC latency at 100 clients, validation off",
-        33.0,
-        two_pc,
-        "ms",
-        0.15,
-        "our 2PC queues at 100 clients (its latency knee is at 140)",
-    ));
+    cx.claim(
+        Claim::numeric(
+            PAPER,
+            at,
+            "2PC latency at 100 clients, validation off",
+            33.0,
+            two_pc,
+            "ms",
+            0.15,
+        )
+        .because("our 2PC queues at 100 clients (its latency knee is at 140)"),
+    );
     let lat = |b: u32, k: usize| rows.iter().find(|r| r.0 == b).map(|r| r.1[k]);
     if let Some(l1) = lat(1, 0) {
         cx.claim(Claim::shape(
@@ -926,16 +932,18 @@ fn fig4(cx: &mut Ctx) -> Result<()> {
             ),
             _ => FLUSH.to_string(),
         };
-        cx.claim(Claim::numeric(
-            PAPER,
-            at,
-            &format!("{what}: latency at 100 clients, 10 ms flush"),
-            paper,
-            ours,
-            "ms",
-            0.15,
-            &cause,
-        ));
+        cx.claim(
+            Claim::numeric(
+                PAPER,
+                at,
+                &format!("{what}: latency at 100 clients, 10 ms flush"),
+                paper,
+                ours,
+                "ms",
+                0.15,
+            )
+            .because(&cause),
+        );
     }
     Ok(())
 }

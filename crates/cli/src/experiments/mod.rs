@@ -316,18 +316,9 @@ pub struct Claim {
 
 impl Claim {
     /// A numeric claim: status by ratio within `tol` (see [`Status::by_ratio`]); unit
-    /// appended to both values; `cause` is kept only when not reproduced.
-    #[allow(clippy::too_many_arguments)]
-    pub fn numeric(
-        paper: &str,
-        at: &str,
-        claim: &str,
-        paper_value: f64,
-        ours: f64,
-        unit: &str,
-        tol: f64,
-        cause: &str,
-    ) -> Claim {
+    /// appended to both values. [`Claim::because`] names the cause where it is not
+    /// reproduced.
+    pub fn numeric(paper: &str, at: &str, claim: &str, paper_value: f64, ours: f64, unit: &str, tol: f64) -> Claim {
         let ratio = ours / paper_value;
         let status = Status::by_ratio(ratio, tol);
         let fmt = |x: f64| {
@@ -352,12 +343,16 @@ impl Claim {
             ours: fmt(ours),
             ratio: Some(ratio),
             status,
-            cause: if status == Status::Reproduced {
-                String::new()
-            } else {
-                cause.into()
-            },
+            cause: String::new(),
         }
+    }
+
+    /// The measured cause, kept only where the claim is not (fully) reproduced.
+    pub fn because(mut self, cause: &str) -> Claim {
+        if self.status != Status::Reproduced {
+            self.cause = cause.into();
+        }
+        self
     }
 
     /// A claim judged by hand-written rule (a shape, an order, a yes/no): `holds` gives

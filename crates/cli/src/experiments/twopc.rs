@@ -45,7 +45,6 @@ fn round_trips(cx: &mut Ctx) -> Result<()> {
                 m,
                 "trips",
                 0.02,
-                "",
             ));
         }
     }
