@@ -75,20 +75,11 @@ impl Client {
                 } else {
                     cur.t.exec.batch().to_vec()
                 };
-                for k in &keys {
-                    let node = self.env.layout.primary(self.env.layout.shard_of(k));
-                    cx.send(
-                        node,
-                        Msg::Read {
-                            txn: cur.t.rec.id,
-                            key: k.clone(),
-                            snap: cur.snap,
-                            floor: self.floor,
-                        },
-                    );
+                self.send_reads(&keys, cx);
+                if let Some(cur) = self.cur.as_mut() {
+                    cur.phase = Phase::Reading(keys);
                 }
-                cur.phase = Phase::Reading(keys);
-                cx.set_timer(self.env.timeouts.read, ClientTimer::Read);
+                kit::read_sent(&self.env, cx);
             }
             Next::Abort(reason) => self.finish(Outcome::Aborted, Some(reason), cx),
             Next::Done(writes) => {
@@ -144,6 +135,26 @@ impl Client {
         }
     }
 
+    /// Sends the reads of `keys` to their shards' primaries, at the transaction's
+    /// snapshot once set (a first send, or a re-send of those unanswered:
+    /// [`kit::read_sent`]; a re-sent first read may set the snapshot, whichever answer
+    /// comes first).
+    fn send_reads(&self, keys: &[Key], cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_ref() else { return };
+        for k in keys {
+            let node = self.env.layout.primary(self.env.layout.shard_of(k));
+            cx.send(
+                node,
+                Msg::Read {
+                    txn: cur.t.rec.id,
+                    key: k.clone(),
+                    snap: cur.snap,
+                    floor: self.floor,
+                },
+            );
+        }
+    }
+
     /// `2pc-deferred`: sends the decision to every participant.
     fn send_decision(&self, commit: bool, ts: u64, to: &[NodeId], cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_ref() else { return };
@@ -187,7 +198,7 @@ impl Client {
                 cur.doomed |= newer;
                 kit::supply_read(&mut cur.t.rec, &mut cur.t.exec, key, version, value);
                 if all_in {
-                    cx.cancel_timer(ClientTimer::Read);
+                    kit::reads_in(cx);
                     self.step(cx);
                 }
             }
@@ -241,6 +252,11 @@ impl Client {
         match (t, &cur.phase) {
             (ClientTimer::Read, Phase::Reading(_)) => {
                 self.finish(Outcome::Aborted, Some(AbortReason::ReadTimedOut), cx)
+            }
+            (ClientTimer::Resend, Phase::Reading(keys)) => {
+                let keys = keys.clone();
+                self.send_reads(&keys, cx);
+                cx.set_timer(self.env.timeouts.failover, ClientTimer::Resend);
             }
             (ClientTimer::Idle, Phase::Waiting) => {
                 self.finish(Outcome::Aborted, Some(AbortReason::IdleInteractive), cx)

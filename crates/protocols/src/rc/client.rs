@@ -53,28 +53,38 @@ impl Client {
         self.env.layout.topology.num_dcs() / 2 + 1
     }
 
+    /// Sends the current read to every replica of its shard whose DC has not answered
+    /// it (all of them at first; a re-send: [`crate::kit::client::read_sent`]).
+    fn send_read(&self, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_ref() else { return };
+        let Phase::Reading {
+            key, granted, denied, ..
+        } = &cur.phase
+        else {
+            return;
+        };
+        for n in self.env.layout.replicas(self.env.layout.shard_of(key)) {
+            let dc = self.env.layout.dc_of(*n);
+            if !granted.contains_key(&dc) && !denied.contains(&dc) {
+                let (txn, key) = (cur.t.rec.id, key.clone());
+                cx.send(*n, Msg::Read { txn, key });
+            }
+        }
+    }
+
     /// Takes the program's next step (the frame's `step` runs the program to it).
     fn on_step(&mut self, next: Next, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_mut() else { return };
         match next {
             Next::Read(key) => {
-                let shard = self.env.layout.shard_of(&key);
-                for n in self.env.layout.replicas(shard) {
-                    cx.send(
-                        *n,
-                        Msg::Read {
-                            txn: cur.t.rec.id,
-                            key: key.clone(),
-                        },
-                    );
-                }
                 cur.phase = Phase::Reading {
                     key,
                     granted: BTreeMap::new(),
                     denied: BTreeSet::new(),
                     why: None,
                 };
-                cx.set_timer(self.env.timeouts.read, ClientTimer::Read);
+                self.send_read(cx);
+                crate::kit::client::read_sent(&self.env, cx);
             }
             Next::Abort(reason) => self.abort(reason, cx),
             Next::Done(writes) => {
@@ -170,7 +180,7 @@ impl Client {
                 .max_by_key(|(_, ts, _)| *ts)
                 .cloned()
                 .expect("a majority answered");
-            cx.cancel_timer(ClientTimer::Read);
+            crate::kit::client::reads_in(cx);
             cur.t.rec.reads.push(ReadRec {
                 key: key.clone(),
                 version,
@@ -247,6 +257,10 @@ impl Client {
         let Some(cur) = self.cur.as_ref() else { return };
         match (t, &cur.phase) {
             (ClientTimer::Read, Phase::Reading { .. }) => self.abort(AbortReason::ReadNoMajority, cx),
+            (ClientTimer::Resend, Phase::Reading { .. }) => {
+                self.send_read(cx);
+                cx.set_timer(self.env.timeouts.failover, ClientTimer::Resend);
+            }
             (ClientTimer::Idle, Phase::Waiting) => self.abort(AbortReason::IdleInteractive, cx),
             (ClientTimer::Status, Phase::Committing { value, votes, .. }) => {
                 // Ask again the DCs that have not voted (accepts are idempotent).

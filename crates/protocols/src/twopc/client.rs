@@ -53,14 +53,9 @@ impl Client {
                 } else {
                     cur.t.exec.batch().to_vec()
                 };
-                for key in &keys {
-                    let node = self.env.layout.primary(self.env.layout.shard_of(key));
-                    cur.touched.insert(node);
-                    let (txn, ts, key) = (cur.t.rec.id, cur.t.rec.start, key.clone());
-                    cx.send(node, Msg::Read(LockedRead { txn, ts, key }));
-                }
+                send_reads(&self.env, cur, &keys, cx);
                 cur.phase = Phase::Reading(keys);
-                cx.set_timer(self.env.timeouts.read, ClientTimer::Read);
+                crate::kit::client::read_sent(&self.env, cx);
             }
             Next::Abort(reason) => self.abort(reason, cx),
             Next::Done(writes) => {
@@ -106,6 +101,17 @@ impl Client {
     }
 }
 
+/// Sends the reads of `keys` to their shards' primaries (a first send, or a re-send of
+/// those unanswered: [`crate::kit::client::read_sent`]).
+fn send_reads(env: &Env, cur: &mut Current, keys: &[Key], cx: &mut Ctx<'_, Msg>) {
+    for key in keys {
+        let node = env.layout.primary(env.layout.shard_of(key));
+        cur.touched.insert(node);
+        let (txn, ts, key) = (cur.t.rec.id, cur.t.rec.start, key.clone());
+        cx.send(node, Msg::Read(LockedRead { txn, ts, key }));
+    }
+}
+
 /// The share of the participant that serves `key` (its shard's primary), created empty.
 pub(super) fn part_for<'a>(
     parts: &'a mut BTreeMap<NodeId, Part>,
@@ -141,7 +147,7 @@ impl Client {
                     Ok((version, value)) => {
                         crate::kit::client::supply_read(&mut cur.t.rec, &mut cur.t.exec, key, version, value);
                         if all_in {
-                            cx.cancel_timer(ClientTimer::Read);
+                            crate::kit::client::reads_in(cx);
                             self.step(cx);
                         }
                     }
@@ -149,17 +155,31 @@ impl Client {
                 }
             }
             Msg::Outcome { txn, commit, reason } if txn == cur.t.rec.id && matches!(cur.phase, Phase::Committing) => {
-                let outcome = if commit { Outcome::Committed } else { Outcome::Aborted };
-                self.finish(outcome, reason, cx);
+                if commit {
+                    self.finish(Outcome::Committed, reason, cx);
+                } else if reason == Some(AbortReason::AbortedQueried) {
+                    // The coordinator never got the Commit (lost, or lost with its
+                    // crash) and presumed the abort when asked: it knows no participant
+                    // to tell, and the servers the client read at would hold its shared
+                    // locks until `idle` (10 s). The client releases them (stop 46).
+                    self.abort(AbortReason::AbortedQueried, cx);
+                } else {
+                    self.finish(Outcome::Aborted, reason, cx);
+                }
             }
             _ => {}
         }
     }
 
     fn on_tick(&mut self, t: ClientTimer, cx: &mut Ctx<'_, Msg>) {
-        let Some(cur) = self.cur.as_ref() else { return };
+        let Some(cur) = self.cur.as_mut() else { return };
         match (t, &cur.phase) {
             (ClientTimer::Read, Phase::Reading(_)) => self.abort(AbortReason::ReadTimedOut, cx),
+            (ClientTimer::Resend, Phase::Reading(keys)) => {
+                let keys = keys.clone();
+                send_reads(&self.env, cur, &keys, cx);
+                cx.set_timer(self.env.timeouts.failover, ClientTimer::Resend);
+            }
             (ClientTimer::Idle, Phase::Waiting) => self.abort(AbortReason::IdleInteractive, cx),
             (ClientTimer::Status, Phase::Committing) => {
                 cx.send(
