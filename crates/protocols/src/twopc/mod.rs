@@ -32,10 +32,13 @@
 //! coordinator (`Query`) until they learn the outcome; a restarted coordinator
 //! re-sends logged COMMIT decisions and answers ABORT for every transaction it has no
 //! COMMIT record of (it cannot have told anyone COMMIT). Lost messages are covered by
-//! timeouts: a client aborts a read that gets no answer and asks the coordinator for a
-//! lost outcome (`Status`); a coordinator aborts when votes do not arrive; a
-//! participant aborts an active transaction whose client went silent and re-asks about
-//! a prepared one. Duplicates are harmless: every handler is idempotent.
+//! timeouts: a client re-sends a read unanswered for the fail-over time and aborts one
+//! that gets no answer by the read deadline, and asks the coordinator for a lost
+//! outcome (`Status`); a client told of an abort its coordinator presumed (it never
+//! got the Commit) releases the locks it read under, since that coordinator knows no
+//! participant to tell; a coordinator aborts when votes do not arrive; a participant
+//! aborts an active transaction whose client went silent and re-asks about a prepared
+//! one. Duplicates are harmless: every handler is idempotent.
 //!
 //! The committed store stands for the node's checkpointed on-disk data: a commit's
 //! writes are installed in the same step that forces its COMMITTED record, so the store

@@ -142,6 +142,14 @@ impl Server {
         if self.tombstones.contains_key(&txn) {
             return no(AbortReason::AbortedHere, cx);
         }
+        if !part.writes.is_empty() && part.writes.iter().all(|(k, v, _)| self.store.contains(k, *v)) {
+            // Committed here already (its versions are only installed by the commit):
+            // a duplicate of its PREPARE the network delayed past the decision. Prepared
+            // again, it would hold the keys' locks and, on the coordinator's answer to
+            // its query, install the old versions over newer ones (stop 46).
+            cx.send(from, Msg::Vote(Prepared::yes(txn)));
+            return;
+        }
         let now = cx.now();
         let t = self.seen(txn, ts, now);
         match t.state {
@@ -276,7 +284,10 @@ impl Server {
                     };
                     cx.charge_ops(part.writes.len() as u32);
                     for (k, v, val) in part.writes {
-                        self.store.install_latest(&k, v, val);
+                        // Installed once, whatever repeats the decision.
+                        if !self.store.contains(&k, v) {
+                            self.store.install_latest(&k, v, val);
+                        }
                     }
                     self.log.append_sync(Rec::Committed { txn }, cx);
                     let grants = self.locks.release_all(txn);

@@ -555,3 +555,31 @@ fn test_interactive_client_pauses_resumes_and_aborts_when_its_caller_is_idle() {
         Some(&meridian_core::AbortReason::IdleInteractive)
     );
 }
+
+/// A PREPARE that arrives again after its transaction committed here (a duplicate the
+/// network delayed past the decision) must not prepare it a second time: a second
+/// PREPARED share would hold the key's lock and, on the coordinator's answer to its
+/// query, install the old version over a newer transaction's.
+#[test]
+fn test_a_late_duplicate_prepare_after_the_commit_does_not_prepare_again() {
+    let mut n = Node::new(NodeId(2), Cc::Locking);
+    let coord = NodeId(0);
+    let k = n.key();
+    let (t1, t2) = (tid(0, 1), tid(1, 1));
+    let late = prepare(t1, 0, write(n.me, &k, t1, 5));
+    n.recv(10, coord, late.clone());
+    n.recv(20, coord, decide(t1, true));
+    n.recv(30, coord, prepare(t2, 25, write(n.me, &k, t2, 6)));
+    n.recv(40, coord, decide(t2, true));
+    n.recv(50, coord, late);
+    // Whatever the coordinator answers about t1 from now on, t2's version stays the
+    // latest.
+    n.recv(60, coord, decide(t1, true));
+    assert_eq!(n.s.snapshot().keys[&k].versions, vec![vid(t1), vid(t2)]);
+    let e = n.recv(70, CLIENT, read(tid(2, 1), 70, &k));
+    assert!(
+        matches!(&sent(&e)[..], [(_, Msg::ReadReply(ReadAnswer { result: Ok((Some(v), _)), .. }))] if *v == vid(t2)),
+        "{:?}",
+        sent(&e)
+    );
+}
