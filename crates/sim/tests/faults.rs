@@ -451,50 +451,21 @@ fn hacommit_a_dropped_recovery_is_taken_up_again_while_its_client_re_sends() {
     common::assert_clean(&r);
 }
 
-/// NY's and CA's commits per second before DC TX is cut off (0-2 s) and over the
-/// window `during` of the 10 s cut (from 2 s), for `protocol` under `workload` on
-/// three DCs 0.2 ms apart; the run must check clean.
-fn majority_side_rates(protocol: &str, workload: &str, seed: u64, during: (f64, f64)) -> (f64, f64) {
-    let topo = Topology::from_toml(
-        "dcs = [\"NY\", \"CA\", \"TX\"]\nnodes_per_dc = 2\nshards = 6\nintra_rtt_ms = 0.1\n\
-         rtt_ms = [[0, 0.2, 0.2], [0.2, 0, 0.2], [0.2, 0.2, 0]]\n",
-        "us3fast",
-    )
-    .unwrap();
-    let mut c = SimConfig::new(topo, workload);
+/// Commits per second over each window `[from, to)` (s) of a run of `protocol` on
+/// three DCs 0.2 ms apart (`workload`, `clients`, `seed`, `faults`), counting the
+/// committed transactions `count` keeps; the run must check clean.
+fn commit_rates<const N: usize>(
+    protocol: &str,
+    workload: &str,
+    (clients, seed, faults): (u32, u64, &str),
+    windows: [(f64, f64); N],
+    count: impl Fn(&meridian_core::TxnRecord) -> bool,
+) -> [f64; N] {
+    let mut c = SimConfig::new(common::us3fast(), workload);
     c.txns = 40_000;
-    c.clients = 6;
+    c.clients = clients;
     c.seed = seed;
-    c.faults = "partition:a=TX,b=NY,at=2s,for=10s;partition:a=TX,b=CA,at=2s,for=10s".into();
-    let out = run_named(protocol, &c, &mut |_, _| {}).unwrap();
-    common::assert_clean(&out.report);
-    let commits = |from: f64, to: f64| {
-        let (a, b) = ((from * 1e9) as u64, (to * 1e9) as u64);
-        out.history
-            .txns
-            .iter()
-            .filter(|t| t.dc.0 != 2 && t.outcome == meridian_core::Outcome::Committed)
-            .filter(|t| t.end.is_some_and(|e| e >= a && e < b))
-            .count() as f64
-            / (to - from)
-    };
-    (commits(0.0, 2.0), commits(during.0, during.1))
-}
-
-/// Commits per second over `[from, to)` s of `protocol` on three DCs 0.2 ms apart
-/// (bank, 8 clients, `seed`) while server node 2 is down from 2 s to 3 s.
-fn rate_around_a_short_crash(protocol: &str, seed: u64, windows: [(f64, f64); 2]) -> [f64; 2] {
-    let topo = Topology::from_toml(
-        "dcs = [\"NY\", \"CA\", \"TX\"]\nnodes_per_dc = 2\nshards = 6\nintra_rtt_ms = 0.1\n\
-         rtt_ms = [[0, 0.2, 0.2], [0.2, 0, 0.2], [0.2, 0.2, 0]]\n",
-        "us3fast",
-    )
-    .unwrap();
-    let mut c = SimConfig::new(topo, "bank");
-    c.txns = 25_000;
-    c.clients = 8;
-    c.seed = seed;
-    c.faults = "crash:node=2,at=2s,for=1s".into();
+    c.faults = faults.into();
     let out = run_named(protocol, &c, &mut |_, _| {}).unwrap();
     common::assert_clean(&out.report);
     windows.map(|(from, to)| {
@@ -502,11 +473,34 @@ fn rate_around_a_short_crash(protocol: &str, seed: u64, windows: [(f64, f64); 2]
         out.history
             .txns
             .iter()
-            .filter(|t| t.outcome == meridian_core::Outcome::Committed)
+            .filter(|t| t.outcome == meridian_core::Outcome::Committed && count(t))
             .filter(|t| t.end.is_some_and(|e| e >= a && e < b))
             .count() as f64
             / (to - from)
     })
+}
+
+/// NY's and CA's commits per second before DC TX is cut off (0-2 s) and over the
+/// window `during` of the 10 s cut (from 2 s), for `protocol` under `workload` on
+/// three DCs 0.2 ms apart; the run must check clean.
+fn majority_side_rates(protocol: &str, workload: &str, seed: u64, during: (f64, f64)) -> (f64, f64) {
+    let cut = "partition:a=TX,b=NY,at=2s,for=10s;partition:a=TX,b=CA,at=2s,for=10s";
+    let [before, within] = commit_rates(protocol, workload, (6, seed, cut), [(0.0, 2.0), during], |t| {
+        t.dc.0 != 2
+    });
+    (before, within)
+}
+
+/// Commits per second over `[from, to)` s of `protocol` on three DCs 0.2 ms apart
+/// (bank, 8 clients, `seed`) while server node 2 is down from 2 s to 3 s.
+fn rate_around_a_short_crash(protocol: &str, seed: u64, windows: [(f64, f64); 2]) -> [f64; 2] {
+    commit_rates(
+        protocol,
+        "bank",
+        (8, seed, "crash:node=2,at=2s,for=1s"),
+        windows,
+        |_| true,
+    )
 }
 
 /// Stop 46: a read sent to a server that crashed was lost with it, and its client

@@ -384,12 +384,7 @@ fn test_contention_does_not_wait_for_the_vote_timeout() {
 /// transaction may now wait for a timer: the slowest stays within 50 ms.
 #[test]
 fn replog_under_hot_keys_tells_every_abort_at_once() {
-    let topo = Topology::from_toml(
-        "dcs = [\"NY\", \"CA\", \"TX\"]\nnodes_per_dc = 2\nshards = 6\nintra_rtt_ms = 0.1\n\
-         rtt_ms = [[0, 0.2, 0.2], [0.2, 0, 0.2], [0.2, 0.2, 0]]\n",
-        "us3fast",
-    )
-    .unwrap();
+    let topo = common::us3fast();
     let mut c = SimConfig::new(topo, "bank");
     c.txns = 4000;
     c.clients = 6;

@@ -50,3 +50,14 @@ pub fn uniform5() -> Topology {
         3,
     )
 }
+
+/// Three DCs 0.2 ms apart, two servers each, six shards (`us3fast.toml` of
+/// docs/MEASUREMENTS.md): contention and fail-over without the WAN's waits.
+pub fn us3fast() -> Topology {
+    Topology::from_toml(
+        "dcs = [\"NY\", \"CA\", \"TX\"]\nnodes_per_dc = 2\nshards = 6\nintra_rtt_ms = 0.1\n\
+         rtt_ms = [[0, 0.2, 0.2], [0.2, 0, 0.2], [0.2, 0.2, 0]]\n",
+        "us3fast",
+    )
+    .expect("us3fast parses")
+}
