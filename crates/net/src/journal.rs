@@ -74,7 +74,7 @@
 //! partition was being created left one that no later open could read, and dropping
 //! a partition while its memtable was being flushed panicked the flush thread and
 //! poisoned the keyspace (both seen on a cluster under frequent checkpoints). Format
-//! 4 never creates or drops a partition after the first open; formats 5 and 6 keep that
+//! 4 never creates or drops a partition after the first open; formats 5 to 7 keep that
 //! layout and changed only server images and journalled messages ([`FORMAT`] says which).
 //!
 //! A protocol without an image (`Protocol::image` is `None`) never checkpoints: its
@@ -126,8 +126,10 @@ pub enum Entry<M> {
 /// 5: Replicated Commit's coordinator state keeps its commit round in the shared
 /// `kit::vote::Round` (its fields moved ahead of the coordinator shard). 6: a replog
 /// transaction's share notes since when it blocks another (`PTxn::blocking`); and
-/// replog's messages (journalled inputs) gain `Wound`.
-pub const FORMAT: u32 = 6;
+/// replog's messages (journalled inputs) gain `Wound`. 7: a 2PC coordinator keeps each
+/// undecided transaction's PREPAREs (`CTxn::shares`), to send again to a participant
+/// that has not voted.
+pub const FORMAT: u32 = 7;
 
 /// What a journal says about itself (its `meta` partition).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -36,6 +36,9 @@ impl Server {
                 decided: None,
                 acks: BTreeSet::new(),
                 since: cx.now(),
+                ts,
+                shares: parts.clone(),
+                asked: cx.now(),
             },
         );
         for p in parts {
@@ -82,6 +85,7 @@ impl Server {
         }
         c.decided = Some(commit);
         c.since = cx.now();
+        c.shares = vec![]; // no PREPARE goes out again
         self.done.insert(txn, commit);
         let (client, parts) = (c.client, c.parts.clone());
         if commit {

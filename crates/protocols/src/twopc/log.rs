@@ -165,6 +165,9 @@ impl Server {
                     decided: Some(true),
                     acks: BTreeSet::new(),
                     since: 0,
+                    ts: 0,
+                    shares: vec![],
+                    asked: 0,
                 },
             );
         }

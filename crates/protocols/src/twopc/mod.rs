@@ -36,9 +36,11 @@
 //! that gets no answer by the read deadline, and asks the coordinator for a lost
 //! outcome (`Status`); a client told of an abort its coordinator presumed (it never
 //! got the Commit) releases the locks it read under, since that coordinator knows no
-//! participant to tell; a coordinator aborts when votes do not arrive; a participant
-//! aborts an active transaction whose client went silent and re-asks about a prepared
-//! one. Duplicates are harmless: every handler is idempotent.
+//! participant to tell; a coordinator sends PREPARE again to a participant that has not
+//! voted after the fail-over time, and aborts when votes do not arrive by the vote
+//! timeout; a participant aborts an active transaction whose client went silent and
+//! re-asks about a prepared one. Duplicates are harmless: every handler is idempotent
+//! (a PREPARE that comes back after its commit is answered yes and changes nothing).
 //!
 //! The committed store stands for the node's checkpointed on-disk data: a commit's
 //! writes are installed in the same step that forces its COMMITTED record, so the store

@@ -49,6 +49,14 @@ pub(super) struct CTxn {
     pub(super) decided: Option<bool>,
     pub(super) acks: BTreeSet<NodeId>,
     pub(super) since: Time,
+    /// The transaction's timestamp and each participant's share, as PREPARE sent them:
+    /// sent again to a participant that has not voted after the fail-over time (a
+    /// PREPARE lost with a crashed participant otherwise waits for the vote timeout).
+    /// Empty for a commit rebuilt from the log.
+    pub(super) ts: Time,
+    pub(super) shares: Vec<Part>,
+    /// When PREPARE last went out.
+    pub(super) asked: Time,
 }
 
 /// A 2PC server: participant for the shards it holds, coordinator for clients of its DC.
@@ -159,9 +167,16 @@ impl Server {
         // Coordinator: vote timeouts and undelivered decisions.
         let mut expired = vec![];
         let mut resend = vec![];
+        let mut prepare = vec![];
         for (id, c) in self.ctxns.iter_mut() {
             match c.decided {
                 None if now.saturating_sub(c.since) > to.vote => expired.push(*id),
+                None if now.saturating_sub(c.asked) >= to.failover => {
+                    c.asked = now;
+                    for p in c.shares.iter().filter(|p| !c.yes.contains(&p.node)) {
+                        prepare.push((p.node, *id, c.ts, p.clone()));
+                    }
+                }
                 Some(true) if now.saturating_sub(c.since) >= to.query => {
                     c.since = now;
                     for n in &c.parts {
@@ -180,6 +195,13 @@ impl Server {
         }
         for (n, txn) in resend {
             cx.send(n, Msg::Decide { txn, commit: true });
+        }
+        // A participant that has not voted may have lost the PREPARE (with a crash, or
+        // on the way): a repeated one is answered as the first was, or not at all while
+        // it waits for locks (`on_prepare`).
+        prepare.sort_by_key(|(n, id, ..)| (*id, *n));
+        for (n, txn, ts, part) in prepare {
+            cx.send(n, Msg::Prepare { txn, ts, part });
         }
     }
 }

@@ -583,3 +583,38 @@ fn test_a_late_duplicate_prepare_after_the_commit_does_not_prepare_again() {
         sent(&e)
     );
 }
+
+/// A participant that has not voted a fail-over time after PREPARE (lost with its
+/// crash, or on the way) is sent its PREPARE again, every fail-over time, until the
+/// decision; one that voted is not (stop 46: the coordinator waited for the 3 s vote
+/// timeout although the participant was back within a second).
+#[test]
+fn test_coordinator_sends_prepare_again_to_a_silent_participant() {
+    let mut n = Node::started(NodeId(0), Cc::Locking);
+    let (p2, p3) = (NodeId(2), NodeId(3));
+    let t = tid(0, 1);
+    let share = write(p3, &key_on(&n.env, p3), t, 7);
+    n.recv(0, CLIENT, commit(t, 0, vec![empty(p2), share.clone()]));
+    n.recv(10, p2, vote_yes(t));
+    let prepares = |e: &Effects<Msg>| -> Vec<(NodeId, Msg)> {
+        sent(e)
+            .into_iter()
+            .filter(|(_, m)| matches!(m, Msg::Prepare { .. }))
+            .collect()
+    };
+    let failover = n.env.timeouts.failover;
+    assert!(
+        prepares(&n.sweep(failover / 2)).is_empty(),
+        "not before the fail-over time"
+    );
+    let e = n.sweep(failover);
+    assert_eq!(prepares(&e), vec![(p3, prepare(t, 0, share.clone()))]);
+    assert!(
+        prepares(&n.sweep(failover + failover / 2)).is_empty(),
+        "once per fail-over time"
+    );
+    assert_eq!(prepares(&n.sweep(2 * failover)), vec![(p3, prepare(t, 0, share))]);
+    let e = n.recv(2 * failover + 10, p3, vote_yes(t));
+    assert!(matches!(&sent(&e)[0].1, Msg::Outcome { commit: true, .. }));
+    assert!(prepares(&n.sweep(4 * failover)).is_empty(), "never after the decision");
+}
