@@ -101,6 +101,8 @@ impl Server {
                     prepared.insert(p.txn, *p);
                 }
                 Rec::Committed { txn } => {
+                    // Still in the log, so recent: a late PREPARE of it may yet come.
+                    self.committed.insert(txn, cx.now());
                     if let Some(p) = prepared.remove(&txn) {
                         for (k, v, val) in p.writes {
                             if !self.store.contains(&k, v) {

@@ -142,11 +142,10 @@ impl Server {
         if self.tombstones.contains_key(&txn) {
             return no(AbortReason::AbortedHere, cx);
         }
-        if !part.writes.is_empty() && part.writes.iter().all(|(k, v, _)| self.store.contains(k, *v)) {
-            // Committed here already (its versions are only installed by the commit):
-            // a duplicate of its PREPARE the network delayed past the decision. Prepared
-            // again, it would hold the keys' locks and, on the coordinator's answer to
-            // its query, install the old versions over newer ones (stop 46).
+        if self.committed.contains_key(&txn) {
+            // Committed here already: a PREPARE the network delayed past the decision.
+            // Prepared again, it would hold the keys' locks and, on the coordinator's
+            // answer to its query, install the old versions over newer ones (stop 46).
             cx.send(from, Msg::Vote(Prepared::yes(txn)));
             return;
         }
@@ -284,11 +283,9 @@ impl Server {
                     };
                     cx.charge_ops(part.writes.len() as u32);
                     for (k, v, val) in part.writes {
-                        // Installed once, whatever repeats the decision.
-                        if !self.store.contains(&k, v) {
-                            self.store.install_latest(&k, v, val);
-                        }
+                        self.store.install_latest(&k, v, val);
                     }
+                    self.committed.insert(txn, cx.now());
                     self.log.append_sync(Rec::Committed { txn }, cx);
                     let grants = self.locks.release_all(txn);
                     self.on_grants(grants, cx);

@@ -80,6 +80,11 @@ pub struct Server {
     pub(super) locks: LockTable,
     pub(super) ptxns: HashMap<TxnId, PTxn>,
     pub(super) tombstones: HashMap<TxnId, Time>,
+    /// Participant: transactions committed here, kept as long as a tombstone, so that
+    /// a PREPARE that comes back after the commit (a late duplicate, or the
+    /// coordinator's re-send overtaken by its decision) is answered without preparing
+    /// the transaction again.
+    pub(super) committed: HashMap<TxnId, Time>,
     pub(super) ctxns: HashMap<TxnId, CTxn>,
     /// Decided outcomes, so duplicates and late questions get the same answer.
     pub(super) done: HashMap<TxnId, bool>,
@@ -115,6 +120,7 @@ impl Server {
             locks: LockTable::new(policy),
             ptxns: HashMap::default(),
             tombstones: HashMap::default(),
+            committed: HashMap::default(),
             ctxns: HashMap::default(),
             done: HashMap::default(),
             started_at: 0,
@@ -157,6 +163,7 @@ impl Server {
             cx.send(coord, Msg::Query { txn });
         }
         self.tombstones.retain(|_, t| now.saturating_sub(*t) < to.tombstone);
+        self.committed.retain(|_, t| now.saturating_sub(*t) < to.tombstone);
         if self.log.len() >= self.compact_at {
             self.compact();
             // Amortized: what a checkpoint keeps (prepared transactions, decisions still
