@@ -14,7 +14,8 @@
 //! log's lease); one DC cut off from all others (its servers up: a minority side that
 //! cannot get anything chosen); a crash of one server; or message loss, duplication
 //! and reordering alone; a quarter of the runs add clock skew (every clock off by up
-//! to 50 ms, 500 ms or 2 s). Many mixes go
+//! to 50 ms, 500 ms or 2 s), and a fifth add late duplicates (one message in fifty
+//! delivered again up to 500 ms, 3 s or 10 s after the original). Many mixes go
 //! beyond what a protocol promises (its `Protocol::fault_model`): those runs are
 //! counted apart, and must still be safe, but may stall.
 //!
@@ -329,6 +330,16 @@ fn draw(protocol: &str, seed: u64, txns: Option<u64>) -> RunArgs {
     if sk.gen_bool(0.25) {
         let max = [50u32, 500, 2000].choose(&mut sk).expect("non-empty");
         faults = format!("{faults};skew:max={max}ms");
+    }
+    // Late duplicates on a fifth of the runs, from a stream of their own: a copy of a
+    // message (one in fifty) arrives up to 500 ms, 3 s or 10 s after the original, long
+    // after the transaction it belongs to may have been decided. A protocol must
+    // recognise a request for a transaction it has already finished (a PREPARE after
+    // the commit once installed old versions again in 2PC).
+    let mut dl = rng_for(seed, stream(protocol) ^ 0x1a7e_d0b5);
+    if dl.gen_bool(0.2) {
+        let late = [500u32, 3000, 10_000].choose(&mut dl).expect("non-empty");
+        faults = format!("{faults};dup:p=0.02,late={late}ms");
     }
     let drawn_txns = *[300u64, 500, 1000].choose(&mut r).expect("non-empty");
     let clients = *[8u32, 16, 32].choose(&mut r).expect("non-empty");

@@ -5,7 +5,7 @@
 //! | item | keys | effect |
 //! |---|---|---|
 //! | `loss` | `p` | each message is dropped with probability p |
-//! | `dup` | `p` | each message is delivered twice with probability p |
+//! | `dup` | `p, late` | each message is delivered twice with probability p; the copy comes up to `late` after the original (default: up to one more one-way delay, at least 1 ms), so `late=3s` sends copies that outlive the transaction they belong to |
 //! | `reorder` | `p` | each message is delayed by up to one extra one-way delay (bypassing FIFO) with probability p |
 //! | `crash` | `node, at, for` | server `node` crashes at `at` and restarts `for` later |
 //! | `client-crash` | `client, at` | client `client` crashes at `at` (for good) |
@@ -62,6 +62,9 @@ pub struct FaultPlan {
     pub loss: f64,
     /// Message duplication probability.
     pub dup: f64,
+    /// How much later than the original a duplicate may arrive (`None`: up to one more
+    /// one-way delay, at least 1 ms).
+    pub dup_late: Option<Time>,
     /// Message reordering probability.
     pub reorder: f64,
     /// Scheduled faults (time, fault), in time order.
@@ -140,7 +143,8 @@ impl FaultPlan {
                 SpecError::Duplicate(k) => err(format!("`{k}` given twice in `{item}`")),
             })?;
             let allowed: &[&str] = match name {
-                "loss" | "dup" | "reorder" => &["p"],
+                "loss" | "reorder" => &["p"],
+                "dup" => &["p", "late"],
                 "crash" => &["node", "at", "for"],
                 "client-crash" => &["client", "at"],
                 "outage" => &["dc", "at", "for"],
@@ -189,7 +193,16 @@ impl FaultPlan {
             let dc = |k: &str| -> Result<DcId, FaultError> { topo.dc(need(k)?).map_err(|e| err(e.to_string())) };
             match name {
                 "loss" => plan.loss = prob("p", 0.0)?,
-                "dup" => plan.dup = prob("p", 0.0)?,
+                "dup" => {
+                    plan.dup = prob("p", 0.0)?;
+                    if kv.contains_key("late") {
+                        let late = dur("late")?;
+                        if late == 0 {
+                            return Err(err("`late` must be positive".into()));
+                        }
+                        plan.dup_late = Some(late);
+                    }
+                }
                 "reorder" => plan.reorder = prob("p", 0.0)?,
                 "crash" => {
                     let node: u32 = need("node")?
@@ -387,7 +400,10 @@ impl FaultPlan {
         let mut items = vec![];
         for (name, p) in [("loss", self.loss), ("dup", self.dup), ("reorder", self.reorder)] {
             if p > 0.0 {
-                items.push(format!("{name}:p={p}"));
+                match self.dup_late {
+                    Some(late) if name == "dup" => items.push(format!("{name}:p={p},late={}", d(late))),
+                    _ => items.push(format!("{name}:p={p}")),
+                }
             }
         }
         let signed = |t: i64| format!("{}{}", if t < 0 { "-" } else { "" }, d(t.unsigned_abs()));
@@ -537,13 +553,13 @@ mod tests {
     fn an_explicit_plan_parses_back_to_the_same_plan() {
         let topo = Topology::preset("rc5").unwrap();
         for seed in 1..40 {
-            let spec = "random:crashes=3,client-crashes=2,partitions=2,outages=1;dup:p=0.125";
+            let spec = "random:crashes=3,client-crashes=2,partitions=2,outages=1;dup:p=0.125,late=2500ms";
             let drawn = FaultPlan::parse(spec, &topo, 15, 4, &mut rng_for(seed, 1)).unwrap();
             let explicit = drawn.explicit(&topo);
             let again = FaultPlan::parse(&explicit, &topo, 15, 4, &mut rng_for(seed + 1, 9)).unwrap();
             assert_eq!(
-                (again.loss, again.dup, again.reorder),
-                (drawn.loss, drawn.dup, drawn.reorder)
+                (again.loss, again.dup, again.dup_late, again.reorder),
+                (drawn.loss, drawn.dup, Some(2_500_000_000), drawn.reorder)
             );
             assert_eq!(again.events, drawn.events, "{explicit}");
         }
@@ -576,6 +592,8 @@ mod tests {
         assert!(e("loss:p=0.1,p=0.2").contains("`p` given twice"));
         assert!(e("loss:p").contains("`p` is not key=value"));
         assert!(e("outage:dc=C,at=soon,for=1s").contains("bad duration"));
+        assert!(e("dup:p=0.1,late=0s").contains("`late` must be positive"));
+        assert!(e("loss:p=0.1,late=1s").contains("no key `late`"));
     }
 
     /// `topo` with groups of three (HACommit's layout) and the per-group model of one

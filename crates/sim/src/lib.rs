@@ -1158,7 +1158,8 @@ impl<P: Protocol> Sim<'_, P> {
         }
         let inc = self.rt[to.0 as usize].inc;
         if faulty && self.plan.dup > 0.0 && self.net_rng.gen_bool(self.plan.dup) {
-            let extra = (base.max(ms(1.0)) as f64 * self.net_rng.gen::<f64>()) as Time;
+            let late = self.plan.dup_late.unwrap_or(base.max(ms(1.0)));
+            let extra = (late as f64 * self.net_rng.gen::<f64>()) as Time;
             self.push(
                 at + extra,
                 Ev::Arrive {
