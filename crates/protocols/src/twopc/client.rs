@@ -157,12 +157,15 @@ impl Client {
             Msg::Outcome { txn, commit, reason } if txn == cur.t.rec.id && matches!(cur.phase, Phase::Committing) => {
                 if commit {
                     self.finish(Outcome::Committed, reason, cx);
-                } else if reason == Some(AbortReason::AbortedQueried) {
+                } else if let Some(why @ (AbortReason::AbortedQueried | AbortReason::CoordinatorRestarted)) = reason {
                     // The coordinator never got the Commit (lost, or lost with its
-                    // crash) and presumed the abort when asked: it knows no participant
-                    // to tell, and the servers the client read at would hold its shared
-                    // locks until `idle` (10 s). The client releases them (stop 46).
-                    self.abort(AbortReason::AbortedQueried, cx);
+                    // crash) and presumed the abort when asked, or got it after its
+                    // restart and presumed the abort of a transaction begun before: it
+                    // told no participant, and the servers the client read at would hold
+                    // its shared locks until `idle` (10 s). The client releases them
+                    // (stop 46; the restart case stop 47: a one-second crash of node 0
+                    // cost 2PC-2PL ten seconds, writers waiting behind such a lock).
+                    self.abort(why, cx);
                 } else {
                     self.finish(Outcome::Aborted, reason, cx);
                 }

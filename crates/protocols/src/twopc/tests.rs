@@ -202,6 +202,61 @@ fn test_client_reads_from_primary_and_commits_through_a_coordinator_in_its_dc() 
     assert_eq!(e.records[0].reads.len(), 1);
 }
 
+/// A coordinator that presumed the abort without telling any participant (it got the
+/// Commit after its restart, or a status query before the Commit) leaves the client's
+/// shared read locks at the servers it read at; the client releases them. Before stop
+/// 46 (queried) and stop 47 (restarted) it did not, and they were held until `idle`
+/// (10 s): after a one-second crash of node 0 under bank, 2PC-2PL committed about 60
+/// transactions a second, against 2,900, until 13 s. An abort the coordinator decided
+/// itself is announced to the participants by the coordinator, and the client sends
+/// nothing.
+#[test]
+fn test_client_releases_its_read_locks_after_a_presumed_abort() {
+    let env = env();
+    let me = CLIENT;
+    let chain = meridian_txn::Call {
+        program: "chain".into(),
+        args: [1, 1, 10, 7].into_iter().map(meridian_txn::Arg::U64).collect(),
+    };
+    for (seq, reason, released) in [
+        (1, AbortReason::CoordinatorRestarted, true),
+        (2, AbortReason::AbortedQueried, true),
+        (3, AbortReason::ParticipantVotedNo, false),
+    ] {
+        let mut c = Client::new(env.clone(), me, ClientId(0));
+        let t = tid(0, seq);
+        let e = call(&mut c, 0, me, |c, cx| c.submit(t, chain.clone(), cx));
+        let (server, key) = match &sent(&e)[..] {
+            [(to, Msg::Read(LockedRead { key, .. }))] => (*to, key.clone()),
+            s => panic!("{s:?}"),
+        };
+        let reply = Msg::ReadReply(ReadAnswer {
+            txn: t,
+            key,
+            result: Ok((None, None)),
+        });
+        let e = deliver(&mut c, 50, me, server, reply);
+        let coord = match &sent(&e)[..] {
+            [(coord, Msg::Commit { .. })] => *coord,
+            s => panic!("{s:?}"),
+        };
+        let outcome = Msg::Outcome {
+            txn: t,
+            commit: false,
+            reason: Some(reason.clone()),
+        };
+        let e = deliver(&mut c, 100, me, coord, outcome);
+        assert_eq!(e.records.len(), 1);
+        assert_eq!(e.records[0].outcome, Outcome::Aborted);
+        let releases: Vec<NodeId> = sent(&e)
+            .into_iter()
+            .filter(|(_, m)| matches!(m, Msg::Release { txn } if *txn == t))
+            .map(|(to, _)| to)
+            .collect();
+        assert_eq!(releases, if released { vec![server] } else { vec![] }, "{reason}");
+    }
+}
+
 #[test]
 fn test_participant_forces_prepare_before_vote_and_commit_before_ack() {
     let mut n = Node::new(NodeId(2), Cc::Locking);
