@@ -513,7 +513,11 @@ fn rate_around_a_short_crash(protocol: &str, seed: u64, windows: [(f64, f64); 2]
 /// 2pc-deferred: none until 7 s). 2PC-2PL seed 2 also stalled until 12 s: a client
 /// whose Commit was lost with the coordinator learned the presumed abort from the
 /// restarted coordinator, which knew no participant to tell, and its shared locks held
-/// until `idle` (10 s); the client now releases them.
+/// until `idle` (10 s); the client now releases them. replog (stop 47): the crashed
+/// server led shard 4 and waited out its own 10 s lease after its restart before it
+/// stood again, so the shard had no leader until 12 s (and the restarted replica's
+/// "not the leader" aborted a third of all transactions meanwhile); it now stands at
+/// once, and a client's read follows a follower's hint to it.
 #[test]
 fn a_short_server_crash_costs_no_read_deadline() {
     for (proto, from) in [
@@ -523,6 +527,7 @@ fn a_short_server_crash_costs_no_read_deadline() {
         ("hier-ts", 4.0),
         ("2pc-deferred", 4.0),
         ("2pc-2pl", 4.0),
+        ("replog", 4.0),
     ] {
         for seed in [1, 2] {
             let [before, after] = rate_around_a_short_crash(proto, seed, [(0.0, 2.0), (from, from + 2.0)]);

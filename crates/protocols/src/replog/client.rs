@@ -28,8 +28,8 @@ pub(super) struct Current {
     /// coordinator's vote timeout).
     pub(super) redirects: u32,
     /// The replicas the current read went to that did not answer within the fail-over
-    /// time: a hint naming one of them is not followed (a follower names its old
-    /// leader until its group elected another).
+    /// time: the next try goes to another (a hint from a follower that heard from one
+    /// of them since is still followed).
     pub(super) suspects: BTreeSet<NodeId>,
 }
 
@@ -186,14 +186,20 @@ impl Client {
                         self.step(cx);
                     }
                     Err(why) => match hint {
-                        Some(h) if h != self.leaders[s] && !cur.suspects.contains(&h) && tries < 3 => {
+                        // A follower names only a leader it heard from within the
+                        // fail-over time, so the hint is followed even to a replica this
+                        // read suspected (a leader back from a crash that stood again).
+                        Some(h) if h != self.leaders[s] && tries < 3 => {
                             self.leaders[s] = h;
+                            cur.suspects.remove(&h);
                             self.send_read(key, tries + 1, false, cx);
                         }
-                        // A follower naming a leader that did not answer this read: the
-                        // group has not elected another yet; the next replica is tried
-                        // at the fail-over time.
-                        _ if why == AbortReason::NotLeader && !cur.suspects.is_empty() => {}
+                        // A follower that knows no live leader: the group is electing
+                        // one (or the old one is still within its lease). The next
+                        // replica is tried at the fail-over time, until the read's
+                        // deadline, rather than aborting a transaction that a leader
+                        // elected within the deadline would serve.
+                        _ if why == AbortReason::NotLeader => {}
                         _ => self.abort(why, cx),
                     },
                 }

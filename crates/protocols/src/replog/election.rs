@@ -19,18 +19,23 @@ impl Server {
         let lease = self.env.timeouts.lease;
         let me = self.me;
         let g = self.groups.get_mut(&s).expect("group");
-        if g.leading || now.saturating_sub(g.last_heard) <= lease {
+        if g.leading || !Self::may_stand(g, me, now, lease) {
             return;
         }
         // Candidates stagger by their rank after the silent leader in replica order (the
-        // next DC goes first), plus a little randomness, so they rarely duel.
+        // next DC goes first), plus a little randomness, so they rarely duel. The lease
+        // holder standing again goes first.
         let n = g.replicas.len();
         let old = g
             .leader
             .or(Some(g.promised.node))
             .and_then(|l| g.replicas.iter().position(|r| *r == l));
         let mine = g.replicas.iter().position(|r| *r == me).unwrap_or(0);
-        let rank = old.map_or(mine, |o| (mine + n - o - 1) % n) as u64;
+        let rank = if Self::lease_holder_back(g, me) {
+            0
+        } else {
+            old.map_or(mine, |o| (mine + n - o - 1) % n) as u64
+        };
         if g.elect_after == 0 {
             g.elect_after = now + rank * 500_000_000 + cx.rng().gen_range(0..100_000_000u64);
             return;
@@ -50,6 +55,25 @@ impl Server {
             }
         }
         self.try_stand(s, cx);
+    }
+
+    /// Whether this replica may run for leader of its group now: it has heard from no
+    /// leader for the lease, or it is the lease holder back from a crash.
+    fn may_stand(g: &Group, me: NodeId, now: Time, lease: Time) -> bool {
+        now.saturating_sub(g.last_heard) > lease || Self::lease_holder_back(g, me)
+    }
+
+    /// Whether this replica is back from a crash after it last promised its own ballot
+    /// (it led, or stood, under the highest ballot it knows): it follows no one and runs
+    /// no election or pre-vote. The others refuse every other candidate while its lease
+    /// may hold but would promise it again ([`Self::would_promise`]), so it stands at
+    /// once instead of waiting out the lease it held (10 s by default): a one-second
+    /// crash of a leader used to leave its shard without one for the whole lease. A
+    /// ballot it missed while down makes its pre-vote fail; it then waits for the lease
+    /// like any follower (the failed pre-vote stays recorded) and follows the leader
+    /// that holds that ballot as soon as it hears from it.
+    fn lease_holder_back(g: &Group, me: NodeId) -> bool {
+        !g.leading && g.leader.is_none() && g.promised.node == me && g.election.is_none() && g.prevote.is_none()
     }
 
     /// Whether this replica would promise `ballot` from `from` now: not while it leads,
@@ -90,7 +114,7 @@ impl Server {
         }
         g.prevote = None;
         // A leader heard from meanwhile, or this node leads again: no election.
-        if g.leading || now.saturating_sub(g.last_heard) <= lease {
+        if g.leading || !Self::may_stand(g, me, now, lease) {
             return;
         }
         let ballot = Ballot {

@@ -24,7 +24,7 @@ impl Server {
             return refuse(AbortReason::ShardNotHeld, None, cx);
         };
         if !g.leading {
-            return refuse(AbortReason::NotLeader, g.leader, cx);
+            return refuse(AbortReason::NotLeader, g.live_leader(now, &self.env), cx);
         }
         if now >= g.lease_until {
             return refuse(AbortReason::LeaseNotHeld, None, cx);

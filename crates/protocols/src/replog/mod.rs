@@ -67,7 +67,14 @@
 //!   its own lock table: each share prepares, commits and releases on its own.
 //! - **Elections.** A candidate whose own promise is a majority (a group of one
 //!   replica) wins at once; a leader's lease blocks other candidates but not the lease
-//!   holder standing again. A coordinator aborts a transaction only while it is
+//!   holder standing again. A leader back from a crash stands at once rather than
+//!   waiting out its own lease (the papers do not say; Spanner's leases are
+//!   extended by the same leader, and no other can be elected before they run out, so
+//!   a careful implementer lets the only replica that can lead soon do so): a
+//!   one-second crash of a leader cost its shard ten seconds without one. A follower
+//!   names its leader to a client only if it heard from it within the fail-over time;
+//!   a client whose read meets a follower that knows no live leader tries the next
+//!   replica at the fail-over time instead of aborting. A coordinator aborts a transaction only while it is
 //!   undecided and not committing (a sweep's list of expired votes can go stale while
 //!   it is worked through).
 

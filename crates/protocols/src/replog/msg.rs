@@ -55,7 +55,8 @@ pub enum Msg {
     ReadReply {
         /// The read's answer.
         answer: ReadAnswer,
-        /// Who leads the shard, as far as the replier knows.
+        /// Who leads the shard: the leader the replier follows, if it heard from it
+        /// within the fail-over time.
         hint: Option<NodeId>,
     },
     /// Client → leaders: aborted before commit.

@@ -54,6 +54,14 @@ impl Group {
         self.replicas.len() / 2 + 1
     }
 
+    /// The leader this replica follows, if heard from within the fail-over time: the
+    /// hint a follower gives a client. A leader silent for longer may be down, and a
+    /// client sent to it would wait out another fail-over time for nothing.
+    pub(super) fn live_leader(&self, now: Time, env: &Env) -> Option<NodeId> {
+        self.leader
+            .filter(|_| !self.leading && now.saturating_sub(self.last_heard) <= env.timeouts.failover)
+    }
+
     /// The leader's `Accept` of `entry` at `slot` of shard `s`, under the ballot this
     /// replica promised, announcing the chosen prefix it knows.
     pub(super) fn accept(&self, s: ShardId, slot: u64, entry: &Entry) -> Msg {

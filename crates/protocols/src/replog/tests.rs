@@ -138,6 +138,74 @@ fn a_group_of_one_elects_its_restarted_replica() {
     assert_eq!(outcome(&net, txn), Some(true));
 }
 
+/// A leader down for one second leads its group again about a sweep after it is back,
+/// not once its 10 s lease has run out: the others refuse every other candidate for
+/// that long but promise it again (election.rs, `lease_holder_back`). It used to wait
+/// out its own lease like a follower, and every transaction touching the shard aborted
+/// or waited for ten seconds. Its followers name it again to clients once it is heard.
+#[test]
+fn a_leader_back_from_a_short_crash_leads_again_before_its_lease_ends() {
+    let (mut net, client) = net("us3", |l, s| l.replicas(s)[0]);
+    let s0 = ShardId(0);
+    let r0 = net.servers[0].env.layout.replicas(s0).to_vec();
+    let (leader, follower) = (r0[0], r0[1]);
+    assert_eq!(net.servers[0].env.timeouts.lease, secs(10.0));
+    net.run_for(ms(500.0), ms(250.0), ServerTimer::Sweep);
+    net.crash(leader);
+    net.run_for(secs(1.0), ms(250.0), ServerTimer::Sweep);
+    net.restart(leader);
+    net.run_for(secs(1.0), ms(250.0), ServerTimer::Sweep);
+    assert!(
+        net.servers[leader.0 as usize].leads(s0),
+        "leads again within a second of its restart"
+    );
+    assert!(net.now < secs(3.0));
+    // A follower's hint names it, and a transaction on the shard commits.
+    let txn = TxnId { client: 0, seq: 1 };
+    net.send(
+        client,
+        follower,
+        Msg::Read(LockedRead {
+            txn,
+            ts: net.now,
+            key: Key::from("#0/a"),
+        }),
+    );
+    let hint = net.outside.iter().find_map(|(_, _, m)| match m {
+        Msg::ReadReply { hint, .. } => Some(*hint),
+        _ => None,
+    });
+    assert_eq!(hint, Some(Some(leader)), "{:?}", net.outside);
+    let txn = TxnId { client: 0, seq: 2 };
+    prepare(&mut net, client, txn, &[(0, "#0/a")]);
+    assert_eq!(outcome(&net, txn), Some(true));
+}
+
+/// A follower that has not heard from its leader for the fail-over time names no
+/// leader to a client (the leader may be down: a client sent there would wait another
+/// fail-over time for nothing); one that heard from it names it.
+#[test]
+fn a_follower_names_only_a_leader_it_heard_from_lately() {
+    let (mut net, client) = net("us3", |l, s| l.replicas(s)[0]);
+    let s0 = ShardId(0);
+    let r0 = net.servers[0].env.layout.replicas(s0).to_vec();
+    net.run_for(ms(500.0), ms(250.0), ServerTimer::Sweep);
+    let hint_at = |net: &mut Net<ReplicatedLog>, seq: u32| {
+        let txn = TxnId { client: 0, seq };
+        let key = Key::from("#0/a");
+        net.outside.clear();
+        net.send(client, r0[1], Msg::Read(LockedRead { txn, ts: net.now, key }));
+        net.outside.iter().find_map(|(_, _, m)| match m {
+            Msg::ReadReply { hint, .. } => Some(*hint),
+            _ => None,
+        })
+    };
+    assert_eq!(hint_at(&mut net, 1), Some(Some(r0[0])));
+    net.crash(r0[0]);
+    net.run_for(secs(2.0), ms(250.0), ServerTimer::Sweep);
+    assert_eq!(hint_at(&mut net, 2), Some(None), "silent for two seconds");
+}
+
 /// Issue 19: a PREPARE that reaches a replica which does not lead the shard (the
 /// client's guess is stale after a fail-over) is answered with a redirect naming the
 /// leader. It was dropped silently, so the coordinator's vote timeout aborted every
