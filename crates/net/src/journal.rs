@@ -74,7 +74,7 @@
 //! partition was being created left one that no later open could read, and dropping
 //! a partition while its memtable was being flushed panicked the flush thread and
 //! poisoned the keyspace (both seen on a cluster under frequent checkpoints). Format
-//! 4 never creates or drops a partition after the first open; formats 5 to 7 keep that
+//! 4 never creates or drops a partition after the first open; formats 5 to 8 keep that
 //! layout and changed only server images and journalled messages ([`FORMAT`] says which).
 //!
 //! A protocol without an image (`Protocol::image` is `None`) never checkpoints: its
@@ -128,8 +128,9 @@ pub enum Entry<M> {
 /// transaction's share notes since when it blocks another (`PTxn::blocking`); and
 /// replog's messages (journalled inputs) gain `Wound`. 7: a 2PC coordinator keeps each
 /// undecided transaction's PREPAREs (`CTxn::shares`), to send again to a participant
-/// that has not voted.
-pub const FORMAT: u32 = 7;
+/// that has not voted. 8: a Replicated Commit coordinator notes when it last sent
+/// PREPARE to its DC's silent cohorts (`CTxn::asked`).
+pub const FORMAT: u32 = 8;
 
 /// What a journal says about itself (its `meta` partition).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -83,6 +83,7 @@ impl Server {
         let Some(value) = c.round.value.clone() else { return };
         c.preparing = true;
         c.round.since = cx.now();
+        c.asked = cx.now();
         let cohorts = value.cohorts(&self.env.layout, self.dc);
         c.cohorts = cohorts.keys().map(|n| (*n, false)).collect();
         if cohorts.is_empty() {
@@ -90,6 +91,35 @@ impl Server {
             return;
         }
         for (node, share) in cohorts {
+            cx.send(
+                node,
+                Msg::Prepare {
+                    txn,
+                    ts: value.ts,
+                    coord: value.coord,
+                    share,
+                },
+            );
+        }
+    }
+
+    /// Sends PREPARE again to the cohorts of this DC that have not answered for the
+    /// fail-over time (the sweep calls it while preparing). A cohort that crashed lost
+    /// it, and the DC's vote waited for its vote timeout (3 s) although the cohort was
+    /// back within a second: on a split vote of the other DCs the transaction, and the
+    /// locks it held in every DC, waited with it (stop 47: half the throughput for 2 s
+    /// after a one-second crash). A cohort answers a repeated PREPARE from what it
+    /// holds: prepared, or the outcome it applied; one that lost its read locks in the
+    /// crash refuses, and the DC rejects at once.
+    pub(super) fn prepare_silent_cohorts(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        let Some(c) = self.ctxns.get(&txn) else { return };
+        let Some(value) = c.round.value.clone() else { return };
+        let silent: Vec<(NodeId, Share)> = value
+            .cohorts(&self.env.layout, self.dc)
+            .into_iter()
+            .filter(|(n, _)| c.cohorts.get(n) == Some(&false))
+            .collect();
+        for (node, share) in silent {
             cx.send(
                 node,
                 Msg::Prepare {

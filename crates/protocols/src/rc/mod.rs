@@ -47,7 +47,9 @@
 //!   (read and write sets), so a DC that never got the client's `Accept` (lost message,
 //!   client crash) can still prepare and vote, or install the writes once the outcome
 //!   is known. Undecided coordinators re-send their vote to silent peers and ask for
-//!   theirs; a coordinator with no vote after the vote timeout rejects.
+//!   theirs; a coordinator with no vote after the vote timeout rejects. While it
+//!   prepares, it sends PREPARE again every fail-over time to a cohort of its DC that
+//!   has not answered (lost with a crash); the paper names no timeout inside a DC.
 //! - **Read-only transactions** also run the accept phase, so that their shared locks
 //!   are validated at one point (otherwise a read-only transaction could see half of
 //!   another's writes).

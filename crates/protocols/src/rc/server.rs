@@ -33,6 +33,9 @@ pub(super) struct CTxn {
     /// Cohorts of this DC and whether each prepared (only while preparing).
     pub(super) cohorts: BTreeMap<NodeId, bool>,
     pub(super) preparing: bool,
+    /// When PREPARE last went to the cohorts that have not answered (re-sent every
+    /// fail-over time while preparing: a cohort that crashed lost it).
+    pub(super) asked: Time,
 }
 
 impl CTxn {
@@ -42,6 +45,7 @@ impl CTxn {
             coord,
             cohorts: BTreeMap::new(),
             preparing: false,
+            asked: now,
         }
     }
 }
@@ -136,6 +140,19 @@ impl Server {
             cx.send(coord, Msg::Query { txn, coord: cs });
         }
         self.applied.retain(|_, (_, t)| now.saturating_sub(*t) < to.tombstone);
+        let mut silent: Vec<TxnId> = self
+            .ctxns
+            .iter_mut()
+            .filter(|(_, c)| c.preparing && c.round.my_vote.is_none() && now.saturating_sub(c.asked) >= to.failover)
+            .map(|(id, c)| {
+                c.asked = now;
+                *id
+            })
+            .collect();
+        silent.sort();
+        for id in silent {
+            self.prepare_silent_cohorts(id, cx);
+        }
         let mut due: Vec<(TxnId, Due)> = self
             .ctxns
             .iter_mut()

@@ -95,3 +95,38 @@ fn two_dcs_down_never_commit() {
         "the client's own DC installed an uncommitted write"
     );
 }
+
+/// A DC's coordinator sends PREPARE again, every fail-over time, to a cohort of its DC
+/// that has not answered. Here DC TX is down, so the decision needs CA's vote, and CA's
+/// cohort of the second key is down when PREPARE comes and back half a second later.
+/// Before stop 47 CA's vote waited for its vote timeout (3 s) and rejected, and the
+/// transaction aborted; now the cohort gets PREPARE again at the fail-over time and
+/// the transaction commits in both live DCs.
+#[test]
+fn a_cohort_back_from_a_crash_is_sent_prepare_again() {
+    let (mut net, layout) = net();
+    let cohort = |k: &str, dc: u16| layout.replicas(layout.shard_of(&Key::from(k)))[dc as usize];
+    // Two keys whose CA replicas differ: the first one's coordinates there.
+    let (a, b) = ["a", "b", "c", "d", "e", "f", "g", "h"]
+        .iter()
+        .flat_map(|a| ["p", "q", "r", "s", "t", "u", "v", "w"].map(|b| (*a, b)))
+        .find(|(a, b)| cohort(a, 1) != cohort(b, 1))
+        .expect("keys on two CA nodes");
+    for n in (0..layout.num_servers())
+        .map(NodeId)
+        .filter(|n| layout.dc_of(*n) == DcId(2))
+    {
+        net.crash(n);
+    }
+    let silent = cohort(b, 1);
+    net.crash(silent);
+    net.submit(0, T1, ycsb_call(&[(a, b"v1"), (b, b"v2")]));
+    run(&mut net, ms(500.0));
+    assert!(net.records.is_empty(), "undecided while CA's cohort is down");
+    net.restart(silent);
+    // Up to 2.5 s: before CA's vote timeout (3 s) could end the round.
+    run(&mut net, secs(2.0));
+    assert_eq!(net.records.len(), 1, "decided before the vote timeout");
+    assert_eq!(net.records[0].outcome, Outcome::Committed, "{:?}", net.records[0]);
+    assert_eq!(net.holders(&layout, b, T1), vec![true, true, false]);
+}
