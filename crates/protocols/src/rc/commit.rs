@@ -90,17 +90,7 @@ impl Server {
             self.cast_vote(txn, true, None, cx);
             return;
         }
-        for (node, share) in cohorts {
-            cx.send(
-                node,
-                Msg::Prepare {
-                    txn,
-                    ts: value.ts,
-                    coord: value.coord,
-                    share,
-                },
-            );
-        }
+        self.send_prepare(txn, &value, |_| true, cx);
     }
 
     /// Sends PREPARE again to the cohorts of this DC that have not answered for the
@@ -114,21 +104,17 @@ impl Server {
     pub(super) fn prepare_silent_cohorts(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
         let Some(c) = self.ctxns.get(&txn) else { return };
         let Some(value) = c.round.value.clone() else { return };
-        let silent: Vec<(NodeId, Share)> = value
-            .cohorts(&self.env.layout, self.dc)
-            .into_iter()
-            .filter(|(n, _)| c.cohorts.get(n) == Some(&false))
-            .collect();
-        for (node, share) in silent {
-            cx.send(
-                node,
-                Msg::Prepare {
-                    txn,
-                    ts: value.ts,
-                    coord: value.coord,
-                    share,
-                },
-            );
+        let silent: BTreeSet<NodeId> = c.cohorts.iter().filter(|(_, p)| !**p).map(|(n, _)| *n).collect();
+        self.send_prepare(txn, &value, |n| silent.contains(&n), cx);
+    }
+
+    /// Sends `txn`'s PREPARE to each cohort of this DC that `to` picks.
+    fn send_prepare(&self, txn: TxnId, value: &TxnValue, to: impl Fn(NodeId) -> bool, cx: &mut Ctx<'_, Msg>) {
+        for (node, share) in value.cohorts(&self.env.layout, self.dc) {
+            if to(node) {
+                let (ts, coord) = (value.ts, value.coord);
+                cx.send(node, Msg::Prepare { txn, ts, coord, share });
+            }
         }
     }
 
