@@ -153,6 +153,10 @@ reasons! {
     LeaderChanged => "leader changed",
     /// HACommit: the participant lost leadership of its group.
     ParticipantLostLeadership => "participant lost leadership",
+    /// HACommit: asked for its vote, the shard's leader had never voted on the
+    /// transaction (its last operation was lost, with a failed leader or on the way),
+    /// so it decided no.
+    LastOpLost => "the shard's leader never received the last operation",
     /// HACommit: the participant restarted after the transaction began.
     ParticipantRestarted => "participant restarted since the transaction began",
     /// HACommit: recovery took over the participant's state; it cannot vote.

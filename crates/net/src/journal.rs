@@ -129,8 +129,10 @@ pub enum Entry<M> {
 /// replog's messages (journalled inputs) gain `Wound`. 7: a 2PC coordinator keeps each
 /// undecided transaction's PREPAREs (`CTxn::shares`), to send again to a participant
 /// that has not voted. 8: a Replicated Commit coordinator notes when it last sent
-/// PREPARE to its DC's silent cohorts (`CTxn::asked`).
-pub const FORMAT: u32 = 8;
+/// PREPARE to its DC's silent cohorts (`CTxn::asked`). 9: a HACommit replica notes the
+/// client whose ballot-0 proposal it refused (`Txn::refused_client`), and HACommit's
+/// messages (journalled inputs) gain `VoteQuery`.
+pub const FORMAT: u32 = 9;
 
 /// What a journal says about itself (its `meta` partition).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -81,6 +81,16 @@ impl Server {
 
     pub(super) fn on_p2a(&mut self, from: NodeId, m: P2a, cx: &mut Ctx<'_, Msg>) {
         let parts: Vec<P2bPart> = m.targets.iter().filter_map(|s| self.p2a_one(&m, *s, cx)).collect();
+        if m.ballot == 0 {
+            // The client waits for the decision where its ballot was refused: tell it
+            // once the decision is applied here (`try_apply_chosen`), rather than at its
+            // next re-send, a whole `status` later.
+            for p in parts.iter().filter(|p| !p.ok && p.chosen.is_none()) {
+                if let Some(t) = self.txns.get_mut(&(p.shard, m.txn)) {
+                    t.refused_client = Some(from);
+                }
+            }
+        }
         if !parts.is_empty() {
             let reply = Msg::P2b {
                 txn: m.txn,
@@ -308,6 +318,22 @@ impl Server {
             return;
         }
         let t = self.txns.remove(&key).expect("present");
+        if let Some(client) = t.refused_client {
+            let part = P2bPart {
+                shard,
+                ok: false,
+                promised: 0,
+                chosen: Some(commit),
+            };
+            cx.send(
+                client,
+                Msg::P2b {
+                    txn,
+                    ballot: 0,
+                    parts: vec![part],
+                },
+            );
+        }
         let ctx = if commit { t.ctx } else { None };
         if let Some(c) = &ctx {
             cx.charge_ops(c.writes.len() as u32);

@@ -22,6 +22,12 @@ crate::kit::timers::timers! {
         /// checks that the version read is still the key's latest under the
         /// transaction's lock there (`ReadVersionChanged` otherwise), so an answer from
         /// a replaced leader cannot be committed on.
+        ///
+        /// While voting, every `failover` each shard whose vote has not come is asked
+        /// for it at the group's next replica (`Msg::VoteQuery`): the leader that got
+        /// the last operation may have failed with it, and the new leader answers from
+        /// its replicated state or decides no (`Server::on_vote_query`), long before
+        /// `ClientTimer::Vote`.
         Retry = 5,
     }
 }
@@ -39,6 +45,9 @@ pub(super) enum Phase {
         lasts: BTreeMap<ShardId, LastShare>,
         yes: BTreeSet<ShardId>,
         redirects: u32,
+        /// Shards asked for their vote (`ClientTimer::Retry`): a redirect for one of
+        /// them is followed by the question, never by the last operation.
+        queried: BTreeSet<ShardId>,
     },
     Deciding {
         commit: bool,
@@ -136,6 +145,7 @@ impl Client {
                     lasts,
                     yes: BTreeSet::new(),
                     redirects: 0,
+                    queried: BTreeSet::new(),
                 };
                 cx.cancel_timer(ClientTimer::Read);
                 cx.cancel_timer(ClientTimer::Retry);
@@ -144,8 +154,20 @@ impl Client {
                     self.send_last(s, cx);
                 }
                 cx.set_timer(self.env.timeouts.vote, ClientTimer::Vote);
+                cx.set_timer(self.env.timeouts.failover, ClientTimer::Retry);
             }
         }
+    }
+
+    /// Asks the believed leader of `s` for its vote (`Msg::VoteQuery`).
+    pub(super) fn query_vote(&mut self, s: ShardId, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_mut() else { return };
+        let Phase::Voting { queried, .. } = &mut cur.phase else {
+            return;
+        };
+        queried.insert(s);
+        let txn = cur.t.rec.id;
+        cx.send(self.leader(s), Msg::VoteQuery { txn, shard: s });
     }
 
     pub(super) fn send_read(&mut self, cx: &mut Ctx<'_, Msg>) {
@@ -316,24 +338,46 @@ impl Client {
             }
             Msg::NotLeader { txn, shard, leader } if txn == cur.t.rec.id => {
                 let limit = 2 * self.env.layout.replicas(shard).len() as u32;
+                // A replica that names itself (restarted and re-syncing, or standing
+                // for a view) knows no leader: try the group's next replica instead
+                // of asking it again at once until the redirect limit.
+                let leader = if leader == from {
+                    let reps = self.env.layout.replicas(shard);
+                    let i = reps.iter().position(|r| *r == from).unwrap_or(0);
+                    reps[(i + 1) % reps.len()]
+                } else {
+                    leader
+                };
                 match &mut cur.phase {
                     Phase::Reading {
                         shard: s, redirects, ..
                     } if *s == shard => {
                         *redirects += 1;
                         if *redirects > limit {
-                            return self.decide(false, Some(AbortReason::NoLeader), cx);
+                            // Hints that go round in a circle (followers still naming a
+                            // leader that is down, while the group changes view): stop
+                            // following them and try again a sweep later, within the
+                            // read's own deadline, rather than abort at once.
+                            *redirects = 0;
+                            return cx.set_timer(self.env.timeouts.sweep, ClientTimer::Retry);
                         }
                         self.leaders.insert(shard, leader);
                         self.send_read(cx);
                     }
-                    Phase::Voting { redirects, .. } => {
+                    Phase::Voting { redirects, queried, .. } => {
                         *redirects += 1;
                         if *redirects > limit * cur.shards.len() as u32 {
-                            return self.decide(false, Some(AbortReason::NoLeader), cx);
+                            // The same: the next `ClientTimer::Retry` asks again, the
+                            // vote timer bounds the wait.
+                            return;
                         }
+                        let asked = queried.contains(&shard);
                         self.leaders.insert(shard, leader);
-                        self.send_last(shard, cx);
+                        if asked {
+                            self.query_vote(shard, cx);
+                        } else {
+                            self.send_last(shard, cx);
+                        }
                     }
                     _ => {}
                 }
@@ -371,6 +415,23 @@ impl Client {
                 let s = *shard;
                 self.suspect(s);
                 self.send_read(cx);
+            }
+            (ClientTimer::Retry, Phase::Voting { yes, .. }) => {
+                let silent: Vec<ShardId> = cur.shards.iter().filter(|s| !yes.contains(s)).copied().collect();
+                if let Some(Current {
+                    phase: Phase::Voting { redirects, .. },
+                    ..
+                }) = self.cur.as_mut()
+                {
+                    *redirects = 0;
+                }
+                for s in silent {
+                    self.suspect(s);
+                    self.query_vote(s, cx);
+                }
+                // Asked once after `failover`, then every sweep: a new leader answers
+                // as soon as its view is installed.
+                cx.set_timer(self.env.timeouts.sweep, ClientTimer::Retry);
             }
             (ClientTimer::Vote, Phase::Voting { yes, .. }) => {
                 let silent: Vec<ShardId> = cur.shards.iter().filter(|s| !yes.contains(s)).copied().collect();

@@ -215,6 +215,7 @@ impl Server {
             return no(AbortReason::ParticipantRestarted, cx);
         }
         let now = cx.now();
+        let view = self.groups[&shard].view;
         let known = self.txns.contains_key(&(shard, txn));
         let t = self.txns.entry((shard, txn)).or_insert_with(|| Txn::new(txn, ts, now));
         if !known {
@@ -224,8 +225,10 @@ impl Server {
         match &t.stage {
             Stage::Active => {}
             Stage::Replicating { .. } | Stage::Locking { .. } => return, // duplicate
-            Stage::Voted if t.ctx.is_some() => {
-                // Duplicate of a vote already replicated: answer again.
+            _ if t.voted_here(view) => {
+                // Duplicate of a vote this leader replicated in this view: answer again.
+                // (A context adopted in a view change may have reached only a
+                // minority: never confirmed, see `Server::on_vote_query`.)
                 return cx.send(
                     from,
                     Msg::Vote {
@@ -236,6 +239,7 @@ impl Server {
                     },
                 );
             }
+            Stage::Voted if t.ctx.is_some() => return no(AbortReason::ParticipantLostLeadership, cx),
             _ => return no(AbortReason::NoVotePossible, cx),
         }
         t.client = Some(from);
@@ -339,6 +343,67 @@ impl Server {
     /// Answers the client once a majority holds the vote. `chain`: the WAN-hop count of
     /// the input that completed the majority (the replication round trip is on the
     /// transaction's critical path); without followers, the last operation's own chain.
+    /// A client asks for `shard`'s vote: its vote has not come within the fail-over
+    /// time. The paper (§VI) keeps a vote through a change of leaders once it is
+    /// replicated, and lets a new leader "make a new decision for the vote" when the
+    /// old one failed before. The client has no vote from this shard, so it has not
+    /// proposed COMMIT, and a no is always safe; a yes only where this leader itself
+    /// replicated the vote to a majority in its current view. So:
+    /// - not the leader: the usual hint;
+    /// - a transaction aborted or tombstoned here: no, again;
+    /// - voting in progress (locking or replicating): nothing, the vote follows;
+    /// - voted by this leader in this view (`Txn::voted_in`): yes again (the first
+    ///   answer was lost);
+    /// - a context adopted in a view change, or voted in an earlier view: no. The old
+    ///   leader may have replicated it to a minority only (the rest of the group went
+    ///   on without it in a later view), so it cannot be confirmed; and telling the two
+    ///   apart would take a count no replica has (campaign seed 137: a merged context
+    ///   re-replicated and confirmed was a lost update);
+    /// - otherwise (unknown here, or executing with no last operation seen): the last
+    ///   operation was lost. No, and the transaction is tombstoned, so a late copy of
+    ///   the last operation is refused.
+    pub(super) fn on_vote_query(&mut self, from: NodeId, txn: TxnId, shard: ShardId, cx: &mut Ctx<'_, Msg>) {
+        if !self.is_leader(shard) {
+            return self.not_leader(from, txn, shard, cx);
+        }
+        let key = (shard, txn);
+        let vote = |yes: bool, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>| {
+            cx.send(
+                from,
+                Msg::Vote {
+                    txn,
+                    shard,
+                    yes,
+                    reason,
+                },
+            );
+        };
+        if self.tombstones.contains_key(&key) {
+            return vote(false, Some(AbortReason::AbortedHere), cx);
+        }
+        if let Some(d) = self.done.get(&key) {
+            if !d.commit {
+                vote(false, Some(AbortReason::AlreadyAborted), cx);
+            }
+            return;
+        }
+        let view = self.groups[&shard].view;
+        match self.txns.get(&key) {
+            Some(t) if matches!(t.stage, Stage::Locking { .. } | Stage::Replicating { .. }) => {}
+            Some(t) if t.voted_here(view) => vote(true, None, cx),
+            Some(t) if matches!(t.stage, Stage::Active) => {
+                self.abort_unvoted(key, AbortReason::LastOpLost, cx);
+                vote(false, Some(AbortReason::LastOpLost), cx);
+            }
+            Some(t) if t.ctx.is_some() => vote(false, Some(AbortReason::ParticipantLostLeadership), cx),
+            Some(_) => vote(false, Some(AbortReason::NoVotePossible), cx),
+            None => {
+                self.tombstones.insert(key, cx.now());
+                vote(false, Some(AbortReason::LastOpLost), cx);
+            }
+        }
+    }
+
     pub(super) fn check_replicated(&mut self, key: (ShardId, TxnId), chain: Option<u32>, cx: &mut Ctx<'_, Msg>) {
         let Some(g) = self.groups.get(&key.0) else { return };
         let need = g.majority();
@@ -351,6 +416,7 @@ impl Server {
         }
         let hops = chain.unwrap_or(*hops);
         t.stage = Stage::Voted;
+        t.voted_in = Some(g.view);
         if let Some(client) = t.client {
             cx.send_on_chain(
                 client,

@@ -106,10 +106,13 @@
 //!   replaces compared start times with the replica's restart time plus a 1 s margin).
 //!   A client whose clock is behind a restarted replica's watermark is refused there
 //!   until its clock passes it: skew costs liveness, never safety. Departure: the
-//!   paper's replicas keep nothing; these keep 16 bytes. A process restarted with no
-//!   disk at all (a real cluster without `--durable`) has no watermark and falls back
-//!   to its own clock (transactions started before its restart, ballots issued before
-//!   it plus the fail-over time), the only place the rule reads a clock. Concurrent
+//!   paper's replicas keep nothing; these keep 16 bytes. Both words are 1 from the
+//!   first start, so a replica that never promised a recovery ballot restarts with a
+//!   ballot floor of 1 (any recovery ballot passes, the client's 0 does not). A
+//!   process restarted with no disk at all (a real cluster without `--durable`) finds
+//!   0, has no watermark and falls back to its own clock (transactions started before
+//!   its restart, ballots issued before it plus the fail-over time), the only place
+//!   the rule reads a clock. Concurrent
 //!   failures of a majority of a group are beyond what the paper tolerates: that group
 //!   stalls.
 //! - **When a silent client's locks go.** The paper aborts an unvoted transaction, or
@@ -162,10 +165,34 @@
 //!   only making the read wait for a lock, and a last operation sent to the guessed,
 //!   cut-off replica stalled the vote, and everyone behind the transaction's locks,
 //!   for the vote timeout (a cut-off DC's majority side fell below 1% of its rate in
-//!   7 of 50 seeds of a sweep). A last operation is not re-sent before the vote timeout: sent to a new leader
-//!   while the old leader's vote had reached some followers, it was voted twice, with
-//!   two version sequence numbers, and replicas ordered the versions differently
-//!   (campaign seeds 1798 and 1986 of that try).
+//!   7 of 50 seeds of a sweep). Hints that go round in a circle while a group changes
+//!   view (followers naming a leader that is down, a re-syncing replica naming
+//!   itself) are followed up to a limit and then left for a sweep, the read timeout
+//!   still bounding the wait, rather than aborting the transaction at once.
+//! - **A vote that does not come (§VI-B).** A last operation is never re-sent to
+//!   another replica: sent to a new leader while the old leader's vote had reached
+//!   some followers, it was voted twice, with two version sequence numbers, and
+//!   replicas ordered the versions differently (campaign seeds 1798 and 1986 of that
+//!   try). Instead, a shard whose vote has not come within the fail-over time is asked
+//!   for it (`VoteQuery`, then every sweep until the vote timeout) at the group's next
+//!   replica, following hints. The paper keeps a replicated vote through a change of
+//!   leaders and lets a new leader "make a new decision for the vote" when the old
+//!   one failed before replicating it. Here the new decision is always no: a yes
+//!   would need the reads validated again under locks that died with the old leader,
+//!   and the client, holding no vote from the shard, has not proposed COMMIT, so a no
+//!   is safe whatever the old leader did. A leader confirms only a vote it replicated
+//!   itself in its current view (its answer was lost); a context merged in a view
+//!   change may have reached only a minority of the old view while the group went on
+//!   without it, so it is answered no as well (campaign seed 137 of this rule's first
+//!   version, which re-replicated and confirmed a merged context: a lost update). A
+//!   transaction a leader never saw is tombstoned with its no, so a late copy of the
+//!   last operation is refused. Before, the client waited for the vote timeout (3 s)
+//!   while the transaction's other shards held its locks.
+//! - **Telling a refused client.** A replica that refused the client's ballot 0 (a
+//!   restarted peer's fence, a higher promise) tells the client the decision when it
+//!   applies it, instead of leaving it to the client's next re-send a `status` (1 s)
+//!   later; and a replica learns a decision from any phase-2 answer that reports it
+//!   chosen, also when its own proposal has already given way to a higher ballot.
 //! - **Reads validated at the vote (departure).** After such a re-send the client takes
 //!   whichever answer comes first, and it may come from a leader that was replaced in
 //!   the meantime, while the shared lock the vote counts is the new leader's: an update

@@ -234,6 +234,17 @@ pub enum Msg {
     },
     /// Peer → restarted replica: the shard's data and pending state.
     SyncState(SyncState),
+    /// Client → a shard's believed leader, when the shard's vote has not come within
+    /// the fail-over time (its leader may have failed with the last operation): "what
+    /// is your vote?". Answered by the current leader from its replicated state, or by
+    /// a new decision, always no (§VI; `Server::on_vote_query`). The client never
+    /// re-sends the last operation itself to another replica (see `ClientTimer::Retry`).
+    VoteQuery {
+        /// Transaction.
+        txn: TxnId,
+        /// Shard.
+        shard: ShardId,
+    },
 }
 
 /// Phase-2 messages of one proposal, one per replica node: each carries the shards of

@@ -181,13 +181,22 @@ impl Server {
         if promised != Ballot::MAX {
             self.max_ballot = self.max_ballot.max(promised);
         }
+        if let Some(v) = chosen {
+            // The replica has applied a chosen decision: final, whichever proposal this
+            // answers (as in phase 1). Counted only as an acceptance of a live
+            // proposal, it was lost when that proposal had given way to a higher
+            // ballot, and this replica (the group's leader, holding the locks) waited
+            // for a recovery of its own (campaign of the one-second crash scan).
+            self.proposals.remove(&txn);
+            return self.learn_everywhere(txn, v, cx);
+        }
         let Some(p) = self.proposals.get_mut(&txn) else {
             return;
         };
         if p.ballot != ballot {
             return;
         }
-        if chosen.is_some() || ok {
+        if ok {
             p.accepts.entry(shard).or_default().insert(from);
         } else if promised != Ballot::MAX && promised > ballot {
             self.proposals.remove(&txn);

@@ -56,6 +56,12 @@ pub(super) struct Txn {
     pub(super) reported: Time,
     /// When it last asked its group for the context of a chosen COMMIT it lacks.
     pub(super) ctx_asked: Option<Time>,
+    /// The client whose ballot-0 proposal this replica refused (a restarted peer's
+    /// fence, a higher promise): it is told the decision when it is applied here.
+    pub(super) refused_client: Option<NodeId>,
+    /// Leader: the view in which it replicated its own yes vote to a majority (so the
+    /// vote may be sent again in that view; `Server::on_vote_query`).
+    pub(super) voted_in: Option<u64>,
 }
 
 impl Txn {
@@ -77,6 +83,8 @@ impl Txn {
             blocking: None,
             reported: 0,
             ctx_asked: None,
+            refused_client: None,
+            voted_in: None,
         }
     }
     pub(super) fn info(&self, txn: TxnId) -> PendingInfo {
@@ -107,6 +115,13 @@ impl Txn {
     pub(super) fn blocked_silent(&self, now: Time, failover: Time) -> bool {
         self.blocking
             .is_some_and(|b| self.last_seen <= b && now.saturating_sub(b) > failover)
+    }
+
+    /// Whether this replica, leading `view`, voted yes itself in that view, its vote
+    /// replicated to a majority (not a context adopted in a view change, nor one voted
+    /// in an earlier view and perhaps replicated to a minority only).
+    pub(super) fn voted_here(&self, view: u64) -> bool {
+        matches!(self.stage, Stage::Voted) && self.ctx.is_some() && self.voted_in == Some(view)
     }
 
     pub(super) fn needs_recovery(&self) -> bool {
@@ -506,10 +521,17 @@ impl Server {
 impl Server {
     /// The start (and each restart, from `on_recover`): the watermark word, the groups' heartbeat clocks, the sweep armed.
     pub(super) fn start(&mut self, cx: &mut Ctx<'_, Msg>) {
-        // The watermark exists from the start (1: nothing acted on yet), written before
-        // anything is handled; only a process that lost even this word (a restart with
-        // no disk on a real cluster) finds 0 (see `on_recover`).
+        // The watermarks exist from the start (1: nothing acted on yet, no ballot
+        // promised), written before anything is handled; only a process that lost even
+        // these words (a restart with no disk on a real cluster) finds 0 (see
+        // `on_recover`). A ballot mark of 1 after a restart says that this replica
+        // promised no recovery ballot before its crash, so the floor its peers fence
+        // old transactions with is 1 (every recovery ballot passes, the client's 0 does
+        // not). It used to be 0 until a first promise, which read as "no disk": the
+        // floor then came from the clock, one `failover` ahead, and no recovery of a
+        // transaction begun before the restart could win a ballot for that second.
         self.mark_ts = self.mark_ts.max(1);
+        self.mark_ballot = self.mark_ballot.max(1);
         cx.charge_log_sync(8);
         let now = cx.now();
         for g in self.groups.values_mut() {
@@ -592,6 +614,7 @@ impl Server {
             } => self.on_new_view(from, (shard, view, pending, done, seq), cx),
             Msg::SyncReq { shard, below, floor } => self.on_sync_req(from, (shard, below, floor), cx),
             Msg::SyncState(m) => self.on_sync_state(from, m, cx),
+            Msg::VoteQuery { txn, shard } => self.on_vote_query(from, txn, shard, cx),
             Msg::ReadReply { .. } | Msg::NotLeader { .. } | Msg::Vote { .. } | Msg::Wound { .. } => {} // client messages
         }
     }

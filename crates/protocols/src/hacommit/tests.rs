@@ -711,3 +711,256 @@ fn a_client_sends_its_last_operation_to_the_replica_that_answered_its_read() {
         "the last operation goes to the replica that answered"
     );
 }
+
+impl Net {
+    /// What the servers told the client about `txn` in `shard` since `outside` was
+    /// cleared: its votes, with the reason of a no.
+    fn votes_of(&self, shard: u32) -> Vec<(bool, Option<AbortReason>)> {
+        self.to_client()
+            .filter_map(|m| match m {
+                Msg::Vote {
+                    shard: s, yes, reason, ..
+                } if *s == ShardId(shard) => Some((*yes, reason.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// The leader of shard A fails before the client's last operation reaches it (the
+/// message is lost with it). A new leader takes over; asked for its vote (the client's
+/// `ClientTimer::Retry` while voting), it decides no, as the paper lets a new leader
+/// "make a new decision for the vote" (§VI), and refuses a late copy of the last
+/// operation. The client learns within the fail-over time, not at the vote timeout.
+#[test]
+fn a_new_leader_asked_for_a_vote_it_never_made_decides_no() {
+    let mut net = Net::new(3);
+    let (a, b) = (0, 4);
+    let ra = net.replicas(a);
+    net.crash(ra[0].0);
+    let votes = net.last_op(t(1), a, b);
+    assert_eq!(
+        votes,
+        vec![(ShardId(b), true)],
+        "only B's leader got the last operation"
+    );
+    net.run_for(secs(2.0));
+    let leader = net.leader_of(a).expect("a new leader of A");
+    assert_ne!(leader, ra[0]);
+    // A follower names the leader.
+    let follower = *ra.iter().find(|r| **r != leader && **r != ra[0]).unwrap();
+    net.outside.clear();
+    net.client_sends(
+        follower,
+        Msg::VoteQuery {
+            txn: t(1),
+            shard: ShardId(a),
+        },
+    );
+    assert!(
+        net.to_client()
+            .any(|m| matches!(m, Msg::NotLeader { leader: l, .. } if *l == leader)),
+        "a follower's hint: {:?}",
+        net.outside
+    );
+    net.outside.clear();
+    net.client_sends(
+        leader,
+        Msg::VoteQuery {
+            txn: t(1),
+            shard: ShardId(a),
+        },
+    );
+    assert_eq!(net.votes_of(a), vec![(false, Some(AbortReason::LastOpLost))]);
+    // A late last operation is refused: the decision stands.
+    net.outside.clear();
+    let key = Key::from("#0/late");
+    net.client_sends(
+        leader,
+        Msg::Last(LastOp {
+            txn: t(1),
+            ts: 0,
+            shard: ShardId(a),
+            shards: vec![ShardId(a), ShardId(b)],
+            reads: vec![],
+            writes: vec![(key, VersionId { txn: t(1), seq: 0 }, Value::from_u64(1))],
+        }),
+    );
+    assert_eq!(net.votes_of(a), vec![(false, Some(AbortReason::AbortedHere))]);
+}
+
+/// The leader of shard A replicated its yes vote and failed before the vote reached the
+/// client. Asked for the vote, the new leader answers no from the context it merged in
+/// the view change: a merged context may have reached only a minority of the old view
+/// (campaign seed 137 confirmed such a one, re-replicated, and lost an update), and
+/// the client, which has no vote from A, has not proposed COMMIT, so a no is safe. A
+/// leader that replicated its own vote in its view, asked again (its answer was lost),
+/// answers yes again.
+#[test]
+fn a_new_leader_never_confirms_a_vote_it_merged_but_a_leader_repeats_its_own() {
+    let mut net = Net::new(3);
+    let (a, b) = (0, 4);
+    let votes = net.last_op(t(1), a, b);
+    assert!(votes.len() == 2 && votes.iter().all(|(_, y)| *y), "{votes:?}");
+    let lb = net.leader_of(b).expect("B's leader");
+    net.outside.clear();
+    net.client_sends(
+        lb,
+        Msg::VoteQuery {
+            txn: t(1),
+            shard: ShardId(b),
+        },
+    );
+    assert_eq!(net.votes_of(b), vec![(true, None)], "B's own vote, again");
+    let ra = net.replicas(a);
+    net.crash(ra[0].0);
+    net.run_for(secs(2.0));
+    let leader = net.leader_of(a).expect("a new leader of A");
+    assert_ne!(leader, ra[0]);
+    assert!(
+        net.servers[leader.0 as usize].txns.contains_key(&(ShardId(a), t(1))),
+        "merged"
+    );
+    net.outside.clear();
+    net.client_sends(
+        leader,
+        Msg::VoteQuery {
+            txn: t(1),
+            shard: ShardId(a),
+        },
+    );
+    assert_eq!(
+        net.votes_of(a),
+        vec![(false, Some(AbortReason::ParticipantLostLeadership))]
+    );
+    // A duplicate of the last operation is not confirmed either.
+    net.outside.clear();
+    let key = Key::from(format!("#{a}/k1").as_str());
+    net.client_sends(
+        leader,
+        Msg::Last(LastOp {
+            txn: t(1),
+            ts: 0,
+            shard: ShardId(a),
+            shards: vec![ShardId(a), ShardId(b)],
+            reads: vec![],
+            writes: vec![(key, VersionId { txn: t(1), seq: a }, Value::from_u64(7))],
+        }),
+    );
+    assert_eq!(
+        net.votes_of(a),
+        vec![(false, Some(AbortReason::ParticipantLostLeadership))]
+    );
+}
+
+/// A replica whose recovery ballot gave way to a higher one still learns the decision
+/// when a later phase-2 answer for its old ballot says it is chosen: the group's
+/// leader, which holds the transaction's locks, waited for a recovery of its own
+/// before (about two seconds in the one-second crash scan).
+#[test]
+fn a_chosen_decision_in_a_phase_2_answer_is_learnt_without_a_live_proposal() {
+    let mut net = Net::new(3);
+    let (a, b) = (0, 4);
+    let votes = net.last_op(t(1), a, b);
+    assert!(votes.len() == 2 && votes.iter().all(|(_, y)| *y), "{votes:?}");
+    let ra = net.replicas(a);
+    assert!(net.servers[ra[0].0 as usize].proposals.is_empty());
+    let part = P2bPart {
+        shard: ShardId(a),
+        ok: false,
+        promised: 0,
+        chosen: Some(true),
+    };
+    net.inject(
+        ra[1],
+        ra[0],
+        Msg::P2b {
+            txn: t(1),
+            ballot: 5 << 20 | 2,
+            parts: vec![part],
+        },
+    );
+    assert_eq!(net.outcome(ra[0], a, t(1)), Some(true));
+    assert!(net.has_version(ra[0], a, t(1)));
+}
+
+/// A replica that never promised a recovery ballot restarts with a floor of 1 (every
+/// recovery ballot passes; the client's 0 does not): its durable ballot word says so.
+/// Before, the word read 0 until a first promise, which means "no disk", and the
+/// floor came from the clock, one `failover` ahead, so no recovery of a transaction
+/// begun before the restart could win for that second. A process that truly lost the
+/// word still takes its floor from the clock.
+#[test]
+fn a_restarted_replica_that_promised_nothing_fences_with_ballot_1() {
+    let mut net = Net::new(3);
+    net.run_for(secs(1.0));
+    net.crash(1);
+    net.run_for(secs(1.0));
+    net.restart(1);
+    let s = &net.servers[1];
+    assert_eq!(s.ballot_floor, 1);
+    assert!(s.may_accept_ballot(0, 1 << 20 | 1) && !s.may_accept_ballot(0, 0));
+    // No disk at all: a server built anew and recovered.
+    let (env, _) = lan_env(3, Registry::new());
+    let mut fresh = Server::new(env, NodeId(1), false);
+    call(&mut fresh, secs(5.0), NodeId(1), |s, cx| {
+        meridian_core::Actor::on_recover(s, cx)
+    });
+    assert!(fresh.ballot_floor > 5_000 << 20, "{}", fresh.ballot_floor);
+}
+
+/// While voting, a shard whose vote has not come within the fail-over time is asked
+/// for it at the group's next replica; a redirect is followed by the question again,
+/// never by the last operation (which two leaders could then vote on), and a hint
+/// naming the replica that sent it (it knows no leader) moves on to the next replica.
+#[test]
+fn a_client_asks_a_silent_shard_for_its_vote_and_never_resends_the_last_operation() {
+    let (env, me) = lan_env(3, testing::ycsb_registry());
+    let mut c = Client::new(env.clone(), me, ClientId(0));
+    let call_ = testing::ycsb_call(&[("#0/x", b"v")]);
+    let e = call(&mut c, 0, me, |c, cx| c.submit(t(1), call_, cx));
+    let reps = env.layout.replicas(ShardId(0)).to_vec();
+    assert!(
+        matches!(e.sent()[..], [(to, Msg::Last(_))] if to == reps[0]),
+        "{:?}",
+        e.sent()
+    );
+    let e = testing::fire(&mut c, secs(1.0), me, client::ClientTimer::Retry);
+    assert!(
+        matches!(e.sent()[..], [(to, Msg::VoteQuery { .. })] if to == reps[1]),
+        "asked at the next replica: {:?}",
+        e.sent()
+    );
+    let hint = |leader| Msg::NotLeader {
+        txn: t(1),
+        shard: ShardId(0),
+        leader,
+    };
+    let e = deliver(&mut c, secs(1.01), me, reps[1], hint(reps[2]));
+    assert!(
+        matches!(e.sent()[..], [(to, Msg::VoteQuery { .. })] if to == reps[2]),
+        "the hint is asked, not sent the last operation: {:?}",
+        e.sent()
+    );
+    let e = deliver(&mut c, secs(1.02), me, reps[2], hint(reps[2]));
+    assert!(
+        matches!(e.sent()[..], [(to, Msg::VoteQuery { .. })] if to == reps[0]),
+        "a replica naming itself: the next one: {:?}",
+        e.sent()
+    );
+    let no = Msg::Vote {
+        txn: t(1),
+        shard: ShardId(0),
+        yes: false,
+        reason: Some(AbortReason::LastOpLost),
+    };
+    let e = deliver(&mut c, secs(1.03), me, reps[0], no);
+    assert!(
+        e.sent()
+            .iter()
+            .all(|(_, m)| matches!(m, Msg::P2a(P2a { commit: false, .. }))),
+        "the client aborts: {:?}",
+        e.sent()
+    );
+    assert!(!e.sent().is_empty());
+}
