@@ -88,24 +88,13 @@ impl Net {
         self.outside.clear();
         let shards = vec![ShardId(a), ShardId(b)];
         for s in [a, b] {
-            let key = Key::from(format!("#{s}/k{}", txn.seq).as_str());
-            let w = (key, VersionId { txn, seq: s }, Value::from_u64(7));
             let leader = self
                 .servers
                 .iter()
                 .find(|x| x.is_leader(ShardId(s)) && !self.down.contains(&x.me))
                 .map_or(self.layout.primary(ShardId(s)), |x| x.me);
-            self.client_sends(
-                leader,
-                Msg::Last(LastOp {
-                    txn,
-                    ts: self.now,
-                    shard: ShardId(s),
-                    shards: shards.clone(),
-                    reads: vec![],
-                    writes: vec![w],
-                }),
-            );
+            let m = Self::last_of(txn, self.now, s, &shards);
+            self.client_sends(leader, m);
         }
         self.to_client()
             .filter_map(|m| match m {
@@ -113,6 +102,20 @@ impl Net {
                 _ => None,
             })
             .collect()
+    }
+    /// `txn`'s last operation at shard `s` as `last_op` sends it: one write to a key of
+    /// `s` named after the transaction.
+    fn last_of(txn: TxnId, ts: Time, s: u32, shards: &[ShardId]) -> Msg {
+        let key = Key::from(format!("#{s}/k{}", txn.seq).as_str());
+        let w = (key, VersionId { txn, seq: s }, Value::from_u64(7));
+        Msg::Last(LastOp {
+            txn,
+            ts,
+            shard: ShardId(s),
+            shards: shards.to_vec(),
+            reads: vec![],
+            writes: vec![w],
+        })
     }
     fn p2a(&mut self, txn: TxnId, shards: &[u32], to: &[NodeId], commit: bool, ts: Time) {
         for s in shards {
@@ -144,6 +147,18 @@ impl Net {
         self.servers[n.0 as usize]
             .store
             .contains(&key, VersionId { txn, seq: shard })
+    }
+}
+
+impl Net {
+    /// Groups of 3, and T1 voted yes by the leaders of shards A = 0 and B = 4 (its
+    /// votes replicated): the start of the leader-failure scenarios.
+    fn voted() -> (Net, u32, u32) {
+        let mut net = Net::new(3);
+        let (a, b) = (0, 4);
+        let votes = net.last_op(t(1), a, b);
+        assert!(votes.len() == 2 && votes.iter().all(|(_, y)| *y), "{votes:?}");
+        (net, a, b)
     }
 }
 
@@ -200,10 +215,7 @@ fn client_crash_recovery_aborts_the_unaccepted_and_commits_the_accepted() {
 /// restarts with no memory and copies the data back from the new leader.
 #[test]
 fn leader_failure_is_covered_by_the_replicated_vote() {
-    let mut net = Net::new(3);
-    let (a, b) = (0, 4);
-    let votes = net.last_op(t(1), a, b);
-    assert!(votes.len() == 2 && votes.iter().all(|(_, y)| *y), "{votes:?}");
+    let (mut net, a, b) = Net::voted();
     let ra = net.replicas(a);
     net.crash(ra[0].0);
     let mut all: Vec<NodeId> = net.replicas(a);
@@ -414,10 +426,7 @@ fn a_restarted_leader_retakes_the_locks_of_voted_transactions() {
 /// answered; its re-sends must be answered with the outcome.
 #[test]
 fn a_ballot_zero_refused_by_restarted_replicas_ends_by_recovery() {
-    let mut net = Net::new(3);
-    let (a, b) = (0, 4);
-    let votes = net.last_op(t(1), a, b);
-    assert!(votes.len() == 2 && votes.iter().all(|(_, y)| *y), "{votes:?}");
+    let (mut net, a, b) = Net::voted();
     let ra = net.replicas(a);
     let mut to = ra[..2].to_vec();
     to.extend(net.replicas(b));
@@ -713,9 +722,11 @@ fn a_client_sends_its_last_operation_to_the_replica_that_answered_its_read() {
 }
 
 impl Net {
-    /// What the servers told the client about `txn` in `shard` since `outside` was
-    /// cleared: its votes, with the reason of a no.
-    fn votes_of(&self, shard: u32) -> Vec<(bool, Option<AbortReason>)> {
+    /// The votes for `shard` that `m`, sent by the client to `to`, brings back (with
+    /// the reason of a no).
+    fn votes_for(&mut self, to: NodeId, shard: u32, m: Msg) -> Vec<(bool, Option<AbortReason>)> {
+        self.outside.clear();
+        self.client_sends(to, m);
         self.to_client()
             .filter_map(|m| match m {
                 Msg::Vote {
@@ -724,6 +735,14 @@ impl Net {
                 _ => None,
             })
             .collect()
+    }
+    /// The client asks `to` for `txn`'s vote at `shard`.
+    fn ask_vote(&mut self, to: NodeId, txn: TxnId, shard: u32) -> Vec<(bool, Option<AbortReason>)> {
+        let m = Msg::VoteQuery {
+            txn,
+            shard: ShardId(shard),
+        };
+        self.votes_for(to, shard, m)
     }
 }
 
@@ -749,44 +768,18 @@ fn a_new_leader_asked_for_a_vote_it_never_made_decides_no() {
     assert_ne!(leader, ra[0]);
     // A follower names the leader.
     let follower = *ra.iter().find(|r| **r != leader && **r != ra[0]).unwrap();
-    net.outside.clear();
-    net.client_sends(
-        follower,
-        Msg::VoteQuery {
-            txn: t(1),
-            shard: ShardId(a),
-        },
-    );
+    assert_eq!(net.ask_vote(follower, t(1), a), vec![]);
     assert!(
         net.to_client()
             .any(|m| matches!(m, Msg::NotLeader { leader: l, .. } if *l == leader)),
         "a follower's hint: {:?}",
         net.outside
     );
-    net.outside.clear();
-    net.client_sends(
-        leader,
-        Msg::VoteQuery {
-            txn: t(1),
-            shard: ShardId(a),
-        },
-    );
-    assert_eq!(net.votes_of(a), vec![(false, Some(AbortReason::LastOpLost))]);
+    let no = |r| vec![(false, Some(r))];
+    assert_eq!(net.ask_vote(leader, t(1), a), no(AbortReason::LastOpLost));
     // A late last operation is refused: the decision stands.
-    net.outside.clear();
-    let key = Key::from("#0/late");
-    net.client_sends(
-        leader,
-        Msg::Last(LastOp {
-            txn: t(1),
-            ts: 0,
-            shard: ShardId(a),
-            shards: vec![ShardId(a), ShardId(b)],
-            reads: vec![],
-            writes: vec![(key, VersionId { txn: t(1), seq: 0 }, Value::from_u64(1))],
-        }),
-    );
-    assert_eq!(net.votes_of(a), vec![(false, Some(AbortReason::AbortedHere))]);
+    let late = Net::last_of(t(1), 0, a, &[ShardId(a), ShardId(b)]);
+    assert_eq!(net.votes_for(leader, a, late), no(AbortReason::AbortedHere));
 }
 
 /// The leader of shard A replicated its yes vote and failed before the vote reached the
@@ -798,20 +791,9 @@ fn a_new_leader_asked_for_a_vote_it_never_made_decides_no() {
 /// answers yes again.
 #[test]
 fn a_new_leader_never_confirms_a_vote_it_merged_but_a_leader_repeats_its_own() {
-    let mut net = Net::new(3);
-    let (a, b) = (0, 4);
-    let votes = net.last_op(t(1), a, b);
-    assert!(votes.len() == 2 && votes.iter().all(|(_, y)| *y), "{votes:?}");
+    let (mut net, a, b) = Net::voted();
     let lb = net.leader_of(b).expect("B's leader");
-    net.outside.clear();
-    net.client_sends(
-        lb,
-        Msg::VoteQuery {
-            txn: t(1),
-            shard: ShardId(b),
-        },
-    );
-    assert_eq!(net.votes_of(b), vec![(true, None)], "B's own vote, again");
+    assert_eq!(net.ask_vote(lb, t(1), b), vec![(true, None)], "B's own vote, again");
     let ra = net.replicas(a);
     net.crash(ra[0].0);
     net.run_for(secs(2.0));
@@ -821,36 +803,11 @@ fn a_new_leader_never_confirms_a_vote_it_merged_but_a_leader_repeats_its_own() {
         net.servers[leader.0 as usize].txns.contains_key(&(ShardId(a), t(1))),
         "merged"
     );
-    net.outside.clear();
-    net.client_sends(
-        leader,
-        Msg::VoteQuery {
-            txn: t(1),
-            shard: ShardId(a),
-        },
-    );
-    assert_eq!(
-        net.votes_of(a),
-        vec![(false, Some(AbortReason::ParticipantLostLeadership))]
-    );
+    let lost = vec![(false, Some(AbortReason::ParticipantLostLeadership))];
+    assert_eq!(net.ask_vote(leader, t(1), a), lost);
     // A duplicate of the last operation is not confirmed either.
-    net.outside.clear();
-    let key = Key::from(format!("#{a}/k1").as_str());
-    net.client_sends(
-        leader,
-        Msg::Last(LastOp {
-            txn: t(1),
-            ts: 0,
-            shard: ShardId(a),
-            shards: vec![ShardId(a), ShardId(b)],
-            reads: vec![],
-            writes: vec![(key, VersionId { txn: t(1), seq: a }, Value::from_u64(7))],
-        }),
-    );
-    assert_eq!(
-        net.votes_of(a),
-        vec![(false, Some(AbortReason::ParticipantLostLeadership))]
-    );
+    let dup = Net::last_of(t(1), 0, a, &[ShardId(a), ShardId(b)]);
+    assert_eq!(net.votes_for(leader, a, dup), lost);
 }
 
 /// A replica whose recovery ballot gave way to a higher one still learns the decision
@@ -859,10 +816,7 @@ fn a_new_leader_never_confirms_a_vote_it_merged_but_a_leader_repeats_its_own() {
 /// before (about two seconds in the one-second crash scan).
 #[test]
 fn a_chosen_decision_in_a_phase_2_answer_is_learnt_without_a_live_proposal() {
-    let mut net = Net::new(3);
-    let (a, b) = (0, 4);
-    let votes = net.last_op(t(1), a, b);
-    assert!(votes.len() == 2 && votes.iter().all(|(_, y)| *y), "{votes:?}");
+    let (mut net, a, _) = Net::voted();
     let ra = net.replicas(a);
     assert!(net.servers[ra[0].0 as usize].proposals.is_empty());
     let part = P2bPart {

@@ -63,6 +63,21 @@ pub struct DcVote<V> {
     pub reply: bool,
 }
 
+impl<V> DcVote<V> {
+    /// A DC's vote as it is cast, for the DCs (and the client) that wait for it: no
+    /// answer wanted back.
+    pub fn cast(txn: TxnId, dc: DcId, accept: bool, reason: Option<AbortReason>, value: Option<Arc<V>>) -> Self {
+        DcVote {
+            txn,
+            dc,
+            accept,
+            reason,
+            value,
+            reply: false,
+        }
+    }
+}
+
 /// The outcome, from a coordinator that knows it to whoever asked after it was decided
 /// (or has not applied it).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -243,14 +243,7 @@ impl Server {
             },
             cx,
         );
-        let vote = Msg::Vote(DcVote {
-            txn,
-            dc,
-            accept,
-            reason,
-            value,
-            reply: false,
-        });
+        let vote = Msg::Vote(DcVote::cast(txn, dc, accept, reason, value));
         for p in self.peers() {
             cx.send(p, vote.clone());
         }

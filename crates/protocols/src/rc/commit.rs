@@ -158,14 +158,7 @@ impl Server {
             },
             cx,
         );
-        let vote = Msg::Vote(DcVote {
-            txn,
-            dc,
-            accept,
-            reason,
-            value,
-            reply: false,
-        });
+        let vote = Msg::Vote(DcVote::cast(txn, dc, accept, reason, value));
         if let Some(cl) = client {
             cx.send(cl, vote.clone());
         }
