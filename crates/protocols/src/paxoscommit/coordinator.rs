@@ -365,14 +365,8 @@ impl Server {
         }
     }
 
-    pub(super) fn on_decided(
-        &mut self,
-        from: NodeId,
-        txn: TxnId,
-        commit: bool,
-        value: Option<Arc<TxnValue>>,
-        cx: &mut Ctx<'_, Msg>,
-    ) {
+    pub(super) fn on_decided(&mut self, from: NodeId, d: Decided<TxnValue>, cx: &mut Ctx<'_, Msg>) {
+        let Decided { txn, commit, value } = d;
         if self.done.contains_key(&txn) {
             let installed = self.acc.get(&txn).is_none_or(|a| a.applied.contains(&self.dc));
             if commit && installed {

@@ -4,7 +4,7 @@
 //! (`kit::server::server_frame!` writes the `Actor` wiring).
 
 use super::*;
-use crate::kit::vote::{Decided, Due, Round};
+use crate::kit::vote::{Due, Round};
 
 crate::kit::timers::timers! {
     /// A Paxos Commit server's timers.
@@ -243,7 +243,7 @@ impl Server {
             Msg::Release { txn } => self.release(txn, cx),
             Msg::Accept { txn, value } => self.on_accept(from, txn, value, cx),
             Msg::Vote(v) => self.on_vote(from, v, cx),
-            Msg::Decided(Decided { txn, commit, value }) => self.on_decided(from, txn, commit, value, cx),
+            Msg::Decided(d) => self.on_decided(from, d, cx),
             Msg::Applied { txn } => self.on_applied(from, txn, cx),
             Msg::Installed { txn } => self.on_installed(from, txn, cx),
             Msg::Result(TxnResult { .. }) => {}

@@ -169,14 +169,7 @@ impl Server {
     }
 
     pub(super) fn on_vote(&mut self, from: NodeId, v: DcVote<TxnValue>, cx: &mut Ctx<'_, Msg>) {
-        let DcVote {
-            txn,
-            dc,
-            accept,
-            value,
-            reply,
-            ..
-        } = v;
+        let (txn, dc, accept, reply, value) = (v.txn, v.dc, v.accept, v.reply, v.value);
         if let Some(outcome) = self.outcome(txn) {
             if reply {
                 cx.send(from, Msg::Decided(outcome));
@@ -201,14 +194,8 @@ impl Server {
         self.check_decision(txn, cx);
     }
 
-    pub(super) fn on_decided(
-        &mut self,
-        from: NodeId,
-        txn: TxnId,
-        commit: bool,
-        value: Option<Arc<TxnValue>>,
-        cx: &mut Ctx<'_, Msg>,
-    ) {
+    pub(super) fn on_decided(&mut self, from: NodeId, d: Decided<TxnValue>, cx: &mut Ctx<'_, Msg>) {
+        let Decided { txn, commit, value } = d;
         if self.done.contains_key(&txn) {
             let mine_applied = self.ctxns.get(&txn).is_none_or(|c| c.round.applied.contains(&self.dc));
             if commit && mine_applied {

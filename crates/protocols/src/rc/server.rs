@@ -3,7 +3,7 @@
 //! (`kit::server::server_frame!` writes the `Actor` wiring).
 
 use super::*;
-use crate::kit::vote::{Decided, Due, Round};
+use crate::kit::vote::{Due, Round};
 
 crate::kit::timers::timers! {
     /// A Replicated Commit server's timers.
@@ -183,7 +183,7 @@ impl Server {
             Msg::Prepare { txn, ts, coord, share } => self.on_prepare(from, txn, ts, coord, share, cx),
             Msg::Prepared(p) => self.on_prepared(from, p, cx),
             Msg::Vote(v) => self.on_vote(from, v, cx),
-            Msg::Decided(Decided { txn, commit, value }) => self.on_decided(from, txn, commit, value, cx),
+            Msg::Decided(d) => self.on_decided(from, d, cx),
             Msg::Applied { txn } => self.on_applied(from, txn, cx),
             Msg::Commit {
                 txn,
