@@ -61,7 +61,9 @@ reasons! {
     ReadNoMajority => "read timed out (no majority answered)",
     /// Replicated Commit: a majority of DCs denied a read lock.
     ReadDenied => "read denied",
-    /// No shard leader could be found after following redirects.
+    /// No shard leader could be found after following redirects. (No protocol gives
+    /// it since HACommit's clients wait out a circle of redirects instead, stop 48;
+    /// kept so that older histories read back.)
     NoLeader => "no leader for a shard",
     /// CrossStitch: the first server of the chain never acknowledged.
     FirstServerTimeout => "client timed out waiting for the first server",

@@ -133,16 +133,7 @@ impl Server {
         });
         if let (Stage::Locking { hops, .. }, Some(client)) = (t.stage, t.client) {
             let reason = Some(why.clone());
-            cx.send_on_chain(
-                client,
-                Msg::Vote {
-                    txn,
-                    shard,
-                    yes: false,
-                    reason,
-                },
-                hops,
-            );
+            cx.send_on_chain(client, Msg::vote(txn, shard, false, reason), hops);
         }
         self.release(shard, txn, cx);
     }
@@ -192,15 +183,7 @@ impl Server {
         }
         let no = |reason: AbortReason, cx: &mut Ctx<'_, Msg>| {
             let reason = Some(reason.clone());
-            cx.send(
-                from,
-                Msg::Vote {
-                    txn,
-                    shard,
-                    yes: false,
-                    reason,
-                },
-            );
+            cx.send(from, Msg::vote(txn, shard, false, reason));
         };
         if self.tombstones.contains_key(&(shard, txn)) {
             return no(AbortReason::AbortedHere, cx);
@@ -229,15 +212,7 @@ impl Server {
                 // Duplicate of a vote this leader replicated in this view: answer again.
                 // (A context adopted in a view change may have reached only a
                 // minority: never confirmed, see `Server::on_vote_query`.)
-                return cx.send(
-                    from,
-                    Msg::Vote {
-                        txn,
-                        shard,
-                        yes: true,
-                        reason: None,
-                    },
-                );
+                return cx.send(from, Msg::vote(txn, shard, true, None));
             }
             Stage::Voted if t.ctx.is_some() => return no(AbortReason::ParticipantLostLeadership, cx),
             _ => return no(AbortReason::NoVotePossible, cx),
@@ -340,9 +315,6 @@ impl Server {
         self.check_replicated(key, None, cx);
     }
 
-    /// Answers the client once a majority holds the vote. `chain`: the WAN-hop count of
-    /// the input that completed the majority (the replication round trip is on the
-    /// transaction's critical path); without followers, the last operation's own chain.
     /// A client asks for `shard`'s vote: its vote has not come within the fail-over
     /// time. The paper (§VI) keeps a vote through a change of leaders once it is
     /// replicated, and lets a new leader "make a new decision for the vote" when the
@@ -368,15 +340,7 @@ impl Server {
         }
         let key = (shard, txn);
         let vote = |yes: bool, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>| {
-            cx.send(
-                from,
-                Msg::Vote {
-                    txn,
-                    shard,
-                    yes,
-                    reason,
-                },
-            );
+            cx.send(from, Msg::vote(txn, shard, yes, reason));
         };
         if self.tombstones.contains_key(&key) {
             return vote(false, Some(AbortReason::AbortedHere), cx);
@@ -404,6 +368,9 @@ impl Server {
         }
     }
 
+    /// Answers the client once a majority holds the vote. `chain`: the WAN-hop count of
+    /// the input that completed the majority (the replication round trip is on the
+    /// transaction's critical path); without followers, the last operation's own chain.
     pub(super) fn check_replicated(&mut self, key: (ShardId, TxnId), chain: Option<u32>, cx: &mut Ctx<'_, Msg>) {
         let Some(g) = self.groups.get(&key.0) else { return };
         let need = g.majority();
@@ -418,16 +385,7 @@ impl Server {
         t.stage = Stage::Voted;
         t.voted_in = Some(g.view);
         if let Some(client) = t.client {
-            cx.send_on_chain(
-                client,
-                Msg::Vote {
-                    txn: key.1,
-                    shard: key.0,
-                    yes: true,
-                    reason: None,
-                },
-                hops,
-            );
+            cx.send_on_chain(client, Msg::vote(key.1, key.0, true, None), hops);
         }
     }
 }

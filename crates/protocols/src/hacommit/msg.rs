@@ -247,6 +247,18 @@ pub enum Msg {
     },
 }
 
+impl Msg {
+    /// A leader's vote on `txn` for `shard` (`reason`: why not).
+    pub(super) fn vote(txn: TxnId, shard: ShardId, yes: bool, reason: Option<AbortReason>) -> Msg {
+        Msg::Vote {
+            txn,
+            shard,
+            yes,
+            reason,
+        }
+    }
+}
+
 /// Phase-2 messages of one proposal, one per replica node: each carries the shards of
 /// `proposal.targets` that node holds, except those `skip` says already answered.
 pub(super) fn p2a_by_node(

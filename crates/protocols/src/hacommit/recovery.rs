@@ -186,7 +186,7 @@ impl Server {
             // answers (as in phase 1). Counted only as an acceptance of a live
             // proposal, it was lost when that proposal had given way to a higher
             // ballot, and this replica (the group's leader, holding the locks) waited
-            // for a recovery of its own (campaign of the one-second crash scan).
+            // for a recovery of its own (the one-second crash scan of stop 48).
             self.proposals.remove(&txn);
             return self.learn_everywhere(txn, v, cx);
         }

@@ -145,12 +145,10 @@ fn a_group_of_one_elects_its_restarted_replica() {
 /// or waited for ten seconds. Its followers name it again to clients once it is heard.
 #[test]
 fn a_leader_back_from_a_short_crash_leads_again_before_its_lease_ends() {
-    let (mut net, client) = net("us3", |l, s| l.replicas(s)[0]);
+    let (mut net, client, r0) = us3_settled();
     let s0 = ShardId(0);
-    let r0 = net.servers[0].env.layout.replicas(s0).to_vec();
     let (leader, follower) = (r0[0], r0[1]);
     assert_eq!(net.servers[0].env.timeouts.lease, secs(10.0));
-    net.run_for(ms(500.0), ms(250.0), ServerTimer::Sweep);
     net.crash(leader);
     net.run_for(secs(1.0), ms(250.0), ServerTimer::Sweep);
     net.restart(leader);
@@ -172,10 +170,7 @@ fn a_leader_back_from_a_short_crash_leads_again_before_its_lease_ends() {
 /// fail-over time for nothing); one that heard from it names it.
 #[test]
 fn a_follower_names_only_a_leader_it_heard_from_lately() {
-    let (mut net, client) = net("us3", |l, s| l.replicas(s)[0]);
-    let s0 = ShardId(0);
-    let r0 = net.servers[0].env.layout.replicas(s0).to_vec();
-    net.run_for(ms(500.0), ms(250.0), ServerTimer::Sweep);
+    let (mut net, client, r0) = us3_settled();
     assert_eq!(hint_of(&mut net, client, r0[1], 1), Some(Some(r0[0])));
     net.crash(r0[0]);
     net.run_for(secs(2.0), ms(250.0), ServerTimer::Sweep);
@@ -184,6 +179,15 @@ fn a_follower_names_only_a_leader_it_heard_from_lately() {
         Some(None),
         "silent for two seconds"
     );
+}
+
+/// `us3` with every group led by its first replica, after half a second of
+/// heartbeats: the net, its client and shard 0's replicas (leader first).
+fn us3_settled() -> (Net<ReplicatedLog>, NodeId, Vec<NodeId>) {
+    let (mut net, client) = net("us3", |l, s| l.replicas(s)[0]);
+    let r0 = net.servers[0].env.layout.replicas(ShardId(0)).to_vec();
+    net.run_for(ms(500.0), ms(250.0), ServerTimer::Sweep);
+    (net, client, r0)
 }
 
 /// The leader hint in `follower`'s answer to a read of shard 0 by transaction `seq`
