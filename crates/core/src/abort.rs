@@ -151,6 +151,10 @@ reasons! {
     CohortDidNotPrepare => "a cohort did not prepare",
     /// The replicated log: a participant shard did not prepare.
     ParticipantDidNotPrepare => "a participant did not prepare",
+    /// The replicated log: asked for its vote, a cohort shard's leader had never
+    /// received the transaction's PREPARE (it was lost with a failed leader, or is
+    /// late), so it voted no.
+    PrepareLost => "the shard's leader never received the prepare",
     /// The shard's leader changed while the transaction ran.
     LeaderChanged => "leader changed",
     /// HACommit: the participant lost leadership of its group.

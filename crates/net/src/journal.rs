@@ -131,8 +131,9 @@ pub enum Entry<M> {
 /// that has not voted. 8: a Replicated Commit coordinator notes when it last sent
 /// PREPARE to its DC's silent cohorts (`CTxn::asked`). 9: a HACommit replica notes the
 /// client whose ballot-0 proposal it refused (`Txn::refused_client`), and HACommit's
-/// messages (journalled inputs) gain `VoteQuery`.
-pub const FORMAT: u32 = 9;
+/// messages (journalled inputs) gain `VoteQuery`. 10: replog's messages gain
+/// `VoteQuery`, and its vote `Prepared::again`.
+pub const FORMAT: u32 = 10;
 
 /// What a journal says about itself (its `meta` partition).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -29,8 +29,10 @@ use serde::Serialize;
 /// version of each key read. 9: CrossStitch fails keys over (views, leases, witness,
 /// waived notifies; a replicated put names its shards' views). 10: replog elections
 /// gain a pre-vote (`PreElect`, `PreVote`). 11: a replog cohort reports a wounded
-/// prepared transaction to its coordinator shard (`Wound`).
-pub const VERSION: u8 = 11;
+/// prepared transaction to its coordinator shard (`Wound`). 12: HACommit's clients and
+/// replog's coordinators ask a silent shard for its vote (`VoteQuery`), and a replog
+/// vote says whether it is sent again (`Prepared::again`).
+pub const VERSION: u8 = 12;
 
 /// The largest frame accepted (length field), 16 MiB.
 pub const MAX_FRAME: usize = 16 << 20;

@@ -527,6 +527,14 @@ fn rate_around_a_short_crash(protocol: &str, seed: u64, windows: [(f64, f64); 2]
 /// recovery of an older transaction could win for a second; a replica whose recovery
 /// gave way ignored a "chosen" in a later phase-2 answer and kept the locks; and a
 /// client refused at ballot 0 learnt the outcome only at its next re-send (1 s).
+/// replog (stop 49), from 3.5 s: 0.74 and 0.64 of the rate over 3.5-5.5 s before. A
+/// PREPARE lost with the crashed leader waited for the coordinator's vote timeout (the
+/// coordinator now asks a silent cohort, and a leader that never received it votes
+/// no); the restarted leader stood at its second sweep; a new coordinator leader
+/// waited a query period for the votes its predecessor had got; a coordinator that
+/// knew a transaction only from votes (its own PREPARE lost) answered status queries
+/// "in progress"; and a read told "no leader known" waited the whole fail-over time
+/// again.
 #[test]
 fn a_short_server_crash_costs_no_read_deadline() {
     for (proto, from) in [
@@ -537,7 +545,7 @@ fn a_short_server_crash_costs_no_read_deadline() {
         ("hier-ts", 4.0),
         ("2pc-deferred", 4.0),
         ("2pc-2pl", 4.0),
-        ("replog", 4.0),
+        ("replog", 3.5),
     ] {
         for seed in [1, 2] {
             let [before, after] = rate_around_a_short_crash(proto, seed, [(0.0, 2.0), (from, from + 2.0)]);

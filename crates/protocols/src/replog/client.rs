@@ -196,10 +196,15 @@ impl Client {
                         }
                         // A follower that knows no live leader: the group is electing
                         // one (or the old one is still within its lease). The next
-                        // replica is tried at the fail-over time, until the read's
-                        // deadline, rather than aborting a transaction that a leader
-                        // elected within the deadline would serve.
-                        _ if why == AbortReason::NotLeader => {}
+                        // replica is tried a sweep later, until the read's deadline,
+                        // rather than aborting a transaction that a leader elected
+                        // within the deadline would serve. (Waiting the whole fail-over
+                        // time again cost a second after every restart: a restarted
+                        // leader wins its group a round trip after the follower said
+                        // it knew none.)
+                        _ if why == AbortReason::NotLeader => {
+                            cx.set_timer(self.env.timeouts.sweep, ClientTimer::Follow);
+                        }
                         _ => self.abort(why, cx),
                     },
                 }

@@ -13,6 +13,7 @@ impl Server {
             shard,
             yes,
             reason,
+            again,
         } = v;
         let now = cx.now();
         if let Some(&commit) = self.done.get(&txn) {
@@ -30,6 +31,15 @@ impl Server {
             return;
         }
         c.yes.insert(shard);
+        if again && c.parts.is_empty() && !self.ptxns.contains_key(&(txn, coord)) {
+            // A cohort has waited a query period for the decision, and this shard's
+            // own PREPARE (sent with the cohort's, and the only one that names the
+            // shards) never arrived: it was lost with a crashed leader. Presumed abort,
+            // now rather than at the client's next status query: the cohorts hold
+            // their locks until they hear it.
+            self.decide_abort(txn, AbortReason::CoordinatorNeverPrepared, cx);
+            return;
+        }
         self.maybe_commit(txn, cx);
     }
 
@@ -211,8 +221,20 @@ impl Server {
             cx.send(from, Msg::Outcome { txn, commit, reason });
             return;
         }
-        if self.ctxns.contains_key(&txn) || self.ptxns.contains_key(&(txn, s)) {
+        if self.ptxns.contains_key(&(txn, s)) {
             return; // in progress
+        }
+        if let Some(c) = self.ctxns.get_mut(&txn) {
+            if !c.parts.is_empty() {
+                return; // in progress
+            }
+            // Known here only from cohorts' votes: this shard's own PREPARE, which
+            // names the shards, never arrived (it was lost with a crashed leader).
+            if c.committing {
+                // An abort on its way (a no vote came first): told once chosen.
+                c.client = Some(from);
+                return;
+            }
         }
         // Unknown to the coordinator: its PREPARE never arrived here. Presumed abort,
         // decided like any abort: by an ABORT entry in this shard's log, answered once
@@ -227,6 +249,60 @@ impl Server {
         c.committing = true;
         c.aborting = Some(AbortReason::CoordinatorNeverPrepared);
         self.propose(s, Entry::Abort(txn), cx);
+    }
+
+    /// Coordinator leader: asks every replica of cohort shard `shard` for its vote on
+    /// `txn` (`decide`: the fail-over time has passed, so a leader that never received
+    /// the PREPARE votes no).
+    pub(super) fn ask_vote(&mut self, txn: TxnId, coord: ShardId, shard: ShardId, decide: bool, cx: &mut Ctx<'_, Msg>) {
+        for r in self.env.layout.replicas(shard).to_vec() {
+            cx.send(
+                r,
+                Msg::VoteQuery {
+                    txn,
+                    coord,
+                    shard,
+                    decide,
+                },
+            );
+        }
+    }
+
+    /// Cohort leader: the coordinator lacks shard `s`'s vote on `txn`. A prepared share
+    /// says yes again (the vote may have been lost, or it reached a leader that has
+    /// since failed); an aborted one no again; a share still locking or replicating
+    /// its PREPARE will vote when it can. With `decide` (the coordinator has waited
+    /// the fail-over time) a transaction this leader never heard of (its PREPARE was
+    /// lost with a crashed leader before it was chosen, or is very late) gets a no, and
+    /// a tombstone that refuses the PREPARE should it come. A no is safe whoever leads:
+    /// a yes is sent only once the PREPARE is chosen, and every later leader holds a
+    /// chosen PREPARE ([`Server::rebuild_leader_state`]), so a leader that does not
+    /// know the transaction never voted yes for it; and the coordinator decides once,
+    /// on the first no or on every yes.
+    pub(super) fn on_vote_query(
+        &mut self,
+        txn: TxnId,
+        coord: ShardId,
+        s: ShardId,
+        decide: bool,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
+        if !self.leads(s) {
+            return;
+        }
+        let aborted = self.tombstones.contains_key(&txn) || self.done.get(&txn) == Some(&false);
+        match self.ptxns.get(&(txn, s)).map(|t| &t.state) {
+            Some(PState::Prepared { .. }) => self.send_vote(Prepared::yes(txn, coord, s).again(), 0, cx),
+            Some(_) => {}
+            // Committed here: the coordinator has decided, and the decision reached us.
+            None if self.done.get(&txn) == Some(&true) => {}
+            None if aborted => self.send_vote(Prepared::no(txn, coord, s, AbortReason::AlreadyAbortedHere), 0, cx),
+            None if decide => {
+                self.tombstones.insert(txn, cx.now());
+                self.send_vote(Prepared::no(txn, coord, s, AbortReason::PrepareLost), 0, cx);
+            }
+            None => {}
+        }
     }
 
     /// The client aborted: every share of `txn` here that has not begun preparing

@@ -31,12 +31,17 @@ impl Server {
             .or(Some(g.promised.node))
             .and_then(|l| g.replicas.iter().position(|r| *r == l));
         let mine = g.replicas.iter().position(|r| *r == me).unwrap_or(0);
-        let rank = if Self::lease_holder_back(g, me) {
+        let back = Self::lease_holder_back(g, me);
+        let rank = if back {
             0
         } else {
             old.map_or(mine, |o| (mine + n - o - 1) % n) as u64
         };
-        if g.elect_after == 0 {
+        // The lease holder back from a crash stands at once (no one else may stand
+        // before its lease runs out, so there is no duel to stagger against): waiting
+        // for the sweep after next kept its shards without a leader, and every
+        // transaction on them waiting, for half a second after each restart.
+        if g.elect_after == 0 && !back {
             g.elect_after = now + rank * 500_000_000 + cx.rng().gen_range(0..100_000_000u64);
             return;
         }
@@ -283,6 +288,7 @@ impl Server {
             }
         }
         let prepared: BTreeSet<TxnId> = g.writes.keys().copied().collect();
+        let mut ask = vec![];
         for (txn, p) in open {
             let prio = (p.ts, txn);
             let locks = self.locks(s);
@@ -317,7 +323,15 @@ impl Server {
                 if prepared.contains(&txn) {
                     c.yes.insert(s);
                 }
+                if !c.committing {
+                    ask.extend(p.parts.iter().filter(|q| **q != s).map(|q| (txn, *q)));
+                }
             }
+        }
+        // The cohorts' votes that reached the old leader are gone: ask for them now
+        // rather than wait for each cohort's next re-send (up to a query period).
+        for (txn, q) in ask {
+            self.ask_vote(txn, s, q, false, cx);
         }
     }
 }

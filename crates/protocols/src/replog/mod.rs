@@ -42,8 +42,10 @@
 //!   while their current leader's lease may still hold. The new leader re-proposes every
 //!   unchosen slot with its ballot (filling holes with no-ops), rebuilds the locks of
 //!   prepared transactions from the log and resumes their 2PC: cohorts re-send their
-//!   `Prepared` votes; coordinators answer with the decision. A leader serves reads only
-//!   while a majority has acknowledged a heartbeat within the lease.
+//!   `Prepared` votes; coordinators answer with the decision. A new coordinator leader
+//!   also asks the cohorts of each transaction it rebuilt for their votes
+//!   (`VoteQuery`) rather than wait a query period for their re-sends. A leader serves
+//!   reads only while a majority has acknowledged a heartbeat within the lease.
 //!
 //! # Departures and choices
 //!
@@ -71,12 +73,24 @@
 //!   waiting out its own lease (the papers do not say; Spanner's leases are
 //!   extended by the same leader, and no other can be elected before they run out, so
 //!   a careful implementer lets the only replica that can lead soon do so): a
-//!   one-second crash of a leader cost its shard ten seconds without one. A follower
+//!   one-second crash of a leader cost its shard ten seconds without one. It stands
+//!   on its restart, not at a sweep. A follower
 //!   names its leader to a client only if it heard from it within the fail-over time;
 //!   a client whose read meets a follower that knows no live leader tries the next
-//!   replica at the fail-over time instead of aborting. A coordinator aborts a transaction only while it is
+//!   replica a sweep later instead of aborting. A coordinator aborts a transaction only while it is
 //!   undecided and not committing (a sweep's list of expired votes can go stale while
 //!   it is worked through).
+//! - **A PREPARE lost with a crashed leader** (the papers do not say; a careful 2PC
+//!   coordinator does not wait for its vote timeout when it can ask). A coordinator
+//!   that has waited the fail-over time for a cohort's vote asks that shard every sweep
+//!   (`VoteQuery`); its leader answers yes again if its share is prepared, and votes no
+//!   (`PrepareLost`) for a transaction it never heard of, tombstoning it so the PREPARE
+//!   is refused should it come late. That no is safe: a cohort votes yes only once its
+//!   PREPARE is chosen, and every later leader holds every chosen entry. The
+//!   coordinator shard's own PREPARE lost: the cohorts' votes name no shards, so the
+//!   coordinator cannot ask; a vote a cohort sends again (`Prepared::again`, after a
+//!   query period) for a transaction whose own PREPARE never arrived is a presumed
+//!   abort, as is a client's status query for it.
 
 mod client;
 mod commit;

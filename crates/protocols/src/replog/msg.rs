@@ -101,6 +101,23 @@ pub enum Msg {
         /// Why not.
         reason: Option<AbortReason>,
     },
+    /// Coordinator leader → every replica of a cohort shard whose vote it lacks: what
+    /// is your vote? Sent by a new leader for the transactions it rebuilt (the votes
+    /// that had reached its predecessor are gone), and for a vote that has not come
+    /// within the fail-over time. Only the leader answers: again with its yes if its
+    /// share is prepared, with a no if it aborted it; nothing while the share is still
+    /// locking or replicating its PREPARE.
+    VoteQuery {
+        /// Transaction.
+        txn: TxnId,
+        /// Coordinator shard.
+        coord: ShardId,
+        /// The cohort shard asked.
+        shard: ShardId,
+        /// The coordinator has waited the fail-over time for this vote: a leader that
+        /// never received the PREPARE (lost with a failed leader) votes no.
+        decide: bool,
+    },
     /// Client → replicas of the coordinator shard: outcome?
     Status {
         /// Transaction.
@@ -221,6 +238,10 @@ pub struct Prepared {
     pub yes: bool,
     /// Why not.
     pub reason: Option<AbortReason>,
+    /// A yes sent again, by a cohort that has waited a query period (`query`) for
+    /// the decision since it first voted, or asked by the coordinator: the client's
+    /// PREPAREs, sent together, went out at least that long ago.
+    pub again: bool,
 }
 
 impl Prepared {
@@ -232,7 +253,13 @@ impl Prepared {
             shard,
             yes: true,
             reason: None,
+            again: false,
         }
+    }
+
+    /// The same yes, sent again ([`Prepared::again`]).
+    pub fn again(self) -> Self {
+        Prepared { again: true, ..self }
     }
 
     /// Cohort shard `shard` refuses `txn` (coordinated by shard `coord`), for `why`.
@@ -243,6 +270,7 @@ impl Prepared {
             shard,
             yes: false,
             reason: Some(why),
+            again: false,
         }
     }
 }

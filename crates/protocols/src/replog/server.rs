@@ -293,7 +293,7 @@ impl Server {
         for (txn, coord, shard) in ask {
             // Re-send the vote: the coordinator answers with the decision if it has one.
             if coord != shard {
-                self.send_vote(Prepared::yes(txn, coord, shard), 0, cx);
+                self.send_vote(Prepared::yes(txn, coord, shard).again(), 0, cx);
             }
         }
         let mut expired: Vec<TxnId> = self
@@ -306,6 +306,24 @@ impl Server {
         for id in expired {
             self.decide_abort(id, AbortReason::VoteTimeout, cx);
         }
+        // A cohort silent for the fail-over time may have lost the PREPARE with a
+        // crashed leader: its leader, asked, votes no rather than leave the
+        // transaction's locks held everywhere else until the vote timeout.
+        let mut silent: Vec<(TxnId, ShardId, ShardId)> = self
+            .ctxns
+            .iter()
+            .filter(|(_, c)| !c.committing && now.saturating_sub(c.since) > to.failover)
+            .flat_map(|(id, c)| {
+                c.parts
+                    .iter()
+                    .filter(|p| **p != c.coord && !c.yes.contains(p))
+                    .map(|p| (*id, c.coord, *p))
+            })
+            .collect();
+        silent.sort();
+        for (txn, coord, shard) in silent {
+            self.ask_vote(txn, coord, shard, true, cx);
+        }
         self.tombstones.retain(|_, t| now.saturating_sub(*t) < to.tombstone);
     }
 }
@@ -316,6 +334,12 @@ impl Server {
         let now = cx.now();
         for g in self.groups.values_mut() {
             g.last_heard = now;
+        }
+        // A leader back from a crash stands now, not at its first sweep (on the first
+        // start no one may stand: every replica has just heard from its leader).
+        let shards: Vec<ShardId> = self.groups.keys().copied().collect();
+        for s in shards {
+            self.maybe_elect(s, cx);
         }
         cx.set_timer(self.env.timeouts.sweep, ServerTimer::Sweep);
     }
@@ -333,6 +357,12 @@ impl Server {
             }
             Msg::Decide { txn, shard, commit } => self.on_decide(txn, shard, commit, cx),
             Msg::Status { txn, shard } => self.on_status(from, txn, shard, cx),
+            Msg::VoteQuery {
+                txn,
+                coord,
+                shard,
+                decide,
+            } => self.on_vote_query(txn, coord, shard, decide, cx),
             Msg::Wound { txn, coord } => self.on_wound(txn, coord, cx),
             Msg::Accept(a) => self.on_accept(from, a, cx),
             Msg::Accepted { shard, ballot, slot } => self.on_accepted(from, shard, ballot, slot, cx),

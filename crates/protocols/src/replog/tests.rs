@@ -152,6 +152,9 @@ fn a_leader_back_from_a_short_crash_leads_again_before_its_lease_ends() {
     net.crash(leader);
     net.run_for(secs(1.0), ms(250.0), ServerTimer::Sweep);
     net.restart(leader);
+    // Stop 49: it stands on its restart, not at its second sweep after it (half a
+    // second of the shard without a leader, after every restart).
+    assert!(net.servers[leader.0 as usize].leads(s0), "leads again on its restart");
     net.run_for(secs(1.0), ms(250.0), ServerTimer::Sweep);
     // 2.5 s: a second after its restart, long before its lease (from 0.5 s) ends.
     assert!(
@@ -448,4 +451,130 @@ fn a_silent_reader_that_blocks_a_writer_is_aborted_after_the_failover_time() {
         Some(true),
         "within the fail-over time, not `idle`"
     );
+}
+
+/// The abort reason the client was told for `txn`, if any.
+fn abort_reason(net: &Net<ReplicatedLog>, txn: TxnId) -> Option<AbortReason> {
+    net.outside.iter().find_map(|(_, _, m)| match m {
+        Msg::Outcome {
+            txn: t,
+            commit: false,
+            reason,
+        } if *t == txn => reason.clone(),
+        _ => None,
+    })
+}
+
+/// Stop 49: a cohort's PREPARE lost with its crashed leader. The leader is back within
+/// a second and leads again, but knows nothing of the transaction, while the
+/// coordinator shard holds its locks; it waited for its 3 s vote timeout (every
+/// transaction on those keys behind it). The coordinator now asks a cohort silent for
+/// the fail-over time for its vote; a leader that never received the PREPARE votes
+/// no and tombstones the transaction, so the PREPARE, should it come late, is refused.
+#[test]
+fn a_prepare_lost_with_a_crashed_cohort_leader_is_voted_no_when_asked() {
+    let (mut net, client, r0) = us3_settled();
+    let layout = net.servers[0].env.layout.clone();
+    let r1 = layout.replicas(ShardId(1)).to_vec();
+    assert_ne!(r0[0], r1[0], "the two shards' leaders differ");
+    let txn = TxnId { client: 0, seq: 1 };
+    let (ts, parts) = (net.now, [ShardId(0), ShardId(1)]);
+    prepare_share(&mut net, client, (txn, ts), ShardId(0), &parts, (0, "#0/a"));
+    // Shard 1's leader goes down before its PREPARE arrives, and is back in a second.
+    net.crash(r1[0]);
+    net.send(
+        client,
+        r1[0],
+        Msg::Prepare {
+            shard: ShardId(1),
+            entry: Arc::new(PrepareEntry {
+                txn,
+                ts,
+                coord: ShardId(0),
+                parts: parts.to_vec(),
+                client,
+                reads: vec![],
+                writes: vec![(Key::from("#1/b"), VersionId { txn, seq: 1 }, Value::from_u64(7))],
+            }),
+        },
+    );
+    net.run_for(secs(1.0), ms(250.0), ServerTimer::Sweep);
+    net.restart(r1[0]);
+    assert!(net.servers[r1[0].0 as usize].leads(ShardId(1)));
+    assert_eq!(outcome(&net, txn), None);
+    // Well inside the 3 s vote timeout.
+    net.run_for(ms(750.0), ms(250.0), ServerTimer::Sweep);
+    assert_eq!(abort_reason(&net, txn), Some(AbortReason::PrepareLost));
+    assert_no_locks(&net);
+    // The PREPARE, late, is refused.
+    prepare_share(&mut net, client, (txn, ts), ShardId(0), &parts, (1, "#1/b"));
+    assert_no_locks(&net);
+}
+
+/// Stop 49: the coordinator shard's own PREPARE lost with its crashed leader, the
+/// cohort prepared. The restarted leader knew the transaction only from the cohort's
+/// votes, which name no shards, and answered the client's status query "in progress";
+/// the cohort kept its locks until the vote timeout. Now a vote the cohort sends
+/// again (it has waited a query period) for a transaction whose own PREPARE never
+/// arrived is a presumed abort, announced to the cohort once chosen, and a status
+/// query is answered with it.
+#[test]
+fn a_coordinators_lost_prepare_is_presumed_aborted_on_the_cohorts_repeated_vote() {
+    let (mut net, client, r0) = us3_settled();
+    let txn = TxnId { client: 0, seq: 1 };
+    let (ts, parts) = (net.now, [ShardId(0), ShardId(1)]);
+    net.crash(r0[0]);
+    prepare_share(&mut net, client, (txn, ts), ShardId(0), &parts, (1, "#1/b"));
+    assert!(
+        net.servers.iter().any(|n| n.locked_keys() != Some(0)),
+        "the cohort prepared"
+    );
+    net.run_for(ms(500.0), ms(250.0), ServerTimer::Sweep);
+    net.restart(r0[0]);
+    assert!(net.servers[r0[0].0 as usize].leads(ShardId(0)));
+    // The cohort's vote goes again a query period (1 s) after it prepared: well
+    // inside the vote timeout (3 s) of the coordinator that now knows of it.
+    net.run_for(ms(750.0), ms(250.0), ServerTimer::Sweep);
+    assert_no_locks(&net);
+    net.send(client, r0[0], Msg::Status { txn, shard: ShardId(0) });
+    assert_eq!(abort_reason(&net, txn), Some(AbortReason::Aborted));
+}
+
+/// Stop 49: a new coordinator leader rebuilds a transaction from its chosen PREPARE,
+/// but the cohorts' votes reached only its predecessor. It waited for each cohort to
+/// send its vote again (a query period, 1 s); it now asks them as it takes the lead,
+/// and a prepared cohort answers yes at once.
+#[test]
+fn a_new_coordinator_leader_asks_the_cohorts_for_their_votes() {
+    let (mut net, client, r0) = us3_settled();
+    let (txn, leader) = (TxnId { client: 0, seq: 1 }, r0[0]);
+    // The cohort's vote never reaches the coordinator's leader.
+    net.drop_once = Some(Box::new(move |_, to, m| {
+        to == leader && matches!(m, Msg::Prepared(v) if v.shard == ShardId(1))
+    }));
+    prepare(&mut net, client, txn, &[(0, "#0/a"), (1, "#1/b")]);
+    assert!(net.drop_once.is_none(), "the vote was dropped");
+    assert_eq!(outcome(&net, txn), None);
+    net.crash(leader);
+    net.restart(leader);
+    assert_eq!(outcome(&net, txn), Some(true), "committed as the leader takes over");
+}
+
+/// Stop 49: the coordinator shard knows a transaction only from a cohort's vote (its
+/// own PREPARE, the one that names the shards, was lost). The client's status query
+/// was answered "in progress" and the cohort kept its locks until the vote timeout;
+/// now it is a presumed abort, told to the client and the cohort once chosen.
+#[test]
+fn a_status_query_for_a_transaction_known_only_from_votes_is_a_presumed_abort() {
+    let (mut net, client, r0) = us3_settled();
+    let txn = TxnId { client: 0, seq: 1 };
+    let (ts, parts) = (net.now, [ShardId(0), ShardId(1)]);
+    prepare_share(&mut net, client, (txn, ts), ShardId(0), &parts, (1, "#1/b"));
+    assert!(
+        net.servers.iter().any(|n| n.locked_keys() != Some(0)),
+        "the cohort prepared"
+    );
+    net.send(client, r0[0], Msg::Status { txn, shard: ShardId(0) });
+    assert_eq!(abort_reason(&net, txn), Some(AbortReason::CoordinatorNeverPrepared));
+    assert_no_locks(&net);
 }
