@@ -132,7 +132,9 @@ pub enum Entry<M> {
 /// PREPARE to its DC's silent cohorts (`CTxn::asked`). 9: a HACommit replica notes the
 /// client whose ballot-0 proposal it refused (`Txn::refused_client`), and HACommit's
 /// messages (journalled inputs) gain `VoteQuery`. 10: replog's messages gain
-/// `VoteQuery`, and its vote `Prepared::again`.
+/// `VoteQuery`, and its vote `Prepared::again`; a coordinator notes when it last asked
+/// (`CTxn::asked`); hierarchical validation's `Query` gains `decide`, and its log
+/// `Rec::Frozen`.
 pub const FORMAT: u32 = 10;
 
 /// What a journal says about itself (its `meta` partition).

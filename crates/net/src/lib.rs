@@ -30,8 +30,9 @@ use serde::Serialize;
 /// waived notifies; a replicated put names its shards' views). 10: replog elections
 /// gain a pre-vote (`PreElect`, `PreVote`). 11: a replog cohort reports a wounded
 /// prepared transaction to its coordinator shard (`Wound`). 12: HACommit's clients and
-/// replog's coordinators ask a silent shard for its vote (`VoteQuery`), and a replog
-/// vote says whether it is sent again (`Prepared::again`).
+/// replog's coordinators ask a silent shard for its vote (`VoteQuery`), a replog vote
+/// says whether it is sent again (`Prepared::again`), and a hierarchical-validation
+/// query whether an undecided decider decides (`Query::decide`).
 pub const VERSION: u8 = 12;
 
 /// The largest frame accepted (length field), 16 MiB.

@@ -534,15 +534,19 @@ fn rate_around_a_short_crash(protocol: &str, seed: u64, windows: [(f64, f64); 2]
 /// waited a query period for the votes its predecessor had got; a coordinator that
 /// knew a transaction only from votes (its own PREPARE lost) answered status queries
 /// "in progress"; and a read told "no leader known" waited the whole fail-over time
-/// again.
+/// again. hier-lock and hier-ts (stop 49), from 3 s, the restart itself: a data node
+/// back with a prepared transaction asked its decider only a query timeout (1 s) after
+/// its restart, holding the keys' locks meanwhile, though the decision had been taken
+/// while it was down (0.53-0.57 of the rate over 3-5 s before, hier-lock seed 1 apart;
+/// 0.98-1.0 now).
 #[test]
 fn a_short_server_crash_costs_no_read_deadline() {
     for (proto, from) in [
         ("hacommit", 3.5),
         ("2pc-occ", 4.0),
         ("rc", 4.0),
-        ("hier-lock", 4.0),
-        ("hier-ts", 4.0),
+        ("hier-lock", 3.0),
+        ("hier-ts", 3.0),
         ("2pc-deferred", 4.0),
         ("2pc-2pl", 4.0),
         ("replog", 3.5),

@@ -287,6 +287,7 @@ impl Client {
                         nodes: cur.nodes.clone(),
                         client: cx.me(),
                         from_client: true,
+                        decide: true,
                     }),
                 );
                 cx.set_timer(self.env.timeouts.status, ClientTimer::Status);

@@ -241,42 +241,54 @@ impl Server {
             if let Some(pp) = self.prepared.get_mut(&txn) {
                 pp.since = now;
             }
-            match self.sh.p.mode {
-                Mode::TwoPc => {
-                    // Ask the client again (it re-sends its decision if it has one) and
-                    // start cooperative termination with the peers.
-                    cx.send(
-                        p.client,
-                        Msg::Query(Query {
-                            txn,
-                            vid: None,
-                            nodes: p.nodes.clone(),
-                            client: p.client,
-                            from_client: false,
-                        }),
-                    );
+            self.ask_decision(txn, &p, true, cx);
+        }
+    }
+
+    /// Asks for the decision on `txn`, prepared here: `2pc-deferred` asks its client
+    /// (which re-sends its decision if it has one) and, with `decide`, starts
+    /// cooperative termination with the peers; the others ask the decider, which
+    /// answers with its logged decision and, with `decide`, decides abort if it has
+    /// none. Without `decide` (a restart: the decision may have been taken, and its
+    /// message lost, while this node was down) the question has no side effect.
+    pub(super) fn ask_decision(&mut self, txn: TxnId, p: &Prep, decide: bool, cx: &mut Ctx<'_, Msg>) {
+        match self.sh.p.mode {
+            Mode::TwoPc => {
+                cx.send(
+                    p.client,
+                    Msg::Query(Query {
+                        txn,
+                        vid: None,
+                        nodes: p.nodes.clone(),
+                        client: p.client,
+                        from_client: false,
+                        decide,
+                    }),
+                );
+                if decide {
                     for n in &p.nodes {
                         if *n != self.me {
                             cx.send(*n, Msg::Peer { txn });
                         }
                     }
                 }
-                Mode::Lock | Mode::Ts => {
-                    let vid = self.sh.tree.decider(&p.nodes);
-                    if let Some(v) = vid {
-                        let host = self.sh.tree.inner[v.0 as usize].host;
-                        let q = Query {
-                            txn,
-                            vid,
-                            nodes: p.nodes.clone(),
-                            client: p.client,
-                            from_client: false,
-                        };
-                        if host == self.me {
-                            self.on_query(self.me, q, cx);
-                        } else {
-                            cx.send(host, Msg::Query(q));
-                        }
+            }
+            Mode::Lock | Mode::Ts => {
+                let vid = self.sh.tree.decider(&p.nodes);
+                if let Some(v) = vid {
+                    let host = self.sh.tree.inner[v.0 as usize].host;
+                    let q = Query {
+                        txn,
+                        vid,
+                        nodes: p.nodes.clone(),
+                        client: p.client,
+                        from_client: false,
+                        decide,
+                    };
+                    if host == self.me {
+                        self.on_query(self.me, q, cx);
+                    } else {
+                        cx.send(host, Msg::Query(q));
                     }
                 }
             }
@@ -284,18 +296,42 @@ impl Server {
     }
 
     /// `2pc-deferred` termination: a peer asks what this node knows.
+    ///
+    /// Both answers bind this node for good, so both are forced to the log before they
+    /// leave: the peers may abort on them. An "undecided" freezes the transaction here
+    /// (`Rec::Frozen`); a "never prepared" is an abort (`Rec::Applied`), which refuses a
+    /// late prepare. Stop 49: both were kept in memory only, and a node restarted after
+    /// answering could take its client's commit while its peers had aborted.
     pub(super) fn on_peer(&mut self, from: NodeId, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
-        let state = if let Some(p) = self.prepared.get_mut(&txn) {
-            p.frozen = true;
+        let state = if self.prepared.contains_key(&txn) {
+            self.freeze(txn, cx);
             None
         } else if let Some(&d) = self.done.get(&txn) {
             Some(d)
         } else {
             // Never prepared here: it can never commit (a late prepare is refused).
             self.done.insert(txn, (false, 0));
+            self.log.append_sync(
+                Rec::Applied {
+                    txn,
+                    commit: false,
+                    ts: 0,
+                },
+                cx,
+            );
             Some((false, 0))
         };
         cx.send(from, Msg::PeerState { txn, state });
+    }
+
+    /// `2pc-deferred` termination: prepared `txn` refuses its client's decision from now
+    /// on, across a restart too.
+    fn freeze(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        let Some(p) = self.prepared.get_mut(&txn) else { return };
+        if !p.frozen {
+            p.frozen = true;
+            self.log.append_sync(Rec::Frozen { txn }, cx);
+        }
     }
 
     /// `2pc-deferred` termination: a peer's answer. Any decision is followed; when every
@@ -309,11 +345,14 @@ impl Server {
         cx: &mut Ctx<'_, Msg>,
     ) {
         let me = self.me;
-        let Some(p) = self.prepared.get_mut(&txn) else { return };
+        if !self.prepared.contains_key(&txn) {
+            return;
+        }
         match state {
             Some((c, ts)) => self.apply(me, txn, c, ts, cx),
             None => {
-                p.frozen = true;
+                self.freeze(txn, cx);
+                let Some(p) = self.prepared.get_mut(&txn) else { return };
                 p.peers.insert(from, None);
                 let all = p.nodes.iter().filter(|n| **n != me).all(|n| p.peers.contains_key(n));
                 if all {

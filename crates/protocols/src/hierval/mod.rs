@@ -105,12 +105,16 @@
 //!   as a forced APPLIED record, so the store is the checkpoint. Deciders force-log every
 //!   decision before telling anyone. A prepared data node that waits longer than the
 //!   query timeout asks the decider; an undecided decider (its children's votes lost, a
-//!   crashed inner validator) then decides abort. A client asks the decider for a lost
+//!   crashed inner validator) then decides abort. A data node restarted with prepared
+//!   transactions asks at once, without that effect (`Query::decide` false: only a
+//!   decision taken while it was down is answered). A client asks the decider for a lost
 //!   outcome the same way. The clock survives a crash through a forced reservation
 //!   record (the clock never passes the reserved value without forcing a new one).
 //!   `2pc-deferred`'s coordinator is the client: a prepared participant whose client
 //!   went silent runs cooperative termination with its peers (a peer that answers
-//!   "undecided" is frozen and refuses the client's decision; all frozen → abort).
+//!   "undecided" is frozen and refuses the client's decision; all frozen → abort). Both
+//!   binding answers, "undecided" and "never prepared here", are forced to the log
+//!   before they leave, so a restart does not undo them.
 //!   The fault model is `Durable`.
 //! - **Batches and WAN trips**: a batch continues the causal chain of the input that
 //!   filled or flushed it; the paper's setting is one DC, where this does not matter.

@@ -154,6 +154,10 @@ pub struct Query {
     pub client: NodeId,
     /// Asked by the client (answer with [`Msg::Outcome`]) rather than a data node.
     pub from_client: bool,
+    /// An undecided decider decides abort (the asker has waited the query or status
+    /// timeout). A data node back from a crash asks first without it: only a decision
+    /// already taken is answered.
+    pub decide: bool,
 }
 
 /// [`Item::Up`]: a (partial) validation passed up the tree.

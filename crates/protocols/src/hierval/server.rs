@@ -54,6 +54,13 @@ pub(super) enum Rec {
         /// Commit timestamp.
         ts: u64,
     },
+    /// `2pc-deferred`: the data node answered a peer "undecided" (or heard that
+    /// answer) for this prepared transaction and so refuses its client's decision from
+    /// now on; forced before the answer leaves, since the peers may abort on it.
+    Frozen {
+        /// Transaction.
+        txn: TxnId,
+    },
     /// A decider's decision, forced before anyone is told.
     Decided {
         /// Transaction.
@@ -260,6 +267,11 @@ impl Server {
                 Rec::Decided { txn, commit, ts } => {
                     self.decisions.insert(*txn, (*commit, *ts));
                 }
+                Rec::Frozen { txn } => {
+                    if let Some(p) = preps.get_mut(txn) {
+                        p.frozen = true;
+                    }
+                }
             }
         }
         // The clock restarts at the reservation: above every timestamp and snapshot
@@ -288,6 +300,14 @@ impl Server {
             self.prepared.insert(txn, p);
         }
         self.bump_clock(self.clock + 1, cx);
+        // A decision may have been taken while this node was down, its message lost
+        // with the crash: ask now, not a query timeout after the restart (the locks and
+        // tentative writes above hold every reader of these keys until then).
+        let mut open: Vec<(TxnId, Prep)> = self.prepared.iter().map(|(t, p)| (*t, p.clone())).collect();
+        open.sort_by_key(|(t, _)| *t);
+        for (txn, p) in open {
+            self.ask_decision(txn, &p, false, cx);
+        }
         cx.set_timer(self.env.timeouts.sweep, ServerTimer::Sweep);
     }
 }

@@ -483,6 +483,49 @@ fn test_a_data_node_crash_after_preparing_recovers_its_tentative_writes() {
     assert_aborted_without_a_trace(&n, "hier-lock");
 }
 
+/// Stop 49: a data node down when its transaction's decision came back, restarted from
+/// its log with the transaction prepared. It waited a query timeout (1 s) after its
+/// restart to ask the decider, holding the keys' locks and tentative versions, and
+/// every reader of those keys waited with it (a one-second crash of any non-root node
+/// cost a second more after the restart). It now asks at once; an answered decision
+/// is applied before anything else runs.
+#[test]
+fn test_a_data_node_restarted_after_its_decision_asks_for_it_at_once() {
+    for spec in ["hier-lock", "hier-ts:fanout=2"] {
+        let p = proto(spec);
+        let mut n = net(&p, 9);
+        n.crash_before = Some((
+            NodeId(1),
+            Box::new(|m| matches!(m, Msg::Batch(items) if items.iter().any(|i| matches!(i, Item::Decide { .. })))),
+        ));
+        n.submit(0, txn(1), rmw(&["#1/a", "#2/b"]));
+        assert!(n.down.contains(&NodeId(1)), "{spec}: down when the decision came");
+        assert_eq!(n.records.len(), 1, "{spec}");
+        assert_eq!(n.records[0].outcome, Outcome::Committed, "{spec}");
+        n.restart(NodeId(1));
+        assert!(!n.servers[1].prepared.contains_key(&txn(1)), "{spec}: still in doubt");
+        assert_eq!(n.servers[1].locked_keys(), Some(0), "{spec}");
+        let v = n.servers[1].store.versions(&Key::from("#1/a"));
+        assert!(v.len() == 1 && !v[0].tentative, "{spec}: {v:?}");
+    }
+}
+
+/// The restarted node's first question decides nothing: a decider that has not
+/// decided (the node's vote was lost with its crash) leaves it to the query timeout,
+/// as before, rather than aborting a transaction whose other votes may be on their
+/// way.
+#[test]
+fn test_a_restarted_data_nodes_first_question_decides_nothing() {
+    let p = proto("hier-lock");
+    let mut n = net(&p, 9);
+    n.drop_from_down = true;
+    n.crash_after = Some((NodeId(1), Box::new(|m| matches!(m, Msg::Commit(Commit { .. })))));
+    n.submit(0, txn(1), rmw(&["#1/a", "#2/b"]));
+    n.restart(NodeId(1));
+    assert!(n.servers[1].prepared.contains_key(&txn(1)));
+    assert!(n.records.is_empty(), "undecided");
+}
+
 #[test]
 fn test_2pc_deferred_participants_terminate_when_the_client_goes_silent() {
     let p = proto("2pc-deferred");
@@ -519,6 +562,42 @@ fn test_2pc_deferred_participants_terminate_when_the_client_goes_silent() {
         },
     );
     assert!(matches!(n.outside[..], [(_, _, Msg::Ack { commit: false, .. })]));
+}
+
+/// Stop 49 (campaign seed 863, `2pc-deferred`, split decision): a participant that
+/// answered a peer "undecided" is frozen: it refuses its client's decision, and the
+/// peer may abort on that answer. The freeze was kept in memory only; restarted, the
+/// participant took the client's commit its peer had already aborted. It is now forced
+/// to the log before the answer leaves.
+#[test]
+fn test_2pc_deferred_a_freeze_survives_a_restart() {
+    let p = proto("2pc-deferred");
+    let mut n = bare(&p, 8);
+    let c = NodeId(8);
+    let w = |key: &str| Msg::Commit(write_req(txn(1), key, b"x", &[1, 2]));
+    n.send(c, NodeId(1), w("#1/a"));
+    n.send(c, NodeId(2), w("#2/b"));
+    // Node 1 asks its peer, which is undecided: node 2 freezes, node 1 aborts.
+    n.send(NodeId(1), NodeId(2), Msg::Peer { txn: txn(1) });
+    assert_eq!(n.servers[1].done.get(&txn(1)), Some(&(false, 0)));
+    n.crash(NodeId(2));
+    n.restart(NodeId(2));
+    n.outside.clear();
+    let commit = Msg::Decide {
+        txn: txn(1),
+        commit: true,
+        ts: 1,
+    };
+    n.send(c, NodeId(2), commit);
+    assert!(
+        n.servers[2].prepared.get(&txn(1)).is_some_and(|p| p.frozen),
+        "still frozen after the restart: {:?}",
+        n.servers[2].done.get(&txn(1))
+    );
+    // Its own termination then learns the abort from node 1.
+    n.run_for(secs(2.0), ms(250.0), ServerTimer::Sweep);
+    assert_eq!(n.servers[2].done.get(&txn(1)), Some(&(false, 0)));
+    assert_eq!(n.servers[2].locked_keys(), Some(0));
 }
 
 #[test]

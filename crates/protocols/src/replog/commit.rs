@@ -251,11 +251,23 @@ impl Server {
         self.propose(s, Entry::Abort(txn), cx);
     }
 
-    /// Coordinator leader: asks every replica of cohort shard `shard` for its vote on
-    /// `txn` (`decide`: the fail-over time has passed, so a leader that never received
-    /// the PREPARE votes no).
+    /// Coordinator leader: asks cohort shard `shard` for its vote on `txn` (`decide`:
+    /// the fail-over time has passed, so a leader that never received the PREPARE votes
+    /// no). The question goes to the shard's leader if this node replicates the shard
+    /// and heard from its leader lately (under overload many transactions wait that
+    /// long for locks, and a question to every replica costs each of them), else to
+    /// every replica (only the leader answers).
     pub(super) fn ask_vote(&mut self, txn: TxnId, coord: ShardId, shard: ShardId, decide: bool, cx: &mut Ctx<'_, Msg>) {
-        for r in self.env.layout.replicas(shard).to_vec() {
+        if self.leads(shard) {
+            let me = self.me;
+            return self.on_vote_query(me, txn, coord, shard, decide, cx);
+        }
+        let now = cx.now();
+        let to = match self.groups.get(&shard).and_then(|g| g.live_leader(now, &self.env)) {
+            Some(l) => vec![l],
+            None => self.env.layout.replicas(shard).to_vec(),
+        };
+        for r in to {
             cx.send(
                 r,
                 Msg::VoteQuery {
@@ -278,9 +290,12 @@ impl Server {
     /// a yes is sent only once the PREPARE is chosen, and every later leader holds a
     /// chosen PREPARE ([`Server::rebuild_leader_state`]), so a leader that does not
     /// know the transaction never voted yes for it; and the coordinator decides once,
-    /// on the first no or on every yes.
+    /// on the first no or on every yes. The answer goes to the asking coordinator
+    /// leader alone (a vote goes to every replica of the coordinator shard only
+    /// because a cohort does not know which leads it).
     pub(super) fn on_vote_query(
         &mut self,
+        from: NodeId,
         txn: TxnId,
         coord: ShardId,
         s: ShardId,
@@ -291,17 +306,22 @@ impl Server {
             return;
         }
         let aborted = self.tombstones.contains_key(&txn) || self.done.get(&txn) == Some(&false);
-        match self.ptxns.get(&(txn, s)).map(|t| &t.state) {
-            Some(PState::Prepared { .. }) => self.send_vote(Prepared::yes(txn, coord, s).again(), 0, cx),
-            Some(_) => {}
+        let answer = match self.ptxns.get(&(txn, s)).map(|t| &t.state) {
+            Some(PState::Prepared { .. }) => Prepared::yes(txn, coord, s).again(),
+            Some(_) => return,
             // Committed here: the coordinator has decided, and the decision reached us.
-            None if self.done.get(&txn) == Some(&true) => {}
-            None if aborted => self.send_vote(Prepared::no(txn, coord, s, AbortReason::AlreadyAbortedHere), 0, cx),
+            None if self.done.get(&txn) == Some(&true) => return,
+            None if aborted => Prepared::no(txn, coord, s, AbortReason::AlreadyAbortedHere),
             None if decide => {
                 self.tombstones.insert(txn, cx.now());
-                self.send_vote(Prepared::no(txn, coord, s, AbortReason::PrepareLost), 0, cx);
+                Prepared::no(txn, coord, s, AbortReason::PrepareLost)
             }
-            None => {}
+            None => return,
+        };
+        if from == self.me {
+            self.on_prepared(answer, cx);
+        } else {
+            cx.send(from, Msg::Prepared(answer));
         }
     }
 

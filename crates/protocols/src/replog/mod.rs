@@ -82,8 +82,8 @@
 //!   it is worked through).
 //! - **A PREPARE lost with a crashed leader** (the papers do not say; a careful 2PC
 //!   coordinator does not wait for its vote timeout when it can ask). A coordinator
-//!   that has waited the fail-over time for a cohort's vote asks that shard every sweep
-//!   (`VoteQuery`); its leader answers yes again if its share is prepared, and votes no
+//!   that has waited the fail-over time for a cohort's vote asks that shard, and again
+//!   every fail-over time (`VoteQuery`); its leader answers yes again if its share is prepared, and votes no
 //!   (`PrepareLost`) for a transaction it never heard of, tombstoning it so the PREPARE
 //!   is refused should it come late. That no is safe: a cohort votes yes only once its
 //!   PREPARE is chosen, and every later leader holds every chosen entry. The

@@ -138,6 +138,9 @@ pub(super) struct CTxn {
     /// Why the coordinator decided to abort (with `committing`: an ABORT entry).
     pub(super) aborting: Option<AbortReason>,
     pub(super) since: Time,
+    /// When the coordinator last asked the cohorts whose votes it lacks
+    /// (`Msg::VoteQuery`): every fail-over time, from `since` on.
+    pub(super) asked: Time,
 }
 
 impl CTxn {
@@ -150,6 +153,7 @@ impl CTxn {
             committing: false,
             aborting: None,
             since: now,
+            asked: now,
         }
     }
 }
@@ -308,18 +312,18 @@ impl Server {
         }
         // A cohort silent for the fail-over time may have lost the PREPARE with a
         // crashed leader: its leader, asked, votes no rather than leave the
-        // transaction's locks held everywhere else until the vote timeout.
-        let mut silent: Vec<(TxnId, ShardId, ShardId)> = self
-            .ctxns
-            .iter()
-            .filter(|(_, c)| !c.committing && now.saturating_sub(c.since) > to.failover)
-            .flat_map(|(id, c)| {
-                c.parts
-                    .iter()
-                    .filter(|p| **p != c.coord && !c.yes.contains(p))
-                    .map(|p| (*id, c.coord, *p))
-            })
-            .collect();
+        // transaction's locks held everywhere else until the vote timeout. Asked
+        // every fail-over time, not every sweep: under overload many transactions
+        // wait that long for locks, and the questions cost every replica.
+        let mut silent: Vec<(TxnId, ShardId, ShardId)> = vec![];
+        for (id, c) in self.ctxns.iter_mut() {
+            if c.committing || now.saturating_sub(c.asked) <= to.failover {
+                continue;
+            }
+            c.asked = now;
+            let lacking = c.parts.iter().filter(|p| **p != c.coord && !c.yes.contains(p));
+            silent.extend(lacking.map(|p| (*id, c.coord, *p)));
+        }
         silent.sort();
         for (txn, coord, shard) in silent {
             self.ask_vote(txn, coord, shard, true, cx);
@@ -362,7 +366,7 @@ impl Server {
                 coord,
                 shard,
                 decide,
-            } => self.on_vote_query(txn, coord, shard, decide, cx),
+            } => self.on_vote_query(from, txn, coord, shard, decide, cx),
             Msg::Wound { txn, coord } => self.on_wound(txn, coord, cx),
             Msg::Accept(a) => self.on_accept(from, a, cx),
             Msg::Accepted { shard, ballot, slot } => self.on_accepted(from, shard, ballot, slot, cx),
