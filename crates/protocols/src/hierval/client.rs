@@ -35,6 +35,10 @@ pub(super) struct Current {
     doomed: bool,
     pub(super) phase: Phase,
     nodes: Vec<NodeId>,
+    /// `2pc-deferred`: the commit request sent to each participant, sent again to one
+    /// that has not voted within the fail-over time (it may have been lost with a
+    /// crashed node; a participant answers a duplicate with its vote again).
+    commits: BTreeMap<NodeId, Commit>,
     votes: BTreeMap<NodeId, u64>,
     acks: BTreeSet<NodeId>,
 }
@@ -111,20 +115,23 @@ impl Client {
                 }
                 let nodes: Vec<NodeId> = parts.keys().copied().collect();
                 let txn = cur.t.rec.id;
+                let two_pc = self.sh.p.mode == Mode::TwoPc && nodes.len() > 1;
                 for (n, (reads, writes)) in parts {
-                    cx.send(
-                        n,
-                        Msg::Commit(Commit {
-                            txn,
-                            snap,
-                            reads,
-                            writes,
-                            nodes: nodes.clone(),
-                        }),
-                    );
+                    let c = Commit {
+                        txn,
+                        snap,
+                        reads,
+                        writes,
+                        nodes: nodes.clone(),
+                    };
+                    if two_pc {
+                        cur.commits.insert(n, c.clone());
+                    }
+                    cx.send(n, Msg::Commit(c));
                 }
-                cur.phase = if self.sh.p.mode == Mode::TwoPc && nodes.len() > 1 {
+                cur.phase = if two_pc {
                     cx.set_timer(self.env.timeouts.vote, ClientTimer::Status);
+                    cx.set_timer(self.env.timeouts.failover, ClientTimer::Resend);
                     Phase::Voting
                 } else {
                     cx.set_timer(self.env.timeouts.status, ClientTimer::Status);
@@ -261,6 +268,14 @@ impl Client {
             (ClientTimer::Idle, Phase::Waiting) => {
                 self.finish(Outcome::Aborted, Some(AbortReason::IdleInteractive), cx)
             }
+            (ClientTimer::Resend, Phase::Voting) => {
+                for (n, c) in &cur.commits {
+                    if !cur.votes.contains_key(n) {
+                        cx.send(*n, Msg::Commit(c.clone()));
+                    }
+                }
+                cx.set_timer(self.env.timeouts.failover, ClientTimer::Resend);
+            }
             (ClientTimer::Status, Phase::Voting) => {
                 let nodes = cur.nodes.clone();
                 self.send_decision(false, 0, &nodes, cx);
@@ -303,6 +318,7 @@ crate::kit::client::client_frame!(ClientTimer, interactive: ClientTimer::Idle, b
     doomed: false,
     phase: Phase::Committing,
     nodes: vec![],
+    commits: BTreeMap::new(),
     votes: BTreeMap::new(),
     acks: BTreeSet::new(),
 });

@@ -110,7 +110,9 @@
 //!   decision taken while it was down is answered). A client asks the decider for a lost
 //!   outcome the same way. The clock survives a crash through a forced reservation
 //!   record (the clock never passes the reserved value without forcing a new one).
-//!   `2pc-deferred`'s coordinator is the client: a prepared participant whose client
+//!   `2pc-deferred`'s coordinator is the client, which sends its commit request again
+//!   to a participant that has not voted within the fail-over time (lost with a
+//!   crashed node; a duplicate is answered with the same vote); a prepared participant whose client
 //!   went silent runs cooperative termination with its peers (a peer that answers
 //!   "undecided" is frozen and refuses the client's decision; all frozen → abort). Both
 //!   binding answers, "undecided" and "never prepared here", are forced to the log

@@ -600,6 +600,29 @@ fn test_2pc_deferred_a_freeze_survives_a_restart() {
     assert_eq!(n.servers[2].locked_keys(), Some(0));
 }
 
+/// Stop 49: a `2pc-deferred` client whose commit request to one participant was lost
+/// (with a crashed node) waited for its 3 s vote timeout, the other participant's locks
+/// held meanwhile. It now sends the request again to a participant that has not voted,
+/// every fail-over time (here its timer is fired by hand, before the participants'
+/// own termination would start).
+#[test]
+fn test_2pc_deferred_client_sends_a_lost_commit_request_again() {
+    let p = proto("2pc-deferred");
+    let mut n = net(&p, 8);
+    n.drop_once = Some(Box::new(|_, to, m| to == NodeId(2) && matches!(m, Msg::Commit(_))));
+    n.submit(0, txn(1), rmw(&["#1/a", "#2/b"]));
+    assert!(n.drop_once.is_none(), "the request to node 2 was lost");
+    assert!(n.records.is_empty());
+    n.run_for_with_clients(
+        ms(500.0),
+        ms(500.0),
+        ServerTimer::Sweep,
+        Some((ClientTimer::Resend, ms(500.0))),
+    );
+    assert_eq!(n.records.len(), 1);
+    assert_eq!(n.records[0].outcome, Outcome::Committed);
+}
+
 #[test]
 fn test_bad_parameters_are_one_clear_error() {
     let bad = |spec: &str| {
