@@ -476,8 +476,12 @@ fn test_a_data_node_crash_after_preparing_recovers_its_tentative_writes() {
     assert!(n.down.contains(&NodeId(1)));
     n.restart(NodeId(1));
     // Restarted from its log: T1 is prepared again, locks and tentative version back.
+    // Its question on the restart decides nothing (stop 49): the decider, undecided,
+    // leaves it to the query timeout rather than abort a transaction whose other
+    // votes may be on their way.
     assert!(n.servers[1].prepared.contains_key(&txn(1)));
     assert_eq!(n.servers[1].locked_keys(), Some(1));
+    assert!(n.records.is_empty(), "undecided");
     run_with_status_queries(&mut n);
     // Its vote was lost with the crash: the root aborts on the first query.
     assert_aborted_without_a_trace(&n, "hier-lock");
@@ -510,30 +514,22 @@ fn test_a_data_node_restarted_after_its_decision_asks_for_it_at_once() {
     }
 }
 
-/// The restarted node's first question decides nothing: a decider that has not
-/// decided (the node's vote was lost with its crash) leaves it to the query timeout,
-/// as before, rather than aborting a transaction whose other votes may be on their
-/// way.
-#[test]
-fn test_a_restarted_data_nodes_first_question_decides_nothing() {
-    let p = proto("hier-lock");
-    let mut n = net(&p, 9);
-    n.drop_from_down = true;
-    n.crash_after = Some((NodeId(1), Box::new(|m| matches!(m, Msg::Commit(Commit { .. })))));
-    n.submit(0, txn(1), rmw(&["#1/a", "#2/b"]));
-    n.restart(NodeId(1));
-    assert!(n.servers[1].prepared.contains_key(&txn(1)));
-    assert!(n.records.is_empty(), "undecided");
-}
-
-#[test]
-fn test_2pc_deferred_participants_terminate_when_the_client_goes_silent() {
+/// `2pc-deferred` on 8 bare servers: transaction 1 writes `#1/a` and `#2/b`, both
+/// participants prepared; the test plays the client (returned), whose votes are in
+/// `outside`.
+fn two_prepared_2pc() -> (Net<HierVal>, NodeId) {
     let p = proto("2pc-deferred");
     let mut n = bare(&p, 8);
     let c = NodeId(8);
     let w = |key: &str| Msg::Commit(write_req(txn(1), key, b"x", &[1, 2]));
     n.send(c, NodeId(1), w("#1/a"));
     n.send(c, NodeId(2), w("#2/b"));
+    (n, c)
+}
+
+#[test]
+fn test_2pc_deferred_participants_terminate_when_the_client_goes_silent() {
+    let (mut n, c) = two_prepared_2pc();
     let votes = std::mem::take(&mut n.outside);
     assert_eq!(
         votes
@@ -571,12 +567,7 @@ fn test_2pc_deferred_participants_terminate_when_the_client_goes_silent() {
 /// to the log before the answer leaves.
 #[test]
 fn test_2pc_deferred_a_freeze_survives_a_restart() {
-    let p = proto("2pc-deferred");
-    let mut n = bare(&p, 8);
-    let c = NodeId(8);
-    let w = |key: &str| Msg::Commit(write_req(txn(1), key, b"x", &[1, 2]));
-    n.send(c, NodeId(1), w("#1/a"));
-    n.send(c, NodeId(2), w("#2/b"));
+    let (mut n, c) = two_prepared_2pc();
     // Node 1 asks its peer, which is undecided: node 2 freezes, node 1 aborts.
     n.send(NodeId(1), NodeId(2), Msg::Peer { txn: txn(1) });
     assert_eq!(n.servers[1].done.get(&txn(1)), Some(&(false, 0)));
