@@ -215,7 +215,8 @@ impl Server {
 
     /// A data node or client asks the decider: the logged decision, or, if undecided
     /// (votes lost, a validator below crashed, the commit request never arrived), abort
-    /// now (unless the question is a restarted node's first, without `decide`). A local transaction's client asks its data node, which answers the same way.
+    /// now (unless the question is a restarted node's first, without `decide`). A local
+    /// transaction's client asks its data node, which answers the same way.
     pub(super) fn on_query(&mut self, from: NodeId, q: Query, cx: &mut Ctx<'_, Msg>) {
         let Query {
             txn,

@@ -101,12 +101,13 @@ pub enum Msg {
         /// Why not.
         reason: Option<AbortReason>,
     },
-    /// Coordinator leader → every replica of a cohort shard whose vote it lacks: what
-    /// is your vote? Sent by a new leader for the transactions it rebuilt (the votes
-    /// that had reached its predecessor are gone), and for a vote that has not come
-    /// within the fail-over time. Only the leader answers: again with its yes if its
-    /// share is prepared, with a no if it aborted it; nothing while the share is still
-    /// locking or replicating its PREPARE.
+    /// Coordinator leader → a cohort shard whose vote it lacks (its leader, if the
+    /// coordinator's node replicates the shard and heard from that leader lately; else
+    /// every replica): what is your vote? Sent by a new leader for the transactions it
+    /// rebuilt (the votes that had reached its predecessor are gone), and for a vote
+    /// that has not come within the fail-over time. Only the leader answers, to the
+    /// asker alone: again with its yes if its share is prepared, with a no if it
+    /// aborted it; nothing while the share is still locking or replicating its PREPARE.
     VoteQuery {
         /// Transaction.
         txn: TxnId,
@@ -238,9 +239,10 @@ pub struct Prepared {
     pub yes: bool,
     /// Why not.
     pub reason: Option<AbortReason>,
-    /// A yes sent again, by a cohort that has waited a query period (`query`) for
-    /// the decision since it first voted, or asked by the coordinator: the client's
-    /// PREPAREs, sent together, went out at least that long ago.
+    /// A yes sent again: by a cohort that has waited a query period (`query`) for the
+    /// decision since it first voted (the client's PREPAREs, sent together, went out at
+    /// least that long ago), or in answer to a coordinator's question (asked only by a
+    /// coordinator that holds its own shard's PREPARE).
     pub again: bool,
 }
 
