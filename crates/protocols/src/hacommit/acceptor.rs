@@ -5,13 +5,14 @@
 use super::*;
 
 impl Server {
-    pub(super) fn on_p1a(
-        &mut self,
-        from: NodeId,
-        m: (TxnId, Time, ShardId, Ballot, Vec<ShardId>),
-        cx: &mut Ctx<'_, Msg>,
-    ) {
-        let (txn, ts, shard, ballot, shards) = m;
+    pub(super) fn on_p1a(&mut self, from: NodeId, m: P1a, cx: &mut Ctx<'_, Msg>) {
+        let P1a {
+            txn,
+            ts,
+            shard,
+            ballot,
+            shards,
+        } = m;
         if !self.groups.contains_key(&shard) {
             return;
         }
@@ -200,13 +201,13 @@ impl Server {
             }
             cx.send(
                 leader,
-                Msg::Accepted {
+                Msg::Accepted(Accepted {
                     txn,
                     shard,
                     ballot,
                     commit,
                     shards: shards.to_vec(),
-                },
+                }),
             );
         }
         Some(part)
@@ -240,13 +241,14 @@ impl Server {
         }
     }
 
-    pub(super) fn on_accepted(
-        &mut self,
-        from: NodeId,
-        m: (TxnId, ShardId, Ballot, bool, Vec<ShardId>),
-        cx: &mut Ctx<'_, Msg>,
-    ) {
-        let (txn, shard, ballot, commit, shards) = m;
+    pub(super) fn on_accepted(&mut self, from: NodeId, m: Accepted, cx: &mut Ctx<'_, Msg>) {
+        let Accepted {
+            txn,
+            shard,
+            ballot,
+            commit,
+            shards,
+        } = m;
         if !self.is_leader(shard) {
             return;
         }
@@ -306,13 +308,13 @@ impl Server {
             let shards = t.shards.clone();
             let peers: Vec<NodeId> = self.groups[&shard].replicas.clone();
             for p in peers.into_iter().filter(|p| *p != self.me) {
-                let m = Msg::P1a {
+                let m = Msg::P1a(P1a {
                     txn,
                     ts,
                     shard,
                     ballot: 0,
                     shards: shards.clone(),
-                };
+                });
                 cx.send(p, m);
             }
             return;

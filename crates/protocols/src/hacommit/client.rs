@@ -175,13 +175,13 @@ impl Client {
         let Phase::Reading { key, shard, .. } = &cur.phase else {
             return;
         };
-        let m = Msg::Read {
+        let m = Msg::Read(Read {
             txn: cur.t.rec.id,
             ts: cur.t.rec.start,
             shard: *shard,
             key: key.clone(),
             shards: cur.shards.iter().copied().collect(),
-        };
+        });
         let to = self.leader(*shard);
         cx.send(to, m);
         cx.set_timer(self.env.timeouts.failover, ClientTimer::Retry);

@@ -4,13 +4,14 @@
 use super::*;
 
 impl Server {
-    pub(super) fn on_read(
-        &mut self,
-        from: NodeId,
-        m: (TxnId, Time, ShardId, Key, Vec<ShardId>),
-        cx: &mut Ctx<'_, Msg>,
-    ) {
-        let (txn, ts, shard, key, shards) = m;
+    pub(super) fn on_read(&mut self, from: NodeId, m: Read, cx: &mut Ctx<'_, Msg>) {
+        let Read {
+            txn,
+            ts,
+            shard,
+            key,
+            shards,
+        } = m;
         cx.charge_ops(1);
         if !self.is_leader(shard) {
             return self.not_leader(from, txn, shard, cx);

@@ -68,22 +68,67 @@ pub struct P2bPart {
     pub chosen: Option<bool>,
 }
 
+/// [`Msg::Read`]: read `key` of `shard`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Read {
+    /// Transaction.
+    pub txn: TxnId,
+    /// Start time (priority).
+    pub ts: Time,
+    /// Shard.
+    pub shard: ShardId,
+    /// Key.
+    pub key: Key,
+    /// Configuration so far.
+    pub shards: Vec<ShardId>,
+}
+
+/// [`Msg::P1a`]: Paxos phase 1.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct P1a {
+    /// Transaction.
+    pub txn: TxnId,
+    /// Start time.
+    pub ts: Time,
+    /// Shard of the addressed replica.
+    pub shard: ShardId,
+    /// Ballot.
+    pub ballot: Ballot,
+    /// Configuration.
+    pub shards: Vec<ShardId>,
+}
+
+/// [`Msg::Accepted`]: a group member accepted (ballot, decision).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Accepted {
+    /// Transaction.
+    pub txn: TxnId,
+    /// Shard.
+    pub shard: ShardId,
+    /// Ballot.
+    pub ballot: Ballot,
+    /// Decision.
+    pub commit: bool,
+    /// Configuration.
+    pub shards: Vec<ShardId>,
+}
+
+/// [`Msg::SyncReq`]: a restarted replica's request for its group's state, and its fence.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SyncReq {
+    /// Shard.
+    pub shard: ShardId,
+    /// The restarted replica's start-time watermark at its restart.
+    pub below: Time,
+    /// Its ballot watermark at its restart.
+    pub floor: Ballot,
+}
+
 /// HACommit messages.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Msg {
     /// Client → leader: read `key` of `shard` (a shared lock under `hacommit`).
-    Read {
-        /// Transaction.
-        txn: TxnId,
-        /// Start time (priority).
-        ts: Time,
-        /// Shard.
-        shard: ShardId,
-        /// Key.
-        key: Key,
-        /// Configuration so far.
-        shards: Vec<ShardId>,
-    },
+    Read(Read),
     /// Leader → client: the read's result.
     ReadReply {
         /// Transaction.
@@ -140,18 +185,7 @@ pub enum Msg {
         txn: TxnId,
     },
     /// Proposer → replica: Paxos phase 1 (ballot 0: a query that promises nothing).
-    P1a {
-        /// Transaction.
-        txn: TxnId,
-        /// Start time.
-        ts: Time,
-        /// Shard of the addressed replica.
-        shard: ShardId,
-        /// Ballot.
-        ballot: Ballot,
-        /// Configuration.
-        shards: Vec<ShardId>,
-    },
+    P1a(P1a),
     /// Replica → proposer: promise (or refusal), with what it accepted.
     P1b(P1b),
     /// Proposer → replica node: Paxos phase 2 for every participant shard it holds.
@@ -166,18 +200,7 @@ pub enum Msg {
         parts: Vec<P2bPart>,
     },
     /// Replica → its leader: I accepted (ballot, decision).
-    Accepted {
-        /// Transaction.
-        txn: TxnId,
-        /// Shard.
-        shard: ShardId,
-        /// Ballot.
-        ballot: Ballot,
-        /// Decision.
-        commit: bool,
-        /// Configuration.
-        shards: Vec<ShardId>,
-    },
+    Accepted(Accepted),
     /// Leader → follower: these decisions are chosen; apply them (batched per sweep).
     Decided {
         /// Shard.
@@ -209,29 +232,11 @@ pub enum Msg {
     /// Replica → candidate: my state, for the merge.
     ViewState(ViewState),
     /// New leader → group: the merged state of `view`.
-    NewView {
-        /// Shard.
-        shard: ShardId,
-        /// View.
-        view: u64,
-        /// Undecided transactions.
-        pending: Vec<PendingInfo>,
-        /// Recently decided transactions.
-        done: Vec<DoneInfo>,
-        /// Largest sequence number.
-        seq: u64,
-    },
+    NewView(ViewState),
     /// Restarted replica → group: send me your state, and fence what I may have
     /// forgotten: from now on promise at least `floor` for every transaction of the
     /// shard that started before `below` (see the module essay).
-    SyncReq {
-        /// Shard.
-        shard: ShardId,
-        /// The restarted replica's start-time watermark at its restart.
-        below: Time,
-        /// Its ballot watermark at its restart.
-        floor: Ballot,
-    },
+    SyncReq(SyncReq),
     /// Peer → restarted replica: the shard's data and pending state.
     SyncState(SyncState),
     /// Client → a shard's believed leader, when the shard's vote has not come within
@@ -335,18 +340,20 @@ pub struct P1b {
     pub ctx: Option<TCtx>,
 }
 
-/// Replica → candidate: my state, for the merge.
+/// A replica's state of a shard in a view: a member's, sent to the candidate for the
+/// merge ([`Msg::ViewState`]), or the merged one, sent by the new leader to the group
+/// ([`Msg::NewView`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ViewState {
     /// Shard.
     pub shard: ShardId,
-    /// View joined.
+    /// View joined (or led).
     pub view: u64,
     /// Undecided transactions.
     pub pending: Vec<PendingInfo>,
     /// Recently decided transactions.
     pub done: Vec<DoneInfo>,
-    /// Largest version sequence number seen.
+    /// Largest version sequence number seen (merged: the largest of the majority).
     pub seq: u64,
 }
 

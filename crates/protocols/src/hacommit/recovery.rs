@@ -36,13 +36,13 @@ impl Server {
         );
         for s in &shards {
             for r in self.env.layout.replicas(*s).to_vec() {
-                let m = Msg::P1a {
+                let m = Msg::P1a(P1a {
                     txn,
                     ts,
                     shard: *s,
                     ballot,
                     shards: shards.clone(),
-                };
+                });
                 cx.send(r, m);
             }
         }
@@ -124,13 +124,13 @@ impl Server {
                 if p.promises.get(s).is_some_and(|a| a.contains(r)) {
                     continue;
                 }
-                let m = Msg::P1a {
+                let m = Msg::P1a(P1a {
                     txn,
                     ts: p.ts,
                     shard: *s,
                     ballot: p.ballot,
                     shards: p.shards.clone(),
-                };
+                });
                 cx.send(*r, m);
             }
         }

@@ -473,17 +473,17 @@ impl Server {
             t.reported = now;
             report.push((
                 g.leader(),
-                Msg::Accepted {
+                Msg::Accepted(Accepted {
                     txn: *id,
                     shard: *shard,
                     ballot,
                     commit,
                     shards: t.shards.clone(),
-                },
+                }),
             ));
         }
         report.sort_by_key(|(n, m)| match m {
-            Msg::Accepted { txn, shard, .. } => (*n, *shard, *txn),
+            Msg::Accepted(Accepted { txn, shard, .. }) => (*n, *shard, *txn),
             _ => unreachable!(),
         });
         for (n, m) in report {
@@ -550,13 +550,13 @@ impl Server {
             | Msg::Replicate {
                 ctx: TCtx { ts, .. }, ..
             } => self.admit(*ts, cx),
-            Msg::P1a { ts, ballot, .. } | Msg::P2a(P2a { ts, ballot, .. }) => {
+            Msg::P1a(P1a { ts, ballot, .. }) | Msg::P2a(P2a { ts, ballot, .. }) => {
                 self.admit(*ts, cx);
                 if *ballot != 0 {
                     self.admit_ballot(*ballot, cx);
                 }
             }
-            Msg::NewView { pending, .. } | Msg::SyncState(SyncState { pending, .. }) => {
+            Msg::NewView(ViewState { pending, .. }) | Msg::SyncState(SyncState { pending, .. }) => {
                 if let Some(ts) = pending.iter().map(|p| p.ts).max() {
                     self.admit(ts, cx);
                 }
@@ -573,46 +573,22 @@ impl Server {
             _ => {}
         }
         match msg {
-            Msg::Read {
-                txn,
-                ts,
-                shard,
-                key,
-                shards,
-            } => self.on_read(from, (txn, ts, shard, key, shards), cx),
+            Msg::Read(m) => self.on_read(from, m, cx),
             Msg::Last(m) => self.on_last(from, m, cx),
             Msg::Replicate { shard, view, ctx } => self.on_replicate(from, shard, view, ctx, cx),
             Msg::Replicated { shard, view, txn } => self.on_replicated(from, shard, view, txn, cx),
-            Msg::P1a {
-                txn,
-                ts,
-                shard,
-                ballot,
-                shards,
-            } => self.on_p1a(from, (txn, ts, shard, ballot, shards), cx),
+            Msg::P1a(m) => self.on_p1a(from, m, cx),
             Msg::P1b(m) => self.on_p1b(from, m, cx),
             Msg::P2a(m) => self.on_p2a(from, m, cx),
             Msg::P2b { txn, ballot, parts } => self.on_p2b(from, txn, ballot, parts, cx),
-            Msg::Accepted {
-                txn,
-                shard,
-                ballot,
-                commit,
-                shards,
-            } => self.on_accepted(from, (txn, shard, ballot, commit, shards), cx),
+            Msg::Accepted(m) => self.on_accepted(from, m, cx),
             Msg::Decided { shard, done } => self.on_decided(from, shard, done, cx),
             Msg::Applied { shard, txns } => self.on_applied(from, shard, txns),
             Msg::Heartbeat { shard, view } => self.on_heartbeat(from, shard, view, cx),
             Msg::ViewChange { shard, view } => self.on_view_change(from, shard, view, cx),
             Msg::ViewState(m) => self.on_view_state(from, m, cx),
-            Msg::NewView {
-                shard,
-                view,
-                pending,
-                done,
-                seq,
-            } => self.on_new_view(from, (shard, view, pending, done, seq), cx),
-            Msg::SyncReq { shard, below, floor } => self.on_sync_req(from, (shard, below, floor), cx),
+            Msg::NewView(m) => self.on_new_view(from, m, cx),
+            Msg::SyncReq(m) => self.on_sync_req(from, m, cx),
             Msg::SyncState(m) => self.on_sync_state(from, m, cx),
             Msg::VoteQuery { txn, shard } => self.on_vote_query(from, txn, shard, cx),
             Msg::ReadReply { .. } | Msg::NotLeader { .. } | Msg::Vote { .. } | Msg::Wound { .. } => {} // client messages

@@ -4,8 +4,8 @@
 use super::*;
 
 impl Server {
-    pub(super) fn on_sync_req(&mut self, from: NodeId, req: (ShardId, Time, Ballot), cx: &mut Ctx<'_, Msg>) {
-        let (shard, below, floor) = req;
+    pub(super) fn on_sync_req(&mut self, from: NodeId, req: SyncReq, cx: &mut Ctx<'_, Msg>) {
+        let SyncReq { shard, below, floor } = req;
         let Some(g) = self.groups.get(&shard) else { return };
         if g.status == Status::Syncing || from == self.me {
             return;

@@ -534,7 +534,7 @@ fn a_restarted_replica_never_completes_a_recovery_majority_for_what_it_forgot() 
     // The COMMIT that was in flight to C all along; C is cut off at once (its report
     // to the leader lost with it).
     net.drop_once = Some(Box::new(move |from, _, m| {
-        from == c && matches!(m, Msg::Accepted { .. })
+        from == c && matches!(m, Msg::Accepted(Accepted { .. }))
     }));
     commit(&mut net, c);
     net.down.insert(c);
@@ -577,12 +577,14 @@ fn a_read_answered_by_a_replaced_leader_is_refused_at_the_vote() {
     let mut net = Net::new(3);
     let s = 0;
     let key = Key::from("#0/x");
-    let read = |txn: TxnId| Msg::Read {
-        txn,
-        ts: 0,
-        shard: ShardId(s),
-        key: key.clone(),
-        shards: vec![ShardId(s)],
+    let read = |txn: TxnId| {
+        Msg::Read(Read {
+            txn,
+            ts: 0,
+            shard: ShardId(s),
+            key: key.clone(),
+            shards: vec![ShardId(s)],
+        })
     };
     let answers = |net: &Net| -> Vec<Option<VersionId>> {
         net.to_client()
@@ -691,14 +693,14 @@ fn a_client_sends_its_last_operation_to_the_replica_that_answered_its_read() {
     let e = call(&mut c, 0, me, |c, cx| c.submit(t(1), call_, cx));
     let leader = env.layout.primary(ShardId(0));
     assert!(
-        matches!(e.sent()[..], [(to, Msg::Read { .. })] if to == leader),
+        matches!(e.sent()[..], [(to, Msg::Read(Read { .. }))] if to == leader),
         "{:?}",
         e.sent()
     );
     let e = testing::fire(&mut c, secs(1.0), me, client::ClientTimer::Retry);
     let guess = env.layout.replicas(ShardId(0))[1];
     assert!(
-        matches!(e.sent()[..], [(to, Msg::Read { .. })] if to == guess),
+        matches!(e.sent()[..], [(to, Msg::Read(Read { .. }))] if to == guess),
         "the read re-sent to the next replica: {:?}",
         e.sent()
     );

@@ -39,7 +39,7 @@ impl Server {
                     let (below, floor) = (self.forgot_before, self.ballot_floor);
                     for p in g.replicas.clone() {
                         if p != me {
-                            cx.send(p, Msg::SyncReq { shard, below, floor });
+                            cx.send(p, Msg::SyncReq(SyncReq { shard, below, floor }));
                         }
                     }
                 }
@@ -215,13 +215,13 @@ impl Server {
         let done: Vec<DoneInfo> = dones.into_values().collect();
         for p in self.groups[&shard].replicas.clone() {
             if p != self.me {
-                let m = Msg::NewView {
+                let m = Msg::NewView(ViewState {
                     shard,
                     view,
                     pending: pending.clone(),
                     done: done.clone(),
                     seq: max_seq,
-                };
+                });
                 cx.send(p, m);
             }
         }
@@ -279,13 +279,14 @@ impl Server {
         }
     }
 
-    pub(super) fn on_new_view(
-        &mut self,
-        from: NodeId,
-        m: (ShardId, u64, Vec<PendingInfo>, Vec<DoneInfo>, u64),
-        cx: &mut Ctx<'_, Msg>,
-    ) {
-        let (shard, view, pending, done, seq) = m;
+    pub(super) fn on_new_view(&mut self, from: NodeId, m: ViewState, cx: &mut Ctx<'_, Msg>) {
+        let ViewState {
+            shard,
+            view,
+            pending,
+            done,
+            seq,
+        } = m;
         if !self.adopt_view(shard, view, from, cx) {
             return;
         }
