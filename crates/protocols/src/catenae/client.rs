@@ -38,23 +38,21 @@ struct Reading {
 }
 
 #[derive(Debug)]
-struct Current {
+pub(super) struct Current {
     rec: TxnRecord,
     call: Call,
     keys: Vec<Key>,
     phase: Phase,
 }
 
-/// A Catenae client.
-#[derive(Debug)]
-pub struct Client {
-    env: Env,
-    who: crate::kit::client::Who,
-    coord: NodeId,
-    /// With a secondary coordinator: the DC's other coordinator node, tried when the
-    /// one in `coord` does not answer within the status timeout.
-    other: Option<NodeId>,
-    cur: Option<Current>,
+crate::kit::client::client_struct! {
+    /// A Catenae client.
+    pub struct Client {
+        coord: NodeId,
+        /// With a secondary coordinator: the DC's other coordinator node, tried when the
+        /// one in `coord` does not answer within the status timeout.
+        other: Option<NodeId>,
+    }
 }
 
 impl Client {

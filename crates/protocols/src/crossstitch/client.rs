@@ -19,15 +19,13 @@ pub(super) struct Current {
     pub(super) since: Time,
 }
 
-/// A CrossStitch client: runs the start state, ships the transaction, is position 0 of
-/// its chain.
-#[derive(Debug)]
-pub struct Client {
-    pub(super) env: Env,
-    pub(super) who: crate::kit::client::Who,
-    pub(super) cur: Option<Current>,
-    /// Shards whose keys failed over (§4.1): their view as last told (`Msg::View`).
-    pub(super) views: BTreeMap<u32, ShardView>,
+crate::kit::client::client_struct! {
+    /// A CrossStitch client: runs the start state, ships the transaction, is position 0 of
+    /// its chain.
+    pub struct Client {
+        /// Shards whose keys failed over (§4.1): their view as last told (`Msg::View`).
+        pub(super) views: BTreeMap<u32, ShardView>,
+    }
 }
 
 impl Client {

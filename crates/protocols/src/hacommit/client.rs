@@ -56,25 +56,20 @@ pub(super) enum Phase {
     },
 }
 
-#[derive(Debug)]
-pub(super) struct Current {
-    pub(super) t: crate::kit::client::Txn,
-    /// The configuration: every shard touched so far.
-    pub(super) shards: BTreeSet<ShardId>,
-    pub(super) phase: Phase,
-}
-
-/// A HACommit client: runs one transaction at a time and is the initial Paxos proposer
-/// of its commit.
-#[derive(Debug)]
-pub struct Client {
-    /// A deliberately broken variant (tests only; see [`crate::Mutant`]).
-    pub(super) mutant: crate::Mutant,
-    pub(super) env: Env,
-    pub(super) who: crate::kit::client::Who,
-    /// Believed leader of each shard.
-    pub(super) leaders: HashMap<ShardId, NodeId>,
-    pub(super) cur: Option<Current>,
+crate::kit::client::client_struct! {
+    /// A HACommit client: runs one transaction at a time and is the initial Paxos proposer
+    /// of its commit.
+    pub struct Client {
+        /// A deliberately broken variant (tests only; see [`crate::Mutant`]).
+        pub(super) mutant: crate::Mutant,
+        /// Believed leader of each shard.
+        pub(super) leaders: HashMap<ShardId, NodeId>,
+    }
+    /// A transaction in flight.
+    pub(super) struct Current {
+        /// The configuration: every shard touched so far.
+        pub(super) shards: BTreeSet<ShardId>,
+    }
 }
 
 impl Client {

@@ -27,32 +27,27 @@ pub(super) enum Phase {
     Acking(u64),
 }
 
-#[derive(Debug)]
-pub(super) struct Current {
-    pub(super) t: crate::kit::client::Txn,
-    snap: Option<u64>,
-    /// A read was answered in the past: the transaction can only commit read-only.
-    doomed: bool,
-    pub(super) phase: Phase,
-    nodes: Vec<NodeId>,
-    /// `2pc-deferred`: the commit request sent to each participant, sent again to one
-    /// that has not voted within the fail-over time (it may have been lost with a
-    /// crashed node; a participant answers a duplicate with its vote again).
-    commits: BTreeMap<NodeId, Commit>,
-    votes: BTreeMap<NodeId, u64>,
-    acks: BTreeSet<NodeId>,
-}
-
-/// A client of `hier-lock`, `hier-ts` or `2pc-deferred`.
-#[derive(Debug)]
-pub struct Client {
-    env: Env,
-    sh: Arc<Shared>,
-    who: kit::Who,
-    /// The largest timestamp this client has seen (§III-B2: a transaction without
-    /// reads uses it as its snapshot; a first read's snapshot is at least it).
-    floor: u64,
-    pub(super) cur: Option<Current>,
+crate::kit::client::client_struct! {
+    /// A client of `hier-lock`, `hier-ts` or `2pc-deferred`.
+    pub struct Client {
+        sh: Arc<Shared>,
+        /// The largest timestamp this client has seen (§III-B2: a transaction without
+        /// reads uses it as its snapshot; a first read's snapshot is at least it).
+        floor: u64,
+    }
+    /// A transaction in flight.
+    pub(super) struct Current {
+        snap: Option<u64>,
+        /// A read was answered in the past: the transaction can only commit read-only.
+        doomed: bool,
+        nodes: Vec<NodeId>,
+        /// `2pc-deferred`: the commit request sent to each participant, sent again to one
+        /// that has not voted within the fail-over time (it may have been lost with a
+        /// crashed node; a participant answers a duplicate with its vote again).
+        commits: BTreeMap<NodeId, Commit>,
+        votes: BTreeMap<NodeId, u64>,
+        acks: BTreeSet<NodeId>,
+    }
 }
 
 impl Client {

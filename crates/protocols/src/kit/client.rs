@@ -2,7 +2,9 @@
 //! record of a transaction from start to outcome, stepping its program, recording its
 //! reads, numbering its writes as versions, interactive transactions, and the end.
 //!
-//! `client_frame!` writes what every client role does the same way: its `Actor`
+//! `client_struct!` declares a role's `Client` (and, for an interactive role, its
+//! `Current`) with the fields the frame works on. `client_frame!` writes what every
+//! client role does the same way: its `Actor`
 //! entry points (a crash forgets the transaction in flight) and, for an interactive
 //! client, `submit`, `in_flight`, `extend`, `step` and `finish`. Each protocol keeps
 //! its own `Current` (a [`Txn`] `t` and what it tracks besides: shards touched, phase,
@@ -368,3 +370,76 @@ macro_rules! client_frame {
     };
 }
 pub(crate) use client_frame;
+
+/// Declares the role's `Client` struct with the three fields [`client_frame!`] and the
+/// kit's helpers work on, ahead of the role's own fields:
+///
+/// - `env`: the cluster's environment;
+/// - `who`: which client this is, and in which DC ([`Who`]);
+/// - `cur`: the transaction in flight, if any (the role's own `Current`).
+///
+/// An interactive role (the second form of [`client_frame!`]) declares its `Current`
+/// in the same call, and gets the two fields that form works on ahead of its own: `t`
+/// (the [`Txn`]) and `phase` (the role's `Phase`, with a `Waiting` state).
+///
+/// ```text
+/// client_struct! {
+///     /// A role's client.
+///     pub struct Client {
+///         /// The role's own state.
+///         pub(super) leaders: Vec<NodeId>,
+///     }
+///     /// A transaction in flight (interactive roles only).
+///     pub(super) struct Current {
+///         pub(super) touched: BTreeSet<NodeId>,
+///     }
+/// }
+/// ```
+macro_rules! client_struct {
+    (
+        $(#[$attr:meta])*
+        pub struct Client {
+            $($(#[$fattr:meta])* $vis:vis $field:ident : $ty:ty),* $(,)?
+        }
+        $(#[$cattr:meta])*
+        pub(super) struct Current {
+            $($(#[$cfattr:meta])* $cvis:vis $cfield:ident : $cty:ty),* $(,)?
+        }
+    ) => {
+        $crate::kit::client::client_struct! {
+            $(#[$attr])*
+            pub struct Client {
+                $($(#[$fattr])* $vis $field: $ty),*
+            }
+        }
+
+        $(#[$cattr])*
+        #[derive(Debug)]
+        pub(super) struct Current {
+            /// The transaction's record and program.
+            pub(super) t: $crate::kit::client::Txn,
+            /// Where the transaction is.
+            pub(super) phase: Phase,
+            $($(#[$cfattr])* $cvis $cfield: $cty,)*
+        }
+    };
+    (
+        $(#[$attr:meta])*
+        pub struct Client {
+            $($(#[$fattr:meta])* $vis:vis $field:ident : $ty:ty),* $(,)?
+        }
+    ) => {
+        $(#[$attr])*
+        #[derive(Debug)]
+        pub struct Client {
+            /// The cluster's environment.
+            pub(super) env: $crate::Env,
+            /// Which client this is, and in which DC.
+            pub(super) who: $crate::kit::client::Who,
+            /// The transaction in flight, if any.
+            pub(super) cur: Option<Current>,
+            $($(#[$fattr])* $vis $field: $ty,)*
+        }
+    };
+}
+pub(crate) use client_struct;

@@ -15,14 +15,12 @@ pub(super) struct Current {
     pub(super) first: Option<TxnRecord>,
 }
 
-/// A Paxos-commit baseline client.
-#[derive(Debug)]
-pub struct Client {
-    pub(super) env: Env,
-    pub(super) who: crate::kit::client::Who,
-    pub(super) cc: Cc,
-    pub(super) home: NodeId,
-    pub(super) cur: Option<Current>,
+crate::kit::client::client_struct! {
+    /// A Paxos-commit baseline client.
+    pub struct Client {
+        pub(super) cc: Cc,
+        pub(super) home: NodeId,
+    }
 }
 
 impl Client {

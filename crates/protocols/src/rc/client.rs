@@ -26,20 +26,14 @@ pub(super) enum Phase {
     },
 }
 
-#[derive(Debug)]
-pub(super) struct Current {
-    pub(super) t: crate::kit::client::Txn,
-    /// Keys read with the timestamp of the version used.
-    pub(super) reads: Vec<(Key, u64)>,
-    pub(super) phase: Phase,
-}
-
-/// A Replicated Commit client: reads from majorities, proposes the commit.
-#[derive(Debug)]
-pub struct Client {
-    pub(super) env: Env,
-    pub(super) who: crate::kit::client::Who,
-    pub(super) cur: Option<Current>,
+crate::kit::client::client_struct! {
+    /// A Replicated Commit client: reads from majorities, proposes the commit.
+    pub struct Client {}
+    /// A transaction in flight.
+    pub(super) struct Current {
+        /// Keys read with the timestamp of the version used.
+        pub(super) reads: Vec<(Key, u64)>,
+    }
 }
 
 impl Client {

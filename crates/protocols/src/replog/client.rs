@@ -17,30 +17,25 @@ pub(super) enum Phase {
     Committing(ShardId),
 }
 
-#[derive(Debug)]
-pub(super) struct Current {
-    pub(super) t: crate::kit::client::Txn,
-    pub(super) touched: BTreeSet<NodeId>,
-    pub(super) phase: Phase,
-    /// The PREPARE sent for each shard (re-sent to the leader a redirect names).
-    pub(super) prepares: BTreeMap<ShardId, Arc<PrepareEntry>>,
-    /// Redirects followed so far (bounded: a leaderless shard is left to the
-    /// coordinator's vote timeout).
-    pub(super) redirects: u32,
-    /// The replicas the current read went to that did not answer within the fail-over
-    /// time: the next try goes to another (a hint from a follower that heard from one
-    /// of them since is still followed).
-    pub(super) suspects: BTreeSet<NodeId>,
-}
-
-/// A replicated-log client: reads at leaders, 2PC among leaders.
-#[derive(Debug)]
-pub struct Client {
-    pub(super) env: Env,
-    pub(super) who: crate::kit::client::Who,
-    /// Believed leader of each shard.
-    pub(super) leaders: Vec<NodeId>,
-    pub(super) cur: Option<Current>,
+crate::kit::client::client_struct! {
+    /// A replicated-log client: reads at leaders, 2PC among leaders.
+    pub struct Client {
+        /// Believed leader of each shard.
+        pub(super) leaders: Vec<NodeId>,
+    }
+    /// A transaction in flight.
+    pub(super) struct Current {
+        pub(super) touched: BTreeSet<NodeId>,
+        /// The PREPARE sent for each shard (re-sent to the leader a redirect names).
+        pub(super) prepares: BTreeMap<ShardId, Arc<PrepareEntry>>,
+        /// Redirects followed so far (bounded: a leaderless shard is left to the
+        /// coordinator's vote timeout).
+        pub(super) redirects: u32,
+        /// The replicas the current read went to that did not answer within the fail-over
+        /// time: the next try goes to another (a hint from a follower that heard from one
+        /// of them since is still followed).
+        pub(super) suspects: BTreeSet<NodeId>,
+    }
 }
 
 impl Client {

@@ -14,20 +14,15 @@ pub(super) enum Phase {
     Committing,
 }
 
-#[derive(Debug)]
-pub(super) struct Current {
-    pub(super) t: crate::kit::client::Txn,
-    pub(super) touched: BTreeSet<NodeId>,
-    pub(super) phase: Phase,
-}
-
-/// A 2PC client: runs one transaction at a time interactively.
-#[derive(Debug)]
-pub struct Client {
-    pub(super) env: Env,
-    pub(super) who: crate::kit::client::Who,
-    pub(super) coord: NodeId,
-    pub(super) cur: Option<Current>,
+crate::kit::client::client_struct! {
+    /// A 2PC client: runs one transaction at a time interactively.
+    pub struct Client {
+        pub(super) coord: NodeId,
+    }
+    /// A transaction in flight.
+    pub(super) struct Current {
+        pub(super) touched: BTreeSet<NodeId>,
+    }
 }
 
 impl Client {
