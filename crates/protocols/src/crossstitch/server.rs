@@ -5,12 +5,7 @@
 
 use super::*;
 
-crate::kit::timers::timers! {
-    /// A CrossStitch server's timers.
-    pub(crate) enum ServerTimer {
-        Sweep = 1,
-    }
-}
+pub(crate) use crate::kit::server::SweepTimer as ServerTimer;
 
 /// The other servers holding a copy of any shard `n` holds (whom it re-syncs from).
 pub(super) fn partners_of(layout: &meridian_core::Layout, n: NodeId) -> BTreeSet<NodeId> {
@@ -153,105 +148,103 @@ pub(super) struct Done {
     pub(super) at: Time,
 }
 
-/// A CrossStitch data server (primary of some shards, replica of others, final
-/// coordinator and transaction replica of transactions).
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
-pub struct Server {
-    /// A deliberately broken variant (tests only; see [`crate::Mutant`]).
-    pub(super) mutant: crate::Mutant,
-    /// The cluster's environment: not in an image (see [`crate::kit::image`]).
-    #[serde(skip, default = "crate::kit::image::env")]
-    pub(super) env: Env,
-    pub(super) me: NodeId,
-    pub(super) store: MvStore,
-    pub(super) parts: HashMap<(TxnId, u32), Part>,
-    /// Notifies that arrived before the execution they are about (over a real network
-    /// the replica's notify can overtake the primary's forward): kept until the
-    /// position exists, dropped after `idle`.
-    pub(super) early_notifies: HashMap<(TxnId, u32), (Time, BTreeSet<NodeId>)>,
-    pub(super) backups: HashMap<TxnId, Backup>,
-    /// writer → readers (txn, pos) that read its uncommitted versions here.
-    pub(super) readers: HashMap<TxnId, Vec<(TxnId, u32)>>,
-    pub(super) acceptors: HashMap<TxnId, Acceptor>,
-    pub(super) proposers: HashMap<TxnId, Proposer>,
-    pub(super) done: HashMap<TxnId, Done>,
-    /// Tentative versions copied while re-syncing, whose outcome is being asked.
-    pub(super) orphans: HashMap<TxnId, Orphan>,
-    /// Recoveries that met a higher ballot: no new one for the transaction before
-    /// this time (a randomized back-off, so two replicas asked to recover the same
-    /// transaction do not pre-empt each other's ballots forever).
-    pub(super) backoff: HashMap<TxnId, Time>,
-    /// Set when restarted after a crash.
-    pub(super) restarted_at: Option<Time>,
-    /// A small durable watermark, kept across a crash: every transaction this server
-    /// has acted on has a timestamp (in clock units, `ts / TS_SCALE`) below it. It is
-    /// raised, with a synced write, before the server acts on a transaction at or
-    /// above it ([`Server::admit`]), two sweeps' worth of timestamps at a time; no
-    /// clock pushes it (a server clock ahead would make a restarted server refuse
-    /// transactions it never saw, which cost a campaign run its liveness). It is compared
-    /// only with transaction timestamps, never with this server's clock, so clients'
-    /// clocks may be skewed against the servers' by any amount.
-    pub(super) mark_ts: Time,
-    /// The same for ballots: every ballot this server promised or accepted is below it.
-    pub(super) mark_ballot: Ballot,
-    /// `mark_ts` at the last restart: transactions below it may have been forgotten.
-    pub(super) forgot_before: Time,
-    /// `mark_ballot` at the last restart: a forgetful acceptor takes only higher ballots.
-    pub(super) ballot_floor: Ballot,
-    /// Partners a restarted server still needs the data of.
-    pub(super) syncing: BTreeSet<NodeId>,
-    /// Outcomes applied here (for the split-decision check).
-    pub(super) applied: HashMap<TxnId, bool>,
-    /// Decisions that contradicted one applied here (must stay empty).
-    pub(super) contradicted: Vec<(TxnId, bool)>,
-    /// Fail-over (§4.1; see failover.rs): every shard's view this server knows, when
-    /// not the layout's view 0.
-    pub(super) views: BTreeMap<u32, ShardView>,
-    /// Shards this server holds a copy of.
-    pub(super) mine: Vec<u32>,
-    /// As primary: the read floor (clock units) each other member promised, per
-    /// (shard, member).
-    pub(super) floor_acked: BTreeMap<(u32, NodeId), Time>,
-    /// As primary: when each other member last promised.
-    pub(super) member_heard: BTreeMap<(u32, NodeId), Time>,
-    /// As a member: when the shard's primary last asked for a promise.
-    pub(super) primary_heard: BTreeMap<u32, Time>,
-    /// As a member: the highest read floor promised per shard (to any primary).
-    pub(super) granted: BTreeMap<u32, Time>,
-    /// As a primary that took a shard over: writes below this timestamp are refused
-    /// (the deposed primary may have served reads below it).
-    pub(super) shard_floor: BTreeMap<u32, u64>,
-    /// The highest read floor this server asked its members for.
-    pub(super) lease_floor: Time,
-    /// Silence is counted from here at the earliest (start, restart, sync, new view).
-    pub(super) watch_since: Time,
-    /// View changes proposed to a witness and not answered yet: (expect, new, sent).
-    pub(super) cas: BTreeMap<u32, (u32, ShardView)>,
-    /// As witness: the views of the shards it witnesses, when not view 0. Durable (it
-    /// survives a crash as the watermarks do, with a synced write per change).
-    pub(super) witnessed: BTreeMap<u32, ShardView>,
-    /// As witness: restarted with no durable state at all (a real cluster without a
-    /// journal): it no longer knows the views it agreed to, so it agrees to none.
-    pub(super) witness_amnesiac: bool,
-    /// After a restart: shards whose current view the witness has not confirmed yet
-    /// (the partners' views may be old, the witness's is the one agreed).
-    pub(super) unsure: BTreeSet<u32>,
-    /// After a restart: the view in which a member sent each shard's data.
-    pub(super) synced_in: BTreeMap<u32, u32>,
-    /// Restarted, and not yet checked which shards' data came whole
-    /// ([`Server::restart_done`]).
-    pub(super) check_sync: bool,
-    /// Shards this server was dropped from and has not had the primary's data for
-    /// since: it asks for it every sweep, holds no puts and takes nothing over for
-    /// them, even once a view lists it as a member again.
-    pub(super) stale: BTreeSet<u32>,
-    /// Executions waiting for the members' promise of a read floor above their
-    /// timestamp (sender, execution, when parked).
-    pub(super) parked: Vec<(NodeId, Exec, Time)>,
-    /// As the layout's primary, back as a member: shards it is taking its role back
-    /// for. It promises the acting primary no higher read floor for them, and proposes
-    /// the hand-back once its clock passed the last one promised.
-    pub(super) handing: BTreeSet<u32>,
+crate::kit::server::server_struct! {
+    /// A CrossStitch data server (primary of some shards, replica of others, final
+    /// coordinator and transaction replica of transactions).
+    pub struct Server {
+        /// A deliberately broken variant (tests only; see [`crate::Mutant`]).
+        pub(super) mutant: crate::Mutant,
+        pub(super) me: NodeId,
+        pub(super) store: MvStore,
+        pub(super) parts: HashMap<(TxnId, u32), Part>,
+        /// Notifies that arrived before the execution they are about (over a real network
+        /// the replica's notify can overtake the primary's forward): kept until the
+        /// position exists, dropped after `idle`.
+        pub(super) early_notifies: HashMap<(TxnId, u32), (Time, BTreeSet<NodeId>)>,
+        pub(super) backups: HashMap<TxnId, Backup>,
+        /// writer → readers (txn, pos) that read its uncommitted versions here.
+        pub(super) readers: HashMap<TxnId, Vec<(TxnId, u32)>>,
+        pub(super) acceptors: HashMap<TxnId, Acceptor>,
+        pub(super) proposers: HashMap<TxnId, Proposer>,
+        pub(super) done: HashMap<TxnId, Done>,
+        /// Tentative versions copied while re-syncing, whose outcome is being asked.
+        pub(super) orphans: HashMap<TxnId, Orphan>,
+        /// Recoveries that met a higher ballot: no new one for the transaction before
+        /// this time (a randomized back-off, so two replicas asked to recover the same
+        /// transaction do not pre-empt each other's ballots forever).
+        pub(super) backoff: HashMap<TxnId, Time>,
+        /// Set when restarted after a crash.
+        pub(super) restarted_at: Option<Time>,
+        /// A small durable watermark, kept across a crash: every transaction this server
+        /// has acted on has a timestamp (in clock units, `ts / TS_SCALE`) below it. It is
+        /// raised, with a synced write, before the server acts on a transaction at or
+        /// above it ([`Server::admit`]), two sweeps' worth of timestamps at a time; no
+        /// clock pushes it (a server clock ahead would make a restarted server refuse
+        /// transactions it never saw, which cost a campaign run its liveness). It is compared
+        /// only with transaction timestamps, never with this server's clock, so clients'
+        /// clocks may be skewed against the servers' by any amount.
+        pub(super) mark_ts: Time,
+        /// The same for ballots: every ballot this server promised or accepted is below it.
+        pub(super) mark_ballot: Ballot,
+        /// `mark_ts` at the last restart: transactions below it may have been forgotten.
+        pub(super) forgot_before: Time,
+        /// `mark_ballot` at the last restart: a forgetful acceptor takes only higher ballots.
+        pub(super) ballot_floor: Ballot,
+        /// Partners a restarted server still needs the data of.
+        pub(super) syncing: BTreeSet<NodeId>,
+        /// Outcomes applied here (for the split-decision check).
+        pub(super) applied: HashMap<TxnId, bool>,
+        /// Decisions that contradicted one applied here (must stay empty).
+        pub(super) contradicted: Vec<(TxnId, bool)>,
+        /// Fail-over (§4.1; see failover.rs): every shard's view this server knows, when
+        /// not the layout's view 0.
+        pub(super) views: BTreeMap<u32, ShardView>,
+        /// Shards this server holds a copy of.
+        pub(super) mine: Vec<u32>,
+        /// As primary: the read floor (clock units) each other member promised, per
+        /// (shard, member).
+        pub(super) floor_acked: BTreeMap<(u32, NodeId), Time>,
+        /// As primary: when each other member last promised.
+        pub(super) member_heard: BTreeMap<(u32, NodeId), Time>,
+        /// As a member: when the shard's primary last asked for a promise.
+        pub(super) primary_heard: BTreeMap<u32, Time>,
+        /// As a member: the highest read floor promised per shard (to any primary).
+        pub(super) granted: BTreeMap<u32, Time>,
+        /// As a primary that took a shard over: writes below this timestamp are refused
+        /// (the deposed primary may have served reads below it).
+        pub(super) shard_floor: BTreeMap<u32, u64>,
+        /// The highest read floor this server asked its members for.
+        pub(super) lease_floor: Time,
+        /// Silence is counted from here at the earliest (start, restart, sync, new view).
+        pub(super) watch_since: Time,
+        /// View changes proposed to a witness and not answered yet: (expect, new, sent).
+        pub(super) cas: BTreeMap<u32, (u32, ShardView)>,
+        /// As witness: the views of the shards it witnesses, when not view 0. Durable (it
+        /// survives a crash as the watermarks do, with a synced write per change).
+        pub(super) witnessed: BTreeMap<u32, ShardView>,
+        /// As witness: restarted with no durable state at all (a real cluster without a
+        /// journal): it no longer knows the views it agreed to, so it agrees to none.
+        pub(super) witness_amnesiac: bool,
+        /// After a restart: shards whose current view the witness has not confirmed yet
+        /// (the partners' views may be old, the witness's is the one agreed).
+        pub(super) unsure: BTreeSet<u32>,
+        /// After a restart: the view in which a member sent each shard's data.
+        pub(super) synced_in: BTreeMap<u32, u32>,
+        /// Restarted, and not yet checked which shards' data came whole
+        /// ([`Server::restart_done`]).
+        pub(super) check_sync: bool,
+        /// Shards this server was dropped from and has not had the primary's data for
+        /// since: it asks for it every sweep, holds no puts and takes nothing over for
+        /// them, even once a view lists it as a member again.
+        pub(super) stale: BTreeSet<u32>,
+        /// Executions waiting for the members' promise of a read floor above their
+        /// timestamp (sender, execution, when parked).
+        pub(super) parked: Vec<(NodeId, Exec, Time)>,
+        /// As the layout's primary, back as a member: shards it is taking its role back
+        /// for. It promises the acting primary no higher read floor for them, and proposes
+        /// the hand-back once its clock passed the last one promised.
+        pub(super) handing: BTreeSet<u32>,
+    }
 }
 
 impl Server {

@@ -5,12 +5,7 @@
 
 use super::*;
 
-crate::kit::timers::timers! {
-    /// A HACommit server's timers.
-    pub(crate) enum ServerTimer {
-        Sweep = 1,
-    }
-}
+pub(crate) use crate::kit::server::SweepTimer as ServerTimer;
 
 /// Where a transaction is at this replica of one shard.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
@@ -184,46 +179,44 @@ pub(super) struct Proposal {
     pub(super) since: Time,
 }
 
-/// A HACommit server: a replica of every shard group it belongs to, leader of some.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
-pub struct Server {
-    /// The cluster's environment: not in an image (see [`crate::kit::image`]).
-    #[serde(skip, default = "crate::kit::image::env")]
-    pub(super) env: Env,
-    pub(super) me: NodeId,
-    pub(super) rc: bool,
-    pub(super) store: MvStore,
-    pub(super) locks: LockTable,
-    pub(super) groups: BTreeMap<ShardId, Group>,
-    pub(super) txns: HashMap<(ShardId, TxnId), Txn>,
-    pub(super) done: HashMap<(ShardId, TxnId), Done>,
-    pub(super) tombstones: HashMap<(ShardId, TxnId), Time>,
-    pub(super) proposals: HashMap<TxnId, Proposal>,
-    pub(super) max_ballot: Ballot,
-    /// Set when restarted after a crash.
-    pub(super) restarted_at: Option<Time>,
-    /// A small durable watermark, kept across a crash (the one departure from
-    /// "logless", see the module essay): every transaction this replica has voted
-    /// for, held a replicated vote of, or promised or accepted a ballot of has a start
-    /// time below it. It is raised, with a synced write, before the replica acts on a
-    /// transaction at or above it ([`Server::admit`]), two sweeps' worth at a time. It is
-    /// compared only with transactions' start times, never with this replica's clock,
-    /// so clients may be skewed against servers by any amount.
-    pub(super) mark_ts: Time,
-    /// The same for ballots: every ballot this replica promised or accepted is below it.
-    pub(super) mark_ballot: Ballot,
-    /// `mark_ts` at the last restart: transactions that started below it may have been
-    /// acted on here and forgotten.
-    pub(super) forgot_before: Time,
-    /// `mark_ballot` at the last restart: for a forgotten transaction, only higher
-    /// ballots may be accepted.
-    pub(super) ballot_floor: Ballot,
-    /// Fences set by restarted peers' re-syncs, per shard: every transaction that
-    /// started before `.0` is treated as promised `.1` (so an acceptance of a lower
-    /// ballot still in flight from before the peer's crash cannot complete a majority
-    /// behind the state the peer merged). Merged as the largest of each.
-    pub(super) fences: BTreeMap<ShardId, (Time, Ballot)>,
-    pub(super) holds: HoldStats,
+crate::kit::server::server_struct! {
+    /// A HACommit server: a replica of every shard group it belongs to, leader of some.
+    pub struct Server {
+        pub(super) me: NodeId,
+        pub(super) rc: bool,
+        pub(super) store: MvStore,
+        pub(super) locks: LockTable,
+        pub(super) groups: BTreeMap<ShardId, Group>,
+        pub(super) txns: HashMap<(ShardId, TxnId), Txn>,
+        pub(super) done: HashMap<(ShardId, TxnId), Done>,
+        pub(super) tombstones: HashMap<(ShardId, TxnId), Time>,
+        pub(super) proposals: HashMap<TxnId, Proposal>,
+        pub(super) max_ballot: Ballot,
+        /// Set when restarted after a crash.
+        pub(super) restarted_at: Option<Time>,
+        /// A small durable watermark, kept across a crash (the one departure from
+        /// "logless", see the module essay): every transaction this replica has voted
+        /// for, held a replicated vote of, or promised or accepted a ballot of has a start
+        /// time below it. It is raised, with a synced write, before the replica acts on a
+        /// transaction at or above it ([`Server::admit`]), two sweeps' worth at a time. It is
+        /// compared only with transactions' start times, never with this replica's clock,
+        /// so clients may be skewed against servers by any amount.
+        pub(super) mark_ts: Time,
+        /// The same for ballots: every ballot this replica promised or accepted is below it.
+        pub(super) mark_ballot: Ballot,
+        /// `mark_ts` at the last restart: transactions that started below it may have been
+        /// acted on here and forgotten.
+        pub(super) forgot_before: Time,
+        /// `mark_ballot` at the last restart: for a forgotten transaction, only higher
+        /// ballots may be accepted.
+        pub(super) ballot_floor: Ballot,
+        /// Fences set by restarted peers' re-syncs, per shard: every transaction that
+        /// started before `.0` is treated as promised `.1` (so an acceptance of a lower
+        /// ballot still in flight from before the peer's crash cannot complete a majority
+        /// behind the state the peer merged). Merged as the largest of each.
+        pub(super) fences: BTreeMap<ShardId, (Time, Ballot)>,
+        pub(super) holds: HoldStats,
+    }
 }
 
 pub(super) fn majority_of(n: usize) -> usize {

@@ -280,17 +280,10 @@ impl Server {
     }
 
     pub(super) fn on_new_view(&mut self, from: NodeId, m: ViewState, cx: &mut Ctx<'_, Msg>) {
-        let ViewState {
-            shard,
-            view,
-            pending,
-            done,
-            seq,
-        } = m;
-        if !self.adopt_view(shard, view, from, cx) {
+        if !self.adopt_view(m.shard, m.view, from, cx) {
             return;
         }
-        self.install_state(shard, pending, done, seq, cx);
+        self.install_state(m.shard, m.pending, m.done, m.seq, cx);
     }
 
     /// Merges another replica's view of the group: decisions are applied, pending

@@ -126,36 +126,34 @@ pub(super) struct Gather {
     pub(super) keys: Vec<Key>,
 }
 
-/// A server node of `hier-lock`, `hier-ts` or `2pc-deferred`.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
-pub struct Server {
-    /// The cluster's environment: not in an image (see [`crate::kit::image`]).
-    #[serde(skip, default = "crate::kit::image::env")]
-    pub(super) env: Env,
-    pub(super) sh: Arc<Shared>,
-    pub(super) me: NodeId,
-    /// Index of this node among the leaves (`None`: not a data node).
-    pub(super) leaf: Option<u32>,
-    // --- data node and leaf validator ---
-    pub(super) store: MvStore,
-    pub(super) log: Log<Rec>,
-    pub(super) clock: u64,
-    pub(super) reserved: u64,
-    pub(super) locks: LockTable,
-    pub(super) prepared: HashMap<TxnId, Prep>,
-    pub(super) blocked: Vec<Blocked>,
-    /// Outcomes this data node applied or refused (tombstones: a late commit request or
-    /// decision for them changes nothing).
-    pub(super) done: HashMap<TxnId, (bool, u64)>,
-    pub(super) outcomes: Vec<(TxnId, bool)>,
-    // --- inner validators hosted here ---
-    pub(super) gathers: HashMap<(Vid, TxnId), Gather>,
-    /// Decisions taken here (as decider), from the log.
-    pub(super) decisions: HashMap<TxnId, (bool, u64)>,
-    /// `hier-ts` inner re-validation: per validator, the largest committed write
-    /// timestamp it decided per key.
-    pub(super) written: HashMap<(Vid, Key), u64>,
-    pub(super) batcher: Batcher,
+crate::kit::server::server_struct! {
+    /// A server node of `hier-lock`, `hier-ts` or `2pc-deferred`.
+    pub struct Server {
+        pub(super) sh: Arc<Shared>,
+        pub(super) me: NodeId,
+        /// Index of this node among the leaves (`None`: not a data node).
+        pub(super) leaf: Option<u32>,
+        // --- data node and leaf validator ---
+        pub(super) store: MvStore,
+        pub(super) log: Log<Rec>,
+        pub(super) clock: u64,
+        pub(super) reserved: u64,
+        pub(super) locks: LockTable,
+        pub(super) prepared: HashMap<TxnId, Prep>,
+        pub(super) blocked: Vec<Blocked>,
+        /// Outcomes this data node applied or refused (tombstones: a late commit request or
+        /// decision for them changes nothing).
+        pub(super) done: HashMap<TxnId, (bool, u64)>,
+        pub(super) outcomes: Vec<(TxnId, bool)>,
+        // --- inner validators hosted here ---
+        pub(super) gathers: HashMap<(Vid, TxnId), Gather>,
+        /// Decisions taken here (as decider), from the log.
+        pub(super) decisions: HashMap<TxnId, (bool, u64)>,
+        /// `hier-ts` inner re-validation: per validator, the largest committed write
+        /// timestamp it decided per key.
+        pub(super) written: HashMap<(Vid, Key), u64>,
+        pub(super) batcher: Batcher,
+    }
 }
 
 impl Server {

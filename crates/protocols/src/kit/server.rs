@@ -76,3 +76,65 @@ macro_rules! keep_only {
     }};
 }
 pub(crate) use keep_only;
+
+/// Declares the role's `Server` struct with the `env` field the frame reads (the
+/// cluster's environment, first and outside every image: see [`crate::kit::image`]),
+/// ahead of the role's own fields, and derives `Debug` and serde for its image. The
+/// role's fields keep their order, which is the image's.
+macro_rules! server_struct {
+    (
+        $(#[$attr:meta])*
+        pub struct Server {
+            $($(#[$fattr:meta])* $vis:vis $field:ident : $ty:ty),* $(,)?
+        }
+    ) => {
+        $(#[$attr])*
+        #[derive(Debug, serde::Serialize, serde::Deserialize)]
+        pub struct Server {
+            /// The cluster's environment: not in an image (see [`crate::kit::image`]).
+            #[serde(skip, default = "crate::kit::image::env")]
+            pub(super) env: $crate::Env,
+            $($(#[$fattr])* $vis $field: $ty,)*
+        }
+    };
+}
+pub(crate) use server_struct;
+
+crate::kit::timers::timers! {
+    /// The timers of a server whose only timer is the frame's sweep.
+    pub(crate) enum SweepTimer {
+        Sweep = 1,
+    }
+}
+
+/// The records a server's log holds before its first compaction, and the fewest it
+/// may hold before any later one.
+pub(crate) const COMPACT_AT: usize = 1024;
+
+/// When a server with a log compacts it (a checkpoint of what the log must still
+/// replay): at [`COMPACT_AT`] records, then once the log has doubled since the last
+/// compaction. Amortized: what a checkpoint keeps (prepared transactions, decisions
+/// still being delivered) can be most of the log, and a fixed threshold would rescan
+/// it every sweep.
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Compaction {
+    at: usize,
+}
+
+impl Default for Compaction {
+    fn default() -> Self {
+        Compaction { at: COMPACT_AT }
+    }
+}
+
+impl Compaction {
+    /// Whether a log of `len` records is due for compaction.
+    pub(crate) fn due(&self, len: usize) -> bool {
+        len >= self.at
+    }
+
+    /// A compaction left `len` records: the next is due when they have doubled.
+    pub(crate) fn done(&mut self, len: usize) {
+        self.at = (2 * len).max(COMPACT_AT);
+    }
+}

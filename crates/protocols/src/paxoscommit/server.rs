@@ -6,13 +6,7 @@
 use super::*;
 use crate::kit::vote::{Due, Round};
 
-crate::kit::timers::timers! {
-    /// A Paxos Commit server's timers.
-    pub(crate) enum ServerTimer {
-        Sweep = 1,
-    }
-}
-pub(super) const COMPACT_AT: usize = 1024;
+pub(crate) use crate::kit::server::SweepTimer as ServerTimer;
 
 /// The home coordinator's view of a transaction it runs (volatile: lost in a crash).
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
@@ -58,51 +52,49 @@ pub(super) struct Holder {
     pub(super) waiting: Vec<(Key, LockMode, u32)>,
 }
 
-/// A Paxos-commit baseline server.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
-pub struct Server {
-    /// The cluster's environment: not in an image (see [`crate::kit::image`]).
-    #[serde(skip, default = "crate::kit::image::env")]
-    pub(super) env: Env,
-    pub(super) me: NodeId,
-    pub(super) dc: DcId,
-    pub(super) cc: Cc,
-    /// Whether this server is its DC's coordinator.
-    pub(super) is_coord: bool,
-    // --- durable (log, and the checkpointed data installed with forced records) ---
-    pub(super) log: Log<Rec>,
-    /// Data server: committed versions ordered by commit timestamp.
-    pub(super) store: MvStore,
-    /// Coordinator: newest committed timestamp per key decided in this DC.
-    pub(super) latest: HashMap<Key, u64>,
-    /// Coordinator: largest timestamp of a transaction this DC accepted reading a key.
-    pub(super) rts: HashMap<Key, u64>,
-    // --- volatile ---
-    /// Coordinator: the DC's lock table (wound-wait for 2PL; no-wait validation
-    /// locks for OCC).
-    pub(super) locks: LockTable,
-    pub(super) holders: HashMap<TxnId, Holder>,
-    /// Coordinator: transactions in their commit round (acceptor and learner).
-    pub(super) acc: HashMap<TxnId, Round<TxnValue>>,
-    /// Coordinator: outcomes known here (decisions only: a commit round's outcome, or
-    /// the home's own abort).
-    pub(super) done: HashMap<TxnId, bool>,
-    /// Coordinator: transactions whose locks this DC dropped before voting on them
-    /// (their home aborted them, or went silent), with when: a late lock request for
-    /// one is not granted again. Not an outcome: this DC has not voted, and votes no
-    /// (its locks are gone) if a commit round for it still arrives.
-    pub(super) refused: HashMap<TxnId, Time>,
-    /// Home coordinator: transactions it runs.
-    pub(super) home: HashMap<TxnId, HTxn>,
-    /// Home coordinator: decided transactions' values, to answer a client that asks
-    /// again (kept for the tombstone time).
-    pub(super) answers: HashMap<TxnId, (Arc<TxnValue>, Time)>,
-    /// Home coordinator: the last commit timestamp it chose.
-    pub(super) last_ts: u64,
-    pub(super) holds: HoldStats,
-    /// WAN-hop chain of the input that made each accepted transaction's locks durable.
-    pub(super) held_since: HashMap<TxnId, u32>,
-    pub(super) compact_at: usize,
+crate::kit::server::server_struct! {
+    /// A Paxos-commit baseline server.
+    pub struct Server {
+        pub(super) me: NodeId,
+        pub(super) dc: DcId,
+        pub(super) cc: Cc,
+        /// Whether this server is its DC's coordinator.
+        pub(super) is_coord: bool,
+        // --- durable (log, and the checkpointed data installed with forced records) ---
+        pub(super) log: Log<Rec>,
+        /// Data server: committed versions ordered by commit timestamp.
+        pub(super) store: MvStore,
+        /// Coordinator: newest committed timestamp per key decided in this DC.
+        pub(super) latest: HashMap<Key, u64>,
+        /// Coordinator: largest timestamp of a transaction this DC accepted reading a key.
+        pub(super) rts: HashMap<Key, u64>,
+        // --- volatile ---
+        /// Coordinator: the DC's lock table (wound-wait for 2PL; no-wait validation
+        /// locks for OCC).
+        pub(super) locks: LockTable,
+        pub(super) holders: HashMap<TxnId, Holder>,
+        /// Coordinator: transactions in their commit round (acceptor and learner).
+        pub(super) acc: HashMap<TxnId, Round<TxnValue>>,
+        /// Coordinator: outcomes known here (decisions only: a commit round's outcome, or
+        /// the home's own abort).
+        pub(super) done: HashMap<TxnId, bool>,
+        /// Coordinator: transactions whose locks this DC dropped before voting on them
+        /// (their home aborted them, or went silent), with when: a late lock request for
+        /// one is not granted again. Not an outcome: this DC has not voted, and votes no
+        /// (its locks are gone) if a commit round for it still arrives.
+        pub(super) refused: HashMap<TxnId, Time>,
+        /// Home coordinator: transactions it runs.
+        pub(super) home: HashMap<TxnId, HTxn>,
+        /// Home coordinator: decided transactions' values, to answer a client that asks
+        /// again (kept for the tombstone time).
+        pub(super) answers: HashMap<TxnId, (Arc<TxnValue>, Time)>,
+        /// Home coordinator: the last commit timestamp it chose.
+        pub(super) last_ts: u64,
+        pub(super) holds: HoldStats,
+        /// WAN-hop chain of the input that made each accepted transaction's locks durable.
+        pub(super) held_since: HashMap<TxnId, u32>,
+        pub(super) compact_at: crate::kit::server::Compaction,
+    }
 }
 
 impl Server {
@@ -134,7 +126,7 @@ impl Server {
             last_ts: 0,
             holds: HoldStats::default(),
             held_since: HashMap::default(),
-            compact_at: COMPACT_AT,
+            compact_at: Default::default(),
         }
     }
 
@@ -206,9 +198,9 @@ impl Server {
             self.answers.retain(|_, (_, t)| now.saturating_sub(*t) < to.tombstone);
             self.refused.retain(|_, t| now.saturating_sub(*t) < to.tombstone);
         }
-        if self.log.len() >= self.compact_at {
+        if self.compact_at.due(self.log.len()) {
             self.compact();
-            self.compact_at = (2 * self.log.len()).max(COMPACT_AT);
+            self.compact_at.done(self.log.len());
         }
     }
 }

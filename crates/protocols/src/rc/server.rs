@@ -5,13 +5,7 @@
 use super::*;
 use crate::kit::vote::{Due, Round};
 
-crate::kit::timers::timers! {
-    /// A Replicated Commit server's timers.
-    pub(crate) enum ServerTimer {
-        Sweep = 1,
-    }
-}
-pub(super) const COMPACT_AT: usize = 1024;
+pub(crate) use crate::kit::server::SweepTimer as ServerTimer;
 
 /// A cohort's prepared transaction.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
@@ -50,34 +44,32 @@ impl CTxn {
     }
 }
 
-/// A Replicated Commit server: replica (cohort) of its shards in its DC, and coordinator
-/// for transactions that appoint one of its shards.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
-pub struct Server {
-    /// The cluster's environment: not in an image (see [`crate::kit::image`]).
-    #[serde(skip, default = "crate::kit::image::env")]
-    pub(super) env: Env,
-    pub(super) me: NodeId,
-    pub(super) dc: DcId,
-    // --- durable ---
-    pub(super) log: Log<Rec>,
-    /// Checkpointed data: committed versions ordered by commit timestamp.
-    pub(super) store: MvStore,
-    /// Checkpointed: largest timestamp of a transaction that prepared reading each key.
-    pub(super) rts: HashMap<Key, u64>,
-    // --- volatile ---
-    pub(super) locks: LockTable,
-    /// Transactions holding shared locks from reads, not prepared: last seen.
-    pub(super) readers: HashMap<TxnId, Time>,
-    pub(super) prepared: HashMap<TxnId, Prep>,
-    /// Outcomes this cohort applied (kept for `tombstone`): answers duplicates.
-    pub(super) applied: HashMap<TxnId, (bool, Time)>,
-    pub(super) ctxns: HashMap<TxnId, CTxn>,
-    /// Coordinator decisions.
-    pub(super) done: HashMap<TxnId, bool>,
-    pub(super) holds: HoldStats,
-    pub(super) compact_at: usize,
-    pub(super) unchecked: bool,
+crate::kit::server::server_struct! {
+    /// A Replicated Commit server: replica (cohort) of its shards in its DC, and coordinator
+    /// for transactions that appoint one of its shards.
+    pub struct Server {
+        pub(super) me: NodeId,
+        pub(super) dc: DcId,
+        // --- durable ---
+        pub(super) log: Log<Rec>,
+        /// Checkpointed data: committed versions ordered by commit timestamp.
+        pub(super) store: MvStore,
+        /// Checkpointed: largest timestamp of a transaction that prepared reading each key.
+        pub(super) rts: HashMap<Key, u64>,
+        // --- volatile ---
+        pub(super) locks: LockTable,
+        /// Transactions holding shared locks from reads, not prepared: last seen.
+        pub(super) readers: HashMap<TxnId, Time>,
+        pub(super) prepared: HashMap<TxnId, Prep>,
+        /// Outcomes this cohort applied (kept for `tombstone`): answers duplicates.
+        pub(super) applied: HashMap<TxnId, (bool, Time)>,
+        pub(super) ctxns: HashMap<TxnId, CTxn>,
+        /// Coordinator decisions.
+        pub(super) done: HashMap<TxnId, bool>,
+        pub(super) holds: HoldStats,
+        pub(super) compact_at: crate::kit::server::Compaction,
+        pub(super) unchecked: bool,
+    }
 }
 
 impl Server {
@@ -98,7 +90,7 @@ impl Server {
             ctxns: HashMap::default(),
             done: HashMap::default(),
             holds: HoldStats::default(),
-            compact_at: COMPACT_AT,
+            compact_at: Default::default(),
             unchecked: false,
         }
     }
@@ -166,9 +158,9 @@ impl Server {
                 Due::Resend => self.resend_commit(id, cx),
             }
         }
-        if self.log.len() >= self.compact_at {
+        if self.compact_at.due(self.log.len()) {
             self.compact();
-            self.compact_at = (2 * self.log.len()).max(COMPACT_AT);
+            self.compact_at.done(self.log.len());
         }
     }
 }

@@ -4,12 +4,7 @@
 
 use super::*;
 
-crate::kit::timers::timers! {
-    /// A replicated-log server's timers.
-    pub(crate) enum ServerTimer {
-        Sweep = 1,
-    }
-}
+pub(crate) use crate::kit::server::SweepTimer as ServerTimer;
 pub(super) const CATCHUP_BATCH: u64 = 512;
 /// Lock-acquisition chain of transactions rebuilt after a failover (not measured).
 pub(super) const UNKNOWN_HOPS: u32 = u32::MAX;
@@ -158,29 +153,27 @@ impl CTxn {
     }
 }
 
-/// A replicated-log server: a replica of each shard it holds, leader of some.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
-pub struct Server {
-    /// A deliberately broken variant (tests only; see [`crate::Mutant`]).
-    pub(super) mutant: crate::Mutant,
-    /// The cluster's environment: not in an image (see [`crate::kit::image`]).
-    #[serde(skip, default = "crate::kit::image::env")]
-    pub(super) env: Env,
-    pub(super) me: NodeId,
-    /// Initial leader of each shard.
-    pub(super) leaders: Arc<Vec<NodeId>>,
-    pub(super) groups: BTreeMap<ShardId, Group>,
-    /// Durable: committed data of every shard held here.
-    pub(super) store: MvStore,
-    // --- volatile (leader role) ---
-    /// One lock table per shard led here, so a shard's share releases only its locks.
-    pub(super) locks: BTreeMap<ShardId, LockTable>,
-    pub(super) policy: Policy,
-    pub(super) ptxns: HashMap<Part, PTxn>,
-    pub(super) tombstones: HashMap<TxnId, Time>,
-    pub(super) ctxns: HashMap<TxnId, CTxn>,
-    pub(super) done: HashMap<TxnId, bool>,
-    pub(super) holds: HoldStats,
+crate::kit::server::server_struct! {
+    /// A replicated-log server: a replica of each shard it holds, leader of some.
+    pub struct Server {
+        /// A deliberately broken variant (tests only; see [`crate::Mutant`]).
+        pub(super) mutant: crate::Mutant,
+        pub(super) me: NodeId,
+        /// Initial leader of each shard.
+        pub(super) leaders: Arc<Vec<NodeId>>,
+        pub(super) groups: BTreeMap<ShardId, Group>,
+        /// Durable: committed data of every shard held here.
+        pub(super) store: MvStore,
+        // --- volatile (leader role) ---
+        /// One lock table per shard led here, so a shard's share releases only its locks.
+        pub(super) locks: BTreeMap<ShardId, LockTable>,
+        pub(super) policy: Policy,
+        pub(super) ptxns: HashMap<Part, PTxn>,
+        pub(super) tombstones: HashMap<TxnId, Time>,
+        pub(super) ctxns: HashMap<TxnId, CTxn>,
+        pub(super) done: HashMap<TxnId, bool>,
+        pub(super) holds: HoldStats,
+    }
 }
 
 impl Server {

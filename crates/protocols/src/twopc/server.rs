@@ -5,15 +5,9 @@
 
 use super::*;
 
-crate::kit::timers::timers! {
-    /// A 2PC server's timers.
-    pub(crate) enum ServerTimer {
-        Sweep = 1,
-    }
-}
+pub(crate) use crate::kit::server::SweepTimer as ServerTimer;
 
 /// Log length at which housekeeping checkpoints (drops finished transactions' records).
-pub(super) const COMPACT_AT: usize = 1024;
 
 /// Participant-side state of one transaction.
 #[derive(Debug, Serialize, Deserialize)]
@@ -59,47 +53,45 @@ pub(super) struct CTxn {
     pub(super) asked: Time,
 }
 
-/// A 2PC server: participant for the shards it holds, coordinator for clients of its DC.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Server {
-    /// A deliberately broken variant (tests only; see [`crate::Mutant`]).
-    pub(super) mutant: crate::Mutant,
-    /// The cluster's environment: not in an image (see [`crate::kit::image`]).
-    #[serde(skip, default = "crate::kit::image::env")]
-    pub(super) env: Env,
-    pub(super) cc: Cc,
-    pub(super) me: NodeId,
-    // --- durable ---
-    pub(super) log: Log<Rec>,
-    /// Coordinator COMMIT decisions whose DECIDED and ENDED records were both synced,
-    /// folded out of the log at a checkpoint: after a restart each is only a decided
-    /// outcome to answer late questions with, so its transaction id is all it keeps.
-    pub(super) ended: Vec<TxnId>,
-    // --- volatile ---
-    pub(super) store: MvStore,
-    pub(super) locks: LockTable,
-    pub(super) ptxns: HashMap<TxnId, PTxn>,
-    pub(super) tombstones: HashMap<TxnId, Time>,
-    /// Participant: transactions committed here, kept as long as a tombstone, so that
-    /// a PREPARE that comes back after the commit (a late duplicate, or the
-    /// coordinator's re-send overtaken by its decision) is answered without preparing
-    /// the transaction again.
-    pub(super) committed: HashMap<TxnId, Time>,
-    pub(super) ctxns: HashMap<TxnId, CTxn>,
-    /// Decided outcomes, so duplicates and late questions get the same answer.
-    pub(super) done: HashMap<TxnId, bool>,
-    /// When this incarnation started: transactions begun earlier that it has no COMMIT
-    /// record of are aborted (presumed abort). A first start has no earlier incarnation
-    /// whose transactions to presume aborted: it stays 0. (It used to be this node's
-    /// clock reading at start, which a client clock running behind it made look
-    /// "earlier": under 2 s of skew 140 of 300 transactions aborted as `coordinator
-    /// restarted` without any crash.)
-    pub(super) started_at: Time,
-    /// Log length that triggers the next checkpoint.
-    pub(super) compact_at: usize,
-    /// OCC: reads of keys a prepared transaction will write, answered once it is decided
-    /// (client, transaction, key, the read's causal chain).
-    pub(super) occ_waiting: Vec<(NodeId, TxnId, Key, u32)>,
+crate::kit::server::server_struct! {
+    /// A 2PC server: participant for the shards it holds, coordinator for clients of its DC.
+    pub struct Server {
+        /// A deliberately broken variant (tests only; see [`crate::Mutant`]).
+        pub(super) mutant: crate::Mutant,
+        pub(super) cc: Cc,
+        pub(super) me: NodeId,
+        // --- durable ---
+        pub(super) log: Log<Rec>,
+        /// Coordinator COMMIT decisions whose DECIDED and ENDED records were both synced,
+        /// folded out of the log at a checkpoint: after a restart each is only a decided
+        /// outcome to answer late questions with, so its transaction id is all it keeps.
+        pub(super) ended: Vec<TxnId>,
+        // --- volatile ---
+        pub(super) store: MvStore,
+        pub(super) locks: LockTable,
+        pub(super) ptxns: HashMap<TxnId, PTxn>,
+        pub(super) tombstones: HashMap<TxnId, Time>,
+        /// Participant: transactions committed here, kept as long as a tombstone, so that
+        /// a PREPARE that comes back after the commit (a late duplicate, or the
+        /// coordinator's re-send overtaken by its decision) is answered without preparing
+        /// the transaction again.
+        pub(super) committed: HashMap<TxnId, Time>,
+        pub(super) ctxns: HashMap<TxnId, CTxn>,
+        /// Decided outcomes, so duplicates and late questions get the same answer.
+        pub(super) done: HashMap<TxnId, bool>,
+        /// When this incarnation started: transactions begun earlier that it has no COMMIT
+        /// record of are aborted (presumed abort). A first start has no earlier incarnation
+        /// whose transactions to presume aborted: it stays 0. (It used to be this node's
+        /// clock reading at start, which a client clock running behind it made look
+        /// "earlier": under 2 s of skew 140 of 300 transactions aborted as `coordinator
+        /// restarted` without any crash.)
+        pub(super) started_at: Time,
+        /// Log length that triggers the next checkpoint.
+        pub(super) compact_at: crate::kit::server::Compaction,
+        /// OCC: reads of keys a prepared transaction will write, answered once it is decided
+        /// (client, transaction, key, the read's causal chain).
+        pub(super) occ_waiting: Vec<(NodeId, TxnId, Key, u32)>,
+    }
 }
 
 impl Server {
@@ -124,7 +116,7 @@ impl Server {
             ctxns: HashMap::default(),
             done: HashMap::default(),
             started_at: 0,
-            compact_at: COMPACT_AT,
+            compact_at: Default::default(),
             occ_waiting: vec![],
         }
     }
@@ -164,12 +156,9 @@ impl Server {
         }
         self.tombstones.retain(|_, t| now.saturating_sub(*t) < to.tombstone);
         self.committed.retain(|_, t| now.saturating_sub(*t) < to.tombstone);
-        if self.log.len() >= self.compact_at {
+        if self.compact_at.due(self.log.len()) {
             self.compact();
-            // Amortized: what a checkpoint keeps (prepared transactions, decisions still
-            // being delivered) can be most of the log, so checkpoint again only once it
-            // has doubled (otherwise every sweep would rescan it).
-            self.compact_at = (2 * self.log.len()).max(COMPACT_AT);
+            self.compact_at.done(self.log.len());
         }
         // Coordinator: vote timeouts and undelivered decisions.
         let mut expired = vec![];

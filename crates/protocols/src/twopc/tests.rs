@@ -3,6 +3,7 @@
 
 use super::client::ClientTimer;
 use super::*;
+use crate::kit::server::COMPACT_AT;
 use crate::testing::{call, deliver, fire, Effects};
 use crate::{ClientRole, Replica};
 use meridian_core::{Actor, Command, DcId, Layout, TimerId, Topology};
