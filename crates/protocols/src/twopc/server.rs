@@ -7,8 +7,6 @@ use super::*;
 
 pub(crate) use crate::kit::server::SweepTimer as ServerTimer;
 
-/// Log length at which housekeeping checkpoints (drops finished transactions' records).
-
 /// Participant-side state of one transaction.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) enum PState {
