@@ -29,6 +29,23 @@ pub struct Txn {
     pub exec: Execution,
 }
 
+impl Txn {
+    /// The program finished and the transaction goes to commit: numbers its writes
+    /// ([`number_writes`]), disarms the client's read timer `read` and stamps the
+    /// commit's start now. Returns each key's final write.
+    pub fn to_commit<M>(
+        &mut self,
+        writes: Vec<(Key, Value)>,
+        read: impl Into<TimerId>,
+        cx: &mut Ctx<'_, M>,
+    ) -> BTreeMap<Key, (VersionId, Value)> {
+        let finals = number_writes(&mut self.rec, writes);
+        cx.cancel_timer(read);
+        self.rec.commit_start = Some(cx.now());
+        finals
+    }
+}
+
 crate::kit::timers::timers! {
     /// The timers of a client that reads, hands its commit on and asks for the
     /// outcome, and runs interactive transactions (2PC, Replicated Commit,
@@ -129,21 +146,6 @@ pub fn numbered(txn: TxnId, writes: Vec<(Key, Value)>) -> (Vec<WriteRec>, BTreeM
         finals.insert(k, (version(i), v));
     }
     (recs, finals)
-}
-
-/// The program finished and the transaction goes to commit: numbers its writes
-/// ([`number_writes`]), disarms the client's read timer `read` and stamps the commit's
-/// start now. Returns each key's final write.
-pub fn to_commit<M>(
-    rec: &mut TxnRecord,
-    writes: Vec<(Key, Value)>,
-    read: impl Into<TimerId>,
-    cx: &mut Ctx<'_, M>,
-) -> BTreeMap<Key, (VersionId, Value)> {
-    let finals = number_writes(rec, writes);
-    cx.cancel_timer(read);
-    rec.commit_start = Some(cx.now());
-    finals
 }
 
 /// Ends a transaction's record with its outcome, now, and hands it to the runtime.

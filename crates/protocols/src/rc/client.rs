@@ -83,7 +83,7 @@ impl Client {
             Next::Abort(reason) => self.abort(reason, cx),
             Next::Done(writes) => {
                 let txn = cur.t.rec.id;
-                let finals = crate::kit::client::to_commit(&mut cur.t.rec, writes, ClientTimer::Read, cx);
+                let finals = cur.t.to_commit(writes, ClientTimer::Read, cx);
                 let first = finals.keys().next().or_else(|| cur.reads.first().map(|(k, _)| k));
                 let Some(first) = first else {
                     self.finish(Outcome::Committed, None, cx);

@@ -96,7 +96,7 @@ impl Client {
             Next::Abort(reason) => self.abort(reason, cx),
             Next::Done(writes) => {
                 let txn = cur.t.rec.id;
-                let finals = crate::kit::client::to_commit(&mut cur.t.rec, writes, ClientTimer::Read, cx);
+                let finals = cur.t.to_commit(writes, ClientTimer::Read, cx);
                 let layout = &self.env.layout;
                 let mut shares: BTreeMap<ShardId, Share> = BTreeMap::new();
                 for r in &cur.t.rec.reads {
