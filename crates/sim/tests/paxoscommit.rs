@@ -142,23 +142,8 @@ fn test_pc_dc_outage_majority_keeps_committing() {
         let out = checked(p, &c);
         assert_eq!(out.report.locked_at_end, Some(0));
         let as_dc = c.topology.dc("AS").unwrap();
-        let mut ends: Vec<f64> = out
-            .history
-            .txns
-            .iter()
-            .filter(|t| t.outcome == Outcome::Committed && t.dc != as_dc)
-            .filter_map(|t| t.end)
-            .map(|e| e as f64 / 1e9)
-            .filter(|e| (5.0..25.0).contains(e))
-            .collect();
-        ends.sort_by(f64::total_cmp);
-        let mut gap: f64 = 0.0;
-        let mut last = 5.0;
-        for e in ends.iter().chain([25.0].iter()) {
-            gap = gap.max(e - last);
-            last = *e;
-        }
-        assert!(ends.len() > 200, "{p}: {} commits during the outage", ends.len());
+        let (commits, gap) = common::commits_and_longest_gap(&out.history, 5.0, 25.0, |t| t.dc != as_dc);
+        assert!(commits > 200, "{p}: {commits} commits during the outage");
         assert!(gap < 1.5, "{p}: EU/US commits stopped for {gap:.1} s");
     }
 }

@@ -111,23 +111,8 @@ fn test_dc_outage_rc_never_stops_replog_waits_for_the_lease() {
         c.settle = secs(5.0);
         let out = sim(p, &c);
         assert_clean(&out.report);
-        let mut ends: Vec<f64> = out
-            .history
-            .txns
-            .iter()
-            .filter(|t| t.outcome == Outcome::Committed)
-            .filter_map(|t| t.end)
-            .map(|e| e as f64 / 1e9)
-            .filter(|e| (20.0..50.0).contains(e))
-            .collect();
-        ends.sort_by(f64::total_cmp);
-        let mut gap: f64 = 0.0;
-        let mut last = 20.0;
-        for e in ends.iter().chain([50.0].iter()) {
-            gap = gap.max(e - last);
-            last = *e;
-        }
-        assert!(ends.len() > 100, "{p}: {} commits during the outage", ends.len());
+        let (commits, gap) = common::commits_and_longest_gap(&out.history, 20.0, 50.0, |_| true);
+        assert!(commits > 100, "{p}: {commits} commits during the outage");
         assert!(gap < max_gap, "{p}: commits stopped for {gap:.1} s");
         if p == "rc" {
             let during: Vec<f64> = out

@@ -2,7 +2,8 @@
 
 #![allow(dead_code)] // each test binary uses its own part
 
-use meridian_core::{Topology, DEFAULT_INTRA_RTT_MS};
+use meridian_check::History;
+use meridian_core::{Outcome, Topology, TxnRecord, DEFAULT_INTRA_RTT_MS};
 use meridian_sim::SimReport;
 
 /// Fails unless the run checked clean: no anomaly (every level the protocol claims:
@@ -60,4 +61,26 @@ pub fn us3fast() -> Topology {
         "us3fast",
     )
     .expect("us3fast parses")
+}
+
+/// The commits of `h` that `keep` selects and that ended in the window `from..to`
+/// (seconds), and the longest stretch of the window without one of them (seconds): how
+/// many committed during an outage, and how long commits stopped.
+pub fn commits_and_longest_gap(h: &History, from: f64, to: f64, keep: impl Fn(&TxnRecord) -> bool) -> (usize, f64) {
+    let mut ends: Vec<f64> = h
+        .txns
+        .iter()
+        .filter(|t| t.outcome == Outcome::Committed && keep(t))
+        .filter_map(|t| t.end)
+        .map(|e| e as f64 / 1e9)
+        .filter(|e| (from..to).contains(e))
+        .collect();
+    ends.sort_by(f64::total_cmp);
+    let mut gap: f64 = 0.0;
+    let mut last = from;
+    for e in ends.iter().chain([to].iter()) {
+        gap = gap.max(e - last);
+        last = *e;
+    }
+    (ends.len(), gap)
 }
