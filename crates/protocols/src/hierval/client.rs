@@ -226,13 +226,24 @@ impl Client {
                     self.send_decision(true, ts, &nodes, cx);
                 }
             }
-            Msg::Ack { txn, commit } if txn == cur.t.rec.id => {
-                let Phase::Acking(ts) = cur.phase else { return };
-                if !commit {
-                    // Cooperative termination aborted it while this client was silent.
-                    self.finish(Outcome::Aborted, Some(AbortReason::AbortedQueried), cx);
-                    return;
+            Msg::Ack { txn, commit: false } if txn == cur.t.rec.id => {
+                // Cooperative termination aborted it while this client was silent, or
+                // still collecting votes (a commit request lost with a crashed
+                // participant): the other participants are told at once.
+                let (voting, acking) = (
+                    matches!(cur.phase, Phase::Voting),
+                    matches!(cur.phase, Phase::Acking(_)),
+                );
+                if voting {
+                    let nodes = cur.nodes.clone();
+                    self.send_decision(false, 0, &nodes, cx);
                 }
+                if voting || acking {
+                    self.finish(Outcome::Aborted, Some(AbortReason::AbortedQueried), cx);
+                }
+            }
+            Msg::Ack { txn, .. } if txn == cur.t.rec.id => {
+                let Phase::Acking(ts) = cur.phase else { return };
                 cur.acks.insert(from);
                 if cur.acks.len() == cur.nodes.len() {
                     self.floor = self.floor.max(ts);

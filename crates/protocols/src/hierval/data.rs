@@ -184,6 +184,7 @@ impl Server {
     /// timestamp or are discarded, locks are released, blocked reads re-served.
     pub(super) fn apply(&mut self, from: NodeId, txn: TxnId, commit: bool, ts: u64, cx: &mut Ctx<'_, Msg>) {
         let two_pc = self.sh.p.mode == Mode::TwoPc;
+        let client = self.prepared.get(&txn).map(|p| p.client);
         if let Some(p) = self.prepared.get(&txn) {
             if p.frozen && two_pc && from == p.client {
                 // Frozen by cooperative termination: the peers decide, not the client.
@@ -219,9 +220,14 @@ impl Server {
             // Decided before the commit request arrived (it was lost or is late).
             self.done.insert(txn, (commit, ts));
         }
-        if two_pc && from != self.me {
+        // `2pc-deferred`: the result goes to whoever sent the decision; a decision this
+        // node took in cooperative termination (`from` is itself) goes to the client,
+        // which may still be collecting votes and would otherwise learn the abort only
+        // when it sends its commit request again, a fail-over time later.
+        let to = if from == self.me { client } else { Some(from) };
+        if let (true, Some(to)) = (two_pc, to) {
             let commit = self.done.get(&txn).is_some_and(|d| d.0);
-            cx.send(from, Msg::Ack { txn, commit });
+            cx.send(to, Msg::Ack { txn, commit });
         }
     }
 

@@ -546,6 +546,14 @@ fn test_2pc_deferred_participants_terminate_when_the_client_goes_silent() {
         assert_eq!(n.servers[i].locked_keys(), Some(0));
         assert_eq!(n.servers[i].done.get(&txn(1)), Some(&(false, 0)));
     }
+    // Each tells the client, which may still be collecting votes.
+    let told: Vec<NodeId> = n
+        .outside
+        .iter()
+        .filter(|(_, to, m)| *to == c && matches!(m, Msg::Ack { commit: false, .. }))
+        .map(|(from, _, _)| *from)
+        .collect();
+    assert_eq!(told, vec![NodeId(1), NodeId(2)], "{:?}", n.outside);
     // The client's late commit is refused: the result says aborted.
     n.outside.clear();
     n.send(
@@ -612,6 +620,26 @@ fn test_2pc_deferred_client_sends_a_lost_commit_request_again() {
     );
     assert_eq!(n.records.len(), 1);
     assert_eq!(n.records[0].outcome, Outcome::Committed);
+}
+
+/// A `2pc-deferred` client still collecting votes (its commit request to node 2 lost,
+/// its own re-send not yet due) hears of the abort its participants' cooperative
+/// termination took, instead of learning it from its next re-send a fail-over time
+/// later (stop 49's note), and tells every participant.
+#[test]
+fn test_2pc_deferred_termination_tells_a_client_still_collecting_votes() {
+    let p = proto("2pc-deferred");
+    let mut n = net(&p, 8);
+    n.drop_once = Some(Box::new(|_, to, m| to == NodeId(2) && matches!(m, Msg::Commit(_))));
+    n.submit(0, txn(1), rmw(&["#1/a", "#2/b"]));
+    assert!(n.drop_once.is_none(), "the request to node 2 was lost");
+    // Only the servers' sweeps run: node 1 asks the client (undecided) and node 2
+    // (never prepared: an abort), and aborts.
+    n.run_for(secs(2.0), ms(250.0), ServerTimer::Sweep);
+    assert_eq!(n.servers[1].done.get(&txn(1)), Some(&(false, 0)));
+    assert_eq!(n.records.len(), 1, "the client learned the abort");
+    assert_eq!(n.records[0].outcome, Outcome::Aborted);
+    assert_eq!(n.servers[1].locked_keys(), Some(0));
 }
 
 #[test]
