@@ -197,14 +197,20 @@ impl Server {
                 for (k, v, _) in &p.writes {
                     self.store.abort_tentative(k, *v);
                 }
-                self.log.append(
-                    Rec::Applied {
-                        txn,
-                        commit: false,
-                        ts: 0,
-                    },
-                    cx,
-                );
+                let rec = Rec::Applied {
+                    txn,
+                    commit: false,
+                    ts: 0,
+                };
+                if two_pc && from == self.me {
+                    // Taken in cooperative termination: it leaves this node (to the
+                    // client and the peers, below), so it binds this node for good. Kept
+                    // in memory only, a crash would leave the transaction prepared and
+                    // unfrozen here, free to take a commit its peers have aborted on.
+                    self.log.append_sync(rec, cx);
+                } else {
+                    self.log.append(rec, cx);
+                }
             }
             self.locks.release_all(txn);
             self.done.insert(txn, (commit, ts));
@@ -362,7 +368,21 @@ impl Server {
                 p.peers.insert(from, None);
                 let all = p.nodes.iter().filter(|n| **n != me).all(|n| p.peers.contains_key(n));
                 if all {
+                    // Every peer is frozen: none takes the client's decision, so each
+                    // would hold its locks until its own termination, a query timeout
+                    // later. They are told the abort now (it is forced first, in
+                    // `apply`); a frozen peer follows a peer's decision.
+                    let peers: Vec<NodeId> = p.nodes.iter().copied().filter(|n| *n != me).collect();
                     self.apply(me, txn, false, 0, cx);
+                    for n in peers {
+                        cx.send(
+                            n,
+                            Msg::PeerState {
+                                txn,
+                                state: Some((false, 0)),
+                            },
+                        );
+                    }
                 }
             }
         }

@@ -116,7 +116,10 @@
 //!   went silent runs cooperative termination with its peers (a peer that answers
 //!   "undecided" is frozen and refuses the client's decision; all frozen → abort). Both
 //!   binding answers, "undecided" and "never prepared here", are forced to the log
-//!   before they leave, so a restart does not undo them.
+//!   before they leave, so a restart does not undo them. An abort taken in termination
+//!   is forced too, then sent to the client (which may still be collecting votes: it
+//!   aborts at once and tells every participant) and to the frozen peers, which follow
+//!   it instead of waiting for their own termination.
 //!   The fault model is `Durable`.
 //! - **Batches and WAN trips**: a batch continues the causal chain of the input that
 //!   filled or flushed it; the paper's setting is one DC, where this does not matter.

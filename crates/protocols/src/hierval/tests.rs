@@ -576,8 +576,13 @@ fn test_2pc_deferred_participants_terminate_when_the_client_goes_silent() {
 #[test]
 fn test_2pc_deferred_a_freeze_survives_a_restart() {
     let (mut n, c) = two_prepared_2pc();
-    // Node 1 asks its peer, which is undecided: node 2 freezes, node 1 aborts.
+    // Node 1 asks its peer, which is undecided: node 2 freezes, node 1 aborts. The
+    // abort node 1 then sends node 2 is lost.
+    n.drop_once = Some(Box::new(|_, to, m| {
+        to == NodeId(2) && matches!(m, Msg::PeerState { state: Some(_), .. })
+    }));
     n.send(NodeId(1), NodeId(2), Msg::Peer { txn: txn(1) });
+    assert!(n.drop_once.is_none(), "node 1's abort to node 2 was lost");
     assert_eq!(n.servers[1].done.get(&txn(1)), Some(&(false, 0)));
     n.crash(NodeId(2));
     n.restart(NodeId(2));
@@ -597,6 +602,26 @@ fn test_2pc_deferred_a_freeze_survives_a_restart() {
     n.run_for(secs(2.0), ms(250.0), ServerTimer::Sweep);
     assert_eq!(n.servers[2].done.get(&txn(1)), Some(&(false, 0)));
     assert_eq!(n.servers[2].locked_keys(), Some(0));
+}
+
+/// A `2pc-deferred` participant whose termination aborts (every peer frozen) forces
+/// the abort to its log and tells the frozen peers, which follow it at once instead of
+/// holding their locks until their own termination, a query timeout later (a crash
+/// scan, stop 50: after a one-second crash a frozen participant held a hot key for a
+/// second, and every client queued behind it).
+#[test]
+fn test_2pc_deferred_a_termination_abort_is_forced_and_sent_to_the_frozen_peers() {
+    let (mut n, _c) = two_prepared_2pc();
+    n.send(NodeId(1), NodeId(2), Msg::Peer { txn: txn(1) });
+    for i in [1, 2] {
+        assert_eq!(n.servers[i].done.get(&txn(1)), Some(&(false, 0)), "node {i}");
+        assert_eq!(n.servers[i].locked_keys(), Some(0), "node {i}");
+    }
+    // Node 1's abort survives its crash: the transaction is not prepared again there.
+    n.crash(NodeId(1));
+    n.restart(NodeId(1));
+    assert!(n.servers[1].prepared.is_empty());
+    assert_eq!(n.servers[1].done.get(&txn(1)), Some(&(false, 0)));
 }
 
 /// Stop 49: a `2pc-deferred` client whose commit request to one participant was lost
