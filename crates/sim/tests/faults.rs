@@ -538,7 +538,11 @@ fn rate_around_a_short_crash(protocol: &str, seed: u64, windows: [(f64, f64); 2]
 /// back with a prepared transaction asked its decider only a query timeout (1 s) after
 /// its restart, holding the keys' locks meanwhile, though the decision had been taken
 /// while it was down (0.53-0.57 of the rate over 3-5 s before, hier-lock seed 1 apart;
-/// 0.98-1.0 now).
+/// 0.98-1.0 now). 2pc-deferred (stop 50), from 3 s: seed 2 was 0.53 of the rate over
+/// 3-5 s (0.74 from 3.5 s). A commit request re-sent to the restarted node prepared
+/// there just as the other participant's termination froze it and aborted; the client
+/// and the frozen node were not told, and the frozen node held a hot key until its own
+/// termination a second later. The abort now goes to both (0.99).
 #[test]
 fn a_short_server_crash_costs_no_read_deadline() {
     for (proto, from) in [
@@ -547,7 +551,7 @@ fn a_short_server_crash_costs_no_read_deadline() {
         ("rc", 4.0),
         ("hier-lock", 3.0),
         ("hier-ts", 3.0),
-        ("2pc-deferred", 4.0),
+        ("2pc-deferred", 3.0),
         ("2pc-2pl", 4.0),
         ("replog", 3.5),
     ] {
