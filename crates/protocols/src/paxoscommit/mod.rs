@@ -101,7 +101,10 @@
 //!   cannot commit; the client keeps asking its home (`Status` every second) and the
 //!   restarted home, which does not know it, aborts it for good (forced) and releases
 //!   its locks everywhere; other DCs also drop locks of a transaction whose home has
-//!   been silent for the idle time-out. Dropping locks is not a decision: such a DC
+//!   been silent for [`LOCK_WAIT`] plus the fail-over time (a live home renews them
+//!   within `LOCK_WAIT`: its next lock round, its commit round or its abort; the
+//!   interactive idle time, 10 s, used before, stalled the other DCs' transactions
+//!   queued behind a dead home's locks). Dropping locks is not a decision: such a DC
 //!   refuses further lock requests for the transaction, votes no if its commit round
 //!   still reaches it, and learns and installs the outcome the others decided (a DC
 //!   cut off from its peers for 20 s used to record the drop as an abort and never
@@ -112,7 +115,19 @@
 //!   and committed timestamps are the checkpoint installed in the same step. The
 //!   clients of a DC whose coordinator is down wait until it returns (the baselines
 //!   have no fail-over); the other DCs' clients keep committing through the remaining
-//!   majority.
+//!   majority, with one limit below.
+//! - **A split vote waits for the silent DC.** With one of three DCs down, two
+//!   transactions that conflict and come from the two other DCs each validate first at
+//!   their home and are refused at the other: one yes and one no each, and neither can
+//!   be decided without the third DC's vote (a DC's vote is its own decision, above).
+//!   Under `pc-occ` they keep their validation locks, every transaction that touches
+//!   those keys is refused at one DC and accepted at the other, and the hot keys stall
+//!   until the DC returns (bank, 100 accounts, NY out for 15 s on three DCs 0.2 ms
+//!   apart: CA and TX commit nothing until NY is back). Gray and Lamport's Paxos Commit
+//!   avoids this with acceptors for each participant's vote and a recovery leader that
+//!   can choose "aborted" for a silent one; this baseline has no such recovery.
+//!   `pc-2pl` does not split this way: wound-wait orders conflicting transactions the
+//!   same way at every DC.
 //! - **One retry, counted honestly** (OCC): see above. A client that crashes while the
 //!   retry runs reports the retry as unknown; the first attempt's record is lost with
 //!   the client (it aborted and installed nothing).

@@ -172,11 +172,18 @@ impl Server {
             for (t, why) in slow {
                 self.home_abort(t, why, cx);
             }
-            // Locks of transactions whose home went silent (crashed) are dropped.
+            // Locks of transactions whose home went silent (crashed) are dropped. A live
+            // home sends its next lock request, its commit round or its abort within
+            // `LOCK_WAIT` of the last request (it aborts a transaction that waited that
+            // long for a majority of grants), so silence for `LOCK_WAIT` plus the
+            // fail-over time means it is down or cut off. (It was the interactive idle
+            // time, 10 s: a DC outage stalled the other DCs' transactions queued behind
+            // the dead home's locks for that long.)
+            let silent = LOCK_WAIT + to.failover;
             let mut idle: Vec<TxnId> = self
                 .holders
                 .iter()
-                .filter(|(t, h)| now.saturating_sub(h.last) > to.idle && !self.acc.contains_key(t))
+                .filter(|(t, h)| now.saturating_sub(h.last) > silent && !self.acc.contains_key(t))
                 .map(|(t, _)| *t)
                 .collect();
             idle.sort();
