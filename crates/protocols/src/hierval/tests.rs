@@ -624,6 +624,17 @@ fn test_2pc_deferred_a_termination_abort_is_forced_and_sent_to_the_frozen_peers(
     assert_eq!(n.servers[1].done.get(&txn(1)), Some(&(false, 0)));
 }
 
+/// `2pc-deferred` on 8 servers: a client's transaction 1 writes `#1/a` and `#2/b`; its
+/// commit request to node 2 is lost, node 1 is prepared.
+fn a_lost_commit_request() -> Net<HierVal> {
+    let p = proto("2pc-deferred");
+    let mut n = net(&p, 8);
+    n.drop_once = Some(Box::new(|_, to, m| to == NodeId(2) && matches!(m, Msg::Commit(_))));
+    n.submit(0, txn(1), rmw(&["#1/a", "#2/b"]));
+    assert!(n.drop_once.is_none(), "the request to node 2 was lost");
+    n
+}
+
 /// Stop 49: a `2pc-deferred` client whose commit request to one participant was lost
 /// (with a crashed node) waited for its 3 s vote timeout, the other participant's locks
 /// held meanwhile. It now sends the request again to a participant that has not voted,
@@ -631,11 +642,7 @@ fn test_2pc_deferred_a_termination_abort_is_forced_and_sent_to_the_frozen_peers(
 /// own termination would start).
 #[test]
 fn test_2pc_deferred_client_sends_a_lost_commit_request_again() {
-    let p = proto("2pc-deferred");
-    let mut n = net(&p, 8);
-    n.drop_once = Some(Box::new(|_, to, m| to == NodeId(2) && matches!(m, Msg::Commit(_))));
-    n.submit(0, txn(1), rmw(&["#1/a", "#2/b"]));
-    assert!(n.drop_once.is_none(), "the request to node 2 was lost");
+    let mut n = a_lost_commit_request();
     assert!(n.records.is_empty());
     n.run_for_with_clients(
         ms(500.0),
@@ -653,11 +660,7 @@ fn test_2pc_deferred_client_sends_a_lost_commit_request_again() {
 /// later (stop 49's note), and tells every participant.
 #[test]
 fn test_2pc_deferred_termination_tells_a_client_still_collecting_votes() {
-    let p = proto("2pc-deferred");
-    let mut n = net(&p, 8);
-    n.drop_once = Some(Box::new(|_, to, m| to == NodeId(2) && matches!(m, Msg::Commit(_))));
-    n.submit(0, txn(1), rmw(&["#1/a", "#2/b"]));
-    assert!(n.drop_once.is_none(), "the request to node 2 was lost");
+    let mut n = a_lost_commit_request();
     // Only the servers' sweeps run: node 1 asks the client (undecided) and node 2
     // (never prepared: an abort), and aborts.
     n.run_for(secs(2.0), ms(250.0), ServerTimer::Sweep);

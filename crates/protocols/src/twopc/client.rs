@@ -54,20 +54,8 @@ impl Client {
             }
             Next::Abort(reason) => self.abort(reason, cx),
             Next::Done(writes) => {
-                let txn = cur.t.rec.id;
                 let finals = cur.t.to_commit(writes, ClientTimer::Read, cx);
-                let layout = &self.env.layout;
-                let mut parts: BTreeMap<NodeId, Part> = BTreeMap::new();
-                for r in &cur.t.rec.reads {
-                    part_for(&mut parts, layout, &r.key)
-                        .reads
-                        .push((r.key.clone(), r.version));
-                }
-                for (k, (v, val)) in finals {
-                    for node in layout.replicas(layout.shard_of(&k)) {
-                        part_on(&mut parts, *node).writes.push((k.clone(), v, val.clone()));
-                    }
-                }
+                let parts = commit_parts(&self.env.layout, &cur.t.rec.reads, finals);
                 if parts.is_empty() {
                     self.finish(Outcome::Committed, None, cx);
                     return;
@@ -76,9 +64,9 @@ impl Client {
                 cx.send(
                     self.coord,
                     Msg::Commit {
-                        txn,
+                        txn: cur.t.rec.id,
                         ts: cur.t.rec.start,
-                        parts: parts.into_values().collect(),
+                        parts,
                     },
                 );
                 cx.set_timer(self.env.timeouts.status, ClientTimer::Status);
@@ -114,6 +102,28 @@ pub(super) fn part_for<'a>(
     key: &Key,
 ) -> &'a mut Part {
     part_on(parts, layout.primary(layout.shard_of(key)))
+}
+
+/// The commit request's share of each participant, in node order: each key read goes
+/// to its shard's primary (with the version read), each final write to every replica of
+/// its shard.
+fn commit_parts(
+    layout: &meridian_core::Layout,
+    reads: &[meridian_core::ReadRec],
+    finals: BTreeMap<Key, (meridian_core::VersionId, meridian_core::Value)>,
+) -> Vec<Part> {
+    let mut parts: BTreeMap<NodeId, Part> = BTreeMap::new();
+    for r in reads {
+        part_for(&mut parts, layout, &r.key)
+            .reads
+            .push((r.key.clone(), r.version));
+    }
+    for (k, (v, val)) in finals {
+        for node in layout.replicas(layout.shard_of(&k)) {
+            part_on(&mut parts, *node).writes.push((k.clone(), v, val.clone()));
+        }
+    }
+    parts.into_values().collect()
 }
 
 /// The share of participant `node`, created empty.
