@@ -291,4 +291,85 @@ mod tests {
             }
         }
     }
+
+    /// The payload structs that replaced struct variants (`Read`, `P1a`, `Accepted`,
+    /// `NewView`, `SyncReq`) put the same bytes on the wire as the variants did: postcard
+    /// writes a struct variant and a newtype variant holding a struct alike (the variant's
+    /// index, then the fields in order), so a peer of the same wire version reads them. The
+    /// byte strings were printed by the struct variants of 76b4d05, before the change.
+    #[test]
+    fn hacommit_payload_structs_encode_as_the_struct_variants_they_replaced() {
+        fn variant(index: u8, fields: impl Serialize) -> Vec<u8> {
+            let mut bytes = vec![index];
+            bytes.extend(postcard::to_stdvec(&fields).expect("fields encode"));
+            bytes
+        }
+        use meridian_core::ShardId;
+        use meridian_protocols::hacommit::{Accepted, DoneInfo, Msg, P1a, PendingInfo, Read, SyncReq, ViewState};
+        let enc = |m: Msg| postcard::to_stdvec(&m).expect("message encodes");
+        let (txn, shard, shards) = (TxnId { client: 0, seq: 7 }, ShardId(2), vec![ShardId(1), ShardId(2)]);
+        let read = Msg::Read(Read {
+            txn,
+            ts: 5,
+            shard,
+            key: Key::from("k"),
+            shards: shards.clone(),
+        });
+        let p1a = Msg::P1a(P1a {
+            txn,
+            ts: 5,
+            shard,
+            ballot: 9,
+            shards: shards.clone(),
+        });
+        let accepted = Msg::Accepted(Accepted {
+            txn,
+            shard,
+            ballot: 9,
+            commit: true,
+            shards: shards.clone(),
+        });
+        let new_view = Msg::NewView(ViewState {
+            shard,
+            view: 4,
+            pending: vec![],
+            done: vec![],
+            seq: 11,
+        });
+        let sync = Msg::SyncReq(SyncReq {
+            shard,
+            below: 3,
+            floor: 6,
+        });
+        let none: (Vec<PendingInfo>, Vec<DoneInfo>) = (vec![], vec![]);
+        let cases: [(Msg, Vec<u8>, &[u8]); 5] = [
+            (
+                read,
+                variant(0, (txn, 5u64, shard, Key::from("k"), shards.clone())),
+                &[0, 0, 7, 5, 2, 1, 107, 2, 1, 2],
+            ),
+            (
+                p1a,
+                variant(8, (txn, 5u64, shard, 9u64, shards.clone())),
+                &[8, 0, 7, 5, 2, 9, 2, 1, 2],
+            ),
+            (
+                accepted,
+                variant(12, (txn, shard, 9u64, true, shards)),
+                &[12, 0, 7, 2, 9, 1, 2, 1, 2],
+            ),
+            (
+                new_view,
+                variant(18, (shard, 4u64, none.0, none.1, 11u64)),
+                &[18, 2, 4, 0, 0, 11],
+            ),
+            (sync, variant(19, (shard, 3u64, 6u64)), &[19, 2, 3, 6]),
+        ];
+        for (m, by_rule, before) in cases {
+            let what = format!("{m:?}");
+            let bytes = enc(m);
+            assert_eq!(bytes, by_rule, "{what}");
+            assert_eq!(bytes, before, "{what}");
+        }
+    }
 }
