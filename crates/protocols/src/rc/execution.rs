@@ -21,6 +21,18 @@ impl Server {
         cx.send(from, Msg::ReadReply { txn, key, result });
     }
 
+    /// The client aborted `txn` before its commit: its read locks go, and it is
+    /// remembered as aborted here (for `tombstone`), so that a read the network delays
+    /// past the release is refused rather than lock the key again until the idle
+    /// timeout, denying every writer's PREPARE meanwhile (a no to a late PREPARE is
+    /// safe: the client has aborted).
+    pub(super) fn on_client_release(&mut self, txn: TxnId, now: Time) {
+        if !self.prepared.contains_key(&txn) {
+            self.applied.entry(txn).or_insert((false, now));
+        }
+        self.on_release(txn);
+    }
+
     pub(super) fn on_release(&mut self, txn: TxnId) {
         if self.readers.remove(&txn).is_some() {
             self.locks.release_all(txn);

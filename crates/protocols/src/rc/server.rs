@@ -170,7 +170,7 @@ impl Server {
     pub(super) fn receive(&mut self, from: NodeId, msg: Msg, cx: &mut Ctx<'_, Msg>) {
         match msg {
             Msg::Read { txn, key } => self.on_read(from, txn, key, cx),
-            Msg::Release { txn } => self.on_release(txn),
+            Msg::Release { txn } => self.on_client_release(txn, cx.now()),
             Msg::Accept { txn, value } => self.on_accept(from, txn, value, cx),
             Msg::Prepare { txn, ts, coord, share } => self.on_prepare(from, txn, ts, coord, share, cx),
             Msg::Prepared(p) => self.on_prepared(from, p, cx),

@@ -130,3 +130,28 @@ fn a_cohort_back_from_a_crash_is_sent_prepare_again() {
     assert_eq!(net.records[0].outcome, Outcome::Committed, "{:?}", net.records[0]);
     assert_eq!(net.holders(&layout, b, T1), vec![true, true, false]);
 }
+
+/// A read the network delays past its client's RELEASE (the client aborted before
+/// committing) must not lock the key again: nothing told the replica the transaction
+/// was over, so the shared lock stayed until the idle timeout and denied every writer's
+/// PREPARE of the key meanwhile (issue 51's late-duplicate pattern, in RC).
+#[test]
+fn a_late_read_after_the_clients_release_takes_no_lock() {
+    let (mut net, layout) = net();
+    let k = Key::from("x");
+    let n = layout.replicas(layout.shard_of(&k))[0];
+    let read = Msg::Read {
+        txn: T1,
+        key: k.clone(),
+    };
+    net.send(NodeId(99), n, read.clone());
+    assert_eq!(net.servers[n.0 as usize].locked_keys(), Some(1));
+    net.send(NodeId(99), n, Msg::Release { txn: T1 });
+    assert_eq!(net.servers[n.0 as usize].locked_keys(), Some(0));
+    net.send(NodeId(99), n, read);
+    assert_eq!(
+        net.servers[n.0 as usize].locked_keys(),
+        Some(0),
+        "the late read locked the key"
+    );
+}

@@ -29,8 +29,14 @@ impl Server {
         if now >= g.lease_until {
             return refuse(AbortReason::LeaseNotHeld, None, cx);
         }
-        if self.tombstones.contains_key(&txn) {
-            return refuse(AbortReason::AlreadyAbortedHere, None, cx);
+        match self.done.get(&txn) {
+            _ if self.tombstones.contains_key(&txn) => return refuse(AbortReason::AlreadyAbortedHere, None, cx),
+            Some(false) => return refuse(AbortReason::AlreadyAbortedHere, None, cx),
+            // Committed: a read the network delayed past the outcome. Its client is done
+            // with it; begun again, it would hold a shared lock with the transaction's
+            // old (oldest) priority that younger writers wait behind.
+            Some(true) => return,
+            None => {}
         }
         let t = self.seen((txn, s), ts, now);
         if !matches!(t.state, PState::Active) {
@@ -201,6 +207,11 @@ impl Server {
                 cx.hops(),
                 cx,
             );
+        }
+        if self.done.get(&txn) == Some(&true) {
+            // Committed (every share had voted yes): a PREPARE delayed past the outcome.
+            // Begun again, it would lock the keys and log a second PREPARE.
+            return;
         }
         let t = self.seen((txn, s), p.ts, now);
         if !matches!(t.state, PState::Active) {

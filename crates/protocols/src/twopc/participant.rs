@@ -14,6 +14,13 @@ impl Server {
             );
             return;
         }
+        if self.committed.contains_key(&txn) {
+            // Committed here: a read the network delayed past the decision. Its client
+            // is done with it, so there is nothing to answer; begun again, it would take
+            // a shared lock with the transaction's old (oldest) priority that every
+            // younger writer waits behind until the idle timeout.
+            return;
+        }
         if self.cc != Cc::Locking {
             // OCC reads take no lock, but a read of a key that a prepared transaction
             // will write waits for its decision: answered now, it could miss a commit
