@@ -155,6 +155,11 @@ impl Server {
         g.promised = ballot;
         g.leader = None;
         g.election = None;
+        // Our own pre-vote, if one is out, is moot: completed, it would raise the ballot
+        // over the candidate just promised and depose it as it begins to lead (under a
+        // 2 s lease on far3 two candidates deposed each other this way for the rest of
+        // the run, and a cohort's COMMIT was never chosen: issue 51).
+        g.prevote = None;
         // Give this candidate time to finish before standing ourselves.
         g.elect_after = now + 3_000_000_000;
         cx.charge_log_sync(16);

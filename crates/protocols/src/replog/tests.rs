@@ -578,3 +578,99 @@ fn a_status_query_for_a_transaction_known_only_from_votes_is_a_presumed_abort() 
     assert_eq!(abort_reason(&net, txn), Some(AbortReason::CoordinatorNeverPrepared));
     assert_no_locks(&net);
 }
+
+/// A read and a PREPARE that the network delays past their transaction's commit (late
+/// duplicates) must not begin the transaction again at the shard's leader: as a fresh
+/// share the read took a shared lock with the transaction's original (oldest) priority,
+/// held until the idle timeout when nobody waited for it (issue 51: a key still locked
+/// after the liveness phase, 5 of 10 seeds under `dup:p=0.1,late=30s`), and the PREPARE
+/// locked the key and logged a second PREPARE entry.
+#[test]
+fn a_late_read_or_prepare_after_the_commit_takes_no_lock() {
+    let (mut net, client) = net("us3", |l, s| l.replicas(s)[0]);
+    let txn = TxnId { client: 0, seq: 1 };
+    let read = LockedRead {
+        txn,
+        ts: 0,
+        key: Key::from("#1/a"),
+    };
+    let leader = (0..net.servers.len())
+        .find(|n| net.servers[*n].leads(ShardId(1)))
+        .unwrap();
+    net.send(client, NodeId(leader as u32), Msg::Read(read.clone()));
+    prepare(&mut net, client, txn, &[(0, "#0/b"), (1, "#1/a")]);
+    assert_eq!(outcome(&net, txn), Some(true));
+    assert_no_locks(&net);
+    let log_len = |net: &Net<ReplicatedLog>| net.servers[leader].groups[&ShardId(1)].log.len();
+    let before = log_len(&net);
+    net.send(client, NodeId(leader as u32), Msg::Read(read));
+    prepare(&mut net, client, txn, &[(0, "#0/b"), (1, "#1/a")]);
+    assert_no_locks(&net);
+    assert_eq!(log_len(&net), before, "no second PREPARE entry");
+}
+
+/// Issue 51 (`replog:lease=2s` on far3 lost a committed write from its shard's whole
+/// group): a replica whose own pre-vote was out promised another candidate's ballot,
+/// then its pre-vote completed and it stood with a ballot above the one it had just
+/// promised, deposing the new leader as it began to lead. Two candidates did this to
+/// each other for the rest of the run, and the cohort's COMMIT entry was never chosen.
+/// A promise to another candidate ends this replica's own candidacy.
+#[test]
+fn a_replica_that_promised_another_candidate_drops_its_own_pre_vote() {
+    use crate::testing::{call, deliver, fire};
+    use meridian_core::Actor;
+    let (net, _) = net("us3", |l, s| l.replicas(s)[0]);
+    let s0 = ShardId(0);
+    let r0 = net.servers[0].env.layout.replicas(s0).to_vec();
+    let (leader, rival, me) = (r0[0], r0[1], r0[2]);
+    let mut srv = net.servers.into_iter().nth(me.0 as usize).unwrap();
+    call(&mut srv, 0, me, |s, cx| s.on_start(cx));
+    // The leader falls silent: sweeps until this replica's pre-vote goes out.
+    let mut now = 0;
+    let mine = loop {
+        now += ms(250.0);
+        assert!(now < secs(30.0), "never stood");
+        let e = fire(&mut srv, now, me, ServerTimer::Sweep);
+        let pre = e.sent().into_iter().find_map(|(_, m)| match m {
+            Msg::PreElect { shard, ballot } if *shard == s0 => Some(*ballot),
+            _ => None,
+        });
+        if let Some(b) = pre {
+            break b;
+        }
+    };
+    // The rival's election reaches it first: promised.
+    let theirs = Ballot {
+        round: mine.round,
+        node: rival,
+    };
+    let e = deliver(
+        &mut srv,
+        now + 1,
+        me,
+        rival,
+        Msg::Elect {
+            shard: s0,
+            ballot: theirs,
+            from: 0,
+        },
+    );
+    assert!(matches!(e.sent()[..], [(_, Msg::Promise { .. })]), "{:?}", e.sent());
+    // Then its own pre-vote's majority: it must not stand over the promised rival.
+    let e = deliver(
+        &mut srv,
+        now + 2,
+        me,
+        leader,
+        Msg::PreVote {
+            shard: s0,
+            ballot: mine,
+            ok: true,
+        },
+    );
+    assert!(
+        !e.sent().iter().any(|(_, m)| matches!(m, Msg::Elect { .. })),
+        "stood over the candidate it promised: {:?}",
+        e.sent()
+    );
+}
