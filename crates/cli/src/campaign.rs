@@ -5,7 +5,8 @@
 //!
 //! What a run is drawn from (one random stream per protocol and seed, so adding a
 //! protocol changes no other protocol's runs): a topology (`rc5`, `us3`, `world3`,
-//! `lan`, `two50`), a workload (`ycsb`, contended `ycsb`, write-only `ycsb`, `bank`,
+//! `lan`, `two50`, and `far3` and `gcp3`, whose long round trips race short leases and
+//! fail-over times), a workload (`ycsb`, contended `ycsb`, write-only `ycsb`, `bank`,
 //! TPC-C, `chain`, interactive `script`; Catenae, which runs only transactions that
 //! declare their keys, draws `ycsb`, `bank`, its paper's `micro` and TPC-C on three districts), 300 to 1000 transactions, 8 to 32 clients,
 //! and one fault mix: random crashes, partitions, outages and message faults; serial
@@ -14,8 +15,11 @@
 //! log's lease); one DC cut off from all others (its servers up: a minority side that
 //! cannot get anything chosen); a crash of one server; or message loss, duplication
 //! and reordering alone; a quarter of the runs add clock skew (every clock off by up
-//! to 50 ms, 500 ms or 2 s), and a fifth add late duplicates (one message in fifty
-//! delivered again up to 500 ms, 3 s or 10 s after the original). Many mixes go
+//! to 50 ms, 500 ms, 2 s or 5 s), and a fifth add late duplicates (one message in
+//! fifty delivered again up to 500 ms, 3 s, 10 s, 30 s or 60 s after the original;
+//! the liveness phase outlasts the last copy by 5 s). `replog` runs (with its
+//! variants `lease=2s` and `locks=no-wait`) put every shard's leader in one DC a third
+//! of the time (`--data-dc`). Many mixes go
 //! beyond what a protocol promises (its `Protocol::fault_model`): those runs are
 //! counted apart, and must still be safe, but may stall.
 //!
@@ -102,6 +106,8 @@ pub struct CampaignArgs {
 /// placements worth their own seeds.
 const VARIANTS: &[&str] = &[
     "2pc-2pl:copies=2",
+    "replog:lease=2s",
+    "replog:locks=no-wait",
     "hacommit:replicas=5",
     "catenae:majority=on",
     "catenae:secondary=on",
@@ -114,6 +120,9 @@ const TOPOLOGIES: &[(&str, &[&str])] = &[
     ("world3", &["LON", "CA", "HK"]),
     ("lan", &["L"]),
     ("two50", &["A", "B"]),
+    // Long round trips (318-546 ms) against short leases and fail-over times.
+    ("far3", &["BNE", "SHA", "PAR"]),
+    ("gcp3", &["EU", "US", "AS"]),
 ];
 
 /// Workloads drawn from.
@@ -324,23 +333,32 @@ fn draw(protocol: &str, seed: u64, txns: Option<u64>) -> RunArgs {
     let mut faults = faults_for(&mut r, dcs);
     // Clock skew on a quarter of the runs, from a stream of its own (so the rest of a
     // seed's draw is the same with or without it): every server's and client's clock
-    // off by up to 50 ms, 500 ms or 2 s. Within every protocol's tolerance: safety
+    // off by up to 50 ms, 500 ms, 2 s or 5 s. Within every protocol's tolerance: safety
     // must hold under any skew; strictness is reported, not required.
     let mut sk = rng_for(seed, stream(protocol) ^ 0x5ce3_c10c);
     if sk.gen_bool(0.25) {
-        let max = [50u32, 500, 2000].choose(&mut sk).expect("non-empty");
+        let max = [50u32, 500, 2000, 5000].choose(&mut sk).expect("non-empty");
         faults = format!("{faults};skew:max={max}ms");
     }
     // Late duplicates on a fifth of the runs, from a stream of their own: a copy of a
-    // message (one in fifty) arrives up to 500 ms, 3 s or 10 s after the original, long
-    // after the transaction it belongs to may have been decided. A protocol must
+    // message (one in fifty) arrives up to 500 ms, 3 s, 10 s, 30 s or 60 s after the
+    // original, long after the transaction it belongs to may have been decided (the
+    // liveness phase lasts until 5 s after the last copy arrives). A protocol must
     // recognise a request for a transaction it has already finished (a PREPARE after
-    // the commit once installed old versions again in 2PC).
+    // the commit once installed old versions again in 2PC; a read after the commit
+    // took a lock again until the idle timeout, issue 51).
     let mut dl = rng_for(seed, stream(protocol) ^ 0x1a7e_d0b5);
     if dl.gen_bool(0.2) {
-        let late = [500u32, 3000, 10_000].choose(&mut dl).expect("non-empty");
+        let late = [500u32, 3000, 10_000, 30_000, 60_000]
+            .choose(&mut dl)
+            .expect("non-empty");
         faults = format!("{faults};dup:p=0.02,late={late}ms");
     }
+    // Replicated logs: a third of the runs put every shard's leader in one DC (the
+    // paper's co-located leaders, as `leaders=X/X/X` would), from a stream of its own.
+    let mut ld = rng_for(seed, stream(protocol) ^ 0x1ead_e125);
+    let data_dc = (protocol.starts_with("replog") && dcs.len() > 1 && ld.gen_bool(1.0 / 3.0))
+        .then(|| dcs.choose(&mut ld).expect("a DC").to_string());
     let drawn_txns = *[300u64, 500, 1000].choose(&mut r).expect("non-empty");
     let clients = *[8u32, 16, 32].choose(&mut r).expect("non-empty");
     RunArgs {
@@ -350,6 +368,7 @@ fn draw(protocol: &str, seed: u64, txns: Option<u64>) -> RunArgs {
         clients,
         seed,
         faults,
+        data_dc,
         ..RunArgs::defaults()
     }
 }

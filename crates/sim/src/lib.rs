@@ -452,6 +452,8 @@ struct Sim<'a, P: Protocol> {
     /// One-way delay between each pair of DCs (`Topology::one_way`, computed once).
     one_way: Vec<Time>,
     healed: bool,
+    /// The latest arrival of a duplicate drawn in the safety phase (0: none).
+    last_late: Time,
     // clients
     client_seq: Vec<u32>,
     client_busy: Vec<bool>,
@@ -482,6 +484,14 @@ struct Sim<'a, P: Protocol> {
 /// has stalled (beyond its protocol's tolerance, or a liveness bug): it ends, so that
 /// the liveness phase can tell, instead of running to the time cap.
 const STALL: Time = 60_000_000_000;
+
+/// The liveness phase runs at least this long after the last late duplicate drawn in
+/// the safety phase arrives, so that whatever that copy started is seen at the end:
+/// nothing a late copy of a finished transaction's message may start lasts this long
+/// (a lock it took again would be held until the 10 s idle timeout, and must be found
+/// still held), while the work it may legitimately cause (an answer, a re-sent vote)
+/// ends within a few round trips of any preset topology.
+const AFTER_LAST_LATE: Time = 5_000_000_000;
 
 /// Runs one simulation of protocol `p`.
 pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64)) -> Result<SimOutput, SimError> {
@@ -583,6 +593,7 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
                 .collect()
         },
         healed: false,
+        last_late: 0,
         client_seq: vec![0; cfg.clients as usize],
         client_busy: vec![false; cfg.clients as usize],
         client_dead: vec![false; cfg.clients as usize],
@@ -749,7 +760,7 @@ impl<P: Protocol> Sim<'_, P> {
                 && at.saturating_sub(self.last_done.max(self.faults_over)) > STALL;
             if (at > self.cfg.max_time || stalled) && !self.healed {
                 self.heal();
-                stop_at = self.now + self.cfg.settle;
+                stop_at = self.liveness_end();
             }
             self.now = at;
             self.events += 1;
@@ -812,7 +823,7 @@ impl<P: Protocol> Sim<'_, P> {
             }
             if stop_at == Time::MAX && self.workload_done() {
                 self.heal();
-                stop_at = self.now + self.cfg.settle;
+                stop_at = self.liveness_end();
             }
         }
         progress(self.records.len() as u64, self.cfg.txns);
@@ -829,6 +840,17 @@ impl<P: Protocol> Sim<'_, P> {
     }
 
     /// Ends the safety phase: every fault heals and crashed servers restart.
+    /// When the liveness phase that starts now ends: `settle` from now, and at least
+    /// [`AFTER_LAST_LATE`] after the last duplicate drawn arrives (duplicates are drawn
+    /// only in the safety phase, so none arrives later).
+    fn liveness_end(&self) -> Time {
+        let settled = self.now + self.cfg.settle;
+        if self.last_late == 0 {
+            return settled;
+        }
+        settled.max(self.last_late + AFTER_LAST_LATE)
+    }
+
     fn heal(&mut self) {
         self.healed = true;
         self.partitions.clear();
@@ -1160,6 +1182,7 @@ impl<P: Protocol> Sim<'_, P> {
         if faulty && self.plan.dup > 0.0 && self.net_rng.gen_bool(self.plan.dup) {
             let late = self.plan.dup_late.unwrap_or(base.max(ms(1.0)));
             let extra = (late as f64 * self.net_rng.gen::<f64>()) as Time;
+            self.last_late = self.last_late.max(at + extra);
             self.push(
                 at + extra,
                 Ev::Arrive {
