@@ -118,7 +118,10 @@ impl Server {
             .collect();
         idle.sort();
         for id in idle {
-            self.on_release(id);
+            // As a client's release: remembered as aborted, so that a late copy of its
+            // read does not lock the key again (its PREPARE is refused anyway, its read
+            // lock gone).
+            self.on_client_release(id, now);
         }
         let mut ask = vec![];
         for (id, p) in self.prepared.iter_mut() {

@@ -155,3 +155,27 @@ fn a_late_read_after_the_clients_release_takes_no_lock() {
         "the late read locked the key"
     );
 }
+
+/// The same after the idle sweep dropped a silent client's read lock: the release is
+/// remembered, and a late copy of the read does not lock the key for another `idle`
+/// (found by an audit: 1-4 re-locks a run under client crashes and late duplicates).
+#[test]
+fn a_late_read_after_an_idle_release_takes_no_lock() {
+    let (mut net, layout) = net();
+    let k = Key::from("x");
+    let n = layout.replicas(layout.shard_of(&k))[0];
+    let read = Msg::Read {
+        txn: T1,
+        key: k.clone(),
+    };
+    net.send(NodeId(99), n, read.clone());
+    assert_eq!(net.servers[n.0 as usize].locked_keys(), Some(1));
+    net.run_for(secs(12.0), ms(250.0), ServerTimer::Sweep);
+    assert_eq!(net.servers[n.0 as usize].locked_keys(), Some(0), "released when idle");
+    net.send(NodeId(99), n, read);
+    assert_eq!(
+        net.servers[n.0 as usize].locked_keys(),
+        Some(0),
+        "the late read locked the key"
+    );
+}

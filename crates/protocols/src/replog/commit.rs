@@ -145,7 +145,15 @@ impl Server {
         if !self.leads(s) {
             return;
         }
-        let Some(t) = self.ptxns.get_mut(&(txn, s)) else { return };
+        let Some(t) = self.ptxns.get_mut(&(txn, s)) else {
+            if !commit {
+                // An abort of a share this leader never saw (its PREPARE lost, or still
+                // on its way): tombstoned, so the PREPARE, should it come, is refused
+                // rather than lock and log until the coordinator answers again.
+                self.tombstones.insert(txn, cx.now());
+            }
+            return;
+        };
         match t.state {
             PState::Prepared { hops, .. } | PState::Proposed { hops } => {
                 t.state = PState::Finishing { hops };
