@@ -1,0 +1,298 @@
+//! Version orders: from the replicas, from what the history's reads fix, and from the
+//! search where neither decides.
+
+use super::*;
+
+impl<'h> Checker<'h> {
+    /// Version order per key from the replicas; replicas of a key must agree. The
+    /// longest chain is the order; a replica whose chain is a subsequence of it merely
+    /// lacks versions (a lost or not-yet-applied write, which the durability check
+    /// reports for every committed one); one whose chain orders versions differently,
+    /// or holds a version twice, diverges.
+    pub(crate) fn version_order(&mut self) {
+        let h = self.h;
+        // Each replica's keys by number, in its order.
+        let ids: Vec<Vec<u32>> = h
+            .replicas
+            .iter()
+            .map(|r| r.keys.keys().map(|k| self.keys.id(k)).collect())
+            .collect();
+        let n = self.keys.len();
+        let mut first: Vec<Option<(NodeId, &'h [VersionId])>> = vec![None; n];
+        for (r, ids) in h.replicas.iter().zip(&ids) {
+            for (st, &k) in r.keys.values().zip(ids) {
+                let f = &mut first[k as usize];
+                if f.is_none_or(|(_, v0)| st.versions.len() > v0.len()) {
+                    *f = Some((r.node, &st.versions));
+                }
+            }
+        }
+        let mut divergent = vec![false; n];
+        self.holds = Vec::with_capacity(h.replicas.len());
+        for (r, ids) in h.replicas.iter().zip(&ids) {
+            let mut holds = vec![0u8; n];
+            for (st, &k) in r.keys.values().zip(ids) {
+                let (n0, v0) = first[k as usize].expect("every replica key has a longest chain");
+                let same = v0 == st.versions.as_slice();
+                holds[k as usize] = if same { FULL } else { PART };
+                let agrees = same || (is_subsequence(&st.versions, v0) && !has_duplicate(v0));
+                if !agrees && !divergent[k as usize] {
+                    divergent[k as usize] = true;
+                    let d = format!(
+                        "key {}: {n0} has [{}] but {} has [{}]",
+                        self.keys.key(k),
+                        fmt_versions(v0),
+                        r.node,
+                        fmt_versions(&st.versions)
+                    );
+                    self.push(Kind::Divergent, vec![], d);
+                }
+            }
+            self.holds.push(holds);
+        }
+        for (k, f) in first.iter().enumerate() {
+            if let Some((n0, v0)) = f {
+                if has_duplicate(v0) && !divergent[k] {
+                    let d = format!(
+                        "key {}: {n0} has [{}], a version twice",
+                        self.keys.key(k as u32),
+                        fmt_versions(v0)
+                    );
+                    self.push(Kind::Divergent, vec![], d);
+                }
+            }
+        }
+        self.order = vec![None; n];
+        for (k, f) in first.into_iter().enumerate() {
+            let Some((_, vs)) = f else { continue };
+            let k = k as u32;
+            for (i, v) in vs.iter().enumerate() {
+                self.set_pos(*v, i);
+                // A client whose transaction's outcome is unknown may not know what it
+                // wrote (a shipped execution learns its writes with the outcome): an
+                // installed version of such a transaction is taken as its final write.
+                if let Some(i) = self.ix(v.txn) {
+                    if self.h.txns[i].outcome == Outcome::Unknown {
+                        let f = &mut self.finals[i];
+                        if !f.iter().any(|(key, _)| *key == k) {
+                            f.push((k, *v));
+                        }
+                    }
+                }
+            }
+            self.order[k as usize] = Some(Cow::Borrowed(vs));
+            self.sorted_keys.push(k);
+        }
+    }
+
+    /// A committed transaction's read of a version written by a transaction whose
+    /// outcome is unknown is evidence too: the writer counts as committed (the
+    /// protocol let its write be seen), and the version read is its final write to that
+    /// key if its records do not say otherwise (a crashed shipped client's records may
+    /// lack it). If no replica holds such a version, the durability check reports it:
+    /// either the writer committed and the version was lost, or the reader saw an
+    /// aborted write; the history is wrong either way, and "lost" is the explanation
+    /// that needs no other anomaly.
+    pub(crate) fn read_evidence(&mut self) {
+        let h = self.h;
+        let mut seen = vec![];
+        for (j, t) in h
+            .txns
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.outcome == Outcome::Committed)
+        {
+            for (r, k) in self.reads_at(j) {
+                let Some(v) = r.version else { continue };
+                if v.txn == t.id {
+                    continue;
+                }
+                match self.ix(v.txn) {
+                    Some(i) if h.txns[i].outcome == Outcome::Unknown => seen.push((i, k, v)),
+                    _ => continue,
+                };
+            }
+        }
+        for (i, k, v) in seen {
+            self.seen_unknown.insert(v.txn);
+            let f = &mut self.finals[i];
+            if !f.iter().any(|(key, _)| *key == k) {
+                f.push((k, v));
+            }
+        }
+    }
+
+    /// Version orders the replicas do not give (a history from elsewhere, or one whose
+    /// replica records are missing): what the history itself fixes. Every order starts
+    /// at the initial state; a committed transaction that read version `r` of a key and
+    /// wrote it (its final write `u`) puts `r` before `u` (reads-from and the
+    /// transaction's own order). Real time is not used: it is a constraint of strict
+    /// serializability only, and would make a plain-serializability verdict unsound.
+    /// A key whose constraints fix one order gets it; otherwise its versions are only
+    /// partly ordered, the graph gets the edges every allowed order implies, and the
+    /// serializability verdict is "unknown" unless a cycle is found anyway.
+    pub(crate) fn infer_orders(&mut self) {
+        // Per key without an order: its versions, and the transactions that wrote it.
+        let mut writes: BTreeMap<u32, (Vec<VersionId>, Vec<usize>)> = BTreeMap::new();
+        for (ti, t) in self.txn_of.iter().enumerate() {
+            for &(k, v) in self.finals_of(t.id) {
+                if self.order[k as usize].is_none() {
+                    let e = writes.entry(k).or_default();
+                    e.0.push(v);
+                    e.1.push(ti);
+                }
+            }
+        }
+        if writes.is_empty() {
+            return;
+        }
+        let mut chains: HashMap<u32, Vec<&[VersionId]>> = HashMap::default();
+        for (k, c) in self.chains {
+            if let Some(k) = self.keys.get(k) {
+                chains.entry(k).or_default().push(c);
+            }
+        }
+        for (k, (mut vs, writers)) in writes {
+            vs.sort_unstable();
+            vs.dedup();
+            if let Some(order) = self.given.remove(self.keys.key(k)) {
+                debug_assert_eq!(order.len(), vs.len(), "a found order holds every version");
+                for (i, v) in order.iter().enumerate() {
+                    self.set_pos(*v, i);
+                }
+                self.order[k as usize] = Some(Cow::Owned(order));
+                self.sorted_keys.push(k);
+                continue;
+            }
+            let n = vs.len();
+            let ix: HashMap<VersionId, usize> = vs.iter().enumerate().map(|(i, v)| (*v, i)).collect();
+            let mut before = vec![vec![false; n]; n];
+            for chain in chains.get(&k).into_iter().flatten() {
+                for w in chain.windows(2) {
+                    if let (Some(&a), Some(&b)) = (ix.get(&w[0]), ix.get(&w[1])) {
+                        before[a][b] = true;
+                    }
+                }
+            }
+            for ti in writers {
+                let t = self.txn_of[ti];
+                let Some(u) = self.final_of(t.id, k).and_then(|u| ix.get(&u).copied()) else {
+                    continue;
+                };
+                for (r, _) in self.reads_at(self.rec_of[ti] as usize).filter(|(_, rk)| *rk == k) {
+                    if let Some(a) = r.version.filter(|v| v.txn != t.id).and_then(|v| ix.get(&v).copied()) {
+                        if a != u {
+                            before[a][u] = true;
+                        }
+                    }
+                }
+            }
+            if n > MAX_INFERRED {
+                self.unknown.push(format!(
+                    "key {}: {n} versions and no recorded order (more than {MAX_INFERRED} to infer)",
+                    self.keys.key(k)
+                ));
+                self.big.push((k, vs));
+                continue;
+            }
+            // transitive closure
+            for m in 0..n {
+                let via = before[m].clone();
+                for row in before.iter_mut() {
+                    if row[m] {
+                        for (b, _) in via.iter().enumerate().filter(|(_, x)| **x) {
+                            row[b] = true;
+                        }
+                    }
+                }
+            }
+            let total = (0..n).all(|a| (0..n).all(|b| a == b || before[a][b] || before[b][a]));
+            let cyclic = (0..n).any(|a| before[a][a]);
+            if total && !cyclic {
+                let mut order = vs.clone();
+                order.sort_by_key(|v| (0..n).filter(|a| before[*a][ix[v]]).count());
+                for (i, v) in order.iter().enumerate() {
+                    self.set_pos(*v, i);
+                }
+                self.order[k as usize] = Some(Cow::Owned(order));
+                self.sorted_keys.push(k);
+            } else {
+                if !cyclic {
+                    self.unknown.push(format!(
+                        "key {}: the history does not fix the order of its {n} versions (no replica records it)",
+                        self.keys.key(k)
+                    ));
+                }
+                // A cycle among reads-from constraints is itself found as a cycle of
+                // the graph below (each constraint is a wr then rw path).
+                self.partial.push((k, vs, before));
+            }
+        }
+        self.sorted_keys.sort_unstable();
+    }
+
+    /// The keys whose order is not fixed, their versions, and what the search needs
+    /// of each.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn search_input(&self) -> (Vec<(&'h Key, Vec<VersionId>)>, Vec<search::KeyInput>) {
+        let nums: Vec<u32> = self
+            .partial
+            .iter()
+            .map(|p| p.0)
+            .chain(self.big.iter().map(|b| b.0))
+            .collect();
+        let keys: Vec<(&'h Key, Vec<VersionId>)> = self
+            .partial
+            .iter()
+            .map(|(k, vs, _)| (self.keys.key(*k), vs.clone()))
+            .chain(self.big.iter().map(|(k, vs)| (self.keys.key(*k), vs.clone())))
+            .collect();
+        let key_ix: HashMap<u32, usize> = nums.iter().enumerate().map(|(i, k)| (*k, i)).collect();
+        let mut inputs: Vec<search::KeyInput> = keys
+            .iter()
+            .map(|(_, vs)| search::KeyInput {
+                writers: vs.iter().map(|v| self.node_of(v.txn)).collect(),
+                readers: vec![vec![]; vs.len()],
+                init_readers: vec![],
+            })
+            .collect();
+        let ver_ix: Vec<HashMap<VersionId, usize>> = keys
+            .iter()
+            .map(|(_, vs)| vs.iter().enumerate().map(|(i, v)| (*v, i)).collect())
+            .collect();
+        for (ti, t) in self.txn_of.iter().enumerate() {
+            for (r, k) in self.reads_at(self.rec_of[ti] as usize) {
+                let Some(&ki) = key_ix.get(&k) else { continue };
+                match r.version {
+                    None => inputs[ki].init_readers.push(ti),
+                    Some(v) if v.txn == t.id => {}
+                    Some(v) => {
+                        if let Some(&vi) = ver_ix[ki].get(&v) {
+                            inputs[ki].readers[vi].push(ti);
+                        }
+                    }
+                }
+            }
+        }
+        (keys, inputs)
+    }
+
+    /// Version orders of `keys` that follow the serial order `serial`.
+    pub(crate) fn orders_from(
+        &self,
+        serial: &[usize],
+        keys: &[(&'h Key, Vec<VersionId>)],
+    ) -> HashMap<&'h Key, Vec<VersionId>> {
+        let mut at = vec![usize::MAX; self.txn_of.len()];
+        for (i, t) in serial.iter().enumerate() {
+            at[*t] = i;
+        }
+        keys.iter()
+            .map(|(k, vs)| {
+                let mut o = vs.clone();
+                o.sort_by_key(|v| (self.node_of(v.txn).map_or(usize::MAX, |x| at[x]), *v));
+                (*k, o)
+            })
+            .collect()
+    }
+}
