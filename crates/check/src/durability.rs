@@ -123,10 +123,10 @@ impl<'h> Checker<'h> {
         }
         if !missing.is_empty() {
             let ns: Vec<String> = missing.iter().map(|n| n.to_string()).collect();
-            self.unknown.push(format!(
+            self.unknown.push(Unknown::NoFinalState(format!(
                 "no final state recorded for replica(s) {}: their durability is not judged",
                 ns.join(", ")
-            ));
+            )));
         }
     }
 }

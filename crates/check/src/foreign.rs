@@ -94,6 +94,11 @@ pub struct Foreign {
     pub chains: Vec<(Key, Vec<VersionId>)>,
     /// Operations skipped, and why.
     pub notes: Vec<String>,
+    /// Operations in the file, and how many of them were skipped (not transactions, or
+    /// the nemesis's): a file that yields nothing to check is never a pass.
+    pub ops: usize,
+    /// See `ops`.
+    pub skipped: usize,
 }
 
 /// One error, naming where.
@@ -226,7 +231,10 @@ fn edn_op(v: &edn_format::Value, at: String) -> Result<Op, ForeignError> {
     let get = |name: &str| m.get(&Value::Keyword(Keyword::from_name(name)));
     let field = |name: &str| format!("{at}, field :{name}");
     let typ = op_type(get("type").and_then(edn_str).as_deref(), field("type"))?;
-    let txn = get("f").and_then(edn_str).as_deref() == Some("txn");
+    // Elle's rule: an operation is a transaction by its value's shape (a vector of
+    // [f k v] micro-operations with f one of r, w, append), whatever its :f; `:f :txn`
+    // with another shape is an error below.
+    let txn = get("f").and_then(edn_str).as_deref() == Some("txn") || get("value").is_some_and(edn_txn_shape);
     let process = get("process").and_then(edn_str);
     let time = match get("time") {
         None | Some(Value::Nil) => None,
@@ -277,6 +285,28 @@ fn edn_op(v: &edn_format::Value, at: String) -> Result<Op, ForeignError> {
         ops,
         time,
     })
+}
+
+/// Whether an EDN value is a non-empty vector of `[f k v]` micro-operations with `f`
+/// one of r, w, append (Elle's test for a transaction).
+fn edn_txn_shape(v: &edn_format::Value) -> bool {
+    use edn_format::Value;
+    let Value::Vector(mops) = v else { return false };
+    !mops.is_empty()
+        && mops.iter().all(|m| match m {
+            Value::Vector(p) | Value::List(p) => p.len() == 3 && mkind(edn_str(&p[0]).as_deref()).is_some(),
+            _ => false,
+        })
+}
+
+/// The same test for a JSON value.
+fn json_txn_shape(v: &serde_json::Value) -> bool {
+    let Some(mops) = v.as_array() else { return false };
+    !mops.is_empty()
+        && mops.iter().all(|m| {
+            m.as_array()
+                .is_some_and(|p| p.len() == 3 && mkind(json_str(&p[0]).as_deref()).is_some())
+        })
 }
 
 /// An operation's `:type` (EDN) or `"type"` (JSON); `at` names the field.
@@ -372,7 +402,8 @@ fn json_op(v: &serde_json::Value, at: String) -> Result<Op, ForeignError> {
         ));
     };
     let typ = op_type(m.get("type").and_then(json_str).as_deref(), field("type"))?;
-    let txn = m.get("f").and_then(json_str).as_deref() == Some("txn");
+    // Elle's rule, as for EDN.
+    let txn = m.get("f").and_then(json_str).as_deref() == Some("txn") || m.get("value").is_some_and(json_txn_shape);
     let time = match m.get("time") {
         None | Some(serde_json::Value::Null) => None,
         Some(t) => Some(
@@ -399,13 +430,14 @@ fn json_op(v: &serde_json::Value, at: String) -> Result<Op, ForeignError> {
 
 fn jepsen(ops: Vec<Op>) -> Result<Foreign, ForeignError> {
     let mut notes = vec![];
+    let total = ops.len();
     let skipped = ops
         .iter()
         .filter(|o| !o.txn || o.process.as_deref() == Some("nemesis"))
         .count();
     if skipped > 0 {
         notes.push(format!(
-            "{skipped} operation(s) that are not :txn (or are the nemesis's) skipped"
+            "{skipped} operation(s) that are not transactions (or are the nemesis's) skipped"
         ));
     }
     let has_invokes = ops.iter().any(|o| o.typ == Type::Invoke);
@@ -467,7 +499,9 @@ fn jepsen(ops: Vec<Op>) -> Result<Foreign, ForeignError> {
             }
         }
     }
-    build(txns, notes, "jepsen")
+    let mut f = build(txns, notes, "jepsen")?;
+    (f.ops, f.skipped) = (total, skipped);
+    Ok(f)
 }
 
 // ----- flat JSON ------------------------------------------------------------------
@@ -513,7 +547,10 @@ fn flat(text: &str) -> Result<Foreign, ForeignError> {
             });
         }
     }
-    build(txns, vec![], "flat")
+    let n = txns.len();
+    let mut f = build(txns, vec![], "flat")?;
+    f.ops = n;
+    Ok(f)
 }
 
 // ----- resolving versions -------------------------------------------------------
@@ -662,6 +699,8 @@ fn build(txns: Vec<Pending>, notes: Vec<String>, source: &str) -> Result<Foreign
         },
         chains,
         notes,
+        ops: 0,
+        skipped: 0,
     })
 }
 

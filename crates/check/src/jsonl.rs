@@ -71,6 +71,7 @@ pub fn read_lenient(r: impl BufRead) -> Result<(History, Option<String>), Histor
     let lines: Vec<String> = r.lines().collect::<Result<_, _>>()?;
     let last = lines.iter().rposition(|l| !l.trim().is_empty());
     let mut cut = None;
+    let mut lines_of: std::collections::HashMap<meridian_core::TxnId, usize> = Default::default();
     for (i, l) in lines.iter().enumerate() {
         if l.trim().is_empty() {
             continue;
@@ -97,7 +98,21 @@ pub fn read_lenient(r: impl BufRead) -> Result<(History, Option<String>), Histor
                     });
                 }
             }
-            Line::Txn(t) => txns.push(t),
+            Line::Txn(t) => {
+                // Two records of one transaction: which one is the truth? The last
+                // used to win, and a lost update could hide behind it.
+                if let Some(first) = lines_of.insert(t.id, i + 1) {
+                    return Err(HistoryError::Line {
+                        line: i + 1,
+                        msg: format!(
+                            "transaction {} is recorded twice (lines {first} and {}): refused",
+                            t.id,
+                            i + 1
+                        ),
+                    });
+                }
+                txns.push(t)
+            }
             Line::Replica(r) => replicas.push(r),
         }
     }

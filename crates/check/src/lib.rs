@@ -60,7 +60,7 @@ mod order;
 mod report;
 mod search;
 
-pub use report::{Anomaly, Kind, Level, Report};
+pub use report::{Anomaly, Kind, Level, Report, Unknown, Verdict};
 
 use graph::{Edge, EdgeKind, Graph};
 use meridian_core::{shard_of, Key, NodeId, Outcome, ReadRec, ReplicaSnapshot, TxnId, TxnRecord, VersionId};
@@ -164,7 +164,7 @@ struct Checker<'h> {
     /// Why causal consistency was not judged (too large).
     causal_unknown: Option<String>,
     /// Why a verdict could not be decided.
-    unknown: Vec<String>,
+    unknown: Vec<Unknown>,
     /// The history is known to be incomplete (a file cut short).
     incomplete: bool,
     /// Reads and installed versions whose writer an incomplete history does not list.
@@ -187,8 +187,9 @@ pub fn check(h: &History) -> Report {
 /// join what the history fixes, and, with no replica states, durability is unknown.
 pub fn check_foreign(f: &foreign::Foreign) -> Report {
     let mut r = check_history(&f.history, &f.chains, false, SEARCH_BUDGET);
-    r.unknown
-        .push("no final state recorded (a history from another system): durability is not judged".into());
+    r.unknown.push(Unknown::NoFinalState(
+        "no final state recorded (a history from another system): durability is not judged".into(),
+    ));
     r.notes.extend(f.notes.iter().cloned());
     r
 }
@@ -250,9 +251,9 @@ fn check_history<'h>(h: &'h History, chains: &'h [(Key, Vec<VersionId>)], incomp
             match strict {
                 search::Outcome::Budget => {
                     c2.anomalies.retain(|a| a.kind != Kind::RealTime);
-                    c2.unknown.push(format!(
+                    c2.unknown.push(Unknown::RealTime(format!(
                         "real time: the search for a serial order that respects it ran out of budget ({spent_strict} placements)"
-                    ));
+                    )));
                 }
                 _ if !c2.anomalies.iter().any(|a| a.kind == Kind::RealTime) => c2.anomalies.push(no_rt_order()),
                 _ => {}
@@ -307,10 +308,7 @@ fn check_history<'h>(h: &'h History, chains: &'h [(Key, Vec<VersionId>)], incomp
 fn finish(mut c: Checker<'_>) -> Report {
     let h = c.h;
     if c.unlisted > 0 {
-        c.unknown.push(format!(
-            "{} reads or installed versions of transactions the incomplete history does not list",
-            c.unlisted
-        ));
+        c.unknown.push(Unknown::Unlisted(c.unlisted));
     }
     let levels = levels(&c);
     let mut anomalies = c.anomalies;
@@ -362,8 +360,8 @@ fn levels(c: &Checker<'_>) -> Vec<Level> {
             .find(|a| kinds.contains(&a.kind))
             .map(|a| a.to_string())
     };
-    let open = c.unknown.iter().any(|u| u.starts_with("key ")) || c.incomplete;
-    let strict_open = open || c.unknown.iter().any(|u| u.starts_with("real time"));
+    let open = c.unknown.iter().any(|u| matches!(u, Unknown::Order { .. })) || c.incomplete;
+    let strict_open = open || c.unknown.iter().any(|u| matches!(u, Unknown::RealTime(_)));
     let rc = first(&[G0, G1a, G1b, G1c]);
     let ra = rc.clone().or_else(|| first(&[FracturedRead]));
     let causal = ra.clone().or_else(|| c.causal_violation.clone());
@@ -479,7 +477,7 @@ impl<'h> Checker<'h> {
             .anomalies
             .iter()
             .any(|a| matches!(a.kind, G0 | G1a | G1b | G1c | FracturedRead | GSingle | G2 | LostUpdate));
-        let open = self.unknown.iter().any(|u| u.starts_with("key ")) || self.incomplete;
+        let open = self.unknown.iter().any(|u| matches!(u, Unknown::Order { .. })) || self.incomplete;
         if clean && !open && session_serial {
             return;
         }
@@ -487,7 +485,7 @@ impl<'h> Checker<'h> {
             causal::Causal::NoViolation => {}
             causal::Causal::Violation(v) => self.causal_violation = Some(v),
             causal::Causal::TooLarge(why) => {
-                self.unknown.push(why.clone());
+                self.unknown.push(Unknown::Causal(why.clone()));
                 self.causal_unknown = Some(why);
             }
         }

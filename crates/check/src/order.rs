@@ -188,10 +188,10 @@ impl<'h> Checker<'h> {
                 }
             }
             if n > MAX_INFERRED {
-                self.unknown.push(format!(
-                    "key {}: {n} versions and no recorded order (more than {MAX_INFERRED} to infer)",
-                    self.keys.key(k)
-                ));
+                self.unknown.push(Unknown::Order {
+                    key: self.keys.key(k).to_string(),
+                    why: format!("{n} versions and no recorded order (more than {MAX_INFERRED} to infer)"),
+                });
                 self.big.push((k, vs));
                 continue;
             }
@@ -218,10 +218,10 @@ impl<'h> Checker<'h> {
                 self.sorted_keys.push(k);
             } else {
                 if !cyclic {
-                    self.unknown.push(format!(
-                        "key {}: the history does not fix the order of its {n} versions (no replica records it)",
-                        self.keys.key(k)
-                    ));
+                    self.unknown.push(Unknown::Order {
+                        key: self.keys.key(k).to_string(),
+                        why: format!("the history does not fix the order of its {n} versions (no replica records it)"),
+                    });
                 }
                 // A cycle among reads-from constraints is itself found as a cycle of
                 // the graph below (each constraint is a wr then rw path).

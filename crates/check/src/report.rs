@@ -85,7 +85,8 @@ pub struct Level {
     /// `strict-serializable`.
     pub name: String,
     /// Whether it holds; `None`: the history cannot decide (no version order, a
-    /// search out of budget, an incomplete file).
+    /// search out of budget, an incomplete file). JSON: `true`, `false`, `"unknown"`.
+    #[serde(serialize_with = "ser_level", deserialize_with = "de_level", default)]
     pub holds: Option<bool>,
     /// For a level that fails, the smallest counterexample found: the anomaly's name,
     /// its transactions and edges.
@@ -93,17 +94,159 @@ pub struct Level {
     pub counterexample: Option<String>,
 }
 
-/// The checker's verdict.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// Why a verdict could not be decided. Which verdicts it leaves open follows from its
+/// variant ([`Unknown::opens_order`], [`Unknown::opens_strict`],
+/// [`Unknown::opens_durability`]), never from its wording.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "detail", rename_all = "kebab-case")]
+pub enum Unknown {
+    /// A key's version order that neither the replicas nor the history fix (and the
+    /// search did not decide): every order-dependent level is open.
+    Order {
+        /// The key.
+        key: String,
+        /// What is missing.
+        why: String,
+    },
+    /// Reads or installed versions of transactions an incomplete history does not list.
+    Unlisted(usize),
+    /// The file is cut short (its last record ends early): everything it lacks is open.
+    Cut(String),
+    /// The search for a serial order that respects real time ran out of budget.
+    RealTime(String),
+    /// Replicas whose final state the history does not record: durability is open.
+    NoFinalState(String),
+    /// Causal consistency was not judged (the history is too large for it).
+    Causal(String),
+}
+
+impl fmt::Display for Unknown {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unknown::Order { key, why } => write!(f, "key {key}: {why}"),
+            Unknown::Unlisted(n) => write!(
+                f,
+                "{n} reads or installed versions of transactions the incomplete history does not list"
+            ),
+            Unknown::Cut(w) | Unknown::RealTime(w) | Unknown::NoFinalState(w) | Unknown::Causal(w) => f.write_str(w),
+        }
+    }
+}
+
+impl Unknown {
+    /// Whether it leaves serializability and every order-dependent level open.
+    pub fn opens_order(&self) -> bool {
+        matches!(self, Unknown::Order { .. } | Unknown::Unlisted(_) | Unknown::Cut(_))
+    }
+    /// Whether it leaves strict serializability open.
+    pub fn opens_strict(&self) -> bool {
+        self.opens_order() || matches!(self, Unknown::RealTime(_))
+    }
+    /// Whether it leaves durability open.
+    pub fn opens_durability(&self) -> bool {
+        matches!(self, Unknown::NoFinalState(_) | Unknown::Cut(_))
+    }
+}
+
+/// A verdict as the text and JSON print it: `true`, `false` or `"unknown"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Shown to hold.
+    Holds,
+    /// Shown to fail.
+    Fails,
+    /// Not decided.
+    Unknown,
+}
+
+impl Verdict {
+    /// `b`, unless `unknown`.
+    pub fn of(b: bool, unknown: bool) -> Verdict {
+        match (b, unknown) {
+            (_, true) => Verdict::Unknown,
+            (true, false) => Verdict::Holds,
+            (false, false) => Verdict::Fails,
+        }
+    }
+    /// A level's `holds`.
+    pub fn of_level(holds: Option<bool>) -> Verdict {
+        holds.map_or(Verdict::Unknown, |b| Verdict::of(b, false))
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Verdict::Holds => "true",
+            Verdict::Fails => "false",
+            Verdict::Unknown => "unknown",
+        })
+    }
+}
+
+impl Serialize for Verdict {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Verdict::Holds => s.serialize_bool(true),
+            Verdict::Fails => s.serialize_bool(false),
+            Verdict::Unknown => s.serialize_str("unknown"),
+        }
+    }
+}
+
+/// Reads `true`, `false` or `"unknown"` (or null) as a verdict.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum VerdictIn {
+    Bool(bool),
+    Text(String),
+}
+
+/// A report's boolean field from its JSON verdict: `"unknown"` reads as `true` (no
+/// anomaly found; the `unknown` list says why it is open).
+fn de_verdict<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    match VerdictIn::deserialize(d)? {
+        VerdictIn::Bool(b) => Ok(b),
+        VerdictIn::Text(t) if t == "unknown" => Ok(true),
+        VerdictIn::Text(t) => Err(serde::de::Error::custom(format!(
+            "verdict `{t}` (true, false or \"unknown\")"
+        ))),
+    }
+}
+
+/// A level's `holds` from its JSON verdict (`"unknown"` or null: `None`).
+fn de_level<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    match Option::<VerdictIn>::deserialize(d)? {
+        None => Ok(None),
+        Some(VerdictIn::Bool(b)) => Ok(Some(b)),
+        Some(VerdictIn::Text(t)) if t == "unknown" => Ok(None),
+        Some(VerdictIn::Text(t)) => Err(serde::de::Error::custom(format!(
+            "verdict `{t}` (true, false or \"unknown\")"
+        ))),
+    }
+}
+
+fn ser_level<S: serde::Serializer>(h: &Option<bool>, s: S) -> Result<S::Ok, S::Error> {
+    Verdict::of_level(*h).serialize(s)
+}
+
+/// The checker's verdict. In JSON each verdict field (`serializable`,
+/// `strict_serializable`, `atomic`, `durable`, each level's `holds`) is `true`, `false`
+/// or `"unknown"`, as the text prints it.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
 pub struct Report {
     /// No serializability anomaly.
+    #[serde(deserialize_with = "de_verdict")]
     pub serializable: bool,
     /// No real-time violation either (computed whether or not the protocol claims it).
+    #[serde(deserialize_with = "de_verdict")]
     pub strict_serializable: bool,
     /// No atomicity anomaly.
+    #[serde(deserialize_with = "de_verdict")]
     pub atomic: bool,
     /// Every acknowledged commit present at every replica that should hold it, and
     /// replicas agree.
+    #[serde(deserialize_with = "de_verdict")]
     pub durable: bool,
     /// Everything found that breaks the protocol's claims (real-time anomalies only if
     /// it claims strictness; only G0/G1 and durability if it claims read committed).
@@ -114,7 +257,7 @@ pub struct Report {
     /// the replicas nor the history fix, a replica whose final state is missing): a
     /// verdict reported `true` then means "no anomaly found", not "holds".
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub unknown: Vec<String>,
+    pub unknown: Vec<Unknown>,
     /// How verdicts were reached where the history gave no version order (the search
     /// for one, and what it spent).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -125,6 +268,38 @@ pub struct Report {
     pub levels: Vec<Level>,
 }
 
+impl Serialize for Report {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Out<'a> {
+            serializable: Verdict,
+            strict_serializable: Verdict,
+            atomic: Verdict,
+            durable: Verdict,
+            anomalies: &'a [Anomaly],
+            committed: usize,
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            unknown: &'a [Unknown],
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            notes: &'a [String],
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            levels: &'a [Level],
+        }
+        Out {
+            serializable: self.serializable_verdict(),
+            strict_serializable: self.strict_verdict(),
+            atomic: Verdict::of(self.atomic, false),
+            durable: self.durable_verdict(),
+            anomalies: &self.anomalies,
+            committed: self.committed,
+            unknown: &self.unknown,
+            notes: &self.notes,
+            levels: &self.levels,
+        }
+        .serialize(s)
+    }
+}
+
 impl Report {
     /// Whether the history is clean for the protocol's claims.
     pub fn ok(&self) -> bool {
@@ -133,24 +308,28 @@ impl Report {
     /// Whether serializability could not be decided: a key's version order is not
     /// fixed, and no cycle was found anyway.
     pub fn order_unknown(&self) -> bool {
-        self.serializable
-            && self
-                .unknown
-                .iter()
-                .any(|u| u.starts_with("key ") || u.contains("does not list") || u.contains("cut short"))
+        self.serializable && self.unknown.iter().any(Unknown::opens_order)
     }
     /// Whether strict serializability could not be decided: serializability could not,
     /// or the search for an order that respects real time ran out of budget.
     pub fn strict_unknown(&self) -> bool {
-        self.strict_serializable && (self.order_unknown() || self.unknown.iter().any(|u| u.starts_with("real time")))
+        self.strict_serializable && self.unknown.iter().any(Unknown::opens_strict)
     }
     /// Whether durability could not be decided: a replica's final state is missing.
     pub fn durability_unknown(&self) -> bool {
-        self.durable
-            && self
-                .unknown
-                .iter()
-                .any(|u| u.starts_with("no final state") || u.contains("cut short"))
+        self.durable && self.unknown.iter().any(Unknown::opens_durability)
+    }
+    /// Serializability as printed: `true`, `false` or `unknown`.
+    pub fn serializable_verdict(&self) -> Verdict {
+        Verdict::of(self.serializable, self.order_unknown())
+    }
+    /// Strict serializability as printed.
+    pub fn strict_verdict(&self) -> Verdict {
+        Verdict::of(self.strict_serializable, self.strict_unknown())
+    }
+    /// Durability as printed.
+    pub fn durable_verdict(&self) -> Verdict {
+        Verdict::of(self.durable, self.durability_unknown())
     }
     /// Anomaly kinds found, deduplicated, in order of first appearance.
     pub fn kinds(&self) -> Vec<Kind> {

@@ -85,7 +85,27 @@ enum Cmd {
         shell: clap_complete::Shell,
     },
     /// Check a history file: Meridian's JSON lines, or another tool's (see the README).
-    #[command(after_help = "Examples:
+    #[command(after_help = "Formats (--format auto tells them apart):
+  meridian     JSON lines from `sim --history` or `bench --history`: one meta line, one
+               txn line per transaction, one replica line per server (README)
+  jepsen-edn   a Jepsen history.edn: one operation map per line, or one vector of them
+  jepsen-json  the same as JSON objects, one per line or one array
+  flat         {\"sessions\": [[{\"status\": ..., \"ops\": [[\"r\", k, v], ...]}, ...], ...]}
+  An operation is a transaction by its value's shape (a vector of [f k v] with f one of
+  r, w, append), as in Elle, whatever its :f.
+
+Exit codes:
+  0  every verdict the history's claims need holds (read committed or serializability,
+     strict serializability if claimed, and durability where final states are recorded)
+  2  bad usage, or a file that cannot be read (one line says where)
+  3  an anomaly
+  4  a verdict the claims need is unknown (a version order the history does not fix, a
+     file cut short, a replica's final state missing): never a pass
+  5  nothing checked: no transactions, or most operations skipped
+
+Verdicts print as true, false or unknown, in the text and in --json alike.
+
+Examples:
   meridian check h.jsonl
   meridian check jepsen-history.edn --format jepsen-edn --json")]
     Check {
@@ -427,7 +447,13 @@ fn run_check(file: &PathBuf, json: bool, format: &str) -> Result<ExitCode> {
     if format != Format::Meridian {
         let f = foreign::read(&text, format).with_context(|| format!("reading {} as {format}", file.display()))?;
         let r = meridian_check::check_foreign(&f);
-        return print_check(&f.history, &r, json);
+        let mostly_skipped = (f.skipped * 2 > f.ops).then(|| {
+            format!(
+                "{} of the file's {} operations are not transactions (or are the nemesis's) and were skipped",
+                f.skipped, f.ops
+            )
+        });
+        return print_check(&f.history, &r, json, true, mostly_skipped);
     }
     let (h, cut) = meridian_check::jsonl::read_lenient(text.as_bytes())?;
     let mut r = if cut.is_some() {
@@ -437,36 +463,118 @@ fn run_check(file: &PathBuf, json: bool, format: &str) -> Result<ExitCode> {
     };
     if let Some(c) = cut {
         // An incomplete history: what it lacks is unknown, not an anomaly.
-        r.unknown.insert(0, c);
+        r.unknown.insert(0, meridian_check::Unknown::Cut(c));
     }
-    print_check(&h, &r, json)
+    print_check(&h, &r, json, false, None)
 }
 
-fn print_check(h: &meridian_check::History, r: &meridian_check::Report, json: bool) -> Result<ExitCode> {
-    if json {
-        println!("{}", serde_json::to_string(&r)?);
+/// `meridian check`'s exit codes: every verdict the history's claims need holds (0), an
+/// anomaly (3), a verdict it needs is unknown (4), nothing (or too little) checked (5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CheckExit {
+    Holds = 0,
+    Anomaly = 3,
+    Unknown = 4,
+    NothingChecked = 5,
+}
+
+/// The exit of a check and, unless it holds or found an anomaly, why. The claims: read
+/// committed or serializability (strict serializability if the history claims it), and
+/// durability where the history records final states (a foreign history records none:
+/// its durability is not judged and does not count).
+fn check_exit(
+    h: &meridian_check::History,
+    r: &meridian_check::Report,
+    foreign: bool,
+    skipped: Option<String>,
+) -> (CheckExit, Option<String>) {
+    use meridian_check::Verdict;
+    if h.txns.is_empty() {
+        return (
+            CheckExit::NothingChecked,
+            Some("nothing checked: the history holds no transactions".into()),
+        );
+    }
+    if !r.ok() {
+        return (CheckExit::Anomaly, None);
+    }
+    if let Some(why) = skipped {
+        return (CheckExit::NothingChecked, Some(format!("nothing checked: {why}")));
+    }
+    let iso = if h.meta.read_committed {
+        let rc = r.levels.iter().find(|l| l.name == "read-committed").map(|l| l.holds);
+        ("read committed", Verdict::of_level(rc.flatten()))
+    } else if h.meta.strict {
+        ("strict serializability", r.strict_verdict())
     } else {
-        // A verdict the history cannot decide is "unknown", never "true".
-        let v = |b: bool, unknown: bool| if unknown { "unknown".to_string() } else { b.to_string() };
+        ("serializability", r.serializable_verdict())
+    };
+    let mut open = vec![];
+    if iso.1 == Verdict::Unknown {
+        open.push(iso.0);
+    }
+    if !foreign && r.durable_verdict() == Verdict::Unknown {
+        open.push("durability");
+    }
+    if open.is_empty() {
+        (CheckExit::Holds, None)
+    } else {
+        (CheckExit::Unknown, Some(format!("not decided: {}", open.join(", "))))
+    }
+}
+
+fn print_check(
+    h: &meridian_check::History,
+    r: &meridian_check::Report,
+    json: bool,
+    foreign: bool,
+    skipped: Option<String>,
+) -> Result<ExitCode> {
+    let (exit, why) = check_exit(h, r, foreign, skipped);
+    if let Some(w) = why.as_ref().filter(|_| json || exit != CheckExit::NothingChecked) {
+        eprintln!("{w}");
+    }
+    if json {
+        // The report, plus the overall outcome the exit code gives and why.
+        let mut v = serde_json::to_value(r)?;
+        if let Some(o) = v.as_object_mut() {
+            let outcome = match exit {
+                CheckExit::Holds => "holds",
+                CheckExit::Anomaly => "anomaly",
+                CheckExit::Unknown => "unknown",
+                CheckExit::NothingChecked => "nothing-checked",
+            };
+            o.insert("outcome".into(), outcome.into());
+            if let Some(w) = &why {
+                o.insert("reason".into(), w.clone().into());
+            }
+        }
+        println!("{v}");
+    } else if exit == CheckExit::NothingChecked {
+        println!(
+            "{} transactions: {}",
+            h.txns.len(),
+            why.as_deref().unwrap_or("nothing checked")
+        );
+        for n in &r.notes {
+            println!("  note: {n}");
+        }
+    } else {
+        // A verdict the history cannot decide is "unknown", never "true" (the JSON
+        // prints the same verdicts).
         println!(
             "{} transactions ({} committed): serializable={} strict={} atomic={} durable={}",
             h.txns.len(),
             r.committed,
-            v(r.serializable, r.order_unknown()),
-            v(r.strict_serializable, r.strict_unknown()),
+            r.serializable_verdict(),
+            r.strict_verdict(),
             r.atomic,
-            v(r.durable, r.durability_unknown())
+            r.durable_verdict()
         );
         let lv: Vec<String> = r
             .levels
             .iter()
-            .map(|l| {
-                format!(
-                    "{}={}",
-                    l.name,
-                    l.holds.map_or("unknown".to_string(), |b| b.to_string())
-                )
-            })
+            .map(|l| format!("{}={}", l.name, meridian_check::Verdict::of_level(l.holds)))
             .collect();
         println!("  levels: {}", lv.join(" "));
         for a in &r.anomalies {
@@ -488,7 +596,7 @@ fn print_check(h: &meridian_check::History, r: &meridian_check::Report, json: bo
             println!("  note: {n}");
         }
     }
-    Ok(if r.ok() { ExitCode::SUCCESS } else { ExitCode::from(3) })
+    Ok(ExitCode::from(exit as u8))
 }
 
 /// `meridian check F | head` and the like: a reader that goes away ends the process
