@@ -217,7 +217,18 @@ impl<'h> Checker<'h> {
                 };
                 (kind, c)
             } else if let Some(c) = g.cycle_within(comp, |_| true) {
-                (Kind::G2, c)
+                // Two anti-dependencies on one key between two transactions that read
+                // the same version of it and both wrote it: their writes are not
+                // ordered (no replica records the key, or one of the writes), but every
+                // order makes it a lost update, which snapshot isolation forbids too.
+                if self.is_lost_update(&c) {
+                    if self.si_violation.is_none() {
+                        self.si_violation = Some(format!("lost-update: {}", self.fmt_cycle(&c)));
+                    }
+                    (Kind::LostUpdate, c)
+                } else {
+                    (Kind::G2, c)
+                }
             } else {
                 continue;
             };
@@ -245,8 +256,9 @@ impl<'h> Checker<'h> {
         comps
     }
 
-    /// A two-transaction cycle `a -rw(k)-> b -ww(k)-> a` where both read the same
-    /// version of `k`.
+    /// A two-transaction cycle on one key `k` (`a -rw(k)-> b -ww(k)-> a`, or two `rw`
+    /// edges where the writes' order is open) where both read the same version of `k`
+    /// and both wrote it.
     pub(crate) fn is_lost_update(&self, cyc: &[Edge]) -> bool {
         if cyc.len() != 2 || cyc[0].key != cyc[1].key {
             return false;

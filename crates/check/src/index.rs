@@ -121,6 +121,16 @@ impl VersionPos {
         }
     }
 
+    /// Forgets `v`'s position.
+    pub fn remove(&mut self, writer: Option<usize>, v: VersionId) {
+        match self.slot(writer, v) {
+            Some(s) => self.slots[s] = NONE,
+            None => {
+                self.extra.remove(&v);
+            }
+        }
+    }
+
     pub fn get(&self, writer: Option<usize>, v: VersionId) -> Option<usize> {
         let p = match self.slot(writer, v) {
             Some(s) => self.slots[s],

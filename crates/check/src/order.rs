@@ -132,6 +132,7 @@ impl<'h> Checker<'h> {
     /// partly ordered, the graph gets the edges every allowed order implies, and the
     /// serializability verdict is "unknown" unless a cycle is found anyway.
     pub(crate) fn infer_orders(&mut self) {
+        let reopened = self.reopen_orders_missing_commits();
         // Per key without an order: its versions, and the transactions that wrote it.
         let mut writes: BTreeMap<u32, (Vec<VersionId>, Vec<usize>)> = BTreeMap::new();
         for (ti, t) in self.txn_of.iter().enumerate() {
@@ -152,6 +153,9 @@ impl<'h> Checker<'h> {
                 chains.entry(k).or_default().push(c);
             }
         }
+        for (k, c) in &reopened {
+            chains.entry(*k).or_default().push(c);
+        }
         for (k, (mut vs, writers)) in writes {
             vs.sort_unstable();
             vs.dedup();
@@ -168,10 +172,11 @@ impl<'h> Checker<'h> {
             let ix: HashMap<VersionId, usize> = vs.iter().enumerate().map(|(i, v)| (*v, i)).collect();
             let mut before = vec![vec![false; n]; n];
             for chain in chains.get(&k).into_iter().flatten() {
-                for w in chain.windows(2) {
-                    if let (Some(&a), Some(&b)) = (ix.get(&w[0]), ix.get(&w[1])) {
-                        before[a][b] = true;
-                    }
+                // Consecutive among the versions being ordered (a replica's chain may
+                // hold versions of writers not counted committed).
+                let known: Vec<usize> = chain.iter().filter_map(|v| ix.get(v).copied()).collect();
+                for w in known.windows(2) {
+                    before[w[0]][w[1]] = true;
                 }
             }
             for ti in writers {
@@ -218,9 +223,16 @@ impl<'h> Checker<'h> {
                 self.sorted_keys.push(k);
             } else {
                 if !cyclic {
+                    let why = if reopened.contains_key(&k) {
+                        format!(
+                            "a committed write is in no replica's record of it, and the history does not fix the order of its {n} versions"
+                        )
+                    } else {
+                        format!("the history does not fix the order of its {n} versions (no replica records it)")
+                    };
                     self.unknown.push(Unknown::Order {
                         key: self.keys.key(k).to_string(),
-                        why: format!("the history does not fix the order of its {n} versions (no replica records it)"),
+                        why,
                     });
                 }
                 // A cycle among reads-from constraints is itself found as a cycle of
@@ -229,6 +241,43 @@ impl<'h> Checker<'h> {
             }
         }
         self.sorted_keys.sort_unstable();
+    }
+
+    /// Keys whose replica order lacks a committed transaction's final write (every copy
+    /// lost it, or no replica that holds the key had to): the write is never dropped.
+    /// The key's order is opened again, to be inferred (or searched for) from the
+    /// replicas' chain plus what the history fixes, so the missing version takes its
+    /// place in the graph (a lost update hid there: issue 52); every replica of the key
+    /// then holds only part of its order, so the durability check judges the write
+    /// where a replica must hold it. Returns the opened keys with their replica chain.
+    fn reopen_orders_missing_commits(&mut self) -> HashMap<u32, Vec<VersionId>> {
+        let mut keys: Vec<u32> = vec![];
+        for t in &self.txn_of {
+            for &(k, v) in self.finals_of(t.id) {
+                if self.order[k as usize].is_some() && self.pos_of(v).is_none() {
+                    keys.push(k);
+                }
+            }
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        let mut opened = HashMap::default();
+        if !keys.is_empty() {
+            self.sorted_keys.retain(|x| keys.binary_search(x).is_err());
+        }
+        for k in keys {
+            let chain = self.order[k as usize].take().expect("ordered").into_owned();
+            for v in &chain {
+                self.pos.remove(self.ix(v.txn), *v);
+            }
+            for h in &mut self.holds {
+                if h[k as usize] == FULL {
+                    h[k as usize] = PART;
+                }
+            }
+            opened.insert(k, chain);
+        }
+        opened
     }
 
     /// The keys whose order is not fixed, their versions, and what the search needs

@@ -882,3 +882,36 @@ fn causal_level_and_long_fork_counterexamples() {
         "{c:?}"
     );
 }
+
+/// Issue 52, 1: a lost update whose second write no replica records. The write was
+/// ignored when no replica had to hold it (every level true, exit 0), and when one had
+/// to, the run failed only as not durable, still `serializable=true`. The write is now
+/// placed from what the history fixes: both ways it is a lost update.
+#[test]
+fn a_committed_write_missing_from_the_replicas_is_placed_not_dropped() {
+    let txns = || vec![txn(1, &[("x", None)], &["x"]), txn(2, &[("x", None)], &["x"])];
+    // No replica has to hold x: durable, but not serializable.
+    let mut h = hist(txns(), &[("x", &[v(1, 0)])]);
+    h.meta.shard_replicas = vec![vec![]];
+    let r = check(&h);
+    assert!(!r.serializable && r.durable, "{:?}", r.anomalies);
+    assert!(r.kinds().contains(&Kind::LostUpdate), "{:?}", r.anomalies);
+    let si = r.levels.iter().find(|l| l.name == "snapshot-isolation").unwrap();
+    assert_eq!(si.holds, Some(false));
+    // Replica 0 must hold it: not durable as well, and still a lost update.
+    let r = check(&hist(txns(), &[("x", &[v(1, 0)])]));
+    assert!(!r.durable && !r.serializable, "{:?}", r.anomalies);
+    assert!(r.kinds().contains(&Kind::NotDurable) && r.kinds().contains(&Kind::LostUpdate));
+    // A missing write the history orders after the recorded one: placed, serializable,
+    // and not durable where it had to be held.
+    let r = check(&hist(
+        vec![txn(1, &[("x", None)], &["x"]), txn(2, &[("x", Some(v(1, 0)))], &["x"])],
+        &[("x", &[v(1, 0)])],
+    ));
+    assert!(
+        r.serializable && !r.order_unknown() && !r.durable,
+        "{:?} {:?}",
+        r.anomalies,
+        r.unknown
+    );
+}
