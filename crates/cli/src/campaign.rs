@@ -13,8 +13,10 @@
 //! crashes (one failure at a time, what forgetful replica groups promise to survive);
 //! a DC outage; a partition between two DCs (up to 20 s, longer than a replicated
 //! log's lease); one DC cut off from all others (its servers up: a minority side that
-//! cannot get anything chosen); a crash of one server; or message loss, duplication
-//! and reordering alone; a quarter of the runs add clock skew (every clock off by up
+//! cannot get anything chosen); a crash of one server; a 10-25 s cut between two DCs
+//! with a server's crash in its second half; or message loss, duplication and
+//! reordering alone; a fifth of the runs are sparse (15-60 transactions on 2-4
+//! clients with 20 ms think time); a quarter of the runs add clock skew (every clock off by up
 //! to 50 ms, 500 ms, 2 s or 5 s), and a fifth add late duplicates (one message in
 //! fifty delivered again up to 500 ms, 3 s, 10 s, 30 s or 60 s after the original;
 //! the liveness phase outlasts the last copy by 5 s). `replog` runs (with its
@@ -261,6 +263,7 @@ fn faults_for(r: &mut Rng, dcs: &[&str]) -> String {
         "isolate",
         "crash",
         "lossy",
+        "cut-crash",
     ];
     let pick = |r: &mut Rng, v: &[u32]| *v.choose(r).expect("non-empty");
     match *kinds.choose(r).expect("non-empty") {
@@ -297,6 +300,22 @@ fn faults_for(r: &mut Rng, dcs: &[&str]) -> String {
             cuts.join(";")
         }
         "lossy" => "loss:p=0.05;dup:p=0.05;reorder:p=0.2".into(),
+        // A long cut between two DCs and a server's crash late inside it: a leader's
+        // lease, an election and a commit racing the heal (issue 51's lost commit in
+        // replog:lease=2s needed both).
+        "cut-crash" if dcs.len() > 1 => {
+            let two: Vec<&&str> = dcs.choose_multiple(r, 2).collect();
+            let at = r.gen_range(1_000..6_000u32);
+            let len = r.gen_range(10_000..25_000u32);
+            let crash_at = at + r.gen_range(len / 2..len);
+            format!(
+                "partition:a={},b={},at={at}ms,for={len}ms;crash:node={},at={crash_at}ms,for={}ms",
+                two[0],
+                two[1],
+                r.gen_range(0..4),
+                r.gen_range(1_000..5_000u32)
+            )
+        }
         // Every topology drawn has at least four servers.
         _ => format!(
             "crash:node={},at={}s,for={}s",
@@ -359,8 +378,18 @@ fn draw(protocol: &str, seed: u64, txns: Option<u64>) -> RunArgs {
     let mut ld = rng_for(seed, stream(protocol) ^ 0x1ead_e125);
     let data_dc = (protocol.starts_with("replog") && dcs.len() > 1 && ld.gen_bool(1.0 / 3.0))
         .then(|| dcs.choose(&mut ld).expect("a DC").to_string());
-    let drawn_txns = *[300u64, 500, 1000].choose(&mut r).expect("non-empty");
-    let clients = *[8u32, 16, 32].choose(&mut r).expect("non-empty");
+    let mut drawn_txns = *[300u64, 500, 1000].choose(&mut r).expect("non-empty");
+    let mut clients = *[8u32, 16, 32].choose(&mut r).expect("non-empty");
+    // A sparse load on a fifth of the runs, from a stream of its own: few clients with
+    // think time, so that elections, leases and recovery race single commits rather
+    // than a queue of them (issue 51's lost commit ran 15 transactions on 4 clients).
+    let mut sp = rng_for(seed, stream(protocol) ^ 0x5a_a45e);
+    let mut think = RunArgs::defaults().think;
+    if sp.gen_bool(0.2) {
+        drawn_txns = sp.gen_range(15..60);
+        clients = sp.gen_range(2..5);
+        think = "20ms".into();
+    }
     RunArgs {
         topology: topo.to_string(),
         workload,
@@ -369,6 +398,7 @@ fn draw(protocol: &str, seed: u64, txns: Option<u64>) -> RunArgs {
         seed,
         faults,
         data_dc,
+        think,
         ..RunArgs::defaults()
     }
 }
