@@ -231,9 +231,24 @@ fn check_history<'h>(h: &'h History, chains: &'h [(Key, Vec<VersionId>)], incomp
         end: &end,
     };
     let keys = versions.len();
+    // Causal consistency judged under the one order the search chose: a violation
+    // that the history's fixed edges alone do not show may vanish under another order
+    // it allows, so it is unknown, never false (issue 52). (One that holds under the
+    // chosen order holds: that order is allowed.)
+    let causal_of_chosen = |mut c2: Checker<'h>| {
+        if c2.causal_violation.is_some() && c.causal_violation.is_none() {
+            c2.causal_violation = None;
+            let why =
+                "causal: violated under the version order the search chose, not under every order the history allows"
+                    .to_string();
+            c2.unknown.push(Unknown::Causal(why.clone()));
+            c2.causal_unknown = Some(why);
+        }
+        c2
+    };
     let (strict, spent_strict) = search::search(&inp, true, budget);
     if let search::Outcome::Found(o) = &strict {
-        let mut r = finish(run(c.orders_from(o, &versions)));
+        let mut r = finish(causal_of_chosen(run(c.orders_from(o, &versions))));
         r.notes.push(format!(
             "version order of {keys} key(s) no replica records: found by search, a serial order that respects real time ({spent_strict} placements)"
         ));
@@ -247,7 +262,7 @@ fn check_history<'h>(h: &'h History, chains: &'h [(Key, Vec<VersionId>)], incomp
     };
     match plain {
         search::Outcome::Found(o) => {
-            let mut c2 = run(c.orders_from(&o, &versions));
+            let mut c2 = causal_of_chosen(run(c.orders_from(&o, &versions)));
             match strict {
                 search::Outcome::Budget => {
                     c2.anomalies.retain(|a| a.kind != Kind::RealTime);
