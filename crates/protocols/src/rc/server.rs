@@ -63,6 +63,11 @@ crate::kit::server::server_struct! {
         pub(super) prepared: HashMap<TxnId, Prep>,
         /// Outcomes this cohort applied (kept for `tombstone`): answers duplicates.
         pub(super) applied: HashMap<TxnId, (bool, Time)>,
+        /// Readers whose locks went before they prepared here (their client's release,
+        /// or the idle sweep), kept for `tombstone`: a late copy of a read is refused
+        /// instead of locking the key again. Only reads consult it: the transaction may
+        /// still commit through the other DCs, and its decision must still apply here.
+        pub(super) released: HashMap<TxnId, Time>,
         pub(super) ctxns: HashMap<TxnId, CTxn>,
         /// Coordinator decisions.
         pub(super) done: HashMap<TxnId, bool>,
@@ -87,6 +92,7 @@ impl Server {
             readers: HashMap::default(),
             prepared: HashMap::default(),
             applied: HashMap::default(),
+            released: HashMap::default(),
             ctxns: HashMap::default(),
             done: HashMap::default(),
             holds: HoldStats::default(),
@@ -135,6 +141,7 @@ impl Server {
             cx.send(coord, Msg::Query { txn, coord: cs });
         }
         self.applied.retain(|_, (_, t)| now.saturating_sub(*t) < to.tombstone);
+        self.released.retain(|_, t| now.saturating_sub(*t) < to.tombstone);
         let mut silent: Vec<TxnId> = self
             .ctxns
             .iter_mut()
