@@ -1237,6 +1237,7 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
                 crate::journal::JournalError::Mismatch(why) => {
                     format!("node {}: refusing the journal in {}: {why}", node.0, dir.display())
                 }
+                crate::journal::JournalError::Damaged(why) => format!("node {}: {why}", node.0),
                 e => format!("journal in {}: {e}", dir.display()),
             })?;
             let restored = core

@@ -51,6 +51,20 @@
 //! wire 1, the only format there was, and so refused by this build; an empty one is
 //! given this build's header.
 //!
+//! # Damage
+//!
+//! Every input is stored with a CRC-32 of its bytes, under consecutive sequence
+//! numbers; replay stops at the first input that fails its checksum or at a gap, with
+//! an error naming it, and the server refuses to start. The store's own recovery takes
+//! a bad batch in its write-ahead log for a torn tail and drops everything after it in
+//! silence, which would leave a prefix that replays cleanly; so after each forced write
+//! the journal notes how far the inputs reached the disk in a small file beside the
+//! store (`synced-through`, the sequence number and its CRC-32), and an open that finds
+//! fewer inputs than that refuses ([`JournalError::Damaged`]) rather than serve part of
+//! what the node acknowledged. Unforced inputs lost that way are what a machine crash
+//! may lose anyway (the protocols force what they must). A checkpoint image carries its
+//! CRC-32 too.
+//!
 //! # Checkpoints
 //!
 //! A journal holds at most one checkpoint: an opaque image of the server at some input
@@ -134,8 +148,11 @@ pub enum Entry<M> {
 /// messages (journalled inputs) gain `VoteQuery`. 10: replog's messages gain
 /// `VoteQuery`, and its vote `Prepared::again`; a coordinator notes when it last asked
 /// (`CTxn::asked`); hierarchical validation's `Query` gains `decide`, and its log
-/// `Rec::Frozen`.
-pub const FORMAT: u32 = 10;
+/// `Rec::Frozen`. 11: every input carries a CRC-32 of its bytes and replay requires
+/// consecutive sequence numbers; an image carries its CRC-32; the `synced-through`
+/// file beside the store names how far the inputs were forced to disk; Replicated
+/// Commit's servers note released readers (`Server::released`).
+pub const FORMAT: u32 = 11;
 
 /// What a journal says about itself (its `meta` partition).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -177,6 +194,59 @@ pub enum JournalError {
     /// The journal was written by another build, protocol, node or cluster.
     #[error("{0}")]
     Mismatch(String),
+    /// The journal lacks inputs it once forced to disk, or holds a damaged one: the
+    /// node must not serve what is left (a prefix of what it acknowledged).
+    #[error("{0}")]
+    Damaged(String),
+}
+
+/// What a damaged journal's error tells the operator to do.
+pub const DAMAGED_ADVICE: &str = "the node refuses to start rather than serve part of what it \
+    acknowledged: restore the directory from a backup, or move it aside and rebuild the node \
+    from its peers where the protocol keeps other copies (docs/CLUSTER.md, \"A damaged journal\")";
+
+/// The file beside the store that names how far the inputs were forced to disk: the
+/// sequence number after the last synced input (u64, little-endian) and its CRC-32.
+/// Written after each forced write returns, so a journal that holds fewer inputs when
+/// it is opened again lost some it had forced (a damaged or truncated store file, which
+/// the store's own recovery cuts off in silence as if it were a torn tail).
+const SYNCED_FILE: &str = "synced-through";
+
+/// Reads the `synced-through` mark of `dir` (0 without one).
+fn read_synced(dir: &Path) -> Result<u64, JournalError> {
+    let path = dir.join(SYNCED_FILE);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e.into()),
+    };
+    // Created at the first open, written at the first forced write.
+    if bytes.is_empty() {
+        return Ok(0);
+    }
+    let ok = bytes.len() == 12 && crc32fast::hash(&bytes[..8]).to_le_bytes() == bytes[8..12];
+    if !ok {
+        return Err(JournalError::Damaged(format!(
+            "{} is damaged ({} bytes, checksum {}): {DAMAGED_ADVICE}",
+            path.display(),
+            bytes.len(),
+            if bytes.len() == 12 { "wrong" } else { "missing" }
+        )));
+    }
+    Ok(u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")))
+}
+
+/// An input's bytes as stored: its encoding, then the CRC-32 of it.
+fn seal(mut bytes: Vec<u8>) -> Vec<u8> {
+    let crc = crc32fast::hash(&bytes);
+    bytes.extend_from_slice(&crc.to_le_bytes());
+    bytes
+}
+
+/// The encoding inside a stored input, if its CRC-32 matches.
+fn unseal(stored: &[u8]) -> Option<&[u8]> {
+    let (body, crc) = stored.split_at_checked(stored.len().checked_sub(4)?)?;
+    (crc32fast::hash(body).to_le_bytes() == crc).then_some(body)
 }
 
 impl From<std::io::Error> for JournalError {
@@ -225,6 +295,8 @@ struct ImageMeta {
     len: u64,
     /// Chunks it is stored in (keys `(G, 0..)` of `images`).
     chunks: u32,
+    /// CRC-32 of the whole image.
+    crc: u32,
 }
 
 /// What was in the journal before the current checkpoint and is not deleted yet.
@@ -253,6 +325,8 @@ pub struct Journal {
     image: Option<ImageMeta>,
     next: u64,
     pending: Vec<(u64, Vec<u8>)>,
+    /// The `synced-through` file (see [`SYNCED_FILE`]).
+    synced: std::fs::File,
     /// The thread deleting what the last checkpoint replaced.
     dropping: Option<std::thread::JoinHandle<()>>,
 }
@@ -368,10 +442,29 @@ impl Journal {
         let opts = fjall::PartitionCreateOptions::default;
         let part = ks.open_partition("inputs", opts())?;
         let images = ks.open_partition("images", opts())?;
+        // After the last input, and never before the checkpoint (inputs before it may
+        // be left over, not yet deleted).
+        let after_image = image.as_ref().map_or(0, |i| i.at);
         let next = match part.last_key_value()? {
-            Some((k, _)) => u64::from_be_bytes(k.as_ref().try_into().unwrap_or([0xff; 8])) + 1,
-            None => image.as_ref().map_or(0, |i| i.at),
+            Some((k, _)) => (u64::from_be_bytes(k.as_ref().try_into().unwrap_or([0xff; 8])) + 1).max(after_image),
+            None => after_image,
         };
+        let forced = read_synced(dir)?;
+        if next < forced {
+            return Err(JournalError::Damaged(format!(
+                "the journal in {} ends at input {next}, but inputs up to {forced} were forced to disk ({} \
+                 says so): a store file is damaged or cut short, and {} acknowledged inputs are gone; \
+                 {DAMAGED_ADVICE}",
+                dir.display(),
+                dir.join(SYNCED_FILE).display(),
+                forced - next
+            )));
+        }
+        let synced = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(SYNCED_FILE))?;
         let mut j = Journal {
             ks,
             meta,
@@ -381,6 +474,7 @@ impl Journal {
             image,
             next,
             pending: vec![],
+            synced,
             dropping: None,
         };
         // A checkpoint that was on disk before what it replaced was deleted: delete
@@ -435,10 +529,16 @@ impl Journal {
             }
         }
         if out.len() as u64 != m.len {
-            return Err(JournalError::Header(format!(
-                "checkpoint image is {} bytes, its header says {}",
+            return Err(JournalError::Damaged(format!(
+                "checkpoint image is {} bytes, its header says {}: {DAMAGED_ADVICE}",
                 out.len(),
                 m.len
+            )));
+        }
+        if crc32fast::hash(&out) != m.crc {
+            return Err(JournalError::Damaged(format!(
+                "checkpoint image (generation {}, {} bytes) fails its checksum: {DAMAGED_ADVICE}",
+                self.gen, m.len
             )));
         }
         Ok(Some(out))
@@ -455,6 +555,7 @@ impl Journal {
             at: self.next,
             len: image.len() as u64,
             chunks: image.chunks(IMAGE_CHUNK).count() as u32,
+            crc: crc32fast::hash(image),
         };
         let mut b = self.ks.batch();
         for (i, c) in image.chunks(IMAGE_CHUNK).enumerate() {
@@ -503,7 +604,7 @@ impl Journal {
     fn raw_entries(&self) -> Result<Vec<Vec<u8>>, JournalError> {
         let mut out = vec![];
         for kv in self.part.range(self.first().to_be_bytes()..) {
-            out.push(kv?.1.to_vec());
+            out.push(unseal(&kv?.1).expect("a sealed entry").to_vec());
         }
         Ok(out)
     }
@@ -522,10 +623,21 @@ impl Journal {
             let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Vec<Entry<M>>, String>>(8);
             scope.spawn(move || {
                 let mut chunk = Vec::with_capacity(CHUNK);
+                let mut want = u64::from_be_bytes(first);
                 for kv in part.range(first..) {
-                    let e = kv
-                        .map_err(|e| format!("reading the journal: {e}"))
-                        .and_then(|(_, v)| Journal::decode(&v));
+                    let e = kv.map_err(|e| format!("reading the journal: {e}")).and_then(|(k, v)| {
+                        let seq = u64::from_be_bytes(k.as_ref().try_into().unwrap_or([0xff; 8]));
+                        if seq != want {
+                            return Err(format!(
+                                "the journal skips from input {} to input {seq}: {DAMAGED_ADVICE}",
+                                want.wrapping_sub(1)
+                            ));
+                        }
+                        want += 1;
+                        let body =
+                            unseal(&v).ok_or_else(|| format!("input {seq} fails its checksum: {DAMAGED_ADVICE}"))?;
+                        Journal::decode(body).map_err(|e| format!("input {seq}: {e}: {DAMAGED_ADVICE}"))
+                    });
                     match e {
                         Ok(e) => chunk.push(e),
                         Err(e) => {
@@ -563,7 +675,7 @@ impl Journal {
 
     /// Appends an entry (written at the next [`Journal::flush`] or [`Journal::sync`]).
     pub fn append<M: Serialize>(&mut self, e: &Entry<M>) -> Result<(), JournalError> {
-        let bytes = postcard::to_stdvec(e).expect("journal entries serialize");
+        let bytes = seal(postcard::to_stdvec(e).expect("journal entries serialize"));
         self.pending.push((self.next, bytes));
         self.next += 1;
         Ok(())
@@ -589,10 +701,17 @@ impl Journal {
         Ok(self.ks.persist(fjall::PersistMode::Buffer)?)
     }
 
-    /// Writes what was appended and forces it to disk.
+    /// Writes what was appended and forces it to disk, then notes how far that goes
+    /// in the `synced-through` file (see [`SYNCED_FILE`]; not itself forced: a mark
+    /// lost with the machine only checks less at the next open).
     pub fn sync(&mut self) -> Result<(), JournalError> {
         self.write()?;
-        Ok(self.ks.persist(fjall::PersistMode::SyncAll)?)
+        self.ks.persist(fjall::PersistMode::SyncAll)?;
+        use std::os::unix::fs::FileExt;
+        let mut mark = self.next.to_le_bytes().to_vec();
+        mark.extend_from_slice(&crc32fast::hash(&mark).to_le_bytes());
+        self.synced.write_all_at(&mark, 0)?;
+        Ok(())
     }
 
     /// Entries written so far.
@@ -918,7 +1037,68 @@ mod tests {
         j.part.insert(5000u64.to_be_bytes(), [0xffu8, 0xff]).unwrap();
         let mut count = 0;
         let err = j.replay(|_: Entry<u32>| count += 1).unwrap_err();
-        assert!(err.contains("corrupt journal entry"), "{err}");
+        assert!(err.contains("input 5000 fails its checksum"), "{err}");
         assert_eq!(count, 5000);
+    }
+
+    /// Issue 53: a store file damaged or cut short loses inputs in silence (the store's
+    /// recovery takes a bad batch for a torn tail and drops everything after it), and
+    /// the node served the prefix. Inputs it had forced to disk are missing: it refuses.
+    #[test]
+    fn a_journal_that_lost_forced_inputs_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::open(dir.path(), &header()).unwrap();
+        for i in 0..100u32 {
+            j.append(&msg(i)).unwrap();
+        }
+        j.sync().unwrap();
+        // The last 40 forced inputs vanish (as the store's recovery drops them).
+        for seq in 60..100u64 {
+            j.part.remove(seq.to_be_bytes()).unwrap();
+        }
+        j.ks.persist(fjall::PersistMode::SyncAll).unwrap();
+        drop(j);
+        let err = Journal::open(dir.path(), &header()).err().expect("refused");
+        let text = err.to_string();
+        assert!(matches!(err, JournalError::Damaged(_)), "{text}");
+        assert!(
+            text.contains("ends at input 60, but inputs up to 100 were forced"),
+            "{text}"
+        );
+        assert!(text.contains("restore the directory from a backup"), "{text}");
+        // A damaged mark is refused too.
+        std::fs::write(dir.path().join(SYNCED_FILE), [1u8, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]).unwrap();
+        assert!(matches!(
+            Journal::open(dir.path(), &header()),
+            Err(JournalError::Damaged(_))
+        ));
+    }
+
+    /// A gap in the middle (an input gone, the ones after it kept) stops the replay
+    /// with an error naming where; the entries before it are handed over first.
+    #[test]
+    fn a_gap_in_the_inputs_stops_the_replay() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::open(dir.path(), &header()).unwrap();
+        for i in 0..10u32 {
+            j.append(&msg(i)).unwrap();
+        }
+        j.flush().unwrap();
+        j.part.remove(4u64.to_be_bytes()).unwrap();
+        let mut count = 0;
+        let err = j.replay(|_: Entry<u32>| count += 1).unwrap_err();
+        assert!(err.contains("skips from input 3 to input 5"), "{err}");
+        assert_eq!(count, 4);
+    }
+
+    /// An image whose bytes changed fails its checksum.
+    #[test]
+    fn a_damaged_image_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::open(dir.path(), &header()).unwrap();
+        j.append(&msg(1)).unwrap();
+        j.checkpoint(&[7u8; 3000]).unwrap();
+        j.images.insert(image_key(j.gen, 0), [8u8; 3000]).unwrap();
+        assert!(matches!(j.image(), Err(JournalError::Damaged(_))));
     }
 }
