@@ -1,6 +1,6 @@
 //! A server's Prometheus metrics endpoint (`meridian server --metrics ADDR`,
-//! `meridian cluster up --metrics-base-port P`): `GET /metrics` answers the text
-//! exposition format, built with `prometheus-client` from the node's status, taken
+//! `meridian cluster up --metrics-base-port P`): `GET /metrics` answers OpenMetrics text
+//! ([`CONTENT_TYPE`]), built with `prometheus-client` from the node's status, taken
 //! from its event loop at each scrape (the same answer `meridian cluster status`
 //! gets). Counters: inputs handled, messages sent (and to other DCs), dropped, outcomes
 //! applied by outcome; gauges: peers connected, inputs queued, keys locked, journal
@@ -20,6 +20,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tracing::debug;
+
+/// What `prometheus-client` writes, named as such: OpenMetrics text (`# EOF`, counter
+/// families typed without their `_total` suffix). It was served as Prometheus text
+/// 0.0.4, whose parser turned every counter into an untyped series (issue 53);
+/// Prometheus asks for OpenMetrics first and parses it as such.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// Accepts scrapes until the process ends.
 pub(crate) async fn serve<M: Send + 'static>(l: TcpListener, inbox: mpsc::Sender<Event<M>>, node: NodeId) {
@@ -93,7 +99,12 @@ where
         ("404 Not Found", "only GET /metrics is served here\n".to_string())
     };
     let resp = format!(
-        "HTTP/1.1 {code}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "HTTP/1.1 {code}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        if code.starts_with("200") {
+            CONTENT_TYPE
+        } else {
+            "text/plain; charset=utf-8"
+        },
         body.len()
     );
     s.write_all(resp.as_bytes()).await?;
@@ -240,5 +251,44 @@ mod tests {
             "{t}"
         );
         assert!(t.ends_with("# EOF\n"), "{t}");
+        parses_as_openmetrics(&t);
+    }
+
+    /// Parses `text` with Python's `prometheus_client` OpenMetrics parser (a real
+    /// parser, strict about types and suffixes) and checks the counters come out typed
+    /// as counters; skipped, with the reason printed, where Python or the package is
+    /// missing (`.ci/run` installs it).
+    pub(crate) fn parses_as_openmetrics(text: &str) {
+        let script = "import sys\n\
+            from prometheus_client.openmetrics.parser import text_string_to_metric_families as p\n\
+            fams = list(p(sys.stdin.read()))\n\
+            kinds = {f.name: f.type for f in fams}\n\
+            assert kinds.get('meridian_inputs') == 'counter', kinds\n\
+            print(len(fams))\n";
+        let child = std::process::Command::new("python3")
+            .args(["-c", "import prometheus_client"])
+            .output();
+        match child {
+            Ok(o) if o.status.success() => {}
+            _ => {
+                eprintln!("skipped: python3 with prometheus_client is not installed (pip install prometheus_client)");
+                return;
+            }
+        }
+        use std::io::Write;
+        let mut c = std::process::Command::new("python3")
+            .args(["-c", script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3 runs");
+        c.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+        let out = c.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "the OpenMetrics parser refused the text: {}\n{text}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
