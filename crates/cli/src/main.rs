@@ -86,11 +86,11 @@ enum Cmd {
     },
     /// Check a history file: Meridian's JSON lines, or another tool's (see the README).
     #[command(after_help = "Formats (--format auto tells them apart):
-  meridian     JSON lines from `sim --history` or `bench --history`: one meta line, one
-               txn line per transaction, one replica line per server (README)
-  jepsen-edn   a Jepsen history.edn: one operation map per line, or one vector of them
-  jepsen-json  the same as JSON objects, one per line or one array
-  flat         {\"sessions\": [[{\"status\": ..., \"ops\": [[\"r\", k, v], ...]}, ...], ...]}
+  --format meridian      JSON lines from `sim --history` or `bench --history`: one meta
+                         line, one txn line per transaction, one replica line per server
+  --format jepsen-edn    a Jepsen history.edn: one operation map per line, or a vector
+  --format jepsen-json   the same as JSON objects, one per line or one array
+  --format flat          {\"sessions\": [[{\"status\": ..., \"ops\": [[\"r\", k, v], ...]}]]}
   An operation is a transaction by its value's shape (a vector of [f k v] with f one of
   r, w, append), as in Elle, whatever its :f.
 

@@ -805,17 +805,35 @@ impl<P: Protocol> Core<P> {
         self.due.keys().next().map(|(t, _)| self.clock.instant(*t))
     }
 
-    async fn run(mut self, mut inbox: mpsc::Receiver<Event<P::Msg>>, mut reqs: Option<mpsc::Receiver<Request>>) {
+    /// The event loop, until its inbox closes or `stop` resolves (a server told to stop
+    /// by SIGTERM or SIGINT): then the journal is forced to disk, and the loop returns
+    /// what stopped it. Every batch ends (journal flushed, messages sent) before the
+    /// loop waits again, so a stop between batches leaves nothing half done.
+    async fn run(
+        mut self,
+        mut inbox: mpsc::Receiver<Event<P::Msg>>,
+        mut reqs: Option<mpsc::Receiver<Request>>,
+        stop: Option<std::pin::Pin<Box<dyn std::future::Future<Output = &'static str> + Send>>>,
+    ) -> Option<&'static str> {
+        let mut stop = stop;
         loop {
             let deadline = self.next_deadline();
             tokio::select! {
+                why = async { match &mut stop { Some(s) => s.as_mut().await, None => std::future::pending().await } } => {
+                    if let Some(j) = &mut self.journal {
+                        if let Err(e) = j.sync() {
+                            warn!("journal sync at stop failed: {e}");
+                        }
+                    }
+                    return Some(why);
+                }
                 ev = inbox.recv() => match ev {
                     Some(ev) => self.on_event(ev),
-                    None => return,
+                    None => return None,
                 },
                 r = async { match &mut reqs { Some(rx) => rx.recv().await, None => std::future::pending().await } } => match r {
                     Some(r) => self.on_request(r),
-                    None => return,
+                    None => return None,
                 },
                 _ = async { match deadline { Some(d) => tokio::time::sleep_until(d.into()).await, None => std::future::pending().await } } => {}
             }
@@ -1396,8 +1414,28 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
     info!(node = node.0, %addr, protocol = %cluster.file.protocol, "serving");
     drop(inbox_tx);
     core.end_batch();
-    core.run(inbox_rx, None).await;
+    let journalled = core.journal.is_some();
+    if let Some(why) = core.run(inbox_rx, None, Some(Box::pin(stop_signal()))).await {
+        info!(
+            node = node.0,
+            journal = if journalled { "forced to disk" } else { "none" },
+            "{why}: stopped"
+        );
+    }
     Ok(())
+}
+
+/// Resolves when the process is asked to stop (SIGTERM or SIGINT), naming which.
+async fn stop_signal() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+        (Ok(mut term), Ok(mut int)) => tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+        },
+        // No signal handling to be had: never asked to stop this way.
+        _ => std::future::pending().await,
+    }
 }
 
 impl<P: Protocol> Core<P> {
@@ -1520,7 +1558,7 @@ impl ClientHost {
         drop(inbox_tx);
         tokio::spawn(async move {
             core.end_batch();
-            core.run(inbox_rx, Some(req_rx)).await;
+            core.run(inbox_rx, Some(req_rx), None).await;
         });
         Ok(ClientHost {
             tx: req_tx,
