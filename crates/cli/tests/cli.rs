@@ -444,7 +444,7 @@ fn test_cli_campaign_catches_every_mutant() {
         ("2pc-2pl:mutant=early-release", 5),
         ("crossstitch:mutant=no-ack", 10),
         ("hacommit:mutant=minority", 40),
-        ("replog:mutant=early-abort", 200),
+        ("replog:mutant=early-abort", 250),
     ] {
         let o = meridian(&[
             "campaign",
