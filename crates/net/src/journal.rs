@@ -702,7 +702,7 @@ impl Journal {
     }
 
     /// Writes what was appended and forces it to disk, then notes how far that goes
-    /// in the `synced-through` file (see [`SYNCED_FILE`]; not itself forced: a mark
+    /// in the `synced-through` file (module docs, "Damage"; not itself forced: a mark
     /// lost with the machine only checks less at the next open).
     pub fn sync(&mut self) -> Result<(), JournalError> {
         self.write()?;
