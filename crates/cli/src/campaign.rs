@@ -399,11 +399,12 @@ fn draw(protocol: &str, seed: u64, txns: Option<u64>) -> RunArgs {
         clients = sp.gen_range(2..5);
         think = "20ms".into();
         if dcs.len() > 1 && sp.gen_bool(0.5) {
-            let late = faults
+            // The drawn skew and late duplicates stay; the fault mix is replaced.
+            let kept = faults
                 .split(';')
                 .filter(|f| f.starts_with("skew") || f.starts_with("dup:p=0.02"));
             faults = std::iter::once(cut_crash(&mut sp, dcs))
-                .chain(late.map(str::to_string))
+                .chain(kept.map(str::to_string))
                 .collect::<Vec<_>>()
                 .join(";");
         }
