@@ -131,12 +131,9 @@ fn a_cohort_back_from_a_crash_is_sent_prepare_again() {
     assert_eq!(net.holders(&layout, b, T1), vec![true, true, false]);
 }
 
-/// A read the network delays past its client's RELEASE (the client aborted before
-/// committing) must not lock the key again: nothing told the replica the transaction
-/// was over, so the shared lock stayed until the idle timeout and denied every writer's
-/// PREPARE of the key meanwhile (issue 51's late-duplicate pattern, in RC).
-#[test]
-fn a_late_read_after_the_clients_release_takes_no_lock() {
+/// T1's read of `x` at the first replica of its shard, which takes the shared lock;
+/// returns the net, that replica, the key and the read (to deliver again, late).
+fn reader_at_one_replica() -> (Net<ReplicatedCommit>, NodeId, Key, Msg) {
     let (mut net, layout) = net();
     let k = Key::from("x");
     let n = layout.replicas(layout.shard_of(&k))[0];
@@ -146,8 +143,12 @@ fn a_late_read_after_the_clients_release_takes_no_lock() {
     };
     net.send(NodeId(99), n, read.clone());
     assert_eq!(net.servers[n.0 as usize].locked_keys(), Some(1));
-    net.send(NodeId(99), n, Msg::Release { txn: T1 });
-    assert_eq!(net.servers[n.0 as usize].locked_keys(), Some(0));
+    (net, n, k, read)
+}
+
+/// The late copy of `read` at `n` takes no lock.
+fn late_read_takes_no_lock(net: &mut Net<ReplicatedCommit>, n: NodeId, read: Msg) {
+    assert_eq!(net.servers[n.0 as usize].locked_keys(), Some(0), "released");
     net.send(NodeId(99), n, read);
     assert_eq!(
         net.servers[n.0 as usize].locked_keys(),
@@ -156,28 +157,25 @@ fn a_late_read_after_the_clients_release_takes_no_lock() {
     );
 }
 
+/// A read the network delays past its client's RELEASE (the client aborted before
+/// committing) must not lock the key again: nothing told the replica the transaction
+/// was over, so the shared lock stayed until the idle timeout and denied every writer's
+/// PREPARE of the key meanwhile (issue 51's late-duplicate pattern, in RC).
+#[test]
+fn a_late_read_after_the_clients_release_takes_no_lock() {
+    let (mut net, n, _, read) = reader_at_one_replica();
+    net.send(NodeId(99), n, Msg::Release { txn: T1 });
+    late_read_takes_no_lock(&mut net, n, read);
+}
+
 /// The same after the idle sweep dropped a silent client's read lock: the release is
 /// remembered, and a late copy of the read does not lock the key for another `idle`
 /// (found by an audit: 1-4 re-locks a run under client crashes and late duplicates).
 #[test]
 fn a_late_read_after_an_idle_release_takes_no_lock() {
-    let (mut net, layout) = net();
-    let k = Key::from("x");
-    let n = layout.replicas(layout.shard_of(&k))[0];
-    let read = Msg::Read {
-        txn: T1,
-        key: k.clone(),
-    };
-    net.send(NodeId(99), n, read.clone());
-    assert_eq!(net.servers[n.0 as usize].locked_keys(), Some(1));
+    let (mut net, n, _, read) = reader_at_one_replica();
     net.run_for(secs(12.0), ms(250.0), ServerTimer::Sweep);
-    assert_eq!(net.servers[n.0 as usize].locked_keys(), Some(0), "released when idle");
-    net.send(NodeId(99), n, read);
-    assert_eq!(
-        net.servers[n.0 as usize].locked_keys(),
-        Some(0),
-        "the late read locked the key"
-    );
+    late_read_takes_no_lock(&mut net, n, read);
 }
 
 /// The release is not an outcome: after the idle sweep dropped a reader's locks here
@@ -186,17 +184,7 @@ fn a_late_read_after_an_idle_release_takes_no_lock() {
 /// write lost at one replica: caught by the campaign on gcp3 with a server down 10 s).
 #[test]
 fn a_commit_after_an_idle_release_still_applies() {
-    let (mut net, layout) = net();
-    let k = Key::from("x");
-    let n = layout.replicas(layout.shard_of(&k))[0];
-    net.send(
-        NodeId(99),
-        n,
-        Msg::Read {
-            txn: T1,
-            key: k.clone(),
-        },
-    );
+    let (mut net, n, k, _) = reader_at_one_replica();
     net.run_for(secs(12.0), ms(250.0), ServerTimer::Sweep);
     assert_eq!(net.servers[n.0 as usize].locked_keys(), Some(0), "released when idle");
     let v = VersionId { txn: T1, seq: 0 };
