@@ -71,7 +71,7 @@ pub fn read_lenient(r: impl BufRead) -> Result<(History, Option<String>), Histor
     let lines: Vec<String> = r.lines().collect::<Result<_, _>>()?;
     let last = lines.iter().rposition(|l| !l.trim().is_empty());
     let mut cut = None;
-    let mut lines_of: std::collections::HashMap<meridian_core::TxnId, usize> = Default::default();
+    let mut lines_of: rustc_hash::FxHashMap<meridian_core::TxnId, usize> = Default::default();
     for (i, l) in lines.iter().enumerate() {
         if l.trim().is_empty() {
             continue;

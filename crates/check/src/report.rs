@@ -202,28 +202,25 @@ enum VerdictIn {
     Text(String),
 }
 
+/// A verdict read: `Some(b)`, or `None` for `"unknown"` (or null).
+fn read_verdict<E: serde::de::Error>(v: Option<VerdictIn>) -> Result<Option<bool>, E> {
+    match v {
+        None => Ok(None),
+        Some(VerdictIn::Bool(b)) => Ok(Some(b)),
+        Some(VerdictIn::Text(t)) if t == "unknown" => Ok(None),
+        Some(VerdictIn::Text(t)) => Err(E::custom(format!("verdict `{t}` (true, false or \"unknown\")"))),
+    }
+}
+
 /// A report's boolean field from its JSON verdict: `"unknown"` reads as `true` (no
 /// anomaly found; the `unknown` list says why it is open).
 fn de_verdict<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
-    match VerdictIn::deserialize(d)? {
-        VerdictIn::Bool(b) => Ok(b),
-        VerdictIn::Text(t) if t == "unknown" => Ok(true),
-        VerdictIn::Text(t) => Err(serde::de::Error::custom(format!(
-            "verdict `{t}` (true, false or \"unknown\")"
-        ))),
-    }
+    Ok(read_verdict(Some(VerdictIn::deserialize(d)?))?.unwrap_or(true))
 }
 
 /// A level's `holds` from its JSON verdict (`"unknown"` or null: `None`).
 fn de_level<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
-    match Option::<VerdictIn>::deserialize(d)? {
-        None => Ok(None),
-        Some(VerdictIn::Bool(b)) => Ok(Some(b)),
-        Some(VerdictIn::Text(t)) if t == "unknown" => Ok(None),
-        Some(VerdictIn::Text(t)) => Err(serde::de::Error::custom(format!(
-            "verdict `{t}` (true, false or \"unknown\")"
-        ))),
-    }
+    read_verdict(Option::<VerdictIn>::deserialize(d)?)
 }
 
 fn ser_level<S: serde::Serializer>(h: &Option<bool>, s: S) -> Result<S::Ok, S::Error> {

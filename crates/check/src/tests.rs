@@ -944,3 +944,16 @@ fn causal_is_not_judged_on_an_order_the_search_chose() {
         r.unknown
     );
 }
+
+/// A report's JSON prints open verdicts as "unknown" and reads back as the same report.
+#[test]
+fn report_json_round_trips_unknown_verdicts() {
+    let mut h = hist(vec![txn(1, &[], &["x"]), txn(2, &[("x", Some(v(1, 0)))], &["x"])], &[]);
+    h.replicas.clear();
+    let r = check(&h);
+    let text = serde_json::to_string(&r).unwrap();
+    assert!(text.contains("\"durable\":\"unknown\""), "{text}");
+    let back: Report = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, r);
+    assert!(serde_json::from_str::<Report>(&text.replace("\"unknown\"", "\"maybe\"")).is_err());
+}

@@ -17,12 +17,12 @@
 //! with a server's crash in its second half; or message loss, duplication and
 //! reordering alone; a quarter of the runs are sparse (15-60 transactions on 2-4
 //! clients with 20 ms think time; half of them take the cut with a crash, and a third
-//! of those that draw from TPC-C run its new-order transactions alone); a quarter of the runs add clock skew (every clock off by up
-//! to 50 ms, 500 ms, 2 s or 5 s), and a fifth add late duplicates (one message in
-//! fifty delivered again up to 500 ms, 3 s, 10 s, 30 s or 60 s after the original;
-//! the liveness phase outlasts the last copy by 5 s). `replog` runs (with its
-//! variants `lease=2s` and `locks=no-wait`) put every shard's leader in one DC a third
-//! of the time (`--data-dc`). Many mixes go
+//! of those that draw from TPC-C run its new-order transactions alone); a quarter of
+//! the runs add clock skew (every clock off by up to 50 ms, 500 ms, 2 s or 5 s), and a
+//! fifth add late duplicates (one message in fifty delivered again up to 500 ms, 3 s,
+//! 10 s, 30 s or 60 s after the original; the liveness phase outlasts the last copy by
+//! 5 s). `replog` runs (with its variants `lease=2s` and `locks=no-wait`) put every
+//! shard's leader in one DC a third of the time (`--data-dc`). Many mixes go
 //! beyond what a protocol promises (its `Protocol::fault_model`): those runs are
 //! counted apart, and must still be safe, but may stall.
 //!

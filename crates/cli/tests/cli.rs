@@ -156,19 +156,7 @@ fn test_cli_bad_topology_file_names_the_problem() {
 
 #[test]
 fn test_cli_history_file_checks_and_corruption_is_reported() {
-    let dir = std::env::temp_dir().join(format!("meridian-hist-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let h = dir.join("h.jsonl");
-    let o = meridian(&[
-        "sim",
-        "--protocol",
-        "2pc-occ",
-        "--txns",
-        "200",
-        "--history",
-        h.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let h = sim_history(&scratch("hist"), "2pc-occ", "200");
     let o = meridian(&["check", h.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("serializable=true"));
@@ -665,15 +653,16 @@ fn scratch(name: &str) -> std::path::PathBuf {
     dir
 }
 
-/// A short 2pc-2pl history written by `sim --history` into `dir`.
-fn sim_history(dir: &std::path::Path) -> std::path::PathBuf {
+/// A history of `txns` transactions of `protocol`, written by `sim --history` into
+/// `dir`.
+fn sim_history(dir: &std::path::Path, protocol: &str, txns: &str) -> std::path::PathBuf {
     let h = dir.join("h.jsonl");
     let o = meridian(&[
         "sim",
         "--protocol",
-        "2pc-2pl",
+        protocol,
         "--txns",
-        "50",
+        txns,
         "--history",
         h.to_str().unwrap(),
     ]);
@@ -687,7 +676,7 @@ fn sim_history(dir: &std::path::Path) -> std::path::PathBuf {
 #[test]
 fn test_cli_check_json_says_unknown_where_the_text_does() {
     let dir = scratch("check-cut");
-    let h = sim_history(&dir);
+    let h = sim_history(&dir, "2pc-2pl", "50");
     let full = std::fs::read(&h).unwrap();
     let cut = dir.join("cut.jsonl");
     std::fs::write(&cut, &full[..full.len() - 100]).unwrap();
@@ -732,7 +721,7 @@ fn test_cli_check_an_empty_history_is_nothing_checked() {
     assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("nothing checked"));
     // A meta line and nothing else.
-    let h = sim_history(&dir);
+    let h = sim_history(&dir, "2pc-2pl", "50");
     let meta = std::fs::read_to_string(&h).unwrap().lines().next().unwrap().to_string();
     std::fs::write(&e, meta + "\n").unwrap();
     let o = meridian(&["check", e.to_str().unwrap()]);
@@ -744,7 +733,7 @@ fn test_cli_check_an_empty_history_is_nothing_checked() {
 #[test]
 fn test_cli_check_refuses_a_transaction_recorded_twice() {
     let dir = scratch("check-dup");
-    let h = sim_history(&dir);
+    let h = sim_history(&dir, "2pc-2pl", "50");
     let text = std::fs::read_to_string(&h).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     let dup = dir.join("dup.jsonl");

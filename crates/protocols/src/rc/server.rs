@@ -124,9 +124,8 @@ impl Server {
             .collect();
         idle.sort();
         for id in idle {
-            // As a client's release: remembered as aborted, so that a late copy of its
-            // read does not lock the key again (its PREPARE is refused anyway, its read
-            // lock gone).
+            // As a client's release: remembered as released (not as an outcome), so that
+            // a late copy of its read does not lock the key again.
             self.on_client_release(id, now);
         }
         let mut ask = vec![];

@@ -29,14 +29,14 @@ impl Server {
         if now >= g.lease_until {
             return refuse(AbortReason::LeaseNotHeld, None, cx);
         }
-        match self.done.get(&txn) {
-            _ if self.tombstones.contains_key(&txn) => return refuse(AbortReason::AlreadyAbortedHere, None, cx),
-            Some(false) => return refuse(AbortReason::AlreadyAbortedHere, None, cx),
+        if self.tombstones.contains_key(&txn) || self.done.get(&txn) == Some(&false) {
+            return refuse(AbortReason::AlreadyAbortedHere, None, cx);
+        }
+        if self.done.get(&txn) == Some(&true) {
             // Committed: a read the network delayed past the outcome. Its client is done
             // with it; begun again, it would hold a shared lock with the transaction's
             // old (oldest) priority that younger writers wait behind.
-            Some(true) => return,
-            None => {}
+            return;
         }
         let t = self.seen((txn, s), ts, now);
         if !matches!(t.state, PState::Active) {

@@ -61,17 +61,23 @@ fn prepare_share(
         reads: vec![],
         writes: vec![(Key::from(k), VersionId { txn, seq: s }, Value::from_u64(7))],
     });
-    let leader = (0..net.servers.len())
-        .find(|n| net.servers[*n].leads(ShardId(s)) && !net.down.contains(&NodeId(*n as u32)))
-        .expect("a leader");
+    let leader = leader_of(net, ShardId(s));
     net.send(
         client,
-        NodeId(leader as u32),
+        leader,
         Msg::Prepare {
             shard: ShardId(s),
             entry,
         },
     );
+}
+
+/// The live server that leads shard `s`.
+fn leader_of(net: &Net<ReplicatedLog>, s: ShardId) -> NodeId {
+    (0..net.servers.len() as u32)
+        .map(NodeId)
+        .find(|n| net.servers[n.0 as usize].leads(s) && !net.down.contains(n))
+        .expect("a leader")
 }
 
 /// No server holds a lock.
@@ -353,15 +359,13 @@ fn a_follower_back_from_a_cut_does_not_depose_its_leader() {
 /// of that shard before `young` has sent any PREPARE.
 fn wound_a_reader(net: &mut Net<ReplicatedLog>, client: NodeId, young: TxnId, old: TxnId, key: &str) {
     let s = net.servers[0].env.layout.shard_of(&Key::from(key));
-    let leader = (0..net.servers.len())
-        .find(|n| net.servers[*n].leads(s))
-        .expect("a leader");
+    let leader = leader_of(net, s);
     let read = LockedRead {
         txn: young,
         ts: 100,
         key: Key::from(key),
     };
-    net.send(client, NodeId(leader as u32), Msg::Read(read));
+    net.send(client, leader, Msg::Read(read));
     prepare(net, client, old, &[(s.0, key)]);
     assert_eq!(outcome(net, old), Some(true));
 }
@@ -594,16 +598,14 @@ fn a_late_read_or_prepare_after_the_commit_takes_no_lock() {
         ts: 0,
         key: Key::from("#1/a"),
     };
-    let leader = (0..net.servers.len())
-        .find(|n| net.servers[*n].leads(ShardId(1)))
-        .unwrap();
-    net.send(client, NodeId(leader as u32), Msg::Read(read.clone()));
+    let leader = leader_of(&net, ShardId(1));
+    net.send(client, leader, Msg::Read(read.clone()));
     prepare(&mut net, client, txn, &[(0, "#0/b"), (1, "#1/a")]);
     assert_eq!(outcome(&net, txn), Some(true));
     assert_no_locks(&net);
-    let log_len = |net: &Net<ReplicatedLog>| net.servers[leader].groups[&ShardId(1)].log.len();
+    let log_len = |net: &Net<ReplicatedLog>| net.servers[leader.0 as usize].groups[&ShardId(1)].log.len();
     let before = log_len(&net);
-    net.send(client, NodeId(leader as u32), Msg::Read(read));
+    net.send(client, leader, Msg::Read(read));
     prepare(&mut net, client, txn, &[(0, "#0/b"), (1, "#1/a")]);
     assert_no_locks(&net);
     assert_eq!(log_len(&net), before, "no second PREPARE entry");
