@@ -676,3 +676,35 @@ fn a_replica_that_promised_another_candidate_drops_its_own_pre_vote() {
         e.sent()
     );
 }
+
+/// An ABORT decision for a share this leader never saw (its PREPARE lost, or still on
+/// its way) tombstones the transaction: the PREPARE, when it comes, is refused rather
+/// than lock the key and log a PREPARE entry for a transaction already aborted.
+#[test]
+fn an_abort_before_the_share_s_prepare_refuses_it() {
+    let (mut net, client) = net("us3", |l, s| l.replicas(s)[0]);
+    let txn = TxnId { client: 0, seq: 1 };
+    let leader = leader_of(&net, ShardId(1));
+    let log_len = |net: &Net<ReplicatedLog>| net.servers[leader.0 as usize].groups[&ShardId(1)].log.len();
+    let before = log_len(&net);
+    net.send(
+        client,
+        leader,
+        Msg::Decide {
+            txn,
+            shard: ShardId(1),
+            commit: false,
+        },
+    );
+    let ts = net.now;
+    prepare_share(
+        &mut net,
+        client,
+        (txn, ts),
+        ShardId(0),
+        &[ShardId(0), ShardId(1)],
+        (1, "#1/a"),
+    );
+    assert_no_locks(&net);
+    assert_eq!(log_len(&net), before, "no PREPARE entry for an aborted transaction");
+}
