@@ -351,6 +351,7 @@ fn finish(mut c: Checker<'_>) -> Report {
         durable: !anomalies.iter().any(|a| a.kind.breaks_durability()),
         anomalies,
         committed: c.txn_of.len(),
+        committed_of_unknown_outcome: c.txn_of.iter().filter(|t| t.outcome == Outcome::Unknown).count(),
         unknown: c.unknown,
         notes: vec![],
         levels,

@@ -250,6 +250,12 @@ pub struct Report {
     pub anomalies: Vec<Anomaly>,
     /// Committed transactions checked.
     pub committed: usize,
+    /// Of `committed`, transactions whose client never learned the outcome (recorded
+    /// unknown) but that count as committed because a replica holds one of their writes
+    /// or a committed transaction read one. A runtime's own count of commits (the
+    /// clients' answers) is `committed` less these.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub committed_of_unknown_outcome: usize,
     /// Why a verdict above could not be decided (a key's version order that neither
     /// the replicas nor the history fix, a replica whose final state is missing): a
     /// verdict reported `true` then means "no anomaly found", not "holds".
@@ -265,6 +271,10 @@ pub struct Report {
     pub levels: Vec<Level>,
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 impl Serialize for Report {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         #[derive(Serialize)]
@@ -275,6 +285,8 @@ impl Serialize for Report {
             durable: Verdict,
             anomalies: &'a [Anomaly],
             committed: usize,
+            #[serde(skip_serializing_if = "is_zero")]
+            committed_of_unknown_outcome: usize,
             #[serde(skip_serializing_if = "<[_]>::is_empty")]
             unknown: &'a [Unknown],
             #[serde(skip_serializing_if = "<[_]>::is_empty")]
@@ -289,6 +301,7 @@ impl Serialize for Report {
             durable: self.durable_verdict(),
             anomalies: &self.anomalies,
             committed: self.committed,
+            committed_of_unknown_outcome: self.committed_of_unknown_outcome,
             unknown: &self.unknown,
             notes: &self.notes,
             levels: &self.levels,

@@ -400,6 +400,12 @@ fn unknown_outcome_without_a_write_record_counts_by_its_installed_versions() {
     let r = check(&h);
     assert!(r.ok(), "{:?}", r.anomalies);
     assert_eq!(r.committed, 2, "installed, so it counts as committed");
+    assert_eq!(
+        r.committed_of_unknown_outcome, 1,
+        "and is told apart from the clients' commits"
+    );
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["committed_of_unknown_outcome"], 1);
     // Still caught: an installed version of an aborted transaction beside it.
     let mut t3 = txn(3, &[], &["y"]);
     t3.outcome = Outcome::Aborted;
@@ -422,6 +428,7 @@ fn unknown_outcome_read_by_a_committed_transaction_counts_committed() {
     let r = check(&h);
     assert!(r.serializable && r.atomic && !r.durable);
     assert_eq!(r.committed, 2);
+    assert_eq!(r.committed_of_unknown_outcome, 1);
 }
 
 #[test]

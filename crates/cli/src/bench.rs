@@ -179,6 +179,9 @@ pub struct BenchOutput {
 /// Runs a benchmark (the body of `meridian bench`).
 pub fn run_bench(a: &BenchArgs, show_progress: bool) -> Result<BenchOutput> {
     let duration = dur("--duration", &a.duration)?;
+    if duration.is_zero() {
+        bail!("--duration must be longer than 0 (a bench of no time runs no transaction)");
+    }
     let settle = dur("--settle", &a.settle)?;
     let drain = dur("--drain", &a.drain)?;
     let cluster = crate::cluster::load(&a.cluster)?;
@@ -478,7 +481,7 @@ pub fn run_bench(a: &BenchArgs, show_progress: bool) -> Result<BenchOutput> {
                 // and keys locked when it stops), so stalls are reported, not judged.
                 unresolved: 0,
                 runaway: None,
-                within_tolerance: false,
+                within_tolerance: None,
                 stats: server_cpu_stats(cpu_before, cpu_after, pids.len(), committed.load(std::sync::atomic::Ordering::Relaxed)),
                 wall_s: wall.elapsed().as_secs_f64(),
             },
@@ -603,7 +606,17 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
     let baseline = a.baseline.as_deref().map(read_baseline).transpose()?;
     let file = crate::create_output(a.history.as_deref())?;
     let save = crate::create_output(a.save.as_deref())?;
-    let out = run_bench(a, true)?;
+    let out = match run_bench(a, true) {
+        Ok(out) => out,
+        Err(e) => {
+            // Nothing happened: leave no empty output files behind (they were created
+            // only so that a bad path fails before the run).
+            for p in [&a.history, &a.save].into_iter().flatten() {
+                let _ = std::fs::remove_file(p);
+            }
+            return Err(e);
+        }
+    };
     if let (Some(path), Some(f)) = (&a.history, file) {
         let mut w = std::io::BufWriter::new(f);
         meridian_check::jsonl::write(&out.history, &mut w).with_context(|| format!("writing {}", path.display()))?;
@@ -682,7 +695,10 @@ fn against(old: &SimReport, new: &SimReport) -> String {
 /// A clean history of nothing is not a passing benchmark: the cluster did not serve
 /// (a server re-syncing, a group without a leader, every key locked).
 fn served_nothing(txns: u64, committed: u64, aborted: u64, unknown: u64) -> Option<String> {
-    (committed == 0 && txns > 0).then(|| {
+    if txns == 0 {
+        return Some("no transaction ran; see `meridian cluster status`".into());
+    }
+    (committed == 0).then(|| {
         format!(
             "no transaction committed ({aborted} aborted, {unknown} with no outcome when the bench ended); \
              see `meridian cluster status`"
@@ -699,6 +715,6 @@ mod tests {
         assert!(served_nothing(16, 0, 0, 16).is_some_and(|w| w.contains("no transaction committed")));
         assert!(served_nothing(16, 0, 16, 0).is_some());
         assert_eq!(served_nothing(16, 1, 0, 15), None);
-        assert_eq!(served_nothing(0, 0, 0, 0), None);
+        assert!(served_nothing(0, 0, 0, 0).is_some_and(|w| w.contains("no transaction ran")));
     }
 }

@@ -211,7 +211,7 @@ pub fn classify(protocol: &str, r: &SimReport) -> Verdict {
     let c = &r.check;
     let (liveness, unsafe_): (Vec<&String>, Vec<&String>) =
         c.anomalies.iter().partition(|a| a.starts_with("liveness:"));
-    let beyond = !r.within_tolerance;
+    let beyond = r.within_tolerance == Some(false);
     // A read-committed protocol is checked for G0/G1 only; it never claims serializable.
     let claims_ser = !protocol.starts_with("hacommit-rc");
     let lost_only = (c.serializable || !claims_ser)
@@ -639,7 +639,7 @@ pub fn campaign(a: &CampaignArgs) -> Result<ExitCode> {
         drop(tx);
         for d in rx {
             *committed.entry(d.protocol.clone()).or_default() += d.report.as_ref().map_or(0, |r| r.committed);
-            if let Some(r) = d.report.as_ref().filter(|r| r.within_tolerance) {
+            if let Some(r) = d.report.as_ref().filter(|r| r.within_tolerance == Some(true)) {
                 let e = slowest.entry(d.protocol.clone()).or_insert((0.0, r.seed));
                 let first = !slowest_cmd.contains_key(&d.protocol);
                 if r.slowest_ms > e.0 || first {

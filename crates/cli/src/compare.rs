@@ -46,6 +46,7 @@ fn default_compare(args: &RunArgs, json: bool) -> Result<ExitCode> {
         print_header(&cfg)?;
     }
     let mut code = ExitCode::SUCCESS;
+    let mut notes = vec![];
     for p in PROTOCOLS {
         let out = meridian_sim::run_named(p, &cfg, &mut progress(p))?;
         let r = out.report;
@@ -55,6 +56,13 @@ fn default_compare(args: &RunArgs, json: bool) -> Result<ExitCode> {
             }
             code = ExitCode::from(3);
         }
+        let attempts = r.committed + r.aborted + r.unknown;
+        if attempts > r.txns {
+            notes.push(format!(
+                "{p}: {attempts} transactions for the {} asked: the protocol's client retries an aborted attempt as a new transaction, and each attempt counts",
+                r.txns
+            ));
+        }
         if json {
             reports.push(r);
         } else {
@@ -63,6 +71,10 @@ fn default_compare(args: &RunArgs, json: bool) -> Result<ExitCode> {
     }
     if json {
         println!("{}", serde_json::to_string(&reports)?);
+    } else {
+        for n in notes {
+            println!("note: {n}");
+        }
     }
     Ok(code)
 }
@@ -82,15 +94,29 @@ fn print_header(cfg: &meridian_sim::SimConfig) -> Result<()> {
         }
     );
     println!(
-        "{:10} {:>9} {:>8} {:>9} {:>9} {:>11} {:>9} {:>8} {:>9}  check",
-        "protocol", "committed", "aborted", "p50 ms", "p99 ms", "commit p50", "tput/s", "WAN trips", "msgs/txn"
+        "{:w$} {:>9} {:>8} {:>9} {:>9} {:>11} {:>9} {:>9} {:>9}  check",
+        "protocol",
+        "committed",
+        "aborted",
+        "p50 ms",
+        "p99 ms",
+        "commit p50",
+        "tput/s",
+        "WAN trips",
+        "msgs/txn",
+        w = name_width()
     );
     Ok(())
 }
 
+/// The protocol column's width: the longest protocol name.
+fn name_width() -> usize {
+    PROTOCOLS.iter().map(|p| p.len()).max().unwrap_or(8)
+}
+
 fn print_row(p: &str, r: &SimReport) {
     println!(
-        "{:10} {:>9} {:>8} {:>9.1} {:>9.1} {:>11.1} {:>9.1} {:>9.2} {:>9.1}  {}",
+        "{:w$} {:>9} {:>8} {:>9.1} {:>9.1} {:>11.1} {:>9.1} {:>9.2} {:>9.1}  {}",
         p,
         r.committed,
         r.aborted,
@@ -100,6 +126,7 @@ fn print_row(p: &str, r: &SimReport) {
         r.throughput_tps,
         r.wan_trips.mean,
         r.messages.per_txn,
-        verdict(r)
+        verdict(r),
+        w = name_width()
     );
 }

@@ -124,10 +124,10 @@ Examples:
 /// Flags shared by `sim` and `compare`.
 #[derive(Args, Clone, Debug)]
 pub struct RunArgs {
-    /// Topology preset (rc5, us3, world3, far3, two50, lan) or TOML file.
+    /// Topology preset (rc5, us3, world3, far3, two50, lan, gcp3) or TOML file.
     #[arg(long, default_value = "rc5")]
     topology: String,
-    /// Workload, NAME:key=value,... (ycsb, bank, dependent-reads, chain, tpcc, script).
+    /// Workload, NAME:key=value,... (ycsb, bank, dependent-reads, chain, tpcc, script, rmw, micro).
     #[arg(long, default_value = "ycsb")]
     workload: String,
     /// Transactions to run.
@@ -173,6 +173,10 @@ pub struct RunArgs {
     /// Cost of one synchronous log write (fsync).
     #[arg(long, default_value = "500us")]
     fsync: String,
+    /// Stop the run at this much virtual time even if transactions are left, e.g.
+    /// 1h (default: no limit; a run this stops says so and exits 4).
+    #[arg(long)]
+    max_time: Option<String>,
 }
 
 #[derive(Args)]
@@ -241,6 +245,12 @@ impl RunArgs {
             bail!("--jitter must be a fraction between 0 and 10");
         }
         cfg.jitter = self.jitter;
+        if let Some(m) = &self.max_time {
+            cfg.max_time = parse_duration(m).map_err(anyhow::Error::msg).context("--max-time")?;
+            if cfg.max_time == 0 {
+                bail!("--max-time must be more than 0");
+            }
+        }
         let dur = |flag: &str, v: &str| {
             parse_duration(v)
                 .map_err(anyhow::Error::msg)
@@ -276,6 +286,9 @@ impl RunArgs {
         }
         if let Some(r) = self.rate {
             s += &format!(" --rate {r}");
+        }
+        if let Some(m) = &self.max_time {
+            s += &format!(" --max-time {m}");
         }
         if self.think != "0ms" {
             s += &format!(" --think {}", self.think);
@@ -395,7 +408,7 @@ pub fn print_report(r: &meridian_sim::SimReport, json: bool) -> Result<()> {
                 .unwrap_or_default()
         );
         // (A bench has no fault schedule, and judges no stalls: no such line.)
-        if !r.within_tolerance && !r.faults.is_empty() {
+        if r.within_tolerance == Some(false) && !r.faults.is_empty() {
             println!("  faults beyond the protocol's stated tolerance: a stall is reported, not a failure");
         }
         for s in &c.stalls {
@@ -421,8 +434,15 @@ fn run_sim(a: &SimArgs) -> Result<ExitCode> {
     }
     let r = &out.report;
     print_report(r, a.json)?;
+    if let Some(why) = &r.cut_short {
+        eprintln!("run cut short: {why}");
+    }
     let code = if r.check.ok() {
-        ExitCode::SUCCESS
+        if r.cut_short.is_some() {
+            ExitCode::from(4)
+        } else {
+            ExitCode::SUCCESS
+        }
     } else {
         for a in r.check.anomalies.iter().take(10) {
             eprintln!("anomaly: {a}");
@@ -562,8 +582,12 @@ fn print_check(
     } else {
         // A verdict the history cannot decide is "unknown", never "true" (the JSON
         // prints the same verdicts).
+        let of_unknown = match r.committed_of_unknown_outcome {
+            0 => String::new(),
+            n => format!(", {n} of them of unknown outcome but written where it shows"),
+        };
         println!(
-            "{} transactions ({} committed): serializable={} strict={} atomic={} durable={}",
+            "{} transactions ({} committed{of_unknown}): serializable={} strict={} atomic={} durable={}",
             h.txns.len(),
             r.committed,
             r.serializable_verdict(),

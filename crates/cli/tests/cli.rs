@@ -1,5 +1,7 @@
 //! The command line: the JSON contract of `meridian sim`, one-line errors, `check`.
 
+mod common;
+
 use std::process::{Command, Output};
 
 fn meridian(args: &[&str]) -> Output {
@@ -58,9 +60,45 @@ fn test_cli_sim_json_has_every_contract_key() {
     assert!(v["committed"].as_u64().unwrap() > 250);
 }
 
+/// A run goes on until every transaction asked for is answered (no hidden one-hour
+/// cap); a limit the user sets that stops it early is said, and the exit is 4.
+#[test]
+fn test_cli_sim_runs_to_the_end_or_says_which_limit_stopped_it() {
+    let base = [
+        "sim",
+        "--protocol",
+        "2pc-2pl",
+        "--txns",
+        "400",
+        "--clients",
+        "1",
+        "--think",
+        "10s",
+        "--json",
+    ];
+    // 400 transactions 10 s apart: over an hour of virtual time.
+    let o = meridian(&base);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["committed"], 400, "every transaction asked for ran");
+    assert!(v["virtual_s"].as_f64().unwrap() > 3600.0);
+    assert!(v.get("cut_short").is_none());
+    let o = meridian(&[&base[..], &["--max-time", "10min"]].concat());
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["committed"].as_u64().unwrap() < 400);
+    let why = v["cut_short"].as_str().expect("cut_short says why");
+    assert!(why.contains("virtual-time limit") && why.contains("of 400"), "{why}");
+    assert!(
+        stderr(&o).contains("run cut short: the virtual-time limit"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn test_cli_bad_input_is_one_clear_error() {
-    let cases: [(&[&str], &str); 21] = [
+    let cases: [(&[&str], &str); 23] = [
         (&["sim", "--protocol", "crossstitch:copies=x"], "`copies` must be 1..=8"),
         (&["sim", "--protocol", "2pc-2pl:replicas=2"], "no parameter `replicas`"),
         (
@@ -103,6 +141,11 @@ fn test_cli_bad_input_is_one_clear_error() {
         (&["sim", "--protocol", "2pc-2pl", "--faults", "loss:p=7"], "probability"),
         (&["sim", "--protocol", "2pc-2pl", "--client-dc", "Q"], "unknown DC `Q`"),
         (&["compare", "--experiment", "nope"], "unknown experiment `nope`"),
+        (
+            &["sim", "--protocol", "2pc-2pl", "--clients", "4000000000"],
+            "--clients must be at most 1000000",
+        ),
+        (&["sim", "--protocol", "2pc-2pl", "--max-time", "0s"], "--max-time"),
     ];
     for (args, needle) in cases {
         let o = meridian(args);
@@ -232,6 +275,16 @@ fn test_cli_compare_runs_every_protocol() {
             "{p}: {out}"
         );
     }
+    // The table lines up: every row's verdict in the header's `check` column.
+    let col = out.lines().find_map(|l| l.find("  check")).expect("header") + 2;
+    for p in meridian_protocols::PROTOCOLS {
+        let row = out.lines().find(|l| l.split_whitespace().next() == Some(p)).unwrap();
+        assert_eq!(
+            row.find("  ok").map(|i| i + 2),
+            Some(col),
+            "{p}'s row is out of line:\n{out}"
+        );
+    }
     let o = meridian(&["compare", "--experiment", "2pc-round-trips", "--txns", "50"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("1.000"));
@@ -305,6 +358,31 @@ fn test_cli_sim_help_names_every_protocol_and_parameter() {
     let o = meridian(&["sim", "--help"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let help = String::from_utf8_lossy(&o.stdout).into_owned();
+    for t in meridian_core::Topology::PRESETS {
+        let listed = [" ", "("]
+            .iter()
+            .any(|b| [",", ")"].iter().any(|a| help.contains(&format!("{b}{t}{a}"))));
+        assert!(listed, "topology {t}: {help}");
+    }
+    // The workload parser's own list of names, from its error for an unknown one.
+    let o = meridian(&["sim", "--protocol", "rc", "--workload", "no-such-workload"]);
+    let e = stderr(&o);
+    let known = e
+        .split("known: ")
+        .nth(1)
+        .and_then(|k| k.split(')').next())
+        .expect("known workloads");
+    let readme = include_str!("../../../README.md");
+    for w in known.split(", ") {
+        let listed = [" ", "("]
+            .iter()
+            .any(|b| [",", ")"].iter().any(|a| help.contains(&format!("{b}{w}{a}"))));
+        assert!(listed, "workload {w}: {help}");
+        assert!(
+            readme.contains(&format!("| `{w}` |")),
+            "workload {w} has no row in README.md's table"
+        );
+    }
     for name in meridian_protocols::PROTOCOLS {
         assert!(
             help.contains(&format!(" {name},")) || help.contains(&format!(" {name}.")),
@@ -339,6 +417,14 @@ fn test_cli_durations_need_a_unit() {
     assert!(stderr(&o).contains("needs a unit"), "{}", stderr(&o));
     let o = meridian(&["bench", "--cluster", "/nonexistent/c.toml", "--duration", "5"]);
     assert!(stderr(&o).contains("needs a unit"), "{}", stderr(&o));
+    // A bench of no time is refused before anything is read (it would pass on nothing).
+    let o = meridian(&["bench", "--cluster", "/nonexistent/c.toml", "--duration", "0s"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--duration must be longer than 0"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// A bench baseline that is not a saved report gets one error naming the flag, before
@@ -770,4 +856,43 @@ fn test_cli_check_takes_jepsen_transactions_by_their_shape() {
     .unwrap();
     let o = meridian(&["check", h.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(5), "{}", String::from_utf8_lossy(&o.stdout));
+}
+
+/// A bench against a cluster whose servers are all down fails at once with one clear
+/// error (every dial is refused: nothing to wait for) and leaves no history file.
+#[test]
+fn test_cli_bench_against_a_down_cluster_fails_fast_and_writes_nothing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let base = common::free_base(15).to_string();
+    let d = dir.path().to_str().unwrap();
+    let o = meridian(&[
+        "cluster",
+        "up",
+        "--protocol",
+        "2pc-2pl",
+        "--topology",
+        "us3",
+        "--dir",
+        d,
+        "--base-port",
+        &base,
+    ]);
+    assert!(o.status.success(), "{}", common::text(&o));
+    let o = meridian(&["cluster", "down", "--dir", d]);
+    assert!(o.status.success(), "{}", common::text(&o));
+    let file = dir.path().join("cluster.toml");
+    let history = dir.path().join("h.jsonl");
+    let o = meridian(&[
+        "bench",
+        "--cluster",
+        file.to_str().unwrap(),
+        "--duration",
+        "1s",
+        "--history",
+        history.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::text(&o));
+    let e = stderr(&o);
+    assert!(e.contains("every dial refused") && e.contains("cluster status"), "{e}");
+    assert!(!history.exists(), "no history of a bench that never ran");
 }

@@ -5,30 +5,13 @@
 
 mod common;
 
-use common::text;
+use common::{free_base, text};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 fn meridian() -> Command {
     Command::new(env!("CARGO_BIN_EXE_meridian"))
-}
-
-/// A base port with `n` free ports after it, different for each test of this run.
-fn free_base(n: u16) -> u16 {
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    let pid = std::process::id();
-    loop {
-        let k = NEXT.fetch_add(1, Ordering::Relaxed);
-        // Below Linux's ephemeral range (32768..), where the clusters' own outgoing
-        // connections take their source ports.
-        let base = 20_000 + ((pid % 97) * 311 + k * 40) % 12_000;
-        let free = (0..n as u32).all(|i| std::net::TcpListener::bind(("127.0.0.1", (base + i) as u16)).is_ok());
-        if free {
-            return base as u16;
-        }
-    }
 }
 
 /// `GET /metrics` on a local port: the whole HTTP answer.

@@ -270,6 +270,12 @@ impl Client {
             // row: the client starts with the ones it has and keeps re-dialling the
             // others. With no server at all there is nothing to talk to.
             let (connected, down) = (host.connected(), host.unreachable());
+            if connected == 0 && down >= n {
+                // Every address refuses (nothing listens): no server to wait for.
+                return Err(Error::Unavailable(format!(
+                    "none of the {n} servers accepts a connection (every dial refused): is the cluster up? see `meridian cluster status`"
+                )));
+            }
             if connected >= n || (connected > 0 && connected + down >= n) {
                 // A server refuses (slot in use, wrong cluster) right after the Hello.
                 tokio::time::sleep(Duration::from_millis(100)).await;

@@ -101,7 +101,11 @@ pub struct SimConfig {
     pub rate: Option<f64>,
     /// Protocol timeouts.
     pub timeouts: Timeouts,
-    /// Virtual-time cap on the safety phase.
+    /// Virtual time at which the safety phase stops even if transactions are left
+    /// (default `Time::MAX`: none; the run goes on until every transaction asked for is
+    /// answered, or a stall ends it). A run this stops reports it in
+    /// [`SimReport::cut_short`]; experiments that measure a time window set it on
+    /// purpose.
     pub max_time: Time,
     /// Length of the liveness phase.
     pub settle: Time,
@@ -143,7 +147,7 @@ impl SimConfig {
             think: 0,
             rate: None,
             timeouts: Timeouts::default(),
-            max_time: secs(3600.0),
+            max_time: Time::MAX,
             settle: secs(30.0),
             cores: vec![],
             max_pending: 1 << 20,
@@ -474,6 +478,8 @@ struct Sim<'a, P: Protocol> {
     unresolved: u64,
     /// Why the run was cut short by a message storm (`SimConfig::max_pending`).
     runaway: Option<String>,
+    /// Why the run stopped before its transactions were done (a limit it hit).
+    cut_short: Option<String>,
     /// When the last scheduled fault has struck and healed.
     faults_over: Time,
     /// When a transaction last finished.
@@ -493,11 +499,21 @@ const STALL: Time = 60_000_000_000;
 /// ends within a few round trips of any preset topology.
 const AFTER_LAST_LATE: Time = 5_000_000_000;
 
+/// The most closed-loop clients a simulation takes (a million clients with ten
+/// transactions each need about 0.8 GB).
+pub const MAX_CLIENTS: u32 = 1_000_000;
+
 /// Runs one simulation of protocol `p`.
 pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64)) -> Result<SimOutput, SimError> {
     let wall = std::time::Instant::now();
     if cfg.clients == 0 {
         return Err(SimError::Invalid("--clients must be at least 1".into()));
+    }
+    if cfg.clients > MAX_CLIENTS {
+        return Err(SimError::Invalid(format!(
+            "--clients must be at most {MAX_CLIENTS} (each simulated client costs memory; {} asked)",
+            cfg.clients
+        )));
     }
     if cfg.txns == 0 {
         return Err(SimError::Invalid("--txns must be at least 1".into()));
@@ -601,7 +617,7 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
         issued: 0,
         backlog: 0,
         in_flight: 0,
-        records: Vec::with_capacity(cfg.txns as usize),
+        records: Vec::with_capacity(cfg.txns.min(1 << 20) as usize),
         out: vec![],
         recs: vec![],
         events: 0,
@@ -609,6 +625,7 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
         msgs_wan: 0,
         unresolved: 0,
         runaway: None,
+        cut_short: None,
         faults_over: 0,
         last_done: 0,
     };
@@ -698,12 +715,13 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
             split_decisions,
             unresolved: sim.unresolved,
             runaway: sim.runaway.clone(),
-            within_tolerance,
+            within_tolerance: Some(within_tolerance),
             stats,
             wall_s: wall.elapsed().as_secs_f64(),
         },
     );
     report.fault_schedule = sim.plan.explicit(&cfg.topology);
+    report.cut_short = sim.cut_short.clone();
     Ok(SimOutput {
         report,
         history,
@@ -759,6 +777,15 @@ impl<P: Protocol> Sim<'_, P> {
                 && at > self.faults_over
                 && at.saturating_sub(self.last_done.max(self.faults_over)) > STALL;
             if (at > self.cfg.max_time || stalled) && !self.healed {
+                if at > self.cfg.max_time && !self.workload_done() {
+                    self.cut_short = Some(format!(
+                        "the virtual-time limit of {:.3} s stopped the run with {} of {} transactions issued and {} answered",
+                        self.cfg.max_time as f64 / 1e9,
+                        self.issued,
+                        self.cfg.txns,
+                        self.records.len()
+                    ));
+                }
                 self.heal();
                 stop_at = self.liveness_end();
             }

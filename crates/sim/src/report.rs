@@ -68,6 +68,10 @@ fn yes() -> bool {
     true
 }
 
+fn some_yes() -> Option<bool> {
+    Some(true)
+}
+
 impl CheckSummary {
     /// Whether everything checked out.
     pub fn ok(&self) -> bool {
@@ -94,8 +98,13 @@ pub struct SimReport {
     pub fault_schedule: String,
     /// Clients.
     pub clients: u32,
-    /// Transactions issued.
+    /// Transactions asked for.
     pub txns: u64,
+    /// Set when a limit ([`SimConfig::max_time`]) stopped the run before every
+    /// transaction asked for was issued and answered: which limit, and how far the run
+    /// got. The CLI prints it and exits 4.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_short: Option<String>,
     /// Committed.
     pub committed: u64,
     /// Aborted.
@@ -133,9 +142,10 @@ pub struct SimReport {
     #[serde(default)]
     pub slowest_ms: f64,
     /// Whether the fault plan stayed within the protocol's stated fault tolerance
-    /// ([`meridian_protocols::FaultModel`]).
-    #[serde(default = "yes")]
-    pub within_tolerance: bool,
+    /// ([`meridian_protocols::FaultModel`]). Absent (`None`) for a bench: it injects no
+    /// faults and has no liveness phase, so its stalls are reported, not judged.
+    #[serde(default = "some_yes", skip_serializing_if = "Option::is_none")]
+    pub within_tolerance: Option<bool>,
     /// Protocol-specific counters summed over servers ([`meridian_protocols::Replica::stats`]).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub protocol_stats: BTreeMap<String, f64>,
@@ -171,8 +181,10 @@ pub struct Counters {
     pub unresolved: u64,
     /// Why the run was cut short by a message storm, if it was.
     pub runaway: Option<String>,
-    /// Whether the faults stayed within the protocol's tolerance.
-    pub within_tolerance: bool,
+    /// Whether the faults stayed within the protocol's tolerance; `None` for a run
+    /// without a fault plan or a liveness phase (a bench), whose stalls are reported
+    /// as what was left when it ended and never judged.
+    pub within_tolerance: Option<bool>,
     /// Protocol-specific counters summed over servers.
     pub stats: BTreeMap<String, f64>,
     /// Wall-clock seconds the run took.
@@ -233,17 +245,21 @@ pub fn summarize(
         anomalies.push(format!("runaway: {r}"));
     }
     let mut stalls = vec![];
+    let when = match c.within_tolerance {
+        Some(_) => "after the liveness phase",
+        None => "when the run ended (it had no liveness phase to resolve them)",
+    };
     if c.unresolved > 0 {
         stalls.push(format!(
-            "liveness: {} transaction(s) of live clients unresolved after the liveness phase",
+            "liveness: {} transaction(s) of live clients unresolved {when}",
             c.unresolved
         ));
     }
     if let Some(n @ 1..) = c.locked_at_end {
-        stalls.push(format!("liveness: {n} key(s) still locked after the liveness phase"));
+        stalls.push(format!("liveness: {n} key(s) still locked {when}"));
     }
     let live = stalls.is_empty();
-    if c.within_tolerance {
+    if c.within_tolerance == Some(true) {
         anomalies.append(&mut stalls);
     }
     SimReport {
@@ -255,6 +271,7 @@ pub fn summarize(
         fault_schedule: String::new(),
         clients: cfg.clients,
         txns: cfg.txns,
+        cut_short: None,
         committed: committed.len() as u64,
         aborted: count(Outcome::Aborted),
         unknown: count(Outcome::Unknown),
@@ -327,7 +344,12 @@ mod tests {
     use meridian_check::Meta;
     use meridian_core::Topology;
 
-    fn verdict(split: Option<u64>, unresolved: u64, locked: Option<u64>, within: bool) -> CheckSummary {
+    fn verdict(
+        split: Option<u64>,
+        unresolved: u64,
+        locked: Option<u64>,
+        within: impl Into<Option<bool>>,
+    ) -> CheckSummary {
         let h = History {
             meta: Meta {
                 protocol: "x".into(),
@@ -351,7 +373,7 @@ mod tests {
             split_decisions: split,
             unresolved,
             runaway: None,
-            within_tolerance: within,
+            within_tolerance: within.into(),
             stats: BTreeMap::new(),
             wall_s: 0.0,
         };
@@ -377,6 +399,15 @@ mod tests {
             );
             let v = verdict(None, unresolved, locked, false);
             assert!(v.ok() && !v.live && !v.stalls.is_empty(), "{v:?}");
+            // A bench: no tolerance to judge by, no liveness phase to speak of.
+            let v = verdict(None, unresolved, locked, None);
+            assert!(v.ok() && !v.live, "{v:?}");
+            assert!(
+                v.stalls
+                    .iter()
+                    .all(|s| s.contains("when the run ended") && !s.contains("after the liveness phase")),
+                "{v:?}"
+            );
         }
     }
 }

@@ -26,7 +26,7 @@ pub fn assert_clean(r: &SimReport) {
 /// tolerance, which must also be live (every transaction resolved, nothing locked).
 pub fn assert_clean_and_live(what: &str, r: &SimReport) {
     assert!(
-        r.within_tolerance,
+        r.within_tolerance == Some(true),
         "{what}: the faults are within {}'s tolerance",
         r.protocol
     );
