@@ -1,12 +1,17 @@
 //! The Meridian client library: connect to a cluster with its cluster file and run
 //! transactions.
 //!
-//! ```no_run
-//! # async fn demo() -> Result<(), meridian_client::Error> {
-//! use meridian_client::{Client, Options};
-//! use meridian_txn::Arg;
-//! let db = Client::connect("meridian-cluster/cluster.toml", Options::default()).await?;
-//! let done = db.run("transfer", vec![Arg::U64(1), Arg::U64(2), Arg::U64(10)]).await?;
+//! ```
+//! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+//! # async fn main() -> Result<(), meridian_client::Error> {
+//! # let local = meridian_client::local::LocalCluster::start("2pc-2pl", "us3").await?;
+//! # let cluster_file = local.file(); // e.g. "meridian-cluster/cluster.toml"
+//! use meridian_client::{Arg, Client, Key, Options};
+//! let db = Client::connect(cluster_file, Options::default()).await?;
+//! // The bank workload's `transfer`: from, to, amount, and the balance an account
+//! // that was never written starts with.
+//! let args = vec![Arg::Key(Key::from("alice")), Arg::Key(Key::from("bob")), Arg::U64(10), Arg::U64(100)];
+//! let done = db.run("transfer", args).await?;
 //! println!("{} committed in {:?}", done.txn, done.latency);
 //! # Ok(()) }
 //! ```
@@ -21,13 +26,40 @@
 //! with [`Client::run`], or interactive transactions whose operations come from the
 //! caller one at a time:
 //!
-//! ```no_run
-//! # async fn demo(db: &meridian_client::Client) -> Result<(), meridian_client::Error> {
+//! ```
+//! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+//! # async fn main() -> Result<(), meridian_client::Error> {
+//! # let local = meridian_client::local::LocalCluster::start("replog", "us3").await?;
+//! # let db = meridian_client::Client::connect(local.file(), Default::default()).await?;
 //! use meridian_client::{Key, Value};
 //! let mut t = db.begin().await?;
 //! let n = t.read(&Key::from("visits")).await?.and_then(|v| v.as_u64()).unwrap_or(0);
 //! t.write(Key::from("visits"), Value::from_u64(n + 1));
 //! t.commit().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! [`Client::transact`] runs such a transaction and, when it aborts for a reason a
+//! retry helps (a conflict, a failure), runs it again, with a bound and back-off:
+//!
+//! ```
+//! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+//! # async fn main() -> Result<(), meridian_client::Error> {
+//! # let local = meridian_client::local::LocalCluster::start("2pc-2pl", "us3").await?;
+//! # let db = meridian_client::Client::connect(local.file(), Default::default()).await?;
+//! use meridian_client::{Key, Value};
+//! let visits = Key::from("visits");
+//! let (n, _committed) = db
+//!     .transact(|t| {
+//!         let visits = visits.clone();
+//!         Box::pin(async move {
+//!             let n = t.read(&visits).await?.and_then(|v| v.as_u64()).unwrap_or(0) + 1;
+//!             t.write(visits, Value::from(n));
+//!             Ok(n)
+//!         })
+//!     })
+//!     .await?;
+//! assert_eq!(n, 1);
 //! # Ok(()) }
 //! ```
 //!
@@ -46,6 +78,8 @@
 //! yes; a program that aborted itself: no). [`Client::run`] with [`Options::retry`]
 //! retries only aborts for which it helps.
 
+pub mod local;
+
 use meridian_core::DcId;
 pub use meridian_core::{AbortReason, Key, Outcome, TxnId, TxnRecord, Value};
 use meridian_net::cluster::{Cluster, ClusterError};
@@ -58,6 +92,10 @@ use meridian_txn::{Call, Registry};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// The future a [`Client::transact`] body returns: boxed, `Send`, borrowing the
+/// transaction it runs in.
+pub type TxFuture<'t, T> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, Error>> + Send + 't>>;
 
 /// What can go wrong.
 #[derive(Debug, thiserror::Error)]
@@ -343,11 +381,17 @@ impl Client {
                     backoff *= 2;
                 }
                 Outcome::Aborted => {
+                    let reason = r.abort_reason.map_or(AbortReason::Aborted, |b| *b);
+                    // Arguments the program refused are the caller's error, not an
+                    // abort (the check before sending catches most of them).
+                    if let AbortReason::ProgramFault(why) = &reason {
+                        return Err(Error::Invalid(format!("program `{program}`: {why}")));
+                    }
                     return Err(Error::Aborted {
                         txn: r.id,
-                        reason: r.abort_reason.map_or(AbortReason::Aborted, |b| *b),
+                        reason,
                         attempts: attempt,
-                    })
+                    });
                 }
                 Outcome::Unknown => return Err(Error::TimedOut(self.opts.timeout)),
             }
@@ -363,9 +407,17 @@ impl Client {
 
     /// Like [`Client::run_call`], on a slot in DC `dc`.
     pub async fn run_call_in(&self, call: Call, dc: Option<DcId>) -> Result<TxnRecord, Error> {
-        self.registry
-            .get(&call.program)
-            .map_err(|e| Error::Invalid(e.to_string()))?;
+        // Run the program up to its first read, here and against nothing: an unknown
+        // program or arguments it refuses before reading are the caller's error, found
+        // before anything is sent.
+        let mut dry = meridian_txn::Execution::new(call.clone());
+        match dry.step(&self.registry) {
+            Err(e) => return Err(Error::Invalid(e.to_string())),
+            Ok(meridian_txn::Step::Abort(AbortReason::ProgramFault(why))) => {
+                return Err(Error::Invalid(format!("program `{}`: {why}", call.program)))
+            }
+            Ok(_) => {}
+        }
         match self.host.run_timeout(call, dc, self.opts.timeout).await {
             Ok(r) => Ok(r),
             Err(RunError::TimedOut) => Err(Error::TimedOut(self.opts.timeout)),
@@ -389,6 +441,61 @@ impl Client {
                 "interactive transactions: protocol `{}` ships whole programs to the servers (use Client::run)",
                 self.info.name
             )))
+        }
+    }
+
+    /// Runs an interactive transaction to its commit: `body` reads and writes through
+    /// the [`Transaction`] it is given, and when it returns `Ok` the transaction
+    /// commits. An abort for which a retry helps ([`Error::retry_helps`]: a conflict,
+    /// a failure), met by a read, by the commit or returned by `body`, runs `body`
+    /// again on a new transaction, up to [`Options::retry`]'s attempts
+    /// ([`Retry::default`] if unset) with doubling back-off. `body` may therefore run
+    /// more than once: what it does outside the transaction must be safe to repeat.
+    /// Returns `body`'s value and the commit.
+    ///
+    /// A commit that gets no outcome in time ([`Error::TimedOut`] from the commit) is
+    /// never retried: it may have committed, and running it again could apply it
+    /// twice; the caller decides (by reading what it wrote, say). A read that times out
+    /// gives the transaction up (nothing of it commits), so that one is retried.
+    ///
+    /// `body` returns its future boxed (`Box::pin(async move { … })`), so that the
+    /// future `transact` returns is `Send` and can run in a spawned task or a web
+    /// handler; values it needs from outside are cloned into each run.
+    pub async fn transact<T, F>(&self, mut body: F) -> Result<(T, Committed), Error>
+    where
+        F: for<'t> FnMut(&'t mut Transaction<'_>) -> TxFuture<'t, T>,
+    {
+        let retry = self.opts.retry.clone().unwrap_or_default();
+        let mut backoff = retry.backoff;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut t = self.begin().await?;
+            let err = match body(&mut t).await {
+                Ok(v) => match t.commit().await {
+                    Ok(mut c) => {
+                        c.attempts = attempt;
+                        return Ok((v, c));
+                    }
+                    Err(e @ Error::TimedOut(_)) => return Err(e),
+                    Err(e) => e,
+                },
+                // Dropping an unfinished transaction aborts it.
+                Err(e) => e,
+            };
+            if attempt >= retry.attempts.max(1) || !err.retry_helps() {
+                return Err(match err {
+                    Error::Aborted { txn, reason, .. } => Error::Aborted {
+                        txn,
+                        reason,
+                        attempts: attempt,
+                    },
+                    e => e,
+                });
+            }
+            let jitter = backoff.mul_f64(0.5 * (attempt % 7) as f64 / 7.0);
+            tokio::time::sleep(backoff + jitter).await;
+            backoff *= 2;
         }
     }
 

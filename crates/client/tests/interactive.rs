@@ -6,7 +6,7 @@
 mod common;
 
 use common::{cluster, serve_all};
-use meridian_client::{Client, Error, Options};
+use meridian_client::{Client, Error, Options, Retry};
 use meridian_core::{Key, Outcome, Value};
 use meridian_txn::script::{self, Op};
 use std::sync::Arc;
@@ -190,4 +190,98 @@ async fn a_script_run_whole_that_stops_for_input_aborts() {
         db.run(script::NAME, w).await.unwrap().record.outcome,
         Outcome::Committed
     );
+}
+
+/// `Client::transact`: concurrent read-modify-writes of one key through the retry
+/// helper lose no update, and conflicts were retried inside it. A commit that times
+/// out is ambiguous (it may have applied): counted apart, never retried.
+async fn transact_increments(protocol: &str) {
+    let c = cluster(protocol);
+    serve_all(&c);
+    let opts = Options {
+        clients: 3,
+        timeout: Duration::from_secs(30),
+        retry: Some(Retry {
+            attempts: 500,
+            backoff: Duration::from_millis(2),
+        }),
+        ..Options::default()
+    };
+    let db = Arc::new(Client::connect_to(c, opts).await.unwrap());
+    let key = Key::from("counter");
+    let mut tasks = vec![];
+    for _ in 0..3 {
+        let (db, key) = (db.clone(), key.clone());
+        tasks.push(tokio::spawn(async move {
+            let (mut ok, mut ambiguous, mut attempts) = (0u64, 0u64, 0u32);
+            for _ in 0..5 {
+                let r = db
+                    .transact(|t| {
+                        let key = key.clone();
+                        Box::pin(async move {
+                            let n = t.read(&key).await?.and_then(|v| v.as_u64()).unwrap_or(0);
+                            tokio::time::sleep(Duration::from_millis(2)).await; // think time
+                            t.write(key, Value::from(n + 1));
+                            Ok(n + 1)
+                        })
+                    })
+                    .await;
+                match r {
+                    Ok((_, done)) => {
+                        ok += 1;
+                        attempts += done.attempts;
+                        assert_eq!(done.record.outcome, Outcome::Committed);
+                    }
+                    Err(Error::TimedOut(_)) => ambiguous += 1,
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            (ok, ambiguous, attempts)
+        }));
+    }
+    let (mut ok, mut ambiguous, mut attempts) = (0, 0, 0);
+    for t in tasks {
+        let (o, a, n) = t.await.unwrap();
+        (ok, ambiguous, attempts) = (ok + o, ambiguous + a, attempts + n);
+    }
+    let (seen, _) = db
+        .transact(|t| {
+            let key = key.clone();
+            Box::pin(async move { Ok(t.read(&key).await?.and_then(|v| v.as_u64()).unwrap_or(0)) })
+        })
+        .await
+        .unwrap();
+    assert!(
+        (ok..=ok + ambiguous).contains(&seen),
+        "{protocol}: {seen} increments seen, {ok} committed, {ambiguous} ambiguous ({attempts} attempts)"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transact_retries_conflicts_2pc_2pl() {
+    transact_increments("2pc-2pl").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transact_retries_conflicts_replog() {
+    transact_increments("replog").await;
+}
+
+/// Arguments a program refuses are the caller's error (`Error::Invalid`), found before
+/// anything is sent; so is an unknown program.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_program_argument_is_the_callers_error() {
+    let db = connect("2pc-2pl", 1).await;
+    let sent = db.host().counters().await.sent;
+    let r = db.run("transfer", vec![meridian_client::Arg::U64(1)]).await;
+    assert!(
+        matches!(&r, Err(Error::Invalid(m)) if m.contains("must be a key")),
+        "{r:?}"
+    );
+    let r = db.run("no-such-program", vec![]).await;
+    assert!(
+        matches!(&r, Err(Error::Invalid(m)) if m.contains("no-such-program")),
+        "{r:?}"
+    );
+    assert_eq!(db.host().counters().await.sent, sent, "nothing was sent");
 }

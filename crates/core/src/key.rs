@@ -114,6 +114,62 @@ impl From<&str> for Key {
     }
 }
 
+impl From<String> for Key {
+    fn from(s: String) -> Key {
+        Key::new(s.into_bytes())
+    }
+}
+
+impl From<&String> for Key {
+    fn from(s: &String) -> Key {
+        Key::new(s.as_bytes())
+    }
+}
+
+impl From<Vec<u8>> for Key {
+    fn from(b: Vec<u8>) -> Key {
+        Key::new(b)
+    }
+}
+
+impl From<&[u8]> for Key {
+    fn from(b: &[u8]) -> Key {
+        Key(Arc::from(b))
+    }
+}
+
+impl<const N: usize> From<&[u8; N]> for Key {
+    fn from(b: &[u8; N]) -> Key {
+        Key(Arc::from(&b[..]))
+    }
+}
+
+impl From<&Key> for Key {
+    fn from(k: &Key) -> Key {
+        k.clone()
+    }
+}
+
+impl AsRef<[u8]> for Key {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for Key {
+    fn borrow(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::str::FromStr for Key {
+    type Err = std::convert::Infallible;
+    /// The key of these bytes (not the escaped text form: see [`Key::from_text`]).
+    fn from_str(s: &str) -> Result<Key, Self::Err> {
+        Ok(Key::from(s))
+    }
+}
+
 impl fmt::Debug for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.to_text())
@@ -176,6 +232,31 @@ impl From<Vec<u8>> for Value {
 impl From<&[u8]> for Value {
     fn from(b: &[u8]) -> Value {
         Value(b.to_vec())
+    }
+}
+
+impl<const N: usize> From<&[u8; N]> for Value {
+    fn from(b: &[u8; N]) -> Value {
+        Value(b.to_vec())
+    }
+}
+
+impl From<u64> for Value {
+    /// A little-endian u64, as [`Value::from_u64`].
+    fn from(v: u64) -> Value {
+        Value::from_u64(v)
+    }
+}
+
+impl AsRef<[u8]> for Value {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl From<Value> for Vec<u8> {
+    fn from(v: Value) -> Vec<u8> {
+        v.0
     }
 }
 
@@ -245,6 +326,31 @@ impl<'de> serde::de::Visitor<'de> for KeyBytes {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// The conversions an application reaches for all make the same key.
+    #[test]
+    fn keys_and_values_convert_from_what_an_app_holds() {
+        let k = Key::from("user/7");
+        let owned = String::from("user/7");
+        let parsed: Key = "user/7".parse().unwrap();
+        for other in [
+            Key::from(owned.clone()),
+            Key::from(&owned),
+            Key::from(b"user/7"),
+            Key::from(&b"user/7"[..]),
+            Key::from(b"user/7".to_vec()),
+            Key::from(&k),
+            parsed,
+        ] {
+            assert_eq!(other, k);
+        }
+        assert_eq!(k.as_ref(), b"user/7");
+        let m: std::collections::HashMap<Key, u32> = [(k.clone(), 1)].into();
+        assert_eq!(m.get(&b"user/7"[..]), Some(&1), "looked up by its bytes");
+        assert_eq!(Value::from(7u64), Value::from_u64(7));
+        assert_eq!(Value::from(b"ab"), Value::from("ab"));
+        assert_eq!(Vec::<u8>::from(Value::from("ab")), b"ab".to_vec());
+    }
 
     proptest! {
         /// Equality and order are the bytes', whether two keys share an allocation or not.
