@@ -11,15 +11,21 @@
 # alone does the same with this build only (for a baseline whose journal format this
 # build refuses: run the script once with MERIDIAN=old-binary, once without).
 #
-# Usage: [BASELINE=old-binary] [ROUNDS=5] scripts/restart-time.sh [PROTOCOL] [SECS]
-#        (default: 2pc-2pl 110)
+# Usage: [BASELINE=old-binary] [ROUNDS=5] scripts/restart-time.sh [--base-port PORT] [PROTOCOL] [SECS]
+#        (default: 2pc-2pl 110, ports from 7400 as `cluster up`)
 set -euo pipefail
+PORT=7400
+if [ "${1:-}" = "--base-port" ]; then
+    [ -n "${2:-}" ] || { echo "error: --base-port needs a port" >&2; exit 2; }
+    PORT=$2
+    shift 2
+fi
 B=${MERIDIAN:-target/release/meridian}
 P=${1:-2pc-2pl}
 SECS=${2:-110}
 D=$(mktemp -d)
 trap '$B cluster down --dir "$D" >/dev/null 2>&1 || true; kill -9 "${pid:-}" 2>/dev/null || true; rm -rf "$D"' EXIT
-$B cluster up --protocol "$P" --topology us3 --dir "$D" --no-delay --durable >/dev/null
+$B cluster up --protocol "$P" --topology us3 --dir "$D" --no-delay --durable --base-port "$PORT" >/dev/null
 $B bench --cluster "$D/cluster.toml" --clients 32 --duration "${SECS}s" --settle 1s --json >"$D/bench.json" 2>/dev/null
 $B cluster status --dir "$D" --json | python3 -c "import json,sys; v=json.load(sys.stdin); print('journal entries per node', [n['status']['journal_entries'] for n in v])"
 cat "$D"/n*.log | python3 -c "

@@ -246,7 +246,7 @@ pub fn run_bench(a: &BenchArgs, show_progress: bool) -> Result<BenchOutput> {
                 .count() as u32;
             if have < *n {
                 bail!(
-                    "{n} clients in DC {} need {n} client slots there, but the cluster file's client_slots = {} gives it {have} from slot {} on (slot i lives in DC i mod {ndc}): raise client_slots or use fewer clients",
+                    "{n} clients in DC {} need {n} client slots there, but the cluster file's client_slots = {} gives it {have} from slot {} on (slot i lives in DC i mod {ndc}): raise client_slots (`meridian cluster up --client-slots N`, or the cluster file's `client_slots`) or use fewer clients",
                     topo.dcs[d.0 as usize],
                     cluster.file.client_slots,
                     a.first_slot

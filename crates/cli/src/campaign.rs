@@ -152,7 +152,7 @@ const CATENAE_WORKLOADS: &[&str] = &[
 
 /// A run's verdict (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Within tolerance, clean and live.
     Ok,
@@ -189,6 +189,15 @@ impl Verdict {
             self,
             Verdict::Unsafe | Verdict::Stalled | Verdict::BUnsafe | Verdict::Error
         )
+    }
+    /// The verdict's key in `--json` (snake_case, as every command's JSON).
+    fn key(self) -> &'static str {
+        match self {
+            Verdict::BStall => "b_stall",
+            Verdict::BLost => "b_lost",
+            Verdict::BUnsafe => "b_unsafe",
+            v => v.column(),
+        }
     }
     fn column(self) -> &'static str {
         match self {
@@ -708,7 +717,7 @@ pub fn campaign(a: &CampaignArgs) -> Result<ExitCode> {
                     let c = counts.get(p);
                     let mut row: BTreeMap<&'static str, u64> = Verdict::ALL
                         .iter()
-                        .map(|v| (v.column(), c.and_then(|c| c.get(v)).copied().unwrap_or(0)))
+                        .map(|v| (v.key(), c.and_then(|c| c.get(v)).copied().unwrap_or(0)))
                         .collect();
                     row.insert("runs", c.map_or(0, |c| c.values().sum()));
                     row.insert("committed", committed.get(p).copied().unwrap_or(0));
@@ -721,7 +730,7 @@ pub fn campaign(a: &CampaignArgs) -> Result<ExitCode> {
             failures: out_failures,
             slowest: slowest_cmd,
         };
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+        println!("{}", serde_json::to_string(&summary)?);
     } else {
         let w = protos.iter().map(|p| p.len()).max().unwrap_or(8).max(8);
         print!("{:w$} {:>6}", "protocol", "runs");

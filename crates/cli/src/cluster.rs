@@ -136,6 +136,11 @@ pub struct ComposeArgs {
     /// container serves them on port 9400 of its own address in any case).
     #[arg(long)]
     metrics_base_port: Option<u16>,
+    /// Client slots the cluster reserves (client processes' nodes; slot i lives in DC
+    /// i mod #DCs): how many clients may run at once over all processes, at most
+    /// 1024.
+    #[arg(long, default_value_t = 256)]
+    client_slots: u32,
 }
 
 /// `meridian cluster up` flags.
@@ -167,6 +172,11 @@ pub struct UpArgs {
     /// Home DC of every shard (default: shard s in DC s mod #DCs).
     #[arg(long)]
     data_dc: Option<String>,
+    /// Client slots the cluster reserves (client processes' nodes; slot i lives in DC
+    /// i mod #DCs): how many clients may run at once over all processes, at most
+    /// 1024.
+    #[arg(long, default_value_t = 256)]
+    client_slots: u32,
     /// How long to wait for the cluster to come up (with a unit: 20s).
     #[arg(long, default_value = "30s")]
     timeout: String,
@@ -322,7 +332,7 @@ fn status(path: &Path, json: bool) -> Result<()> {
     });
     let down = nodes.iter().filter(|n| !n.up).count();
     if json {
-        println!("{}", serde_json::to_string_pretty(&nodes)?);
+        println!("{}", serde_json::to_string(&nodes)?);
     } else {
         println!(
             "{:>4} {:6} {:21} {:5} {:>5} {:>6} {:>6} {:>10} {:>10} {:>8}  role",
@@ -380,6 +390,7 @@ fn up(a: &UpArgs) -> Result<()> {
     }
     let mut file: ClusterFile = Cluster::local(&a.protocol, &topology, &topo_spec, a.base_port);
     file.delay = !a.no_delay;
+    file.client_slots = a.client_slots;
     file.data_dc = a.data_dc.clone();
     if a.durable {
         file.data_dir = Some(PathBuf::from("data"));
@@ -622,6 +633,7 @@ fn compose(a: &ComposeArgs) -> Result<()> {
         "topology.toml".to_string()
     };
     let mut file: ClusterFile = Cluster::local(&a.protocol, &topology, &topo_spec, 7400);
+    file.client_slots = a.client_slots;
     let servers = file.nodes.len() as u32;
     if COMPOSE_FIRST_HOST + servers > COMPOSE_DYNAMIC_FROM {
         bail!(

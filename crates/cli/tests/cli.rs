@@ -494,7 +494,7 @@ fn test_cli_campaign_smoke_run_is_clean() {
         assert_eq!(row["runs"], 3, "{p}: {row}");
         // Not vacuous: every protocol committed something in its runs.
         assert!(row["committed"].as_u64().unwrap() > 0, "{p}: {row}");
-        for col in ["unsafe", "stalled", "b-unsafe", "error"] {
+        for col in ["unsafe", "stalled", "b_unsafe", "error"] {
             assert_eq!(row[col], 0, "{p}: {row}");
         }
     }
@@ -691,6 +691,21 @@ fn test_cli_cluster_compose_writes_files_and_refuses_bad_input() {
         yml.contains("subnet: 10.213.7.0/24") && yml.contains("ip_range: 10.213.7.128/25"),
         "{yml}"
     );
+    // The client slots are the flag's.
+    let f = dir.path().join("slots");
+    let o = meridian(&[
+        "cluster",
+        "compose",
+        "--protocol",
+        "rc",
+        "--client-slots",
+        "600",
+        "--dir",
+        f.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = std::fs::read_to_string(f.join("cluster.toml")).unwrap();
+    assert!(t.contains("client_slots = 600"), "{t}");
     // Again into the same directory: refused, the first cluster's files kept.
     let o = meridian(&["cluster", "compose", "--protocol", "rc", "--dir", d]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
@@ -703,6 +718,8 @@ fn test_cli_cluster_compose_writes_files_and_refuses_bad_input() {
         (vec!["--subnet", "nowhere"], "bad --subnet"),
         (vec!["--protocol", "nope"], "nope"),
         (vec!["--topology", "mars9"], "mars9"),
+        (vec!["--client-slots", "0"], "client_slots must be 1..=1024"),
+        (vec!["--client-slots", "5000"], "client_slots must be 1..=1024"),
     ] {
         let mut a = vec!["cluster", "compose", "--dir", e];
         if !args.contains(&"--protocol") {

@@ -396,7 +396,6 @@ impl FaultPlan {
     /// own), so a failing run's faults can be read, and taken apart one by one.
     pub fn explicit(&self, topo: &Topology) -> String {
         let d = |t: Time| format!("{}ms", t as f64 / 1e6);
-        let dc = |x: DcId| topo.dcs[x.0 as usize].clone();
         let mut items = vec![];
         for (name, p) in [("loss", self.loss), ("dup", self.dup), ("reorder", self.reorder)] {
             if p > 0.0 {
@@ -414,16 +413,23 @@ impl FaultPlan {
             items.push(format!("skew:client={c},by={}", signed(t)));
         }
         for (at, f) in &self.events {
-            items.push(match f {
-                Fault::Crash { node, down } => format!("crash:node={},at={},for={}", node.0, d(*at), d(*down)),
-                Fault::ClientCrash { client } => format!("client-crash:client={client},at={}", d(*at)),
-                Fault::Outage { dc: x, down } => format!("outage:dc={},at={},for={}", dc(*x), d(*at), d(*down)),
-                Fault::Partition { a, b, down } => {
-                    format!("partition:a={},b={},at={},for={}", dc(*a), dc(*b), d(*at), d(*down))
-                }
-            });
+            items.push(Self::event_spec(*at, f, topo));
         }
         items.join(";")
+    }
+
+    /// One scheduled fault in `--faults` syntax (what [`FaultPlan::explicit`] joins).
+    pub fn event_spec(at: Time, f: &Fault, topo: &Topology) -> String {
+        let d = |t: Time| format!("{}ms", t as f64 / 1e6);
+        let dc = |x: DcId| topo.dcs[x.0 as usize].clone();
+        match f {
+            Fault::Crash { node, down } => format!("crash:node={},at={},for={}", node.0, d(at), d(*down)),
+            Fault::ClientCrash { client } => format!("client-crash:client={client},at={}", d(at)),
+            Fault::Outage { dc: x, down } => format!("outage:dc={},at={},for={}", dc(*x), d(at), d(*down)),
+            Fault::Partition { a, b, down } => {
+                format!("partition:a={},b={},at={},for={}", dc(*a), dc(*b), d(at), d(*down))
+            }
+        }
     }
 
     /// When the last scheduled fault has struck and healed (0 without any).

@@ -550,8 +550,10 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
         &mut fault_rng,
     )?;
     if std::env::var_os("MERIDIAN_DEBUG_FAULTS").is_some() {
+        // In `--faults` syntax, to paste back: the whole plan, then one item a line.
+        eprintln!("faults: {}", plan.explicit(&cfg.topology));
         for (t, f) in &plan.events {
-            eprintln!("fault at {:.3}s: {f:?}", *t as f64 / 1e9);
+            eprintln!("fault: {}", FaultPlan::event_spec(*t, f, &cfg.topology));
         }
         for (s, r) in layout.shard_replicas.iter().enumerate() {
             eprintln!("shard {s}: {r:?}");
