@@ -177,7 +177,18 @@ pub struct BenchOutput {
 }
 
 /// Runs a benchmark (the body of `meridian bench`).
-pub fn run_bench(a: &BenchArgs, show_progress: bool) -> Result<BenchOutput> {
+/// Runs a bench. `interrupt`, once set (Ctrl-C), stops the clients issuing: the
+/// transactions in flight get `--drain`, and the report of what ran says it was cut
+/// short.
+pub fn run_bench(
+    a: &BenchArgs,
+    show_progress: bool,
+    interrupt: Option<Arc<std::sync::atomic::AtomicBool>>,
+) -> Result<BenchOutput> {
+    let stopped = {
+        let i = interrupt.clone();
+        move || i.as_ref().is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+    };
     let duration = dur("--duration", &a.duration)?;
     if duration.is_zero() {
         bail!("--duration must be longer than 0 (a bench of no time runs no transaction)");
@@ -281,6 +292,7 @@ pub fn run_bench(a: &BenchArgs, show_progress: bool) -> Result<BenchOutput> {
         let end = start + duration;
         let mut tasks = vec![];
         for (i, d) in task_dc.iter().enumerate() {
+            let stopped = stopped.clone();
             let (client, records, calls, done, committed, metrics) = (
                 client.clone(),
                 records.clone(),
@@ -297,7 +309,7 @@ pub fn run_bench(a: &BenchArgs, show_progress: bool) -> Result<BenchOutput> {
             };
             let mut rng = rng_for(a.seed, 1_000 + i as u64);
             tasks.push(tokio::spawn(async move {
-                while Instant::now() < end {
+                while Instant::now() < end && !stopped() {
                     let call = calls.lock().expect("workload lock").next_call_at(&mut rng, &site);
                     match client.run_call_in(call, Some(d)).await {
                         Ok(r) => {
@@ -319,9 +331,15 @@ pub fn run_bench(a: &BenchArgs, show_progress: bool) -> Result<BenchOutput> {
         let mut last = Instant::now();
         // Records already counted in an earlier progress line.
         let mut seen = 0usize;
+        let mut deadline = end + drain;
+        let mut interrupted_at: Option<Duration> = None;
         while !tasks.iter().all(|t| t.is_finished()) {
             tokio::time::sleep(Duration::from_millis(100)).await;
-            if Instant::now() > end + drain {
+            if interrupted_at.is_none() && stopped() {
+                interrupted_at = Some(start.elapsed());
+                deadline = deadline.min(Instant::now() + drain);
+            }
+            if Instant::now() > deadline {
                 break;
             }
             if show_progress && last.elapsed() >= Duration::from_secs(if tty { 1 } else { 5 }) {
@@ -486,6 +504,14 @@ pub fn run_bench(a: &BenchArgs, show_progress: bool) -> Result<BenchOutput> {
                 wall_s: wall.elapsed().as_secs_f64(),
             },
         );
+        let mut report = report;
+        if let Some(at) = interrupted_at.filter(|at| *at < duration) {
+            report.cut_short = Some(format!(
+                "interrupted after {:.1} s of the {:.1} s asked; the transactions in flight were given --drain",
+                at.as_secs_f64(),
+                duration.as_secs_f64()
+            ));
+        }
         if traffic.dropped > 0 {
             eprintln!(
                 "note: {} messages were dropped (full queues or no connection)",
@@ -606,7 +632,8 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
     let baseline = a.baseline.as_deref().map(read_baseline).transpose()?;
     let file = crate::create_output(a.history.as_deref())?;
     let save = crate::create_output(a.save.as_deref())?;
-    let out = match run_bench(a, true) {
+    let interrupt = crate::interrupt_flag();
+    let out = match run_bench(a, true, Some(interrupt.clone())) {
         Ok(out) => out,
         Err(e) => {
             // Nothing happened: leave no empty output files behind (they were created
@@ -637,9 +664,15 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(3));
     }
     let r = &out.report;
+    if let Some(why) = &r.cut_short {
+        eprintln!("bench cut short: {why}");
+    }
     if let Some(why) = served_nothing(r.txns, r.committed, r.aborted, r.unknown) {
         eprintln!("error: {why}");
         return Ok(ExitCode::from(3));
+    }
+    if interrupt.load(std::sync::atomic::Ordering::Relaxed) {
+        return Ok(ExitCode::from(crate::INTERRUPTED));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -424,8 +424,47 @@ pub(crate) fn create_output(path: Option<&std::path::Path>) -> Result<Option<std
         .transpose()
 }
 
+/// Ctrl-C (SIGINT) sets the returned flag instead of killing the process, so a long
+/// run can stop issuing, finish what is in flight and report what it did; a second
+/// Ctrl-C exits at once (130). Watched on a thread of its own.
+pub fn interrupt_flag() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let flag = std::sync::Arc::new(AtomicBool::new(false));
+    let f = flag.clone();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+            let _ = ready_tx.send(());
+            return;
+        };
+        rt.block_on(async move {
+            let mut sig = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = ready_tx.send(());
+                    return;
+                }
+            };
+            let _ = ready_tx.send(());
+            sig.recv().await;
+            f.store(true, Ordering::Relaxed);
+            eprintln!("\ninterrupted: finishing the transactions in flight and reporting (Ctrl-C again to quit now)");
+            sig.recv().await;
+            std::process::exit(130);
+        });
+    });
+    // The handler is in place before the run starts.
+    let _ = ready_rx.recv();
+    flag
+}
+
+/// Exit status of a run the user interrupted (128 + SIGINT, as a shell reports it).
+pub const INTERRUPTED: u8 = 130;
+
 fn run_sim(a: &SimArgs) -> Result<ExitCode> {
-    let cfg = a.run.config()?;
+    let mut cfg = a.run.config()?;
+    let interrupt = interrupt_flag();
+    cfg.interrupt = Some(interrupt.clone());
     let file = create_output(a.history.as_deref())?;
     let out: SimOutput = meridian_sim::run_named(&a.protocol, &cfg, &mut progress(&a.protocol))?;
     if let (Some(path), Some(f)) = (&a.history, file) {
@@ -437,8 +476,11 @@ fn run_sim(a: &SimArgs) -> Result<ExitCode> {
     if let Some(why) = &r.cut_short {
         eprintln!("run cut short: {why}");
     }
+    // An anomaly outranks the interruption (3), which outranks a limit (4).
     let code = if r.check.ok() {
-        if r.cut_short.is_some() {
+        if interrupt.load(std::sync::atomic::Ordering::Relaxed) {
+            ExitCode::from(INTERRUPTED)
+        } else if r.cut_short.is_some() {
             ExitCode::from(4)
         } else {
             ExitCode::SUCCESS

@@ -913,3 +913,139 @@ fn test_cli_bench_against_a_down_cluster_fails_fast_and_writes_nothing() {
     assert!(e.contains("every dial refused") && e.contains("cluster status"), "{e}");
     assert!(!history.exists(), "no history of a bench that never ran");
 }
+
+/// Sends SIGINT to a child process.
+fn interrupt(child: &std::process::Child) {
+    let ok = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(ok.success());
+}
+
+/// Waits (with a generous deadline) for a child to exit; its output.
+fn wait_exit(child: std::process::Child, what: &str) -> Output {
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(600)) {
+        Ok(o) => o.expect("wait"),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            panic!("{what} did not exit within 600 s of its interrupt");
+        }
+    }
+}
+
+/// Ctrl-C during a long simulation: it stops issuing, gives what is in flight the
+/// liveness phase, writes the whole history of what ran (which checks clean), prints
+/// the report with why it ended, and exits 130.
+#[test]
+fn test_cli_sim_interrupted_reports_what_ran_and_exits_130() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let h = dir.path().join("h.jsonl");
+    let child = Command::new(env!("CARGO_BIN_EXE_meridian"))
+        .args([
+            "sim",
+            "--protocol",
+            "2pc-2pl",
+            "--txns",
+            "100000000",
+            "--json",
+            "--history",
+        ])
+        .arg(&h)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run sim");
+    // The handler is in place before the history file is created.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    while !h.exists() {
+        assert!(std::time::Instant::now() < deadline, "the run never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    interrupt(&child);
+    let o = wait_exit(child, "sim");
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["cut_short"].as_str().unwrap_or("").starts_with("interrupted"), "{v}");
+    assert!(v["committed"].as_u64().unwrap() < 100_000_000);
+    assert_eq!(v["check"]["serializable"], true, "{v}");
+    let c = meridian(&["check", h.to_str().unwrap()]);
+    assert_eq!(c.status.code(), Some(0), "{}", stderr(&c));
+}
+
+/// Ctrl-C during a bench: the clients stop issuing, the transactions in flight finish,
+/// the history and the partial report are written, and the exit is 130.
+#[test]
+fn test_cli_bench_interrupted_reports_what_ran_and_exits_130() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let base = common::free_base(15).to_string();
+    let d = dir.path().to_str().unwrap();
+    let o = meridian(&[
+        "cluster",
+        "up",
+        "--protocol",
+        "2pc-2pl",
+        "--topology",
+        "us3",
+        "--no-delay",
+        "--dir",
+        d,
+        "--base-port",
+        &base,
+    ]);
+    assert!(o.status.success(), "{}", common::text(&o));
+    let h = dir.path().join("h.jsonl");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_meridian"))
+        .args([
+            "bench",
+            "--clients",
+            "4",
+            "--duration",
+            "600s",
+            "--settle",
+            "1s",
+            "--json",
+            "--cluster",
+        ])
+        .arg(dir.path().join("cluster.toml"))
+        .arg("--history")
+        .arg(&h)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run bench");
+    // Interrupt once it is running: its first progress line (every 5 s off a terminal).
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        let n = std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+        assert!(n > 0, "the bench ended before its first progress line: {seen}");
+        seen.push_str(&line);
+        if line.starts_with("bench ") {
+            break;
+        }
+    }
+    let rest = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut s);
+        s
+    });
+    interrupt(&child);
+    let o = wait_exit(child, "bench");
+    let e = rest.join().unwrap();
+    let _ = meridian(&["cluster", "down", "--dir", d]);
+    assert_eq!(o.status.code(), Some(130), "{seen}{e}");
+    assert!(e.contains("bench cut short: interrupted after"), "{e}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["committed"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(v["check"]["serializable"], true, "{v}");
+    let c = meridian(&["check", h.to_str().unwrap()]);
+    assert_eq!(c.status.code(), Some(0), "{}", stderr(&c));
+}

@@ -127,6 +127,10 @@ pub struct SimConfig {
     /// image holds its whole state runs exactly as without (the `images_change_nothing`
     /// tests); one without an image is refused.
     pub image_every: u64,
+    /// Set (by a Ctrl-C handler, say) to end the run early: no new transaction starts,
+    /// the ones in flight get the liveness phase, and the report says so in
+    /// [`SimReport::cut_short`]. The history is that of the shorter run, whole.
+    pub interrupt: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl SimConfig {
@@ -152,6 +156,7 @@ impl SimConfig {
             cores: vec![],
             max_pending: 1 << 20,
             image_every: 0,
+            interrupt: None,
         }
     }
 }
@@ -778,7 +783,22 @@ impl<P: Protocol> Sim<'_, P> {
             let stalled = self.in_flight > 0
                 && at > self.faults_over
                 && at.saturating_sub(self.last_done.max(self.faults_over)) > STALL;
-            if (at > self.cfg.max_time || stalled) && !self.healed {
+            let interrupted = !self.healed
+                && self.events % 256 == 0
+                && self
+                    .cfg
+                    .interrupt
+                    .as_ref()
+                    .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed));
+            if interrupted {
+                self.cut_short = Some(format!(
+                    "interrupted at {:.3} s of virtual time with {} of {} transactions issued; those in flight were given the liveness phase",
+                    at as f64 / 1e9,
+                    self.issued,
+                    self.cfg.txns
+                ));
+            }
+            if (at > self.cfg.max_time || stalled || interrupted) && !self.healed {
                 if at > self.cfg.max_time && !self.workload_done() {
                     self.cut_short = Some(format!(
                         "the virtual-time limit of {:.3} s stopped the run with {} of {} transactions issued and {} answered",

@@ -94,6 +94,7 @@ fn bench(args: &RunArgs, protocol: &str, topology: &str, delay: bool, secs: u32)
     let out = run_bench(
         &bench_args(&up.file(), &args.workload, args.clients, secs, args.seed),
         false,
+        None,
     )?;
     Ok(out.report)
 }
