@@ -784,7 +784,7 @@ impl<P: Protocol> Sim<'_, P> {
                 && at > self.faults_over
                 && at.saturating_sub(self.last_done.max(self.faults_over)) > STALL;
             let interrupted = !self.healed
-                && self.events % 256 == 0
+                && self.events & 255 == 0
                 && self
                     .cfg
                     .interrupt
