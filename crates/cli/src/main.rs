@@ -177,6 +177,9 @@ pub struct RunArgs {
     /// 1h (default: no limit; a run this stops says so and exits 4).
     #[arg(long)]
     max_time: Option<String>,
+    /// No progress on stderr (it is drawn only on a terminal in any case).
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 #[derive(Args)]
@@ -219,6 +222,9 @@ impl RunArgs {
 
     /// Builds the simulator configuration, with one clear error on bad input.
     pub fn config(&self) -> Result<SimConfig> {
+        if self.quiet {
+            QUIET.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         let mut topo = Topology::load(&self.topology)?;
         if let Some(s) = self.shards {
             if s == 0 {
@@ -315,11 +321,19 @@ impl RunArgs {
     }
 }
 
+/// Set by `--quiet`: no progress bars.
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether progress is drawn: on a terminal, without `--quiet`.
+pub fn show_progress() -> bool {
+    std::io::stderr().is_terminal() && !QUIET.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// A progress bar on a terminal, nothing otherwise.
 pub fn progress(label: &str) -> impl FnMut(u64, u64) {
     // Drawn only on a terminal, and only once the total is known (a bar of 0/0 would
     // show full).
-    let tty = std::io::stderr().is_terminal();
+    let tty = show_progress();
     let label = label.to_string();
     let mut bar: Option<ProgressBar> = None;
     move |done, total| {

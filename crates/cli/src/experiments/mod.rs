@@ -406,6 +406,10 @@ pub struct Ctx<'a> {
     live: bool,
     /// Blocks printed so far (live mode).
     printed: usize,
+    /// Simulations run so far, and the line on stderr that says which is running
+    /// (live mode on a terminal).
+    runs: u64,
+    spinner: Option<indicatif::ProgressBar>,
     pub blocks: Vec<Block>,
 }
 
@@ -417,6 +421,8 @@ impl<'a> Ctx<'a> {
             quick,
             live,
             printed: 0,
+            runs: 0,
+            spinner: None,
             blocks: vec![],
         }
     }
@@ -474,14 +480,25 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Prints whatever is left (live mode).
+    /// Prints whatever is left (live mode), and clears the progress line.
     pub fn flush(&mut self) {
         if self.live {
             self.print_upto(self.blocks.len());
         }
+        if let Some(sp) = self.spinner.take() {
+            sp.finish_and_clear();
+        }
     }
 
     fn print_upto(&mut self, end: usize) {
+        // Lines printed under the progress line would be torn by its redraws.
+        match self.spinner.clone() {
+            Some(sp) => sp.suspend(|| self.print_blocks(end)),
+            None => self.print_blocks(end),
+        }
+    }
+
+    fn print_blocks(&mut self, end: usize) {
         while self.printed < end {
             match &self.blocks[self.printed] {
                 Block::Text(t) => println!("{t}"),
@@ -548,7 +565,25 @@ impl<'a> Ctx<'a> {
 
     /// A checked run (a failed check makes the experiment exit 3).
     pub fn run(&mut self, protocol: &str, cfg: &SimConfig) -> Result<SimOutput> {
-        let out = if self.live {
+        self.runs += 1;
+        let out = if self.live && crate::show_progress() {
+            // One line that says which run of the experiment this is and how far it
+            // got (an experiment is many runs, most too short for a bar of their own).
+            let bar = self.spinner.get_or_insert_with(|| {
+                let b = indicatif::ProgressBar::new_spinner();
+                b.enable_steady_tick(std::time::Duration::from_millis(200));
+                b
+            });
+            let (k, topo) = (self.runs, cfg.topology.name.clone());
+            bar.set_message(format!("run {k}: {protocol} on {topo}"));
+            let label = protocol.to_string();
+            let bar = bar.clone();
+            let mut step = move |done: u64, total: u64| {
+                bar.set_message(format!("run {k}: {label} on {topo}, {done}/{total} txns"));
+            };
+            let out = meridian_sim::run_named(protocol, cfg, &mut step);
+            out?
+        } else if self.live {
             meridian_sim::run_named(protocol, cfg, &mut progress(protocol))?
         } else {
             meridian_sim::run_named(protocol, cfg, &mut |_, _| {})?
