@@ -68,32 +68,29 @@ pub fn read(r: impl BufRead) -> Result<History, HistoryError> {
 pub fn read_lenient(r: impl BufRead) -> Result<(History, Option<String>), HistoryError> {
     let mut meta = None;
     let (mut txns, mut replicas) = (vec![], vec![]);
-    let lines: Vec<String> = r.lines().collect::<Result<_, _>>()?;
-    let last = lines.iter().rposition(|l| !l.trim().is_empty());
-    let mut cut = None;
+    // A record that ends early is a cut only if nothing but blank lines follows it.
+    let mut cut: Option<(usize, String)> = None;
     let mut lines_of: rustc_hash::FxHashMap<meridian_core::TxnId, usize> = Default::default();
-    for (i, l) in lines.iter().enumerate() {
-        if l.trim().is_empty() {
-            continue;
-        }
-        let parsed: Line = match serde_json::from_str(l) {
-            Ok(p) => p,
-            Err(e) if e.is_eof() && Some(i) == last => {
-                cut = Some(format!("the file is cut short: line {} ends mid-record", i + 1));
-                break;
+    parse_lines(r, |i, parsed| {
+        let parsed = match parsed {
+            Parsed::Blank => return Ok(()),
+            _ if cut.is_some() => {
+                // A bad record with more after it: not a cut, an error.
+                let (line, msg) = cut.take().expect("checked");
+                return Err(HistoryError::Line { line, msg });
             }
-            Err(e) => {
-                return Err(HistoryError::Line {
-                    line: i + 1,
-                    msg: e.to_string(),
-                })
+            Parsed::Eof(msg) => {
+                cut = Some((i, msg));
+                return Ok(());
             }
+            Parsed::Bad(msg) => return Err(HistoryError::Line { line: i, msg }),
+            Parsed::Line(l) => l,
         };
         match parsed {
             Line::Meta(m) => {
                 if meta.replace(m).is_some() {
                     return Err(HistoryError::Line {
-                        line: i + 1,
+                        line: i,
                         msg: "second `meta` line".into(),
                     });
                 }
@@ -101,13 +98,12 @@ pub fn read_lenient(r: impl BufRead) -> Result<(History, Option<String>), Histor
             Line::Txn(t) => {
                 // Two records of one transaction: which one is the truth? The last
                 // used to win, and a lost update could hide behind it.
-                if let Some(first) = lines_of.insert(t.id, i + 1) {
+                if let Some(first) = lines_of.insert(t.id, i) {
                     return Err(HistoryError::Line {
-                        line: i + 1,
+                        line: i,
                         msg: format!(
-                            "transaction {} is recorded twice (lines {first} and {}): refused",
-                            t.id,
-                            i + 1
+                            "transaction {} is recorded twice (lines {first} and {i}): refused",
+                            t.id
                         ),
                     });
                 }
@@ -115,7 +111,9 @@ pub fn read_lenient(r: impl BufRead) -> Result<(History, Option<String>), Histor
             }
             Line::Replica(r) => replicas.push(r),
         }
-    }
+        Ok(())
+    })?;
+    let cut = cut.map(|(line, _)| format!("the file is cut short: line {line} ends mid-record"));
     Ok((
         History {
             meta: meta.ok_or(HistoryError::NoMeta)?,
@@ -124,4 +122,106 @@ pub fn read_lenient(r: impl BufRead) -> Result<(History, Option<String>), Histor
         },
         cut,
     ))
+}
+
+/// One line of a history file, parsed.
+enum Parsed {
+    Blank,
+    Line(Line),
+    /// The line ends mid-record (a cut, if it is the last).
+    Eof(String),
+    Bad(String),
+}
+
+/// Lines read per batch handed to a parsing thread.
+const BATCH: usize = 2048;
+
+/// Hands each of the file's lines, numbered from 1 and parsed, to `each`, in order,
+/// until it returns an error. Parsing (most of a large history's reading time) runs on
+/// up to four threads while this one reads the next lines; each thread interns the
+/// keys it decodes (one allocation per key and thread, not one per mention).
+fn parse_lines(
+    mut r: impl BufRead,
+    mut each: impl FnMut(usize, Parsed) -> Result<(), HistoryError>,
+) -> Result<(), HistoryError> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+    std::thread::scope(|s| {
+        // Batch b goes to thread b mod n, and its results are taken in that order.
+        let mut to = vec![];
+        let mut from = vec![];
+        for _ in 0..threads {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<String>>(2);
+            let (back, back_rx) = std::sync::mpsc::sync_channel::<Vec<Parsed>>(2);
+            s.spawn(move || {
+                let _intern = meridian_core::InternKeys::start();
+                for batch in rx {
+                    if back.send(batch.iter().map(|l| parse_line(l)).collect()).is_err() {
+                        return;
+                    }
+                }
+            });
+            to.push(tx);
+            from.push(back_rx);
+        }
+        let (mut sent, mut got, mut line) = (0usize, 0usize, 0usize);
+        let mut take = |got: &mut usize| -> Result<(), HistoryError> {
+            let batch: Vec<Parsed> = from[*got % threads]
+                .recv()
+                .expect("a parsing thread answers every batch");
+            *got += 1;
+            for p in batch {
+                line += 1;
+                each(line, p)?;
+            }
+            Ok(())
+        };
+        let mut failed = None;
+        loop {
+            let mut batch = Vec::with_capacity(BATCH);
+            while batch.len() < BATCH {
+                let mut l = String::new();
+                match r.read_line(&mut l) {
+                    Ok(0) => break,
+                    Ok(_) => batch.push(l),
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                }
+            }
+            let last = batch.len() < BATCH;
+            if !batch.is_empty() {
+                // At most two batches per thread in flight.
+                if sent - got >= 2 * threads {
+                    take(&mut got)?;
+                }
+                to[sent % threads]
+                    .send(batch)
+                    .expect("a parsing thread takes every batch");
+                sent += 1;
+            }
+            if last {
+                break;
+            }
+        }
+        drop(to);
+        while got < sent {
+            take(&mut got)?;
+        }
+        match failed {
+            Some(e) => Err(HistoryError::Io(e)),
+            None => Ok(()),
+        }
+    })
+}
+
+fn parse_line(l: &str) -> Parsed {
+    if l.trim().is_empty() {
+        return Parsed::Blank;
+    }
+    match serde_json::from_str::<Line>(l) {
+        Ok(p) => Parsed::Line(p),
+        Err(e) if e.is_eof() => Parsed::Eof(e.to_string()),
+        Err(e) => Parsed::Bad(e.to_string()),
+    }
 }

@@ -964,3 +964,53 @@ fn report_json_round_trips_unknown_verdicts() {
     assert_eq!(back, r);
     assert!(serde_json::from_str::<Report>(&text.replace("\"unknown\"", "\"maybe\"")).is_err());
 }
+
+/// The reader parses batches of lines on several threads: a history of many batches
+/// reads back in order and equal, its keys shared (one allocation per key and thread),
+/// a record that ends early is a cut only at the end, and line numbers in errors are
+/// the file's, across batches.
+#[test]
+fn a_large_history_reads_back_in_order_with_its_keys_shared() {
+    let n = 9_000; // over four batches of 2048 lines
+    let keys = ["a", "b", "c"];
+    let txns: Vec<TxnRecord> = (1..=n)
+        .map(|c| txn(c, &[(keys[c as usize % 3], None)], &[keys[(c as usize + 1) % 3]]))
+        .collect();
+    let h = hist(txns, &[]);
+    let mut buf = vec![];
+    jsonl::write(&h, &mut buf).unwrap();
+    let back = jsonl::read(&buf[..]).unwrap();
+    assert_eq!(back, h);
+    let distinct: std::collections::HashSet<*const u8> = back
+        .txns
+        .iter()
+        .flat_map(|t| t.reads.iter().map(|r| r.key.as_bytes().as_ptr()))
+        .collect();
+    assert!(distinct.len() <= 3 * 4, "{} allocations for 3 keys", distinct.len());
+
+    let text = String::from_utf8(buf).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    // A record cut in the middle of the file is an error naming its line.
+    let mut bad = lines.clone();
+    let half = &lines[5000][..lines[5000].len() / 2];
+    bad[5000] = half;
+    let e = jsonl::read_lenient(bad.join("\n").as_bytes()).unwrap_err().to_string();
+    assert!(e.contains("line 5001"), "{e}");
+    // At the end it is a cut.
+    let mut cut = lines.clone();
+    let last = cut.len() - 1;
+    let half = &lines[last][..lines[last].len() / 2];
+    cut[last] = half;
+    let (h2, why) = jsonl::read_lenient(cut.join("\n").as_bytes()).unwrap();
+    assert!(why.unwrap().contains(&format!("line {}", last + 1)));
+    assert_eq!(
+        h2.txns.len() + h2.replicas.len(),
+        lines.len() - 2,
+        "all but the meta and the cut line"
+    );
+    // A transaction recorded twice, far apart: both lines named.
+    let mut dup = lines.clone();
+    dup.push(lines[7]);
+    let e = jsonl::read(dup.join("\n").as_bytes()).unwrap_err().to_string();
+    assert!(e.contains(&format!("lines 8 and {}", lines.len() + 1)), "{e}");
+}

@@ -518,8 +518,28 @@ fn run_check(file: &PathBuf, json: bool, format: &str) -> Result<ExitCode> {
         "auto" => None,
         f => Some(f.parse().map_err(anyhow::Error::msg)?),
     };
+    // A Meridian history is read line by line from the file (it can be larger than
+    // the memory its records need); the format is told from its first bytes.
+    let head = {
+        use std::io::Read;
+        let mut b = Vec::with_capacity(64 << 10);
+        std::fs::File::open(file)
+            .with_context(|| format!("reading {}", file.display()))?
+            .take(64 << 10)
+            .read_to_end(&mut b)
+            .with_context(|| format!("reading {}", file.display()))?;
+        String::from_utf8_lossy(&b).into_owned()
+    };
+    let given = format;
+    let format = given.unwrap_or_else(|| foreign::detect(&head));
+    if format == Format::Meridian {
+        let f = std::fs::File::open(file).with_context(|| format!("reading {}", file.display()))?;
+        let (h, cut) = meridian_check::jsonl::read_lenient(std::io::BufReader::with_capacity(1 << 20, f))?;
+        return check_meridian(h, cut, json);
+    }
     let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-    let format = format.unwrap_or_else(|| foreign::detect(&text));
+    // (Told again from the whole text: a first line longer than the head.)
+    let format = given.unwrap_or_else(|| foreign::detect(&text));
     if format != Format::Meridian {
         let f = foreign::read(&text, format).with_context(|| format!("reading {} as {format}", file.display()))?;
         let r = meridian_check::check_foreign(&f);
@@ -532,6 +552,11 @@ fn run_check(file: &PathBuf, json: bool, format: &str) -> Result<ExitCode> {
         return print_check(&f.history, &r, json, true, mostly_skipped);
     }
     let (h, cut) = meridian_check::jsonl::read_lenient(text.as_bytes())?;
+    check_meridian(h, cut, json)
+}
+
+/// Checks a Meridian history read (`cut`: where a file cut short ends).
+fn check_meridian(h: meridian_check::History, cut: Option<String>, json: bool) -> Result<ExitCode> {
     let mut r = if cut.is_some() {
         meridian_check::check_incomplete(&h)
     } else {

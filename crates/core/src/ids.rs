@@ -88,6 +88,19 @@ impl FromStr for VersionId {
     }
 }
 
+/// A visitor that parses a value from its text, borrowed where the format lends it.
+pub(crate) struct FromText<T>(pub(crate) std::marker::PhantomData<T>);
+
+impl<T: FromStr<Err = String>> serde::de::Visitor<'_> for FromText<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an id as text")
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<T, E> {
+        v.parse().map_err(E::custom)
+    }
+}
+
 /// In a human-readable format (JSON histories) an id is its text (`3:17`, `3:17:2`); in
 /// a binary one (the wire, the journal) it is its numbers as a tuple, so a message
 /// costs no formatting or parsing per id.
@@ -106,8 +119,9 @@ macro_rules! string_serde {
         impl<'de> Deserialize<'de> for $t {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 if d.is_human_readable() {
-                    let s = String::deserialize(d)?;
-                    s.parse().map_err(serde::de::Error::custom)
+                    // Parsed from the borrowed text where the format lends it: no
+                    // string is allocated per id.
+                    d.deserialize_str(FromText::<$t>(std::marker::PhantomData))
                 } else {
                     let from: fn($bin) -> $t = $from;
                     Ok(from(<$bin>::deserialize(d)?))

@@ -276,6 +276,45 @@ impl Value {
     }
 }
 
+thread_local! {
+    /// The keys decoded so far on this thread while an [`InternKeys`] guard lives.
+    static INTERN: std::cell::RefCell<Option<rustc_hash::FxHashSet<Key>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// While this guard lives, keys decoded from text on this thread are interned: a key
+/// named by many records of a history is one allocation, shared (a history of a
+/// million transactions names each key many times). Dropping it forgets the table.
+pub struct InternKeys(());
+
+impl InternKeys {
+    /// Starts interning on this thread.
+    pub fn start() -> InternKeys {
+        INTERN.with(|i| *i.borrow_mut() = Some(Default::default()));
+        InternKeys(())
+    }
+}
+
+impl Drop for InternKeys {
+    fn drop(&mut self) {
+        INTERN.with(|i| *i.borrow_mut() = None);
+    }
+}
+
+/// The key of these bytes: the interned one if interning is on and it was seen.
+fn interned(b: &[u8]) -> Key {
+    INTERN.with(|i| match i.borrow_mut().as_mut() {
+        None => Key(Arc::from(b)),
+        Some(set) => match set.get(b) {
+            Some(k) => k.clone(),
+            None => {
+                let k = Key(Arc::from(b));
+                set.insert(k.clone());
+                k
+            }
+        },
+    })
+}
+
 /// In a human-readable format (JSON histories, reports) a key is its escaped text; in a
 /// binary one (the wire, the journal) it is its raw bytes, so a message costs no text
 /// encoding or parsing per key.
@@ -292,8 +331,22 @@ impl Serialize for Key {
 impl<'de> Deserialize<'de> for Key {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         if d.is_human_readable() {
-            let s = String::deserialize(d)?;
-            Key::from_text(&s).map_err(serde::de::Error::custom)
+            // Decoded from the borrowed text where the format lends it (no string
+            // allocated per key on the way).
+            struct KeyText;
+            impl serde::de::Visitor<'_> for KeyText {
+                type Value = Key;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a key as text")
+                }
+                fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Key, E> {
+                    if !v.contains('%') {
+                        return Ok(interned(v.as_bytes()));
+                    }
+                    Key::from_text(v).map(|k| interned(k.as_bytes())).map_err(E::custom)
+                }
+            }
+            d.deserialize_str(KeyText)
         } else {
             d.deserialize_byte_buf(KeyBytes)
         }
