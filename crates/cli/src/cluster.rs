@@ -248,6 +248,20 @@ pub fn server(a: &ServerArgs) -> Result<()> {
         metrics: a.metrics,
         checkpoint_every: a.checkpoint_every,
     };
+    // Beside the cluster file: which process serves this node, so that `cluster down`
+    // stops a server however it was started (by `up`, or by hand after a crash).
+    let pid_file = run_dir(&a.cluster).join(format!("n{}.pid", a.node));
+    let _ = std::fs::create_dir_all(run_dir(&a.cluster));
+    if let Some(me) = ProcessId::of(std::process::id()) {
+        let _ = std::fs::write(&pid_file, me.to_string());
+    }
+    struct RemoveOnExit(PathBuf);
+    impl Drop for RemoveOnExit {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+    let _pid_file = RemoveOnExit(pid_file);
     with_protocol(
         &cluster.file.protocol,
         &cluster.topology,
@@ -796,19 +810,89 @@ fn down(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Stops the processes of `dir/pids` that are still running (SIGTERM, SIGKILL after
-/// 5 s) and removes the file; returns how many were running.
+/// The directory beside a cluster file where each running server leaves its
+/// process id (`n<ID>.pid`).
+fn run_dir(cluster_file: &Path) -> PathBuf {
+    cluster_file.parent().unwrap_or(Path::new(".")).join("run")
+}
+
+/// A process on this machine: its pid and its start time (in clock ticks since boot,
+/// from /proc), so that a pid reused by another process is not mistaken for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ProcessId {
+    pid: u32,
+    start: u64,
+}
+
+impl ProcessId {
+    /// The running process `pid`, if there is one (a zombie, dead but not yet
+    /// reaped, is not running).
+    fn of(pid: u32) -> Option<ProcessId> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // The command name (field 2) is in parentheses and may hold spaces.
+        let after = &stat[stat.rfind(')')? + 1..];
+        let mut fields = after.split_whitespace();
+        if fields.next()? == "Z" {
+            return None;
+        }
+        let start = fields.nth(18)?.parse().ok()?;
+        Some(ProcessId { pid, start })
+    }
+    fn parse(s: &str) -> Option<ProcessId> {
+        let (p, t) = s.trim().split_once(' ')?;
+        Some(ProcessId {
+            pid: p.parse().ok()?,
+            start: t.parse().ok()?,
+        })
+    }
+    /// Whether this very process still runs.
+    fn alive(&self) -> bool {
+        ProcessId::of(self.pid) == Some(*self)
+    }
+}
+
+impl std::fmt::Display for ProcessId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.pid, self.start)
+    }
+}
+
+/// Stops the processes of `dir/pids` that are still running, and every server that
+/// left its process id in `dir/run` (one restarted by hand included): SIGTERM, SIGKILL
+/// after 5 s. Removes the pids file; returns how many were running.
 fn stop(dir: &Path) -> Result<usize> {
     let pidfile = dir.join("pids");
-    let text = std::fs::read_to_string(&pidfile)
-        .with_context(|| format!("no cluster to stop in {} (no pids file)", dir.display()))?;
-    let alive = |p: &&str| Path::new(&format!("/proc/{p}")).exists();
-    let pids: Vec<&str> = text
+    let listed = std::fs::read_to_string(&pidfile).ok();
+    let mut by_hand = vec![];
+    if let Ok(entries) = std::fs::read_dir(run_dir(&dir.join("cluster.toml"))) {
+        for e in entries.flatten() {
+            if let Some(p) = std::fs::read_to_string(e.path())
+                .ok()
+                .as_deref()
+                .and_then(ProcessId::parse)
+            {
+                if p.alive() {
+                    by_hand.push(p.pid.to_string());
+                }
+            }
+        }
+    }
+    if listed.is_none() && by_hand.is_empty() {
+        bail!("no cluster to stop in {} (no pids file)", dir.display());
+    }
+    let text = listed.clone().unwrap_or_default();
+    let alive = |p: &&str| p.parse().ok().and_then(ProcessId::of).is_some();
+    let mut pids: Vec<&str> = text
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .filter(alive)
         .collect();
+    for p in &by_hand {
+        if !pids.contains(&p.as_str()) {
+            pids.push(p);
+        }
+    }
     let kill = |args: &[&str]| {
         let _ = std::process::Command::new("kill")
             .args(args)
@@ -820,7 +904,7 @@ fn stop(dir: &Path) -> Result<usize> {
     }
     // wait for them to go (kill -9 after 5 s)
     let start = Instant::now();
-    while pids.iter().any(|p| Path::new(&format!("/proc/{p}")).exists()) {
+    while pids.iter().any(alive) {
         if start.elapsed() > Duration::from_secs(5) {
             for p in &pids {
                 kill(&["-9", p]);
@@ -829,6 +913,8 @@ fn stop(dir: &Path) -> Result<usize> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    std::fs::remove_file(&pidfile)?;
+    if listed.is_some() {
+        std::fs::remove_file(&pidfile)?;
+    }
     Ok(pids.len())
 }

@@ -1049,3 +1049,66 @@ fn test_cli_bench_interrupted_reports_what_ran_and_exits_130() {
     let c = meridian(&["check", h.to_str().unwrap()]);
     assert_eq!(c.status.code(), Some(0), "{}", stderr(&c));
 }
+
+/// `cluster down` stops every server of the cluster, one restarted by hand after a
+/// crash included (each server leaves its process id beside the cluster file).
+#[test]
+fn test_cli_cluster_down_stops_a_server_restarted_by_hand() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let base = common::free_base(15).to_string();
+    let d = dir.path().to_str().unwrap();
+    let o = meridian(&[
+        "cluster",
+        "up",
+        "--protocol",
+        "hacommit",
+        "--topology",
+        "us3",
+        "--no-delay",
+        "--dir",
+        d,
+        "--base-port",
+        &base,
+    ]);
+    assert!(o.status.success(), "{}", common::text(&o));
+    let pids = std::fs::read_to_string(dir.path().join("pids")).unwrap();
+    let first = pids.lines().next().unwrap().trim().to_string();
+    assert!(Command::new("kill").args(["-9", &first]).status().unwrap().success());
+    let log = std::fs::File::create(dir.path().join("by-hand.log")).unwrap();
+    let mut by_hand = Command::new(env!("CARGO_BIN_EXE_meridian"))
+        .args(["server", "--node", "0", "--cluster"])
+        .arg(dir.path().join("cluster.toml"))
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("restart node 0");
+    // It has started once its process id is beside the cluster file.
+    let pid_file = dir.path().join("run/n0.pid");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !std::fs::read_to_string(&pid_file).is_ok_and(|s| s.starts_with(&format!("{} ", by_hand.id()))) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the restarted server never wrote its pid"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = meridian(&["cluster", "down", "--dir", d]);
+    assert!(o.status.success(), "{}", common::text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("stopped 6 processes"),
+        "{}",
+        common::text(&o)
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        if by_hand.try_wait().unwrap().is_some() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server restarted by hand still runs"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(!pid_file.exists(), "a server that stopped removes its pid file");
+}
