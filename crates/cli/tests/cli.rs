@@ -1074,6 +1074,22 @@ fn test_cli_cluster_down_stops_a_server_restarted_by_hand() {
     let pids = std::fs::read_to_string(dir.path().join("pids")).unwrap();
     let first = pids.lines().next().unwrap().trim().to_string();
     assert!(Command::new("kill").args(["-9", &first]).status().unwrap().success());
+    // A bench of the degraded cluster runs, with a warning (HACommit keeps every group
+    // a majority with one server down).
+    let file = dir.path().join("cluster.toml");
+    let o = meridian(&[
+        "bench",
+        "--clients",
+        "2",
+        "--duration",
+        "2s",
+        "--settle",
+        "1s",
+        "--cluster",
+        file.to_str().unwrap(),
+    ]);
+    assert!(stderr(&o).contains("benchmarking it degraded"), "{}", common::text(&o));
+    assert_ne!(o.status.code(), Some(2), "{}", common::text(&o));
     let log = std::fs::File::create(dir.path().join("by-hand.log")).unwrap();
     let mut by_hand = Command::new(env!("CARGO_BIN_EXE_meridian"))
         .args(["server", "--node", "0", "--cluster"])
