@@ -779,7 +779,7 @@ fn corpus_levels_with_and_without_the_version_order() {
             [t, t, f, t, t, f],
         ),
         (
-            "real-time",
+            "stale read (real time)",
             hist(
                 vec![txn(1, &[], &["x"]), txn(2, &[("x", None)], &[])],
                 &[("x", &[v(1, 0)])],
@@ -1013,4 +1013,24 @@ fn a_large_history_reads_back_in_order_with_its_keys_shared() {
     dup.push(lines[7]);
     let e = jsonl::read(dup.join("\n").as_bytes()).unwrap_err().to_string();
     assert!(e.contains(&format!("lines 8 and {}", lines.len() + 1)), "{e}");
+}
+
+/// The corpus's lost committed write: T1 and then T2 write x, both acknowledged, and
+/// the replica's record of x lacks T1's version. With the record the history is not
+/// durable (and no level is falsely failed: T1 then T2 is serial); without replica
+/// records durability cannot be judged, and nothing is an anomaly.
+#[test]
+fn corpus_lost_committed_write_with_and_without_the_records() {
+    let h = hist(vec![txn(1, &[], &["x"]), txn(2, &[], &["x"])], &[("x", &[v(2, 0)])]);
+    let r = check(&h);
+    assert!(!r.durable, "{:?}", r.anomalies);
+    assert!(r.kinds().contains(&Kind::NotDurable), "{:?}", r.anomalies);
+    assert!(
+        r.levels.iter().all(|l| l.holds != Some(false)),
+        "a serial history fails no level: {:?}",
+        r.levels
+    );
+    let r = check(&no_order(h));
+    assert!(r.anomalies.is_empty(), "{:?}", r.anomalies);
+    assert!(r.levels.iter().all(|l| l.holds != Some(false)), "{:?}", r.levels);
 }
