@@ -979,27 +979,31 @@ fn test_cli_sim_interrupted_reports_what_ran_and_exits_130() {
     assert_eq!(c.status.code(), Some(0), "{}", stderr(&c));
 }
 
+/// A local `us3` cluster of `protocol` without added delay, in a temporary directory.
+fn cluster_up(protocol: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let base = common::free_base(15).to_string();
+    let d = dir.path().to_str().unwrap();
+    let up = [
+        "cluster",
+        "up",
+        "--protocol",
+        protocol,
+        "--topology",
+        "us3",
+        "--no-delay",
+    ];
+    let o = meridian(&[&up[..], &["--dir", d, "--base-port", &base]].concat());
+    assert!(o.status.success(), "{}", common::text(&o));
+    dir
+}
+
 /// Ctrl-C during a bench: the clients stop issuing, the transactions in flight finish,
 /// the history and the partial report are written, and the exit is 130.
 #[test]
 fn test_cli_bench_interrupted_reports_what_ran_and_exits_130() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let base = common::free_base(15).to_string();
+    let dir = cluster_up("2pc-2pl");
     let d = dir.path().to_str().unwrap();
-    let o = meridian(&[
-        "cluster",
-        "up",
-        "--protocol",
-        "2pc-2pl",
-        "--topology",
-        "us3",
-        "--no-delay",
-        "--dir",
-        d,
-        "--base-port",
-        &base,
-    ]);
-    assert!(o.status.success(), "{}", common::text(&o));
     let h = dir.path().join("h.jsonl");
     let mut child = Command::new(env!("CARGO_BIN_EXE_meridian"))
         .args([
@@ -1054,23 +1058,8 @@ fn test_cli_bench_interrupted_reports_what_ran_and_exits_130() {
 /// crash included (each server leaves its process id beside the cluster file).
 #[test]
 fn test_cli_cluster_down_stops_a_server_restarted_by_hand() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let base = common::free_base(15).to_string();
+    let dir = cluster_up("hacommit");
     let d = dir.path().to_str().unwrap();
-    let o = meridian(&[
-        "cluster",
-        "up",
-        "--protocol",
-        "hacommit",
-        "--topology",
-        "us3",
-        "--no-delay",
-        "--dir",
-        d,
-        "--base-port",
-        &base,
-    ]);
-    assert!(o.status.success(), "{}", common::text(&o));
     let pids = std::fs::read_to_string(dir.path().join("pids")).unwrap();
     let first = pids.lines().next().unwrap().trim().to_string();
     assert!(Command::new("kill").args(["-9", &first]).status().unwrap().success());
