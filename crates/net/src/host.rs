@@ -1032,6 +1032,9 @@ struct Acceptor<M> {
     routes: Routes,
     /// The event loop.
     inbox: mpsc::Sender<Event<M>>,
+    /// Servers connected to this process, by the node id their `Hello` claimed, and
+    /// from where (a second claim of one id is logged: a restart, or an impostor).
+    servers_in: Arc<std::sync::Mutex<HashMap<NodeId, (u64, SocketAddr)>>>,
 }
 
 impl<M> Clone for Acceptor<M> {
@@ -1042,6 +1045,7 @@ impl<M> Clone for Acceptor<M> {
             hosted: self.hosted.clone(),
             routes: self.routes.clone(),
             inbox: self.inbox.clone(),
+            servers_in: self.servers_in.clone(),
         }
     }
 }
@@ -1060,6 +1064,7 @@ async fn accept_conn<M: serde::Serialize + serde::de::DeserializeOwned + Send + 
         hosted,
         routes,
         inbox,
+        servers_in,
     } = acceptor;
     let _ = s.set_nodelay(true);
     let (mut rd, mut wr) = s.into_split();
@@ -1119,11 +1124,33 @@ async fn accept_conn<M: serde::Serialize + serde::de::DeserializeOwned + Send + 
         }
     }
     debug!(%peer_addr, ?nodes, "accepted");
+    let servers: Vec<NodeId> = nodes.iter().copied().filter(|n| layout.is_server(*n)).collect();
+    {
+        let mut m = servers_in.lock().expect("servers lock");
+        for n in &servers {
+            if let Some((_, before)) = m.insert(*n, (conn, peer_addr)) {
+                info!(
+                    node = n.0,
+                    %peer_addr,
+                    %before,
+                    "a connection claims a server node already connected (a restart whose old connection is not yet closed, or an impostor)"
+                );
+            }
+        }
+    }
     let writer = tokio::spawn(async move {
         let _ = write_loop(&mut wr, &mut rx).await;
     });
     let why = read_loop::<M>(rd, fr, nodes, hosted, inbox, tx).await;
     routes.release(conn);
+    {
+        let mut m = servers_in.lock().expect("servers lock");
+        for n in &servers {
+            if m.get(n).is_some_and(|(c, _)| *c == conn) {
+                m.remove(n);
+            }
+        }
+    }
     writer.abort();
     if why == "closed by peer" {
         debug!(%peer_addr, "connection closed");
@@ -1388,6 +1415,7 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
         hosted: hosted.clone(),
         routes: routes.clone(),
         inbox: inbox_tx.clone(),
+        servers_in: Default::default(),
     };
     tokio::spawn(async move {
         let mut conn = 0u64;
