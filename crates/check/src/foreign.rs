@@ -18,8 +18,10 @@
 //!
 //! Reads identify what they saw the way Elle does: a register read by its value
 //! (written values must be unique per key, else the file is refused), a list read by
-//! its last element, and a list read also fixes the order of every element it lists,
-//! which becomes a version-order chain for the checker. A read of a value that no
+//! its last element, and a list read also fixes the order of every element it lists:
+//! the list is a prefix of the key's final list (appends only extend it), so its
+//! elements come in its order and before every append it does not list (Elle's
+//! inference). Each read list becomes a version-order prefix for the checker. A read of a value that no
 //! transaction wrote points at a version of no recorded transaction (reported as G1a).
 //! Reads that follow the transaction's own write of the key are its own and skipped.
 //! There are no replica states: durability is not judged.
@@ -90,7 +92,8 @@ pub fn detect(text: &str) -> Format {
 pub struct Foreign {
     /// The history (no replica records).
     pub history: History,
-    /// Per key, versions in an order the history fixes (list-append reads).
+    /// Per key, prefixes of its version order that the history fixes (list-append
+    /// reads): the versions listed come first, in this order, before every other.
     pub chains: Vec<(Key, Vec<VersionId>)>,
     /// Operations skipped, and why.
     pub notes: Vec<String>,
@@ -640,7 +643,7 @@ fn build(txns: Vec<Pending>, notes: Vec<String>, source: &str) -> Result<Foreign
                         }
                         Val::List(xs) => {
                             let chain: Vec<VersionId> = xs.iter().map(|x| resolve(&m.key, x)).collect();
-                            if chain.len() > 1 {
+                            if !chain.is_empty() {
                                 chains.entry(m.key.clone()).or_default().push(chain);
                             }
                             // Its own appends end the list; what it read is before
@@ -759,6 +762,29 @@ mod tests {
             r.anomalies,
             r.unknown
         );
+    }
+
+    /// Issue 52: a list read is a prefix of the key's list, so an append it does not
+    /// list comes after every one it lists, even with one element read (Elle's
+    /// inference). The shape of Elle's `si-without-g-single` history: every cycle has
+    /// two adjacent anti-dependencies, so snapshot isolation holds, decided, while
+    /// serializability fails (G2).
+    #[test]
+    fn a_list_read_is_a_prefix_and_decides_snapshot_isolation() {
+        let r = verdict(
+            "{:type :ok, :f :txn, :value [[:append :k 10]], :process 0}\n\
+             {:type :ok, :f :txn, :value [[:append :j 1] [:r :k nil]], :process 1}\n\
+             {:type :ok, :f :txn, :value [[:r :i nil] [:r :j nil] [:append :k 20]], :process 2}\n\
+             {:type :ok, :f :txn, :value [[:append :i 3] [:r :k [10]]], :process 3}\n",
+        );
+        assert!(!r.order_unknown(), "{:?}", r.unknown);
+        let level = |n: &str| r.levels.iter().find(|l| l.name == n).and_then(|l| l.holds);
+        assert_eq!(level("snapshot-isolation"), Some(true), "{:?}", r.levels);
+        assert_eq!(level("serializable"), Some(false), "{:?}", r.levels);
+        assert_eq!(r.kinds(), vec![Kind::G2]);
+        for l in ["read-committed", "read-atomic", "causal"] {
+            assert_eq!(level(l), Some(true), "{l}: {:?}", r.levels);
+        }
     }
 
     #[test]

@@ -277,11 +277,15 @@ impl Graph {
         None
     }
 
-    /// Every edge between transactions (`from < n`), any kind.
-    pub fn pairs(&self, n: usize) -> Vec<(usize, usize)> {
+    /// Every edge between transactions (`from < n`) whose kind passes `keep`.
+    pub fn pairs(&self, n: usize, keep: impl Fn(EdgeKind) -> bool) -> Vec<(usize, usize)> {
         let mut out = vec![];
         for (a, es) in self.adj.iter().enumerate().take(n) {
-            out.extend(es.iter().filter(|e| (e.0 as usize) < n).map(|e| (a, e.0 as usize)));
+            out.extend(
+                es.iter()
+                    .filter(|e| (e.0 as usize) < n && keep(e.1))
+                    .map(|e| (a, e.0 as usize)),
+            );
         }
         out
     }

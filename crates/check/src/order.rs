@@ -147,14 +147,16 @@ impl<'h> Checker<'h> {
         if writes.is_empty() {
             return;
         }
-        let mut chains: HashMap<u32, Vec<&[VersionId]>> = HashMap::default();
+        // (chain, is a prefix): a list-append read lists the key's first versions; a
+        // replica's chain is only a subsequence of the order.
+        let mut chains: HashMap<u32, Vec<(&[VersionId], bool)>> = HashMap::default();
         for (k, c) in self.chains {
             if let Some(k) = self.keys.get(k) {
-                chains.entry(k).or_default().push(c);
+                chains.entry(k).or_default().push((c, true));
             }
         }
         for (k, c) in &reopened {
-            chains.entry(*k).or_default().push(c);
+            chains.entry(*k).or_default().push((c, false));
         }
         for (k, (mut vs, writers)) in writes {
             vs.sort_unstable();
@@ -171,12 +173,24 @@ impl<'h> Checker<'h> {
             let n = vs.len();
             let ix: HashMap<VersionId, usize> = vs.iter().enumerate().map(|(i, v)| (*v, i)).collect();
             let mut before = vec![vec![false; n]; n];
-            for chain in chains.get(&k).into_iter().flatten() {
+            for (chain, prefix) in chains.get(&k).into_iter().flatten() {
                 // Consecutive among the versions being ordered (a replica's chain may
                 // hold versions of writers not counted committed).
                 let known: Vec<usize> = chain.iter().filter_map(|v| ix.get(v).copied()).collect();
                 for w in known.windows(2) {
                     before[w[0]][w[1]] = true;
+                }
+                if *prefix {
+                    // Every version it does not list comes after the ones it does.
+                    let mut listed = vec![false; n];
+                    for &a in &known {
+                        listed[a] = true;
+                    }
+                    if let Some(&last) = known.last() {
+                        for b in (0..n).filter(|b| !listed[*b]) {
+                            before[last][b] = true;
+                        }
+                    }
                 }
             }
             for ti in writers {
@@ -324,6 +338,64 @@ impl<'h> Checker<'h> {
             }
         }
         (keys, inputs)
+    }
+
+    /// Version orders for the keys the history does not order, following a
+    /// topological order of its fixed dependencies (ww and wr edges; ties by commit
+    /// time): under them the ww and wr edges stay acyclic, so read committed holds
+    /// unless G1a/G1b do not. `None` if every key is ordered, the dependencies are
+    /// cyclic, or an order would break a constraint the history fixes.
+    pub(crate) fn dependency_order(&self) -> Option<HashMap<&'h Key, Vec<VersionId>>> {
+        use std::cmp::Reverse;
+        if self.partial.is_empty() && self.big.is_empty() {
+            return None;
+        }
+        let n = self.txn_of.len();
+        let mut indeg = vec![0u32; n];
+        let mut succ: Vec<Vec<usize>> = vec![vec![]; n];
+        for &(a, b) in &self.dep_edges {
+            if a != b {
+                succ[a].push(b);
+                indeg[b] += 1;
+            }
+        }
+        let key = |i: usize| {
+            let t = self.txn_of[i];
+            Reverse((t.end.unwrap_or(t.start), i))
+        };
+        let mut ready: std::collections::BinaryHeap<_> = (0..n).filter(|i| indeg[*i] == 0).map(key).collect();
+        let mut topo = Vec::with_capacity(n);
+        while let Some(Reverse((_, i))) = ready.pop() {
+            topo.push(i);
+            for &b in &succ[i] {
+                indeg[b] -= 1;
+                if indeg[b] == 0 {
+                    ready.push(key(b));
+                }
+            }
+        }
+        if topo.len() < n {
+            return None;
+        }
+        let versions: Vec<(&'h Key, Vec<VersionId>)> = self
+            .partial
+            .iter()
+            .map(|(k, vs, _)| (self.keys.key(*k), vs.clone()))
+            .chain(self.big.iter().map(|(k, vs)| (self.keys.key(*k), vs.clone())))
+            .collect();
+        let given = self.orders_from(&topo, &versions);
+        for (k, vs, before) in &self.partial {
+            let order = given.get(self.keys.key(*k))?;
+            let at: HashMap<VersionId, usize> = order.iter().enumerate().map(|(i, v)| (*v, i)).collect();
+            for (a, row) in before.iter().enumerate() {
+                for (b, _) in row.iter().enumerate().filter(|(_, x)| **x) {
+                    if at.get(&vs[a])? > at.get(&vs[b])? {
+                        return None;
+                    }
+                }
+            }
+        }
+        Some(given)
     }
 
     /// Version orders of `keys` that follow the serial order `serial`.

@@ -810,18 +810,19 @@ fn corpus_levels_with_and_without_the_version_order() {
                 l.name
             );
         }
+        // Without the version records every level is still decided (issue 52): each
+        // holds under some order the history allows or fails under every one. G0 is
+        // the exception by nature: only a recorded order shows its two keys' writes
+        // in opposite orders.
         let without = check(&no_order(h));
-        for (l, w) in without.levels.iter().zip(want) {
-            if name == "G0" {
-                assert_eq!(l.holds, Some(true), "{name} without order: {}", l.name);
-            } else {
-                assert!(
-                    l.holds == Some(w) || l.holds.is_none(),
-                    "{name} without order: {:?}",
-                    without.levels
-                );
-            }
-        }
+        let got: Vec<Option<bool>> = without.levels.iter().map(|l| l.holds).collect();
+        let want_without = if name == "G0" { [t; 6] } else { want };
+        assert_eq!(
+            got,
+            want_without.map(Some).to_vec(),
+            "{name} without order: {:?}",
+            without.levels
+        );
     }
 }
 
