@@ -1,5 +1,7 @@
 //! What the integration tests that run `meridian` processes share.
 
+pub mod cluster;
+
 use std::process::Output;
 
 /// A finished process's status, stdout and stderr, for an assertion's message.
