@@ -260,6 +260,21 @@ impl Server {
     pub(super) fn on_ack(&mut self, from: NodeId, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
         let (dc, layout) = (self.dc, &self.env.layout);
         let Some(c) = self.ctxns.get_mut(&txn) else { return };
+        let theirs = layout.dc_of(from);
+        if theirs != dc {
+            // A cohort of another DC installed the commit sent to it directly: once
+            // every cohort of that DC has, the DC has applied it.
+            c.direct.insert(from);
+            let all = c
+                .round
+                .value
+                .as_ref()
+                .is_some_and(|v| v.cohorts(layout, theirs).into_keys().all(|n| c.direct.contains(&n)));
+            if all && c.round.decided == Some(true) && c.round.applied.insert(theirs) {
+                self.maybe_end(txn, cx);
+            }
+            return;
+        }
         if c.round.installed(from, dc, |v| v.cohorts(layout, dc).into_keys()) {
             let coord = c.coord;
             for p in self.peers(coord) {
@@ -287,11 +302,12 @@ impl Server {
     }
 
     pub(super) fn on_query(&mut self, from: NodeId, txn: TxnId, coord: ShardId, cx: &mut Ctx<'_, Msg>) {
+        let theirs = self.env.layout.dc_of(from);
         if let Some(&commit) = self.done.get(&txn) {
             let c = self.ctxns.get(&txn);
             let (ts, writes) = match c.and_then(|c| c.round.value.clone()) {
                 Some(v) if commit => {
-                    let share = v.cohorts(&self.env.layout, self.dc).remove(&from).unwrap_or_default();
+                    let share = v.cohorts(&self.env.layout, theirs).remove(&from).unwrap_or_default();
                     (v.ts, share.writes)
                 }
                 _ if commit => return, // value not known here yet
@@ -306,6 +322,11 @@ impl Server {
                     writes,
                 },
             );
+            return;
+        }
+        if theirs != self.dc {
+            // A cohort of another DC whose coordinator is silent asks the learners: only
+            // a decision answers it (this DC's vote is not its DC's).
             return;
         }
         let now = cx.now();
@@ -330,15 +351,34 @@ impl Server {
     }
 
     /// Re-sends a commit to the DCs (and this DC's cohorts) that have not confirmed
-    /// applying it.
+    /// applying it. A DC that has not confirmed by now may have lost its coordinator
+    /// for good (one dead server of a DC leaves the DC's other servers without the
+    /// commits it coordinated: issue 53, a live replica 20 writes behind): its cohorts
+    /// are sent the commit directly as well, and acknowledge it here. Installing a
+    /// decided commit needs no prepare (a DC outside the accepting majority installs
+    /// it the same way).
     pub(super) fn resend_commit(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
-        let Some(c) = self.ctxns.get(&txn) else { return };
+        let Some(c) = self.ctxns.get_mut(&txn) else { return };
+        c.resends = c.resends.saturating_add(1);
+        let c = &self.ctxns[&txn];
         let Some(v) = c.round.value.clone() else { return };
-        for (p, d) in c
-            .round
-            .tell_again(txn, self.peers(c.coord), |p| self.env.layout.dc_of(p))
-        {
+        let layout = &self.env.layout;
+        for (p, d) in c.round.tell_again(txn, self.peers(c.coord), |p| layout.dc_of(p)) {
             cx.send(p, Msg::Decided(d));
+            for (node, share) in v.cohorts(layout, layout.dc_of(p)) {
+                if !c.direct.contains(&node) {
+                    let (ts, writes) = (v.ts, share.writes);
+                    cx.send(
+                        node,
+                        Msg::Commit {
+                            txn,
+                            commit: true,
+                            ts,
+                            writes,
+                        },
+                    );
+                }
+            }
         }
         if c.round.applied.contains(&self.dc) {
             return;

@@ -91,6 +91,7 @@ impl Server {
                 writes: share.writes,
                 asked: cx.now(),
                 hops: cx.hops(),
+                queries: 0,
             },
         );
         answer(true, None, cx);

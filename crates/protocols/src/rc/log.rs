@@ -157,6 +157,7 @@ impl Server {
                     writes,
                     asked: 0,
                     hops: cx.hops(),
+                    queries: 0,
                 },
             );
         }

@@ -67,6 +67,26 @@
 //!   prepared exclusive locks deny reads of its keys in the accepting DC meanwhile: on
 //!   hot keys (the bank workload's 100 accounts) the majority side then commits little
 //!   (docs/MEASUREMENTS.md, stop 41). That is the paper's vote rule, kept as is.
+//! - **One dead server** (issue 53). A DC's vote is its coordinator's alone, so a
+//!   dead coordinator leaves its DC silent; with one server of us3 down for good the
+//!   simulator's throughput fell from 70 to 3 txn/s (split votes of the other two DCs
+//!   wait for it, holding locks; reads one DC denied waited out the 5 s read timeout),
+//!   and the DC's live servers never installed the commits it coordinated. Four
+//!   departures, none of which the paper rules out: (1) the client suspects a server
+//!   that left a read or accept request unanswered for the fail-over time (until it
+//!   speaks again) and appoints a coordinator shard whose servers all answer — another
+//!   shard of the transaction, or failing that any shard (the coordinator then only
+//!   prepares its DC's cohorts; a dead cohort makes its DC reject at the vote timeout,
+//!   a vote that settles a split); (2) a read that some DC denied and only suspected
+//!   DCs could still complete aborts at once, as a majority of denials would; (3) a
+//!   coordinator whose commit a peer DC has not confirmed sends it, besides the
+//!   decision to that DC's coordinator, directly to that DC's cohorts (installing a
+//!   decided commit needs no prepare), and counts their acknowledgements; re-sends
+//!   back off to one per 8 s; (4) a prepared cohort whose coordinator left two
+//!   queries unanswered asks the coordinator shard's servers of the other DCs, which
+//!   answer with a decision they know (never with a vote). A transaction whose
+//!   coordinator died after it may have voted still waits for its restart on a split:
+//!   Paxos cannot know that vote without it.
 
 mod client;
 mod commit;

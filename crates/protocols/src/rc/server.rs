@@ -16,6 +16,11 @@ pub(super) struct Prep {
     pub(super) asked: Time,
     /// WAN-hop chain of the Prepare that took the exclusive locks.
     pub(super) hops: u32,
+    /// Queries its coordinator left without a decision: from the second on, the
+    /// coordinator shard's servers in the other DCs (learners too) are asked as well,
+    /// so a cohort whose coordinator died learns a decision the others reached.
+    #[serde(default)]
+    pub(super) queries: u32,
 }
 
 /// A coordinator's view of one transaction: the commit round among DCs (acceptor,
@@ -30,6 +35,16 @@ pub(super) struct CTxn {
     /// When PREPARE last went to the cohorts that have not answered (re-sent every
     /// fail-over time while preparing: a cohort that crashed lost it).
     pub(super) asked: Time,
+    /// Cohorts of other DCs that acknowledged a commit this coordinator sent them
+    /// directly, their own DC's coordinator being silent (`resend_commit`).
+    #[serde(default)]
+    pub(super) direct: BTreeSet<NodeId>,
+    /// Commits re-sent without every DC confirming: each doubles the wait before the
+    /// next, up to 8 query periods (8 s), so a DC down for long is not sent every
+    /// commit it missed once a second, and one back (restarted, or the cut healed)
+    /// catches up within 8 s.
+    #[serde(default)]
+    pub(super) resends: u32,
 }
 
 impl CTxn {
@@ -40,6 +55,8 @@ impl CTxn {
             cohorts: BTreeMap::new(),
             preparing: false,
             asked: now,
+            direct: BTreeSet::new(),
+            resends: 0,
         }
     }
 }
@@ -132,12 +149,22 @@ impl Server {
         for (id, p) in self.prepared.iter_mut() {
             if now.saturating_sub(p.asked) >= to.query {
                 p.asked = now;
-                ask.push((p.coord, *id, p.coord_shard));
+                p.queries = p.queries.saturating_add(1);
+                ask.push((p.coord, *id, p.coord_shard, p.queries >= 2));
             }
         }
         ask.sort();
-        for (coord, txn, cs) in ask {
+        for (coord, txn, cs, wide) in ask {
             cx.send(coord, Msg::Query { txn, coord: cs });
+            if wide {
+                for p in self
+                    .peers(cs)
+                    .into_iter()
+                    .filter(|p| self.env.layout.dc_of(*p) != self.dc)
+                {
+                    cx.send(p, Msg::Query { txn, coord: cs });
+                }
+            }
         }
         self.applied.retain(|_, (_, t)| now.saturating_sub(*t) < to.tombstone);
         self.released.retain(|_, t| now.saturating_sub(*t) < to.tombstone);
@@ -157,7 +184,10 @@ impl Server {
         let mut due: Vec<(TxnId, Due)> = self
             .ctxns
             .iter_mut()
-            .filter_map(|(id, c)| Some((*id, c.round.due(now, to.query, Some(to.vote))?)))
+            .filter_map(|(id, c)| {
+                let every = to.query.saturating_mul(1 << c.resends.min(3));
+                Some((*id, c.round.due(now, every, Some(to.vote))?))
+            })
             .collect();
         due.sort_by_key(|&(id, d)| (d, id));
         for (id, d) in due {

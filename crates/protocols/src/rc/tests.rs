@@ -200,3 +200,44 @@ fn a_commit_after_an_idle_release_still_applies() {
         "the commit was ignored"
     );
 }
+
+/// Issue 53: one server dead for good. T1's first write appoints the dead server's
+/// shard as coordinator, so its DC (NY) never votes nor installs: CA and TX commit it,
+/// and NY's live server must still get its write (a live replica was left 20 writes
+/// behind); the coordinators of CA and TX send it the commit directly once NY's
+/// coordinator stays silent. T2, later, must not appoint the silent server's shard
+/// again: its coordinator in NY is the live server, which installs it there too.
+#[test]
+fn one_dead_server_leaves_no_live_replica_behind() {
+    let (mut net, layout) = net();
+    let ny = |k: &str| layout.replicas(layout.shard_of(&Key::from(k)))[0];
+    let dead = NodeId(0);
+    let names: Vec<String> = (0..64).map(|i| format!("k{i}")).collect();
+    let on_dead = names.iter().find(|k| ny(k) == dead).expect("a key on node 0").clone();
+    let on_live = names.iter().find(|k| ny(k) != dead).expect("a key on node 1").clone();
+    net.crash(dead);
+    net.submit(0, T1, ycsb_call(&[(&on_dead, b"v1"), (&on_live, b"v1")]));
+    run(&mut net, secs(6.0));
+    assert_eq!(net.records.len(), 1);
+    assert_eq!(net.records[0].outcome, Outcome::Committed, "{:?}", net.records[0]);
+    assert_eq!(
+        net.holders(&layout, &on_live, T1),
+        vec![true, true, true],
+        "NY's live replica lacks T1's write"
+    );
+    let t2 = TxnId { client: 0, seq: 2 };
+    net.submit(0, t2, ycsb_call(&[(&on_dead, b"v2"), (&on_live, b"v2")]));
+    run(&mut net, secs(6.0));
+    assert_eq!(net.records.len(), 2);
+    assert_eq!(net.records[1].outcome, Outcome::Committed, "{:?}", net.records[1]);
+    let live_coord = ny(&on_live);
+    assert_eq!(
+        net.servers[live_coord.0 as usize].done.get(&t2),
+        Some(&true),
+        "T2's coordinator in NY is the live server"
+    );
+    assert_eq!(net.holders(&layout, &on_live, t2), vec![true, true, true]);
+    for n in (1..layout.num_servers()).map(NodeId) {
+        assert_eq!(net.servers[n.0 as usize].locked_keys(), Some(0), "{n:?} holds locks");
+    }
+}
