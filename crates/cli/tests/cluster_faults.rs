@@ -108,6 +108,16 @@ fn kill9_crossstitch_server_not_restarted_the_others_go_on_and_check_clean() {
     kill9_not_restarted("crossstitch");
 }
 
+/// Issue 53, replicated-commit.md §5 (fault tolerance): an rc server killed and never
+/// restarted. Its DC's vote on the transactions it coordinated is gone for good: the
+/// other DCs must go on committing, and its DC's live server must hold every commit
+/// (before, a live replica lacked 20 committed writes and keys stayed locked, because
+/// only the dead coordinator would have installed them there).
+#[test]
+fn kill9_rc_server_not_restarted_the_others_go_on_and_check_clean() {
+    kill9_not_restarted("rc");
+}
+
 /// `kill -9` of node 0 of a `us3` cluster of `protocol` 1.5 s into an 8 s `bank`
 /// benchmark, never restarted: the history must check clean and something must commit
 /// from 3 s after the kill on (a view change, a fail-over or a read re-send each take
