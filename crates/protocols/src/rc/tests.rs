@@ -241,3 +241,27 @@ fn one_dead_server_leaves_no_live_replica_behind() {
         assert_eq!(net.servers[n.0 as usize].locked_keys(), Some(0), "{n:?} holds locks");
     }
 }
+
+/// A cohort that refused T1's PREPARE (here: its read lock was gone) must not let a
+/// late copy of T1's read lock the key again: nothing else would release it before the
+/// idle timeout (found by the campaign: gcp3, bank, 30 s late duplicates, seed 3861).
+#[test]
+fn a_late_read_after_a_refused_prepare_takes_no_lock() {
+    let (mut net, n, k, read) = reader_at_one_replica();
+    net.send(NodeId(99), n, Msg::Release { txn: T1 });
+    // The release dropped the read lock, so PREPARE is refused.
+    let prepare = Msg::Prepare {
+        txn: T1,
+        ts: 10,
+        coord: ShardId(0),
+        share: Share {
+            reads: vec![(k, 0)],
+            writes: vec![],
+        },
+    };
+    // Forget the release's record, as when the release was lost and the idle sweep
+    // had not run: the refusal alone must keep the late read out.
+    net.servers[n.0 as usize].released.clear();
+    net.send(NodeId(98), n, prepare);
+    late_read_takes_no_lock(&mut net, n, read);
+}
