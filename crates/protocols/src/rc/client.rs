@@ -78,6 +78,11 @@ impl Client {
     fn pick_coordinator(&self, involved: &[ShardId], now: Time) -> ShardId {
         let layout = &self.env.layout;
         let alive = |s: &ShardId| !layout.replicas(*s).iter().any(|n| self.suspected(*n, now));
+        let first = involved[0];
+        if !layout.replicas(first).iter().any(|n| self.suspected(*n, now)) {
+            // No evidence of trouble: the paper's choice, whatever else is known.
+            return first;
+        }
         if let Some(s) = involved.iter().find(|s| alive(s)) {
             return *s;
         }
@@ -244,42 +249,6 @@ impl Client {
         } else if denied.len() > n - maj {
             let why = why.clone().unwrap_or(AbortReason::ReadDenied);
             self.abort(why, cx);
-        } else {
-            self.abort_hopeless_read(cx);
-        }
-    }
-
-    /// A read that some DC denied and that only DCs whose replica is suspected down
-    /// could still complete aborts now, as a majority of denials would, instead of
-    /// waiting out the read timeout (5 s) for a dead server (the paper leaves waiting
-    /// to the program: abort or back off and retry, §3.2.1). Aborting a read is the
-    /// client's own business: it holds nothing but shared locks, which it releases.
-    fn abort_hopeless_read(&mut self, cx: &mut Ctx<'_, Msg>) {
-        let now = cx.now();
-        let Some(cur) = self.cur.as_ref() else { return };
-        let Phase::Reading {
-            key,
-            granted,
-            denied,
-            why,
-        } = &cur.phase
-        else {
-            return;
-        };
-        if denied.is_empty() {
-            return;
-        }
-        let layout = &self.env.layout;
-        let mut live = granted.len();
-        for n in layout.replicas(layout.shard_of(key)) {
-            let dc = layout.dc_of(*n);
-            if !granted.contains_key(&dc) && !denied.contains(&dc) && !self.suspected(*n, now) {
-                live += 1;
-            }
-        }
-        if live < self.majority() {
-            let why = why.clone().unwrap_or(AbortReason::ReadDenied);
-            self.abort(why, cx);
         }
     }
 
@@ -350,7 +319,6 @@ impl Client {
             (ClientTimer::Resend, Phase::Reading { .. }) => {
                 self.send_read(cx);
                 cx.set_timer(self.env.timeouts.failover, ClientTimer::Resend);
-                self.abort_hopeless_read(cx);
             }
             (ClientTimer::Idle, Phase::Waiting) => self.abort(AbortReason::IdleInteractive, cx),
             (ClientTimer::Status, Phase::Committing { value, votes, .. }) => {
