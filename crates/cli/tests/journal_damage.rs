@@ -1,0 +1,227 @@
+//! Issue 53, 1: a damaged journal never loses acknowledged commits in silence. For
+//! every protocol with a journal: a `--durable` cluster runs a bench, one server is
+//! killed with SIGKILL, and its data directory is kept aside. Then, one at a time, the
+//! journal file gets 16 bytes flipped at its start, its middle and its end, or is cut
+//! to half its written length, and the server is started on the damaged copy the
+//! documented way (`meridian server --cluster F --node N`). Each start must either
+//! refuse (exit non-zero with one error that names the directory) or replay at least
+//! every input the journal had forced to disk (`synced-through`): never serve a
+//! prefix of what it acknowledged.
+
+mod common;
+
+use common::cluster::*;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// The server whose journal is damaged (us3: 6 servers; the last one of DC TX).
+const NODE: u32 = 4;
+
+/// How one start on a damaged copy ended.
+#[derive(Debug)]
+enum Start {
+    /// Exited with this code and log.
+    Refused(Option<i32>, String),
+    /// Replayed this many inputs (the log line's `inputs=`) and served.
+    Replayed(u64),
+    /// Served without replaying (its journal read as empty).
+    Fresh(String),
+}
+
+/// The number after `inputs=` on the log's replay line.
+fn replayed_inputs(log: &str) -> Option<u64> {
+    let line = log.lines().find(|l| l.contains("replayed the journal"))?;
+    let at = line.find("inputs=")? + "inputs=".len();
+    line[at..].split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+}
+
+/// Starts server `NODE` of `c` on whatever its data directory holds now, waits (60 s
+/// deadline) until it exits or serves, and stops it.
+fn start_once(c: &Local) -> Start {
+    let log_path = c.dir.path().join("damaged-start.log");
+    let log = std::fs::File::create(&log_path).expect("log");
+    let mut child = meridian()
+        .args(["server", "--cluster"])
+        .arg(c.file())
+        .args(["--node", &NODE.to_string()])
+        .stdout(log.try_clone().expect("log"))
+        .stderr(log)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("start server");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        if let Some(status) = child.try_wait().expect("wait") {
+            return Start::Refused(status.code(), text);
+        }
+        if text.contains("serving node") {
+            let _ = child.kill();
+            let _ = child.wait();
+            return match replayed_inputs(&text) {
+                Some(n) => Start::Replayed(n),
+                None => Start::Fresh(text),
+            };
+        }
+        assert!(Instant::now() < deadline, "server neither served nor exited:\n{text}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The journal file to damage: the largest file under `journals/`.
+fn journal_file(data: &Path) -> PathBuf {
+    let mut files: Vec<(u64, PathBuf)> = std::fs::read_dir(data.join("journals"))
+        .expect("journals dir")
+        .map(|e| e.expect("entry").path())
+        .map(|p| (std::fs::metadata(&p).map_or(0, |m| m.len()), p))
+        .collect();
+    files.sort();
+    files.pop().expect("a journal file").1
+}
+
+/// Inputs the journal had forced to disk when the server was killed.
+fn synced_through(data: &Path) -> u64 {
+    let b = std::fs::read(data.join("synced-through")).expect("synced-through");
+    u64::from_le_bytes(b[..8].try_into().expect("8 bytes"))
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read dir") {
+        let e = e.expect("entry");
+        let target = to.join(e.file_name());
+        if e.file_type().expect("type").is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).expect("copy");
+        }
+    }
+}
+
+/// The damages, by name: each rewrites the journal file's bytes.
+const DAMAGES: [&str; 4] = [
+    "flip at the start",
+    "flip in the middle",
+    "flip at the end",
+    "cut to half",
+];
+
+fn damage(bytes: &mut Vec<u8>, how: &str) {
+    // The file is preallocated: what was written ends at the last non-zero byte.
+    let end = bytes.iter().rposition(|b| *b != 0).map_or(0, |i| i + 1);
+    assert!(end > 64, "the journal holds {end} bytes");
+    let mut flip = |at: usize| {
+        for b in &mut bytes[at..(at + 16).min(end)] {
+            *b ^= 0xff;
+        }
+    };
+    match how {
+        "flip at the start" => flip(0),
+        "flip in the middle" => flip(end / 2),
+        "flip at the end" => flip(end - 16),
+        "cut to half" => bytes.truncate(end / 2),
+        _ => unreachable!("{how}"),
+    }
+}
+
+fn damaged_journal(protocol: &str) {
+    let c = Local::up(protocol, "us3", &["--no-delay", "--durable"]);
+    // Read committed breaks the bank's invariant by design.
+    let workload = if protocol == "hacommit-rc" { "ycsb" } else { "bank" };
+    let b = c.workload_bench(workload, 4, "3s", "1s");
+    let _ = finish(&c, b);
+    signal("-9", &c.pid(NODE));
+    // Its process is gone before its files are copied.
+    let gone = Instant::now() + Duration::from_secs(30);
+    while Path::new(&format!("/proc/{}", c.pid(NODE))).exists() && Instant::now() < gone {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let data = c.dir.path().join(format!("data/n{NODE}"));
+    let pristine = c.dir.path().join("pristine");
+    copy_dir(&data, &pristine);
+    let forced = synced_through(&pristine);
+    assert!(forced > 0, "{protocol}: nothing forced to disk");
+    let restore = || {
+        std::fs::remove_dir_all(&data).expect("rm data");
+        copy_dir(&pristine, &data);
+    };
+    match start_once(&c) {
+        Start::Replayed(n) => assert!(n >= forced, "{protocol}: the intact journal replays {n} < {forced}"),
+        other => panic!("{protocol}: the intact journal did not replay: {other:?}"),
+    }
+    for how in DAMAGES {
+        restore();
+        let file = journal_file(&data);
+        let mut bytes = std::fs::read(&file).expect("read journal");
+        damage(&mut bytes, how);
+        std::fs::write(&file, &bytes).expect("write journal");
+        match start_once(&c) {
+            Start::Refused(code, log) => {
+                assert_ne!(code, Some(0), "{protocol}, {how}: refused with exit 0:\n{log}");
+                assert!(
+                    log.contains(&format!("data/n{NODE}")),
+                    "{protocol}, {how}: the error does not name the directory:\n{log}"
+                );
+            }
+            Start::Replayed(n) => assert!(
+                n >= forced,
+                "{protocol}, {how}: served a prefix: replayed {n} inputs of {forced} forced to disk"
+            ),
+            Start::Fresh(log) => panic!("{protocol}, {how}: served as new, the journal ignored:\n{log}"),
+        }
+    }
+}
+
+#[test]
+fn damaged_journal_2pc_2pl() {
+    damaged_journal("2pc-2pl");
+}
+#[test]
+fn damaged_journal_2pc_occ() {
+    damaged_journal("2pc-occ");
+}
+#[test]
+fn damaged_journal_rc() {
+    damaged_journal("rc");
+}
+#[test]
+fn damaged_journal_replog() {
+    damaged_journal("replog");
+}
+#[test]
+fn damaged_journal_hacommit() {
+    damaged_journal("hacommit");
+}
+#[test]
+fn damaged_journal_hacommit_rc() {
+    damaged_journal("hacommit-rc");
+}
+#[test]
+fn damaged_journal_crossstitch() {
+    damaged_journal("crossstitch");
+}
+#[test]
+fn damaged_journal_pc_2pl() {
+    damaged_journal("pc-2pl");
+}
+#[test]
+fn damaged_journal_pc_occ() {
+    damaged_journal("pc-occ");
+}
+#[test]
+fn damaged_journal_hier_lock() {
+    damaged_journal("hier-lock");
+}
+#[test]
+fn damaged_journal_hier_ts() {
+    damaged_journal("hier-ts");
+}
+#[test]
+fn damaged_journal_2pc_deferred() {
+    damaged_journal("2pc-deferred");
+}
+#[test]
+fn damaged_journal_catenae() {
+    damaged_journal("catenae");
+}
