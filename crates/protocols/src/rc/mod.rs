@@ -78,7 +78,8 @@
 //!   shard of the transaction, or failing that any shard (the coordinator then only
 //!   prepares its DC's cohorts; a dead cohort makes its DC reject at the vote timeout,
 //!   a vote that settles a split; the paper's choice stands while no server of it
-//!   is suspected); (2) a
+//!   is suspected, and another shard is appointed only if each of its servers spoke
+//!   to the client within two fail-over times); (2) a
 //!   coordinator whose commit a peer DC has not confirmed sends it, besides the
 //!   decision to that DC's coordinator, directly to that DC's cohorts (installing a
 //!   decided commit needs no prepare), and counts their acknowledgements; re-sends
