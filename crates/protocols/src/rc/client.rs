@@ -68,7 +68,7 @@ impl Client {
             .is_some_and(|t| now.saturating_sub(*t) >= self.env.timeouts.failover)
     }
 
-    /// The coordinator shard: the shard of the first write (first read if read-only),
+    /// The coordinator shard: the shard of the smallest key written (first read if read-only),
     /// as §3.2.2 has it, unless a server of that shard is suspected down. A DC's vote
     /// comes from its coordinator alone, so a dead coordinator leaves its DC silent for
     /// good: a split vote of the other two DCs then waits for its restart, holding its

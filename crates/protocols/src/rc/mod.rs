@@ -11,7 +11,7 @@
 //!   timestamp), or is denied. Once a majority of DCs granted, the client uses the most
 //!   recent version; if a majority denied, the transaction aborts. Writes are buffered.
 //! - **Commit** (§3.2.2, Algorithm 1): the client is the sole Paxos proposer; it appoints
-//!   the shard of its first write (first read if read-only) as coordinator and sends
+//!   the shard of a key it writes (the smallest; first read if read-only) as coordinator and sends
 //!   `Accept` (the read and write sets) to that shard's server in every DC. Each
 //!   coordinator runs 2PC prepare inside its DC (`Prepare` to every cohort, itself
 //!   included); a cohort acquires exclusive locks, checks that its shared locks are still

@@ -201,7 +201,7 @@ fn a_commit_after_an_idle_release_still_applies() {
     );
 }
 
-/// Issue 53: one server dead for good. T1's first write appoints the dead server's
+/// Issue 53: one server dead for good. T1's writes appoint the dead server's
 /// shard as coordinator, so its DC (NY) never votes nor installs: CA and TX commit it,
 /// and NY's live server must still get its write (a live replica was left 20 writes
 /// behind); the coordinators of CA and TX send it the commit directly once NY's
