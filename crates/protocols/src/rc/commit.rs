@@ -365,37 +365,36 @@ impl Server {
         let layout = &self.env.layout;
         for (p, d) in c.round.tell_again(txn, self.peers(c.coord), |p| layout.dc_of(p)) {
             cx.send(p, Msg::Decided(d));
-            for (node, share) in v.cohorts(layout, layout.dc_of(p)) {
-                if !c.direct.contains(&node) {
-                    let (ts, writes) = (v.ts, share.writes);
-                    cx.send(
-                        node,
-                        Msg::Commit {
-                            txn,
-                            commit: true,
-                            ts,
-                            writes,
-                        },
-                    );
-                }
-            }
+            send_commits(txn, &v, layout, layout.dc_of(p), |n| c.direct.contains(&n), cx);
         }
-        if c.round.applied.contains(&self.dc) {
-            return;
+        if !c.round.applied.contains(&self.dc) {
+            send_commits(txn, &v, layout, self.dc, |n| c.round.acks.contains(&n), cx);
         }
-        for (node, share) in v.cohorts(&self.env.layout, self.dc) {
-            if !c.round.acks.contains(&node) {
-                let (ts, writes) = (v.ts, share.writes);
-                cx.send(
-                    node,
-                    Msg::Commit {
-                        txn,
-                        commit: true,
-                        ts,
-                        writes,
-                    },
-                );
-            }
+    }
+}
+
+/// Sends `txn`'s commit, with each cohort's writes, to the cohorts of `dc` that `done`
+/// does not exclude.
+fn send_commits(
+    txn: TxnId,
+    v: &TxnValue,
+    layout: &Layout,
+    dc: DcId,
+    done: impl Fn(NodeId) -> bool,
+    cx: &mut Ctx<'_, Msg>,
+) {
+    for (node, share) in v.cohorts(layout, dc) {
+        if !done(node) {
+            let (ts, writes) = (v.ts, share.writes);
+            cx.send(
+                node,
+                Msg::Commit {
+                    txn,
+                    commit: true,
+                    ts,
+                    writes,
+                },
+            );
         }
     }
 }
