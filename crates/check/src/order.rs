@@ -294,6 +294,16 @@ impl<'h> Checker<'h> {
         opened
     }
 
+    /// The keys whose order the history does not fix (partly ordered, then too big to
+    /// order), with their versions.
+    fn open_versions(&self) -> Vec<(&'h Key, Vec<VersionId>)> {
+        self.partial
+            .iter()
+            .map(|(k, vs, _)| (self.keys.key(*k), vs.clone()))
+            .chain(self.big.iter().map(|(k, vs)| (self.keys.key(*k), vs.clone())))
+            .collect()
+    }
+
     /// The keys whose order is not fixed, their versions, and what the search needs
     /// of each.
     #[allow(clippy::type_complexity)]
@@ -304,12 +314,7 @@ impl<'h> Checker<'h> {
             .map(|p| p.0)
             .chain(self.big.iter().map(|b| b.0))
             .collect();
-        let keys: Vec<(&'h Key, Vec<VersionId>)> = self
-            .partial
-            .iter()
-            .map(|(k, vs, _)| (self.keys.key(*k), vs.clone()))
-            .chain(self.big.iter().map(|(k, vs)| (self.keys.key(*k), vs.clone())))
-            .collect();
+        let keys = self.open_versions();
         let key_ix: HashMap<u32, usize> = nums.iter().enumerate().map(|(i, k)| (*k, i)).collect();
         let mut inputs: Vec<search::KeyInput> = keys
             .iter()
@@ -377,13 +382,7 @@ impl<'h> Checker<'h> {
         if topo.len() < n {
             return None;
         }
-        let versions: Vec<(&'h Key, Vec<VersionId>)> = self
-            .partial
-            .iter()
-            .map(|(k, vs, _)| (self.keys.key(*k), vs.clone()))
-            .chain(self.big.iter().map(|(k, vs)| (self.keys.key(*k), vs.clone())))
-            .collect();
-        let given = self.orders_from(&topo, &versions);
+        let given = self.orders_from(&topo, &self.open_versions());
         for (k, vs, before) in &self.partial {
             let order = given.get(self.keys.key(*k))?;
             let at: HashMap<VersionId, usize> = order.iter().enumerate().map(|(i, v)| (*v, i)).collect();

@@ -108,7 +108,7 @@ impl Client {
         (0..layout.topology.shards)
             .map(ShardId)
             .find(|s| alive(s))
-            .unwrap_or(involved[0])
+            .unwrap_or(first)
     }
 
     pub(super) fn majority(&self) -> usize {
@@ -157,12 +157,13 @@ impl Client {
             Next::Done(writes) => {
                 let txn = cur.t.rec.id;
                 let finals = cur.t.to_commit(writes, ClientTimer::Read, cx);
-                let first = finals.keys().next().or_else(|| cur.reads.first().map(|(k, _)| k));
-                let Some(first) = first else {
+                if finals.is_empty() && cur.reads.is_empty() {
                     self.finish(Outcome::Committed, None, cx);
                     return;
-                };
-                let mut involved: Vec<ShardId> = vec![self.env.layout.shard_of(first)];
+                }
+                // The shards of the keys written, then of those read: the first is the
+                // paper's choice (the smallest key written, or the first read).
+                let mut involved: Vec<ShardId> = vec![];
                 for k in finals.keys().chain(cur.reads.iter().map(|(k, _)| k)) {
                     let s = self.env.layout.shard_of(k);
                     if !involved.contains(&s) {
@@ -179,15 +180,16 @@ impl Client {
                     reads: cur.reads.clone(),
                     writes: finals.into_iter().map(|(k, (v, val))| (k, v, val)).collect(),
                 });
-                for n in self.env.layout.replicas(coord) {
+                let to = self.env.layout.replicas(coord).to_vec();
+                for n in to {
                     cx.send(
-                        *n,
+                        n,
                         Msg::Accept {
                             txn,
                             value: value.clone(),
                         },
                     );
-                    self.silent_since.entry(*n).or_insert(cx.now());
+                    self.asked(n, cx.now());
                 }
                 let Some(cur) = self.cur.as_mut() else { return };
                 cur.phase = Phase::Committing {
