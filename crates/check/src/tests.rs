@@ -270,6 +270,18 @@ fn jsonl_round_trip_and_errors() {
     let text = String::from_utf8(buf.clone()).unwrap();
     assert!(text.starts_with("{\"type\":\"meta\""), "{text}");
     assert_eq!(jsonl::read(&buf[..]).unwrap(), h);
+    // Records whose tag is not first (fields in another order, as another writer may
+    // put them) read the same: the fast path for `write()`'s lines changes nothing.
+    let shuffled: String = text
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let l = serde_json::to_string(&v).unwrap(); // keys sorted: `type` late
+            assert!(!l.starts_with("{\"type\""), "{l}");
+            l + "\n"
+        })
+        .collect();
+    assert_eq!(jsonl::read(shuffled.as_bytes()).unwrap(), h);
     let err = jsonl::read(&b"{\"type\":\"meta\",\"protocol\":1}\n"[..]).unwrap_err();
     assert!(err.to_string().starts_with("history line 1:"), "{err}");
     assert!(matches!(jsonl::read(&b"\n"[..]), Err(jsonl::HistoryError::NoMeta)));
