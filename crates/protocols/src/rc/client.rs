@@ -4,6 +4,7 @@
 use super::*;
 use crate::kit::client::Next;
 use crate::kit::vote::{DcVote, Decided};
+use rand::Rng as _;
 
 pub(crate) use crate::kit::client::ClientTimer;
 
@@ -15,6 +16,8 @@ pub(super) enum Phase {
         granted: BTreeMap<DcId, (Option<VersionId>, u64, Option<Value>)>,
         denied: BTreeSet<DcId>,
         why: Option<AbortReason>,
+        /// When the read first went out (a retry's back-off is about its round trip).
+        since: Time,
     },
     /// An interactive transaction waits for its caller's next operations.
     Waiting,
@@ -149,6 +152,7 @@ impl Client {
                     granted: BTreeMap::new(),
                     denied: BTreeSet::new(),
                     why: None,
+                    since: cx.now(),
                 };
                 self.send_read(cx);
                 crate::kit::client::read_sent(&self.env, cx);
@@ -237,6 +241,7 @@ impl Client {
             granted,
             denied,
             why,
+            ..
         } = &mut cur.phase
         else {
             return;
@@ -244,6 +249,7 @@ impl Client {
         if *want != key {
             return;
         }
+        let lock_denied = matches!(result, Err(AbortReason::ReadLockDenied));
         match result {
             Ok(r) => {
                 granted.insert(dc, r);
@@ -270,7 +276,45 @@ impl Client {
         } else if denied.len() > n - maj {
             let why = why.clone().unwrap_or(AbortReason::ReadDenied);
             self.abort(why, cx);
+        } else if lock_denied {
+            if let Some(since) = self.read_stuck(cx.now()) {
+                // §3.2.1's other choice: "retry the request after some randomized amount
+                // of back-off", about one round trip of the read (a writer's lock lasts
+                // about that long).
+                let rtt = cx.now().saturating_sub(since).max(meridian_core::ms(1.0));
+                let back = rtt / 2 + cx.rng().gen_range(0..rtt);
+                cx.set_timer(back, ClientTimer::Resend);
+            }
         }
+    }
+
+    /// When the current read went out, if it cannot reach a majority without a DC
+    /// that refused its lock: the DCs that have not answered are all suspected down
+    /// (issue 53: with one server of us3 dead, a read refused at one of the two live
+    /// DCs waited out its 5 s deadline for the dead one, and the majority DCs fell from
+    /// 14 to 2-4 commits/s). Such a read asks the refusing DCs again after a back-off.
+    fn read_stuck(&self, now: Time) -> Option<Time> {
+        let cur = self.cur.as_ref()?;
+        let Phase::Reading {
+            key,
+            granted,
+            denied,
+            since,
+            ..
+        } = &cur.phase
+        else {
+            return None;
+        };
+        let layout = &self.env.layout;
+        let hope = layout
+            .replicas(layout.shard_of(key))
+            .iter()
+            .filter(|n| {
+                let dc = layout.dc_of(**n);
+                !granted.contains_key(&dc) && !denied.contains(&dc) && !self.suspected(**n, now)
+            })
+            .count();
+        (!denied.is_empty() && granted.len() + hope < self.majority()).then_some(*since)
     }
 
     pub(super) fn on_vote(
@@ -339,6 +383,13 @@ impl Client {
         match (t, &cur.phase) {
             (ClientTimer::Read, Phase::Reading { .. }) => self.abort(AbortReason::ReadNoMajority, cx),
             (ClientTimer::Resend, Phase::Reading { .. }) => {
+                if self.read_stuck(cx.now()).is_some() {
+                    // Ask the DCs that refused the lock again (a denial is not final:
+                    // §3.2.1's randomized back-off).
+                    if let Some(Phase::Reading { denied, .. }) = self.cur.as_mut().map(|c| &mut c.phase) {
+                        denied.clear();
+                    }
+                }
                 self.send_read(cx);
                 cx.set_timer(self.env.timeouts.failover, ClientTimer::Resend);
             }
@@ -371,5 +422,6 @@ crate::kit::client::client_frame!(ClientTimer, interactive: ClientTimer::Idle, b
         granted: BTreeMap::new(),
         denied: BTreeSet::new(),
         why: None,
+        since: 0,
     },
 });

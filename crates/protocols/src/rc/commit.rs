@@ -18,6 +18,25 @@ impl Server {
 
     pub(super) fn on_accept(&mut self, from: NodeId, txn: TxnId, value: Arc<TxnValue>, cx: &mut Ctx<'_, Msg>) {
         if let Some(outcome) = self.outcome(txn) {
+            if !outcome.commit {
+                // The other DCs' rejects overtook the client's request (they travel on
+                // other connections) and the abort was decided here without the value:
+                // nothing told this DC's cohorts, which may hold the transaction's read
+                // locks until the idle timeout, denying every writer meanwhile (issue 53:
+                // 1-5 keys locked after 3 of 10 loopback benches). The value names them.
+                for node in value.cohorts(&self.env.layout, self.dc).into_keys() {
+                    let (ts, writes) = (value.ts, vec![]);
+                    cx.send(
+                        node,
+                        Msg::Commit {
+                            txn,
+                            commit: false,
+                            ts,
+                            writes,
+                        },
+                    );
+                }
+            }
             cx.send(from, Msg::Decided(outcome));
             return;
         }

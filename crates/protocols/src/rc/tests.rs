@@ -3,6 +3,7 @@
 //! client actor.
 
 use super::*;
+use crate::kit::vote::DcVote;
 use crate::testing::{self, ycsb_call, Net};
 use crate::Replica;
 use meridian_core::{ms, secs, Layout, Topology};
@@ -129,6 +130,77 @@ fn a_cohort_back_from_a_crash_is_sent_prepare_again() {
     assert_eq!(net.records.len(), 1, "decided before the vote timeout");
     assert_eq!(net.records[0].outcome, Outcome::Committed, "{:?}", net.records[0]);
     assert_eq!(net.holders(&layout, b, T1), vec![true, true, false]);
+}
+
+/// The other two DCs' rejects reach CA's coordinator before the client's ACCEPT (they
+/// come on other connections): CA decides the abort without the value, and when the
+/// ACCEPT arrives it must tell CA's cohorts, which hold T1's read lock; they kept it
+/// until the idle timeout (found on a loopback cluster: keys locked after 3 of 10
+/// benches, issue 53).
+#[test]
+fn an_abort_decided_before_the_accept_releases_the_dcs_read_locks() {
+    let (mut net, layout) = net();
+    let k = Key::from("x");
+    let shard = layout.shard_of(&k);
+    let reps = layout.replicas(shard).to_vec();
+    let n = reps[1];
+    net.send(
+        NodeId(99),
+        n,
+        Msg::Read {
+            txn: T1,
+            key: k.clone(),
+        },
+    );
+    assert_eq!(net.servers[n.0 as usize].locked_keys(), Some(1));
+    for r in [reps[0], reps[2]] {
+        let dc = layout.dc_of(r);
+        let reject = DcVote::cast(T1, dc, false, Some(AbortReason::ReadLockDenied), None);
+        net.send(r, n, Msg::Vote(reject));
+    }
+    let value = Arc::new(TxnValue {
+        client: NodeId(99),
+        ts: 5,
+        coord: shard,
+        reads: vec![(k.clone(), 0)],
+        writes: vec![],
+    });
+    net.send(NodeId(99), n, Msg::Accept { txn: T1, value });
+    assert_eq!(
+        net.servers[n.0 as usize].locked_keys(),
+        Some(0),
+        "the read lock waits for the idle timeout"
+    );
+}
+
+/// §3.2.1's randomized back-off: with one DC's replica dead (suspected after the
+/// fail-over time) and another refusing the read lock (a writer holds it), the read
+/// cannot reach a majority unless the refusing DC is asked again. It was not: the read
+/// waited out its 5 s deadline for the dead replica and aborted (issue 53: the
+/// majority DCs fell to 2-4 commits/s on a real cluster with one server dead).
+#[test]
+fn a_read_refused_with_a_dead_dc_asks_the_refusing_dc_again() {
+    let (mut net, layout) = net();
+    let k = Key::from("x");
+    let reps = layout.replicas(layout.shard_of(&k)).to_vec();
+    net.crash(reps[2]);
+    let t0 = TxnId { client: 7, seq: 1 };
+    let busy = &mut net.servers[reps[1].0 as usize];
+    assert_eq!(
+        busy.locks.acquire(t0, (0, t0), &k, LockMode::Exclusive),
+        Acquired::Granted
+    );
+    net.submit(0, T1, ycsb_call(&[("x", b"")]));
+    run(&mut net, ms(500.0));
+    assert!(net.records.is_empty(), "the read waits while the writer holds the lock");
+    net.servers[reps[1].0 as usize].locks.release_all(t0);
+    // The read's re-send timer fires at 1 s, the fail-over time (the test net fires
+    // client timers only when told).
+    let resend = Some((client::ClientTimer::Resend, ms(1000.0)));
+    net.run_for_with_clients(ms(500.0), ms(250.0), ServerTimer::Sweep, resend);
+    run(&mut net, secs(1.0));
+    assert_eq!(net.records.len(), 1, "the read still waits for the dead DC");
+    assert_eq!(net.records[0].outcome, Outcome::Committed, "{:?}", net.records[0]);
 }
 
 /// T1's read of `x` at the first replica of its shard, which takes the shared lock;
