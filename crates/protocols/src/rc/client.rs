@@ -81,7 +81,7 @@ impl Client {
     /// (a departure: a coordinator need not hold a key of the transaction; it prepares
     /// the cohorts of its DC, and a dead cohort there makes its DC reject at the vote
     /// timeout, a vote that settles a split).
-    fn pick_coordinator(&self, involved: &[ShardId], now: Time) -> ShardId {
+    pub(super) fn pick_coordinator(&self, involved: &[ShardId], now: Time) -> ShardId {
         let layout = &self.env.layout;
         // Alive: every server of the shard spoke to this client within two fail-over
         // times or was asked something less than a fail-over time ago, and none is
@@ -108,9 +108,34 @@ impl Client {
         if let Some(s) = involved.iter().find(|s| alive(s)) {
             return *s;
         }
+        // Failing that, a shard whose every server spoke to this client after the
+        // suspected one fell silent (those of the transaction first), even one that
+        // owes an answer now: appointing the suspected shard risks a split vote that
+        // waits for the dead server for good, holding its locks. Seen with bank and one
+        // server of us3 dead: a transfer between accounts of the dead server's shards
+        // appointed it because its DC-mate was suspected too (a coordinator answers
+        // only after its vote timeout when a cohort of its DC is dead), so no shard
+        // was "alive"; 4 clients blocked until the restart. A server not heard since
+        // then (in a DC outage, the dead DC's others) is no better than the suspect.
+        let silent_from = layout
+            .replicas(first)
+            .iter()
+            .filter(|n| self.suspected(**n, now))
+            .filter_map(|n| self.silent_since.get(n))
+            .min()
+            .copied()
+            .unwrap_or(now);
+        let spoke_since = |s: &ShardId| {
+            layout
+                .replicas(*s)
+                .iter()
+                .all(|n| self.heard.get(n).is_some_and(|t| *t > silent_from))
+        };
         (0..layout.topology.shards)
             .map(ShardId)
             .find(|s| alive(s))
+            .or_else(|| involved.iter().copied().find(|s| spoke_since(s)))
+            .or_else(|| (0..layout.topology.shards).map(ShardId).find(|s| spoke_since(s)))
             .unwrap_or(first)
     }
 

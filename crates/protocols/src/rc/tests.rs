@@ -203,6 +203,42 @@ fn a_read_refused_with_a_dead_dc_asks_the_refusing_dc_again() {
     assert_eq!(net.records[0].outcome, Outcome::Committed, "{:?}", net.records[0]);
 }
 
+/// One server dead for good (node 0, silent since 2 s) and its DC-mate owing an
+/// answer (a coordinator waits for its vote timeout when a cohort of its DC is dead):
+/// both suspected, so no shard is "alive" to this client, and a transaction touching
+/// only the dead server's shards appointed it; a split vote of the other two DCs then
+/// waited for it for good (4 clients of 12 blocked in the simulator, bank on us3). A
+/// shard whose servers all spoke after the dead one fell silent is appointed instead.
+#[test]
+fn a_dead_servers_shard_is_not_appointed_when_its_dc_mate_is_slow() {
+    let (mut net, layout) = net();
+    let dead = NodeId(0);
+    let mate = (1..layout.num_servers())
+        .map(NodeId)
+        .find(|n| layout.dc_of(*n) == layout.dc_of(dead))
+        .expect("us3 has two servers per DC");
+    let c = &mut net.clients[0];
+    c.heard.insert(dead, secs(1.9));
+    c.silent_since.insert(dead, secs(2.0));
+    for n in (1..layout.num_servers()).map(NodeId) {
+        c.heard.insert(n, secs(7.0)); // spoke after 2 s, not within the last 2 s
+    }
+    c.heard.insert(mate, secs(8.4));
+    c.silent_since.insert(mate, secs(8.5));
+    let shards: Vec<ShardId> = (0..layout.topology.shards).map(ShardId).collect();
+    let on_dead: Vec<ShardId> = shards
+        .iter()
+        .copied()
+        .filter(|s| layout.replicas(*s).contains(&dead))
+        .collect();
+    assert!(on_dead.len() < shards.len(), "some shard lives elsewhere");
+    let pick = net.clients[0].pick_coordinator(&on_dead, secs(10.0));
+    assert!(
+        !layout.replicas(pick).contains(&dead),
+        "appointed {pick:?}, a shard of the dead server"
+    );
+}
+
 /// T1's read of `x` at the first replica of its shard, which takes the shared lock;
 /// returns the net, that replica, the key and the read (to deliver again, late).
 fn reader_at_one_replica() -> (Net<ReplicatedCommit>, NodeId, Key, Msg) {
