@@ -79,7 +79,10 @@
 //!   prepares its DC's cohorts; a dead cohort makes its DC reject at the vote timeout,
 //!   a vote that settles a split; the paper's choice stands while no server of it
 //!   is suspected, and another shard is appointed only if each of its servers spoke
-//!   to the client within two fail-over times); (2) a
+//!   to the client within two fail-over times, or failing that, if every server of
+//!   it spoke after the suspect fell silent: a dead server's DC-mate that waits out
+//!   its vote timeout is suspected too, and without this the dead server's own shards
+//!   were appointed again); (2) a
 //!   coordinator whose commit a peer DC has not confirmed sends it, besides the
 //!   decision to that DC's coordinator, directly to that DC's cohorts (installing a
 //!   decided commit needs no prepare), and counts their acknowledgements; re-sends
@@ -87,11 +90,19 @@
 //!   queries unanswered asks the coordinator shard's servers of the other DCs, which
 //!   answer with a decision they know (never with a vote). A transaction whose
 //!   coordinator died after it may have voted still waits for its restart on a split:
-//!   Paxos cannot know that vote without it. A read that one DC denied while the dead
-//!   server's DC is the only one left still waits for the read timeout (5 s): aborting
-//!   it at once raised bank's throughput with a dead server from 13 to 41 txn/s but
-//!   moved Fig. 10's "I's clients barely affected" from 172 to 229 ms (more slow
-//!   retries commit), so it is left out.
+//!   Paxos cannot know that vote without it. (4) A read that cannot reach a majority
+//!   without a DC that refused its lock (the DCs that have not answered are all
+//!   suspected) asks the refusing DCs again after a randomized back-off of about its
+//!   round trip, the paper's other choice (§3.2.1: "retry the request after some
+//!   randomized amount of back-off"); before, it waited out its 5 s deadline for the
+//!   dead DC. Aborting such a read at once instead raised bank's throughput further
+//!   but moved Fig. 10's "I's clients barely affected" from 172 to 229 ms, so it is
+//!   left out.
+//! - **An abort decided before the value arrived.** A DC's coordinator can learn the
+//!   abort from the other DCs' rejects before the client's `Accept` reaches it (they
+//!   travel on other connections); it then knows no cohorts to tell, and its DC's
+//!   read locks stayed until the idle timeout (10 s). When the `Accept` arrives after
+//!   such a decision, the coordinator sends the abort to the cohorts it names.
 
 mod client;
 mod commit;
