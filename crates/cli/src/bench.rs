@@ -25,7 +25,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub cluster: PathBuf,
     /// Workload, NAME:key=value,... (as for `meridian sim`).
-    #[arg(long, default_value = "ycsb")]
+    #[arg(long, default_value = "ycsb", value_parser = crate::names::WORKLOADS, hide_possible_values = true)]
     pub workload: String,
     /// Closed-loop clients (spread over the DCs, one client slot each).
     #[arg(long, default_value_t = 16)]

@@ -76,7 +76,7 @@ pub struct CampaignArgs {
     /// Protocol spec(s), comma-separated, or `all` (every protocol and the variants
     /// with other fault models or failure handling: `2pc-2pl:copies=2`,
     /// `hacommit:replicas=5`, `catenae:majority=on`, `catenae:secondary=on`).
-    #[arg(long, default_value = "all")]
+    #[arg(long, default_value = "all", value_parser = crate::names::CAMPAIGN_PROTOCOLS, hide_possible_values = true)]
     protocol: String,
     /// Seeds per protocol.
     #[arg(long, default_value_t = 100)]

@@ -107,10 +107,10 @@ pub struct PartitionArgs {
 #[derive(Args, Debug)]
 pub struct ComposeArgs {
     /// Protocol spec (see `meridian sim --help`).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::names::PROTOCOLS, hide_possible_values = true)]
     protocol: String,
     /// Topology preset or TOML file (a file is copied into DIR).
-    #[arg(long, default_value = "us3")]
+    #[arg(long, default_value = "us3", value_parser = crate::names::TOPOLOGIES, hide_possible_values = true)]
     topology: String,
     /// Directory for cluster.toml, compose.yml, and (mounted at /cluster in every
     /// container) the journals and restart markers.
@@ -147,10 +147,10 @@ pub struct ComposeArgs {
 #[derive(Args, Debug)]
 pub struct UpArgs {
     /// Protocol spec (see `meridian sim --help`).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::names::PROTOCOLS, hide_possible_values = true)]
     protocol: String,
     /// Topology preset or TOML file.
-    #[arg(long, default_value = "rc5")]
+    #[arg(long, default_value = "rc5", value_parser = crate::names::TOPOLOGIES, hide_possible_values = true)]
     topology: String,
     /// Directory for the cluster file, the logs (`n<ID>.log`) and the journals.
     #[arg(long, default_value = "meridian-cluster")]

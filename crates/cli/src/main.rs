@@ -6,6 +6,7 @@ mod campaign;
 mod cluster;
 mod compare;
 mod experiments;
+mod names;
 mod report;
 
 /// mimalloc: the simulator allocates many small messages and keys; paired runs of
@@ -125,10 +126,10 @@ Examples:
 #[derive(Args, Clone, Debug)]
 pub struct RunArgs {
     /// Topology preset (rc5, us3, world3, far3, two50, lan, gcp3) or TOML file.
-    #[arg(long, default_value = "rc5")]
+    #[arg(long, default_value = "rc5", value_parser = crate::names::TOPOLOGIES, hide_possible_values = true)]
     topology: String,
     /// Workload, NAME:key=value,... (ycsb, bank, dependent-reads, chain, tpcc, script, rmw, micro).
-    #[arg(long, default_value = "ycsb")]
+    #[arg(long, default_value = "ycsb", value_parser = crate::names::WORKLOADS, hide_possible_values = true)]
     workload: String,
     /// Transactions to run.
     #[arg(long, default_value_t = 2000)]
@@ -185,7 +186,7 @@ pub struct RunArgs {
 #[derive(Args)]
 struct SimArgs {
     /// Protocol spec, NAME or NAME:key=value,...: 2pc-2pl, 2pc-occ, rc, replog, hacommit, hacommit-rc, crossstitch, pc-2pl, pc-occ, hier-lock, hier-ts, 2pc-deferred, catenae. Parameters: 2pc-2pl, 2pc-occ, crossstitch `copies=N`; replog `leaders=C/V/O,locks=wound-wait|no-wait,lease=2s`; hacommit, hacommit-rc `replicas=5`; hier-lock `batch=N,flush=10ms,validate=on|off,pipeline=on|off` (hier-ts also `fanout=F`; 2pc-deferred only validate, pipeline); catenae `epoch=10ms,tolerance=5,jitter=0.2,access=20us,per-byte=50ns,stall=500ms,majority=on,delay-tolerance=D,secondary=on,failover=D`.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::names::PROTOCOLS, hide_possible_values = true)]
     protocol: String,
     #[command(flatten)]
     run: RunArgs,

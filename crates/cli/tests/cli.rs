@@ -260,7 +260,19 @@ fn test_cli_compare_json_and_completions() {
     );
     let o = meridian(&["completions", "bash"]);
     assert!(o.status.success());
-    assert!(String::from_utf8_lossy(&o.stdout).contains("_meridian"));
+    let script = String::from_utf8_lossy(&o.stdout);
+    assert!(script.contains("_meridian"));
+    // Issue 59: protocol, topology and workload names complete too.
+    for name in [
+        "hacommit-rc",
+        "2pc-deferred",
+        "gcp3",
+        "world3",
+        "dependent-reads",
+        "tpcc",
+    ] {
+        assert!(script.contains(name), "completions lack {name}");
+    }
 }
 
 #[test]

@@ -159,6 +159,18 @@ fn parse_spec(spec: &str) -> Result<Params, WorkloadError> {
 }
 
 /// Builds a workload from its spec.
+/// The workloads [`build`] knows, by name.
+pub const WORKLOADS: [&str; 8] = [
+    "ycsb",
+    "bank",
+    "dependent-reads",
+    "chain",
+    "tpcc",
+    "script",
+    "rmw",
+    "micro",
+];
+
 pub fn build(spec: &str) -> Result<Box<dyn Workload>, WorkloadError> {
     let mut p = parse_spec(spec)?;
     let w: Box<dyn Workload> = match p.name.as_str() {
@@ -605,6 +617,16 @@ impl Workload for DependentReads {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn every_listed_workload_builds() {
+        for name in WORKLOADS {
+            assert!(build(name).is_ok(), "{name}");
+        }
+        let e = build("tpcx").err().expect("unknown").to_string();
+        assert!(e.contains(&WORKLOADS.join(", ")), "{e}");
+    }
+
     use super::*;
     use meridian_core::rng_for;
     use meridian_txn::{Execution, Step};
