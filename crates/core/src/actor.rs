@@ -55,6 +55,12 @@ pub enum Command<M> {
         /// Timer name.
         id: TimerId,
     },
+    /// Something an operator should read in the node's log at INFO (a leader elected, a
+    /// view changed): what the protocol did about a fault. The simulator ignores it.
+    Note {
+        /// One line, naming the shard or transaction it concerns.
+        what: String,
+    },
     /// A client's interactive transaction `txn` ran every operation its caller sent and
     /// waits for more (`output`: the last read's value). Runtimes pass it to the caller.
     AwaitInput {
@@ -157,6 +163,11 @@ impl<'a, M> Ctx<'a, M> {
     /// operations (client roles only).
     pub fn await_input(&mut self, txn: TxnId, output: Option<Value>) {
         self.out.push(Command::AwaitInput { txn, output });
+    }
+    /// Notes for the node's operator what the protocol did about a fault (see
+    /// [`Command::Note`]); rare events only, never per transaction.
+    pub fn note(&mut self, what: impl Into<String>) {
+        self.out.push(Command::Note { what: what.into() });
     }
     /// Records a finished (or abandoned) transaction in the history.
     pub fn record(&mut self, rec: TxnRecord) {

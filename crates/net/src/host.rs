@@ -387,6 +387,9 @@ impl<P: Protocol> Core<P> {
                         l.timers.remove(&id);
                     }
                 }
+                // Replay re-runs what the node did before its restart: noted then.
+                Command::Note { what } if !self.replaying => info!(node = node.0, "{what}"),
+                Command::Note { .. } => {}
                 Command::AwaitInput { txn, output } => match self.pauses.get(&txn) {
                     Some(p) if p.send((txn, output)).is_ok() => {}
                     // A script run whole (or whose caller has gone) that stops for

@@ -1135,6 +1135,8 @@ impl<P: Protocol> Sim<'_, P> {
                 // script that stops for input has no caller, and aborts (as in a
                 // client process whose caller has gone).
                 Command::AwaitInput { txn, .. } => orphans.push(txn),
+                // An operator's log line: the simulation has no operator.
+                Command::Note { .. } => {}
             }
         }
         let off = self.clock_off.get(ni).copied().unwrap_or(0);

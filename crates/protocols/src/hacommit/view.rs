@@ -225,6 +225,12 @@ impl Server {
                 cx.send(p, m);
             }
         }
+        cx.note(format!(
+            "hacommit: leads shard {}'s replica group in view {view} ({} transactions pending, {} decided)",
+            shard.0,
+            pending.len(),
+            done.len()
+        ));
         self.install_state(shard, pending, done, max_seq, cx);
         // Lead: re-take the locks of every voted transaction, resolve accepted ones soon,
         // and make sure every follower has every recent decision.

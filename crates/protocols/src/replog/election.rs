@@ -220,6 +220,11 @@ impl Server {
         // A group of one needs no one's acknowledgement to hold its lease.
         g.lease_until = if g.majority() == 1 { Time::MAX } else { 0 };
         g.elect_after = 0;
+        cx.note(format!(
+            "replog: elected leader of shard {} ({} slots to re-propose)",
+            s.0,
+            end - start
+        ));
         for slot in start..end {
             let e = merged.remove(&slot).map_or(Entry::Noop, |(_, e)| e);
             self.send_accept(s, slot, e, cx);
