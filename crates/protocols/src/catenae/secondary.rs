@@ -520,6 +520,10 @@ impl Coordinator {
         let from = self.sec.from;
         self.sec.role = Role::Leader;
         self.sec.takeovers += 1;
+        cx.note(format!(
+            "catenae: the standby took over as DC {}'s coordinator (term {})",
+            self.dc.0, self.sec.term
+        ));
         for (d, (term, yours, theirs, (first_theirs, first_ours))) in std::mem::take(&mut self.sec.answers) {
             let f = self.sec.fence.entry(d).or_insert(0);
             *f = (*f).max(term);
@@ -668,6 +672,10 @@ impl Coordinator {
             return;
         }
         self.sec.role = Role::Standby;
+        cx.note(format!(
+            "catenae: stepped down to standby of DC {}'s coordination (term {term})",
+            self.dc.0
+        ));
         for e in std::mem::take(&mut self.sec.unreleased) {
             if let Some(p) = self.mine.remove(&e) {
                 for t in &p.txns {
