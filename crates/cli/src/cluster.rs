@@ -110,7 +110,7 @@ pub struct ComposeArgs {
     #[arg(long, value_parser = crate::names::PROTOCOLS, hide_possible_values = true)]
     protocol: String,
     /// Topology preset or TOML file (a file is copied into DIR).
-    #[arg(long, default_value = "us3", value_parser = crate::names::TOPOLOGIES, hide_possible_values = true)]
+    #[arg(long, default_value = "us3")]
     topology: String,
     /// Directory for cluster.toml, compose.yml, and (mounted at /cluster in every
     /// container) the journals and restart markers.
@@ -150,7 +150,7 @@ pub struct UpArgs {
     #[arg(long, value_parser = crate::names::PROTOCOLS, hide_possible_values = true)]
     protocol: String,
     /// Topology preset or TOML file.
-    #[arg(long, default_value = "rc5", value_parser = crate::names::TOPOLOGIES, hide_possible_values = true)]
+    #[arg(long, default_value = "rc5")]
     topology: String,
     /// Directory for the cluster file, the logs (`n<ID>.log`) and the journals.
     #[arg(long, default_value = "meridian-cluster")]

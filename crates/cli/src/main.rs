@@ -126,7 +126,7 @@ Examples:
 #[derive(Args, Clone, Debug)]
 pub struct RunArgs {
     /// Topology preset (rc5, us3, world3, far3, two50, lan, gcp3) or TOML file.
-    #[arg(long, default_value = "rc5", value_parser = crate::names::TOPOLOGIES, hide_possible_values = true)]
+    #[arg(long, default_value = "rc5")]
     topology: String,
     /// Workload, NAME:key=value,... (ycsb, bank, dependent-reads, chain, tpcc, script, rmw, micro).
     #[arg(long, default_value = "ycsb", value_parser = crate::names::WORKLOADS, hide_possible_values = true)]

@@ -1,7 +1,9 @@
-//! Value parsers that accept any text (a protocol spec with parameters, a topology
-//! file, a workload with options) but tell clap the known names, so that the shell
-//! completions (`meridian completions SHELL`) offer them. The value is checked later,
-//! by the code that builds the protocol, topology or workload, with its own errors.
+//! Value parsers that accept any text (a protocol spec with parameters, a workload
+//! with options) but tell clap the known names, so that the shell completions
+//! (`meridian completions SHELL`) offer them. The value is checked later, by the code
+//! that builds the protocol or workload, with its own errors. `--topology` has no
+//! such list: the generated scripts offer only the listed names where a list exists,
+//! and a topology is as often a TOML file, whose path the shell completes.
 
 use clap::builder::{PossibleValue, TypedValueParser};
 
@@ -28,17 +30,15 @@ impl TypedValueParser for Named {
 
 /// Protocol names.
 pub const PROTOCOLS: Named = Named(&meridian_protocols::PROTOCOLS);
-/// Topology presets (or a TOML file).
-pub const TOPOLOGIES: Named = Named(&meridian_core::Topology::PRESETS);
 /// Workload names.
 pub const WORKLOADS: Named = Named(&meridian_workload::WORKLOADS);
 /// Protocol names and `all` (campaigns).
 pub const CAMPAIGN_PROTOCOLS: Named = Named(&CAMPAIGN);
 
-const CAMPAIGN: [&str; 14] = {
-    let mut out = ["all"; 14];
+const CAMPAIGN: [&str; meridian_protocols::PROTOCOLS.len() + 1] = {
+    let mut out = ["all"; meridian_protocols::PROTOCOLS.len() + 1];
     let mut i = 0;
-    while i < 13 {
+    while i < meridian_protocols::PROTOCOLS.len() {
         out[i + 1] = meridian_protocols::PROTOCOLS[i];
         i += 1;
     }

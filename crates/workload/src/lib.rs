@@ -158,7 +158,6 @@ fn parse_spec(spec: &str) -> Result<Params, WorkloadError> {
     })
 }
 
-/// Builds a workload from its spec.
 /// The workloads [`build`] knows, by name.
 pub const WORKLOADS: [&str; 8] = [
     "ycsb",
@@ -171,6 +170,7 @@ pub const WORKLOADS: [&str; 8] = [
     "micro",
 ];
 
+/// Builds a workload from its spec.
 pub fn build(spec: &str) -> Result<Box<dyn Workload>, WorkloadError> {
     let mut p = parse_spec(spec)?;
     let w: Box<dyn Workload> = match p.name.as_str() {

@@ -671,11 +671,13 @@ impl Coordinator {
         if self.sec.role == Role::Standby {
             return;
         }
+        if self.sec.role == Role::Leader {
+            cx.note(format!(
+                "catenae: stepped down to standby of DC {}'s coordination (term {term})",
+                self.dc.0
+            ));
+        }
         self.sec.role = Role::Standby;
-        cx.note(format!(
-            "catenae: stepped down to standby of DC {}'s coordination (term {term})",
-            self.dc.0
-        ));
         for e in std::mem::take(&mut self.sec.unreleased) {
             if let Some(p) = self.mine.remove(&e) {
                 for t in &p.txns {

@@ -16,8 +16,10 @@ pub(super) enum Phase {
         granted: BTreeMap<DcId, (Option<VersionId>, u64, Option<Value>)>,
         denied: BTreeSet<DcId>,
         why: Option<AbortReason>,
-        /// When the read first went out (a retry's back-off is about its round trip).
-        since: Time,
+        /// DCs that refused the read's lock (asked again when the read is stuck).
+        refused: BTreeSet<DcId>,
+        /// When the read last went out (a retry's back-off is about its round trip).
+        sent: Time,
     },
     /// An interactive transaction waits for its caller's next operations.
     Waiting,
@@ -162,8 +164,14 @@ impl Client {
                 sent.push(*n);
             }
         }
+        if sent.is_empty() {
+            return;
+        }
         for n in sent {
             self.asked(n, cx.now());
+        }
+        if let Some(Phase::Reading { sent, .. }) = self.cur.as_mut().map(|c| &mut c.phase) {
+            *sent = cx.now();
         }
     }
 
@@ -177,7 +185,8 @@ impl Client {
                     granted: BTreeMap::new(),
                     denied: BTreeSet::new(),
                     why: None,
-                    since: cx.now(),
+                    refused: BTreeSet::new(),
+                    sent: cx.now(),
                 };
                 self.send_read(cx);
                 crate::kit::client::read_sent(&self.env, cx);
@@ -266,6 +275,7 @@ impl Client {
             granted,
             denied,
             why,
+            refused,
             ..
         } = &mut cur.phase
         else {
@@ -281,6 +291,9 @@ impl Client {
             }
             Err(e) => {
                 denied.insert(dc);
+                if lock_denied {
+                    refused.insert(dc);
+                }
                 why.get_or_insert(e);
             }
         }
@@ -302,18 +315,25 @@ impl Client {
             let why = why.clone().unwrap_or(AbortReason::ReadDenied);
             self.abort(why, cx);
         } else if lock_denied {
-            if let Some(since) = self.read_stuck(cx.now()) {
+            if let Some(sent) = self.read_stuck(cx.now()) {
                 // §3.2.1's other choice: "retry the request after some randomized amount
-                // of back-off", about one round trip of the read (a writer's lock lasts
-                // about that long).
-                let rtt = cx.now().saturating_sub(since).max(meridian_core::ms(1.0));
-                let back = rtt / 2 + cx.rng().gen_range(0..rtt);
+                // of back-off", about one round trip of the read's last sending (a
+                // writer's lock lasts about that long), never more than the fail-over
+                // time (the re-send period this timer also serves).
+                let failover = self.env.timeouts.failover;
+                let rtt = cx
+                    .now()
+                    .saturating_sub(sent)
+                    .max(meridian_core::ms(1.0))
+                    .min(failover)
+                    .max(1);
+                let back = (rtt / 2 + cx.rng().gen_range(0..rtt)).min(failover);
                 cx.set_timer(back, ClientTimer::Resend);
             }
         }
     }
 
-    /// When the current read went out, if it cannot reach a majority without a DC
+    /// When the current read last went out, if it cannot reach a majority without a DC
     /// that refused its lock: the DCs that have not answered are all suspected down
     /// (issue 53: with one server of us3 dead, a read refused at one of the two live
     /// DCs waited out its 5 s deadline for the dead one, and the majority DCs fell from
@@ -324,7 +344,8 @@ impl Client {
             key,
             granted,
             denied,
-            since,
+            refused,
+            sent,
             ..
         } = &cur.phase
         else {
@@ -339,7 +360,7 @@ impl Client {
                 !granted.contains_key(&dc) && !denied.contains(&dc) && !self.suspected(**n, now)
             })
             .count();
-        (!denied.is_empty() && granted.len() + hope < self.majority()).then_some(*since)
+        (!refused.is_empty() && granted.len() + hope < self.majority()).then_some(*sent)
     }
 
     pub(super) fn on_vote(
@@ -411,8 +432,9 @@ impl Client {
                 if self.read_stuck(cx.now()).is_some() {
                     // Ask the DCs that refused the lock again (a denial is not final:
                     // §3.2.1's randomized back-off).
-                    if let Some(Phase::Reading { denied, .. }) = self.cur.as_mut().map(|c| &mut c.phase) {
-                        denied.clear();
+                    if let Some(Phase::Reading { denied, refused, .. }) = self.cur.as_mut().map(|c| &mut c.phase) {
+                        denied.retain(|d| !refused.contains(d));
+                        refused.clear();
                     }
                 }
                 self.send_read(cx);
@@ -447,6 +469,7 @@ crate::kit::client::client_frame!(ClientTimer, interactive: ClientTimer::Idle, b
         granted: BTreeMap::new(),
         denied: BTreeSet::new(),
         why: None,
-        since: 0,
+        refused: BTreeSet::new(),
+        sent: 0,
     },
 });

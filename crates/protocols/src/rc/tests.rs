@@ -203,6 +203,47 @@ fn a_read_refused_with_a_dead_dc_asks_the_refusing_dc_again() {
     assert_eq!(net.records[0].outcome, Outcome::Committed, "{:?}", net.records[0]);
 }
 
+/// The same refusal once the dead DC is already suspected: the client arms a
+/// randomized back-off of about the read's round trip (40 ms here), not the fail-over
+/// time, and then asks the refusing DC again.
+#[test]
+fn a_refused_read_with_the_dead_dc_suspected_backs_off_about_a_round_trip() {
+    use meridian_core::{Command, TimerId};
+    let (mut net, layout) = net();
+    let k = Key::from("x");
+    let reps = layout.replicas(layout.shard_of(&k)).to_vec();
+    for r in &reps {
+        net.crash(*r); // answers are delivered by hand below
+    }
+    net.now = secs(5.0);
+    net.clients[0].silent_since.insert(reps[2], secs(1.0)); // dead, suspected
+    net.submit(0, T1, ycsb_call(&[("x", b"")]));
+    let me = net.client_node.expect("client");
+    let at = net.now + ms(40.0);
+    let reply = |result| Msg::ReadReply {
+        txn: T1,
+        key: k.clone(),
+        result,
+    };
+    testing::deliver(&mut net.clients[0], at, me, reps[0], reply(Ok((None, 0, None))));
+    let e = testing::deliver(&mut net.clients[0], at, me, reps[1], reply(Err(AbortReason::ReadLockDenied)));
+    let resend: TimerId = client::ClientTimer::Resend.into();
+    let back = e
+        .commands
+        .iter()
+        .find_map(|c| match c {
+            Command::SetTimer { id, after } if *id == resend => Some(*after),
+            _ => None,
+        })
+        .expect("a back-off armed");
+    assert!((ms(20.0)..ms(60.0)).contains(&back), "back-off {back} ns");
+    let e = testing::fire(&mut net.clients[0], at + back, me, resend);
+    assert!(
+        e.sent().iter().any(|(n, m)| *n == reps[1] && matches!(m, Msg::Read { .. })),
+        "the refusing DC was not asked again"
+    );
+}
+
 /// One server dead for good (node 0, silent since 2 s) and its DC-mate owing an
 /// answer (a coordinator waits for its vote timeout when a cohort of its DC is dead):
 /// both suspected, so no shard is "alive" to this client, and a transaction touching
