@@ -226,7 +226,13 @@ fn a_refused_read_with_the_dead_dc_suspected_backs_off_about_a_round_trip() {
         result,
     };
     testing::deliver(&mut net.clients[0], at, me, reps[0], reply(Ok((None, 0, None))));
-    let e = testing::deliver(&mut net.clients[0], at, me, reps[1], reply(Err(AbortReason::ReadLockDenied)));
+    let e = testing::deliver(
+        &mut net.clients[0],
+        at,
+        me,
+        reps[1],
+        reply(Err(AbortReason::ReadLockDenied)),
+    );
     let resend: TimerId = client::ClientTimer::Resend.into();
     let back = e
         .commands
@@ -239,7 +245,9 @@ fn a_refused_read_with_the_dead_dc_suspected_backs_off_about_a_round_trip() {
     assert!((ms(20.0)..ms(60.0)).contains(&back), "back-off {back} ns");
     let e = testing::fire(&mut net.clients[0], at + back, me, resend);
     assert!(
-        e.sent().iter().any(|(n, m)| *n == reps[1] && matches!(m, Msg::Read { .. })),
+        e.sent()
+            .iter()
+            .any(|(n, m)| *n == reps[1] && matches!(m, Msg::Read { .. })),
         "the refusing DC was not asked again"
     );
 }
