@@ -4,7 +4,6 @@
 use super::*;
 use crate::kit::client::Next;
 use crate::kit::vote::{DcVote, Decided};
-use rand::Rng as _;
 
 pub(crate) use crate::kit::client::ClientTimer;
 
@@ -16,10 +15,6 @@ pub(super) enum Phase {
         granted: BTreeMap<DcId, (Option<VersionId>, u64, Option<Value>)>,
         denied: BTreeSet<DcId>,
         why: Option<AbortReason>,
-        /// DCs that refused the read's lock (asked again when the read is stuck).
-        refused: BTreeSet<DcId>,
-        /// When the read last went out (a retry's back-off is about its round trip).
-        sent: Time,
     },
     /// An interactive transaction waits for its caller's next operations.
     Waiting,
@@ -164,14 +159,8 @@ impl Client {
                 sent.push(*n);
             }
         }
-        if sent.is_empty() {
-            return;
-        }
         for n in sent {
             self.asked(n, cx.now());
-        }
-        if let Some(Phase::Reading { sent, .. }) = self.cur.as_mut().map(|c| &mut c.phase) {
-            *sent = cx.now();
         }
     }
 
@@ -185,8 +174,6 @@ impl Client {
                     granted: BTreeMap::new(),
                     denied: BTreeSet::new(),
                     why: None,
-                    refused: BTreeSet::new(),
-                    sent: cx.now(),
                 };
                 self.send_read(cx);
                 crate::kit::client::read_sent(&self.env, cx);
@@ -275,8 +262,6 @@ impl Client {
             granted,
             denied,
             why,
-            refused,
-            ..
         } = &mut cur.phase
         else {
             return;
@@ -284,16 +269,12 @@ impl Client {
         if *want != key {
             return;
         }
-        let lock_denied = matches!(result, Err(AbortReason::ReadLockDenied));
         match result {
             Ok(r) => {
                 granted.insert(dc, r);
             }
             Err(e) => {
                 denied.insert(dc);
-                if lock_denied {
-                    refused.insert(dc);
-                }
                 why.get_or_insert(e);
             }
         }
@@ -314,53 +295,7 @@ impl Client {
         } else if denied.len() > n - maj {
             let why = why.clone().unwrap_or(AbortReason::ReadDenied);
             self.abort(why, cx);
-        } else if lock_denied {
-            if let Some(sent) = self.read_stuck(cx.now()) {
-                // §3.2.1's other choice: "retry the request after some randomized amount
-                // of back-off", about one round trip of the read's last sending (a
-                // writer's lock lasts about that long), never more than the fail-over
-                // time (the re-send period this timer also serves).
-                let failover = self.env.timeouts.failover;
-                let rtt = cx
-                    .now()
-                    .saturating_sub(sent)
-                    .max(meridian_core::ms(1.0))
-                    .min(failover)
-                    .max(1);
-                let back = (rtt / 2 + cx.rng().gen_range(0..rtt)).min(failover);
-                cx.set_timer(back, ClientTimer::Resend);
-            }
         }
-    }
-
-    /// When the current read last went out, if it cannot reach a majority without a DC
-    /// that refused its lock: the DCs that have not answered are all suspected down
-    /// (issue 53: with one server of us3 dead, a read refused at one of the two live
-    /// DCs waited out its 5 s deadline for the dead one, and the majority DCs fell from
-    /// 14 to 2-4 commits/s). Such a read asks the refusing DCs again after a back-off.
-    fn read_stuck(&self, now: Time) -> Option<Time> {
-        let cur = self.cur.as_ref()?;
-        let Phase::Reading {
-            key,
-            granted,
-            denied,
-            refused,
-            sent,
-            ..
-        } = &cur.phase
-        else {
-            return None;
-        };
-        let layout = &self.env.layout;
-        let hope = layout
-            .replicas(layout.shard_of(key))
-            .iter()
-            .filter(|n| {
-                let dc = layout.dc_of(**n);
-                !granted.contains_key(&dc) && !denied.contains(&dc) && !self.suspected(**n, now)
-            })
-            .count();
-        (!refused.is_empty() && granted.len() + hope < self.majority()).then_some(*sent)
     }
 
     pub(super) fn on_vote(
@@ -429,14 +364,6 @@ impl Client {
         match (t, &cur.phase) {
             (ClientTimer::Read, Phase::Reading { .. }) => self.abort(AbortReason::ReadNoMajority, cx),
             (ClientTimer::Resend, Phase::Reading { .. }) => {
-                if self.read_stuck(cx.now()).is_some() {
-                    // Ask the DCs that refused the lock again (a denial is not final:
-                    // §3.2.1's randomized back-off).
-                    if let Some(Phase::Reading { denied, refused, .. }) = self.cur.as_mut().map(|c| &mut c.phase) {
-                        denied.retain(|d| !refused.contains(d));
-                        refused.clear();
-                    }
-                }
                 self.send_read(cx);
                 cx.set_timer(self.env.timeouts.failover, ClientTimer::Resend);
             }
@@ -469,7 +396,5 @@ crate::kit::client::client_frame!(ClientTimer, interactive: ClientTimer::Idle, b
         granted: BTreeMap::new(),
         denied: BTreeSet::new(),
         why: None,
-        refused: BTreeSet::new(),
-        sent: 0,
     },
 });

@@ -90,14 +90,13 @@
 //!   queries unanswered asks the coordinator shard's servers of the other DCs, which
 //!   answer with a decision they know (never with a vote). A transaction whose
 //!   coordinator died after it may have voted still waits for its restart on a split:
-//!   Paxos cannot know that vote without it. (4) A read that cannot reach a majority
-//!   without a DC that refused its lock (the DCs that have not answered are all
-//!   suspected) asks the refusing DCs again after a randomized back-off of about its
-//!   round trip, the paper's other choice (§3.2.1: "retry the request after some
-//!   randomized amount of back-off"); before, it waited out its 5 s deadline for the
-//!   dead DC. Aborting such a read at once instead raised bank's throughput further
-//!   but moved Fig. 10's "I's clients barely affected" from 172 to 229 ms, so it is
-//!   left out.
+//!   Paxos cannot know that vote without it. A read that one DC denied while the dead
+//!   server's DC is the only one left still waits for the read timeout (5 s): aborting
+//!   it at once moved Fig. 10's "I's clients barely affected" from 172 to 229 ms, and
+//!   asking the refusing DC again after a randomized back-off (§3.2.1's other choice,
+//!   tried at stop 64) cut the majority side's rate through a whole-DC cut below a
+//!   third of its rate before it (`rc_and_replog_with_a_short_lease_keep_committing_
+//!   through_a_cut_off_dc`), so neither is in.
 //! - **An abort decided before the value arrived.** A DC's coordinator can learn the
 //!   abort from the other DCs' rejects before the client's `Accept` reaches it (they
 //!   travel on other connections); it then knows no cohorts to tell, and its DC's
