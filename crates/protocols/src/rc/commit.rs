@@ -24,18 +24,7 @@ impl Server {
                 // nothing told this DC's cohorts, which may hold the transaction's read
                 // locks until the idle timeout, denying every writer meanwhile (issue 53:
                 // 1-5 keys locked after 3 of 10 loopback benches). The value names them.
-                for node in value.cohorts(&self.env.layout, self.dc).into_keys() {
-                    let (ts, writes) = (value.ts, vec![]);
-                    cx.send(
-                        node,
-                        Msg::Commit {
-                            txn,
-                            commit: false,
-                            ts,
-                            writes,
-                        },
-                    );
-                }
+                send_decision(txn, false, &value, &self.env.layout, self.dc, |_| false, cx);
             }
             cx.send(from, Msg::Decided(outcome));
             return;
@@ -258,19 +247,7 @@ impl Server {
             self.ctxns.remove(&txn);
             return;
         };
-        let cohorts = value.cohorts(&self.env.layout, dc);
-        for (node, share) in cohorts {
-            let writes = if commit { share.writes } else { vec![] };
-            cx.send(
-                node,
-                Msg::Commit {
-                    txn,
-                    commit,
-                    ts: value.ts,
-                    writes,
-                },
-            );
-        }
+        send_decision(txn, commit, &value, &self.env.layout, dc, |_| false, cx);
         if !commit {
             self.ctxns.remove(&txn);
         }
@@ -384,18 +361,19 @@ impl Server {
         let layout = &self.env.layout;
         for (p, d) in c.round.tell_again(txn, self.peers(c.coord), |p| layout.dc_of(p)) {
             cx.send(p, Msg::Decided(d));
-            send_commits(txn, &v, layout, layout.dc_of(p), |n| c.direct.contains(&n), cx);
+            send_decision(txn, true, &v, layout, layout.dc_of(p), |n| c.direct.contains(&n), cx);
         }
         if !c.round.applied.contains(&self.dc) {
-            send_commits(txn, &v, layout, self.dc, |n| c.round.acks.contains(&n), cx);
+            send_decision(txn, true, &v, layout, self.dc, |n| c.round.acks.contains(&n), cx);
         }
     }
 }
 
-/// Sends `txn`'s commit, with each cohort's writes, to the cohorts of `dc` that `done`
-/// does not exclude.
-fn send_commits(
+/// Sends `txn`'s decision (a commit with each cohort's writes, or an abort) to the
+/// cohorts of `dc` that `done` does not exclude.
+fn send_decision(
     txn: TxnId,
+    commit: bool,
     v: &TxnValue,
     layout: &Layout,
     dc: DcId,
@@ -404,12 +382,12 @@ fn send_commits(
 ) {
     for (node, share) in v.cohorts(layout, dc) {
         if !done(node) {
-            let (ts, writes) = (v.ts, share.writes);
+            let (ts, writes) = (v.ts, if commit { share.writes } else { vec![] });
             cx.send(
                 node,
                 Msg::Commit {
                     txn,
-                    commit: true,
+                    commit,
                     ts,
                     writes,
                 },
