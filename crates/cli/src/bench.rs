@@ -152,8 +152,23 @@ fn dur(flag: &str, v: &str) -> Result<Duration> {
 pub async fn reports(c: &meridian_net::cluster::Cluster) -> (Vec<Option<NodeReport>>, Vec<String>) {
     let mut out = vec![];
     let mut errs = vec![];
-    for (i, a) in c.addrs.iter().enumerate() {
-        match host::ask::<()>(c.id(), *a, Wire::ReportReq, Duration::from_secs(20)).await {
+    let sec = match crate::cluster::control_security(c, meridian_net::tls::Role::Admin) {
+        Ok(s) => s,
+        Err(e) => {
+            let e = format!("the state dump needs the admin role: {e}");
+            return (vec![None; c.addrs.len()], vec![e]);
+        }
+    };
+    for i in 0..c.addrs.len() {
+        match host::ask::<()>(
+            c,
+            &sec,
+            meridian_core::NodeId(i as u32),
+            Wire::ReportReq,
+            Duration::from_secs(20),
+        )
+        .await
+        {
             Ok(Wire::Report(r)) => out.push(Some(*r)),
             Ok(_) => {
                 errs.push(format!("node {i}: unexpected answer"));
@@ -239,6 +254,7 @@ pub fn run_bench(
         // Slots: the first `per_dc[d]` slots of each DC from first_slot on.
         let need = per_dc.values().copied().max().unwrap_or(1) * ndc;
         let opts = Options {
+            credentials: None,
             clients: need.min(cluster.file.client_slots.saturating_sub(a.first_slot)),
             first_slot: a.first_slot,
             exact_slots: false,

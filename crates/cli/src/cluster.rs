@@ -6,6 +6,7 @@ use clap::{Args, Subcommand};
 use meridian_core::{NodeId, Topology};
 use meridian_net::cluster::{Cluster, ClusterFile};
 use meridian_net::host::{self, ServerOptions};
+use meridian_net::tls::{Role, Security};
 use meridian_net::wire::Wire;
 use meridian_protocols::Protocol;
 use meridian_sim::{with_protocol, WithProtocol};
@@ -33,6 +34,36 @@ pub struct ServerArgs {
     /// Overrides the cluster file's `checkpoint_every` (default 100000).
     #[arg(long, value_name = "N")]
     checkpoint_every: Option<u64>,
+    /// Serve without TLS although the cluster file does not say `insecure = true`
+    /// (refused if it names certificates): anyone who reaches the port can act as any
+    /// node. For benchmarks on a closed machine.
+    #[arg(long)]
+    insecure: bool,
+}
+
+/// `meridian cluster certs` flags.
+#[derive(Args, Debug)]
+pub struct CertsArgs {
+    /// The directory `cluster up` used (its cluster.toml).
+    #[arg(long, default_value = "meridian-cluster")]
+    dir: PathBuf,
+    /// A cluster file instead of `--dir`.
+    #[arg(long)]
+    cluster: Option<PathBuf>,
+    /// Issue a certificate for this identity: `node-N`, `client`, `observer` or
+    /// `admin` (repeatable); it replaces the one there.
+    #[arg(long = "role", value_name = "ROLE")]
+    roles: Vec<String>,
+    /// Issue every node's and every role's certificate.
+    #[arg(long)]
+    all: bool,
+    /// First make a new CA (every certificate it signed before stops being trusted
+    /// once the servers restart); implies --all.
+    #[arg(long)]
+    new_ca: bool,
+    /// Days the certificates are valid.
+    #[arg(long, default_value_t = meridian_net::tls::DEFAULT_DAYS)]
+    days: u32,
 }
 
 /// `meridian cluster` subcommands.
@@ -78,6 +109,9 @@ pub enum ClusterCmd {
     /// Write a cluster file and a Docker Compose file that run the cluster in
     /// containers, one per server, on a private network (image: scripts/docker-image.sh).
     Compose(ComposeArgs),
+    /// Issue certificates from the cluster's CA (in the cluster file's `tls_dir`): for
+    /// a node or a client role, every one (`--all`), or a new CA (`--new-ca`).
+    Certs(CertsArgs),
 }
 
 /// `meridian cluster partition` flags.
@@ -141,6 +175,9 @@ pub struct ComposeArgs {
     /// 1024.
     #[arg(long, default_value_t = 256)]
     client_slots: u32,
+    /// No TLS, no authentication (see `cluster up --insecure`).
+    #[arg(long)]
+    insecure: bool,
 }
 
 /// `meridian cluster up` flags.
@@ -186,6 +223,12 @@ pub struct UpArgs {
     /// Serve each node's Prometheus metrics at http://127.0.0.1:(P+i)/metrics.
     #[arg(long)]
     metrics_base_port: Option<u16>,
+    /// No TLS and no authentication: plaintext connections, and anyone who reaches a
+    /// port can act as any node, forge decisions, partition the cluster and read its
+    /// data. For benchmarks on a closed machine. By default `up` creates the cluster's
+    /// CA and certificates in DIR/certs and every connection is mutual TLS.
+    #[arg(long)]
+    insecure: bool,
 }
 
 /// Logs to stderr, filtered by `MERIDIAN_LOG` (default `info`); one JSON object per line
@@ -247,6 +290,7 @@ pub fn server(a: &ServerArgs) -> Result<()> {
         data_dir: a.data_dir.clone(),
         metrics: a.metrics,
         checkpoint_every: a.checkpoint_every,
+        insecure: a.insecure,
     };
     // Beside the cluster file: which process serves this node, so that `cluster down`
     // stops a server however it was started (by `up`, or by hand after a crash).
@@ -295,6 +339,7 @@ pub fn cluster(c: &ClusterCmd) -> Result<()> {
             status(&path, *json)
         }
         ClusterCmd::Compose(a) => compose(a),
+        ClusterCmd::Certs(a) => certs(a),
         ClusterCmd::Partition(a) => partition(a),
         ClusterCmd::Heal { dir, cluster } => {
             let path = cluster_file(dir, cluster);
@@ -323,16 +368,18 @@ struct NodeStatus {
 /// with an error if any server is down.
 fn status(path: &Path, json: bool) -> Result<()> {
     let c = load(path)?;
+    let sec = control_security(&c, Role::Observer)?;
     let npd = c.topology.nodes_per_dc;
     let rt = runtime()?;
     let nodes: Vec<NodeStatus> = rt.block_on(async {
         let mut out = vec![];
         for (i, a) in c.addrs.iter().enumerate() {
-            let (status, error) = match host::ask::<()>(c.id(), *a, Wire::StatusReq, Duration::from_secs(2)).await {
-                Ok(Wire::Status(s)) => (Some(s), None),
-                Ok(_) => (None, Some("unexpected answer".to_string())),
-                Err(e) => (None, Some(e.to_string())),
-            };
+            let (status, error) =
+                match host::ask::<()>(&c, &sec, NodeId(i as u32), Wire::StatusReq, Duration::from_secs(2)).await {
+                    Ok(Wire::Status(s)) => (Some(s), None),
+                    Ok(_) => (None, Some("unexpected answer".to_string())),
+                    Err(e) => (None, Some(e.to_string())),
+                };
             out.push(NodeStatus {
                 node: i as u32,
                 dc: c.topology.dcs[i / npd as usize].clone(),
@@ -379,10 +426,28 @@ fn status(path: &Path, json: bool) -> Result<()> {
             }
         }
     }
+    if !json {
+        match c.tls_dir() {
+            Some(d) => println!("security: mutual TLS, certificates in {}", d.display()),
+            None => println!(
+                "security: INSECURE (plaintext, no authentication: anyone who reaches a port can act as any node)"
+            ),
+        }
+    }
     if down > 0 {
         bail!("{down} of {} servers down", nodes.len());
     }
     Ok(())
+}
+
+/// The credentials a control command presents: `role`'s, else (where the certificate
+/// directory holds no such files) the admin's, which may do everything.
+pub fn control_security(c: &Cluster, role: Role) -> Result<Security> {
+    match c.security(role) {
+        Ok(s) => Ok(s),
+        Err(e) if role != Role::Admin => c.security(Role::Admin).map_err(|_| anyhow::anyhow!("{e}")),
+        Err(e) => bail!("{e}"),
+    }
 }
 
 fn up(a: &UpArgs) -> Result<()> {
@@ -414,7 +479,9 @@ fn up(a: &UpArgs) -> Result<()> {
     // Validate everything (protocol included) before starting a process.
     let cluster = Cluster::validate(file.clone(), &path)?;
     check_protocol(&cluster)?;
+    secure(&mut file, &dir, a.insecure)?;
     std::fs::write(&path, toml::to_string(&file)?).with_context(|| format!("cannot write {}", path.display()))?;
+    let cluster = Cluster::validate(file.clone(), &path)?;
     let exe = std::env::current_exe().context("cannot find the meridian binary")?;
     let mut pids = vec![];
     let mut children = vec![];
@@ -465,6 +532,7 @@ fn up(a: &UpArgs) -> Result<()> {
                 })).collect::<Vec<_>>(),
                 "delay": file.delay,
                 "durable": a.durable,
+                "tls": !a.insecure,
                 "cluster_file": path.display().to_string(),
                 "dir": dir.display().to_string(),
                 "stop": format!("meridian cluster down --dir {}", a.dir.display()),
@@ -474,7 +542,7 @@ fn up(a: &UpArgs) -> Result<()> {
         }
         Ok(()) => {
             println!(
-                "cluster up: {} on {} ({} nodes, ports {}..{}, WAN delay {}{})\ncluster file: {}\nlogs: {}/n<ID>.log\nstop: meridian cluster down --dir {}",
+                "cluster up: {} on {} ({} nodes, ports {}..{}, WAN delay {}{})\ncluster file: {}\nlogs: {}/n<ID>.log\n{}\nstop: meridian cluster down --dir {}",
                 cluster.file.protocol,
                 cluster.topology.name,
                 cluster.num_servers(),
@@ -484,6 +552,7 @@ fn up(a: &UpArgs) -> Result<()> {
                 if a.durable { ", journals in data/" } else { "" },
                 path.display(),
                 dir.display(),
+                security_line(&file, &dir),
                 a.dir.display()
             );
             Ok(())
@@ -506,15 +575,16 @@ fn cluster_file(dir: &Path, cluster: &Option<PathBuf>) -> PathBuf {
 /// Tells every server to cut `pairs` until `until` (an empty list heals). Fails,
 /// naming them, if any server did not take it.
 fn send_cut(c: &Cluster, pairs: Vec<(u32, u32)>, until: u64) -> Result<()> {
+    let sec = control_security(c, Role::Admin)?;
     let rt = runtime()?;
     let failed: Vec<String> = rt.block_on(async {
         let mut failed = vec![];
-        for (i, a) in c.addrs.iter().enumerate() {
+        for i in 0..c.addrs.len() {
             let req = Wire::<()>::Cut {
                 pairs: pairs.clone(),
                 until,
             };
-            match host::ask::<()>(c.id(), *a, req, Duration::from_secs(2)).await {
+            match host::ask::<()>(c, &sec, NodeId(i as u32), req, Duration::from_secs(2)).await {
                 Ok(Wire::Status(_)) => {}
                 Ok(_) => failed.push(format!("node {i}: unexpected answer")),
                 Err(e) => failed.push(format!("node {i}: {e}")),
@@ -667,6 +737,7 @@ fn compose(a: &ComposeArgs) -> Result<()> {
     }
     let cluster = Cluster::validate(file.clone(), &path)?;
     check_protocol(&cluster)?;
+    secure(&mut file, &dir, a.insecure)?;
     // Files the containers write in the mounted directory belong to its owner.
     let user = {
         use std::os::unix::fs::MetadataExt;
@@ -680,7 +751,7 @@ fn compose(a: &ComposeArgs) -> Result<()> {
     let f = ypath.display();
     println!(
         "cluster compose: {} on {} ({} servers at {}..{}, WAN delay {}{})\n\
-         cluster file: {}\ncompose file: {f}\n\
+         cluster file: {}\ncompose file: {f}\n{}\n\
          start:  docker-compose -f {f} up -d\n\
          wait:   docker-compose -f {f} run --rm meridian cluster status --cluster cluster.toml --wait 60s\n\
          bench:  docker-compose -f {f} run --rm meridian bench --cluster cluster.toml --workload ycsb --duration 10s --history h.jsonl\n\
@@ -693,6 +764,91 @@ fn compose(a: &ComposeArgs) -> Result<()> {
         if file.delay { "on" } else { "off" },
         if a.memory_only { "" } else { ", journals in data/" },
         path.display(),
+        security_line(&file, &dir),
+    );
+    Ok(())
+}
+
+/// Gives a new cluster file its security: the cluster's CA and every certificate in
+/// `dir/certs` (mutual TLS), or `insecure = true`, said loudly.
+fn secure(file: &mut ClusterFile, dir: &Path, insecure: bool) -> Result<()> {
+    if insecure {
+        file.insecure = true;
+        file.tls_dir = None;
+        eprintln!(
+            "WARNING: --insecure: no TLS and no authentication; anyone who can reach a port can act as any \
+             node, forge commit decisions, partition the cluster and read its data"
+        );
+        return Ok(());
+    }
+    let certs = dir.join("certs");
+    let servers = file.nodes.len() as u32;
+    meridian_net::tls::issue_cluster(
+        &certs,
+        file.epoch_ns,
+        servers,
+        meridian_net::tls::Validity::days(meridian_net::tls::DEFAULT_DAYS),
+    )
+    .with_context(|| format!("cannot create the cluster's certificates in {}", certs.display()))?;
+    file.tls_dir = Some(PathBuf::from("certs"));
+    Ok(())
+}
+
+/// One line saying how the cluster's connections are secured.
+fn security_line(file: &ClusterFile, dir: &Path) -> String {
+    if file.insecure {
+        "security: INSECURE (plaintext, no authentication)".into()
+    } else {
+        format!(
+            "security: mutual TLS; CA and certificates in {}/certs (the CA key ca.key issues more: meridian cluster certs)",
+            dir.display()
+        )
+    }
+}
+
+/// `meridian cluster certs`.
+fn certs(a: &CertsArgs) -> Result<()> {
+    use meridian_net::tls;
+    let path = cluster_file(&a.dir, &a.cluster);
+    let c = load(&path)?;
+    let Some(dir) = c.tls_dir() else {
+        bail!(
+            "cluster file {} runs insecure (no `tls_dir`): there is no CA to issue from. A cluster's \
+             security is chosen when it is created (`cluster up` without --insecure)",
+            path.display()
+        );
+    };
+    let v = tls::Validity::days(a.days);
+    let mut roles = vec![];
+    for r in &a.roles {
+        match tls::Role::parse(r) {
+            Some(tls::Role::Node(n)) if n.0 >= c.num_servers() => {
+                bail!("--role {r}: the cluster has server nodes 0..{}", c.num_servers() - 1)
+            }
+            Some(role) => roles.push(role),
+            None => bail!("--role {r}: expected node-N, client, observer or admin"),
+        }
+    }
+    if a.all || a.new_ca {
+        roles = (0..c.num_servers())
+            .map(|n| tls::Role::Node(NodeId(n)))
+            .chain([tls::Role::Client, tls::Role::Observer, tls::Role::Admin])
+            .collect();
+    }
+    if roles.is_empty() {
+        bail!("nothing to issue: name a --role, or pass --all or --new-ca");
+    }
+    if a.new_ca {
+        tls::issue_ca(&dir, c.id(), v).with_context(|| format!("cannot create a CA in {}", dir.display()))?;
+        println!("new CA: {}", dir.join("ca.pem").display());
+    }
+    for r in roles {
+        let f = tls::issue(&dir, c.id(), r, v).with_context(|| format!("cannot issue {r}'s certificate"))?;
+        println!("{r}: {} (key {}, mode 0600)", f.cert.display(), f.key.display());
+    }
+    println!(
+        "valid for {} days; a server reads its certificate when it starts",
+        a.days
     );
     Ok(())
 }
@@ -773,6 +929,7 @@ pub fn check_protocol(c: &Cluster) -> Result<()> {
 
 /// Waits until every server answers and is connected to every other server.
 pub fn wait_ready(c: &Cluster, timeout: Duration, exited: &mut dyn FnMut() -> Option<String>) -> Result<()> {
+    let sec = control_security(c, Role::Observer)?;
     let rt = runtime()?;
     let start = Instant::now();
     let n = c.num_servers();
@@ -780,8 +937,8 @@ pub fn wait_ready(c: &Cluster, timeout: Duration, exited: &mut dyn FnMut() -> Op
         loop {
             let mut ready = 0;
             let mut last = String::new();
-            for (i, a) in c.addrs.iter().enumerate() {
-                match host::ask::<()>(c.id(), *a, Wire::StatusReq, Duration::from_secs(2)).await {
+            for i in 0..c.addrs.len() {
+                match host::ask::<()>(c, &sec, NodeId(i as u32), Wire::StatusReq, Duration::from_secs(2)).await {
                     Ok(Wire::Status(s)) if s.peers_connected + 1 >= n => ready += 1,
                     Ok(Wire::Status(s)) => {
                         last = format!("node {i}: {} of {} peers connected", s.peers_connected, n - 1)

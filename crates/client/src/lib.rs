@@ -126,6 +126,10 @@ pub enum Error {
     /// Not something the cluster's protocol can do.
     #[error("not supported: {0}")]
     Unsupported(String),
+    /// This client's credentials cannot be used (missing, unreadable, a key others
+    /// can read), or the cluster refused them (expired, of another cluster).
+    #[error("credentials: {0}")]
+    Credentials(String),
 }
 
 impl Error {
@@ -137,7 +141,7 @@ impl Error {
         match self {
             Error::Aborted { reason, .. } => reason.retry_helps(),
             Error::TimedOut(_) | Error::Unavailable(_) => true,
-            Error::Cluster(_) | Error::Invalid(_) | Error::Unsupported(_) => false,
+            Error::Cluster(_) | Error::Invalid(_) | Error::Unsupported(_) | Error::Credentials(_) => false,
         }
     }
 }
@@ -182,6 +186,10 @@ pub struct Options {
     pub connect_timeout: Duration,
     /// Retry aborted transactions (`None`: report the first abort).
     pub retry: Option<Retry>,
+    /// The client's certificate, key and the cluster's CA (`None`: the `client`
+    /// credentials in the cluster file's `tls_dir`; unused if the cluster runs
+    /// `insecure`).
+    pub credentials: Option<meridian_net::tls::Credentials>,
 }
 
 impl Default for Options {
@@ -194,6 +202,7 @@ impl Default for Options {
             timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(10),
             retry: None,
+            credentials: None,
         }
     }
 }
@@ -209,6 +218,16 @@ pub struct Committed {
     pub attempts: u32,
     /// What it read and wrote.
     pub record: TxnRecord,
+}
+
+/// A server's refusal: of this client's certificate (a credentials error), or of
+/// something else (a slot in use: the cluster is unavailable to it).
+fn refusal(r: String) -> Error {
+    if r.contains("TLS") || r.contains("certificate") {
+        Error::Credentials(r)
+    } else {
+        Error::Unavailable(r)
+    }
 }
 
 /// A connection to a cluster.
@@ -273,7 +292,10 @@ impl Client {
 
     async fn connect_slots(cluster: Arc<Cluster>, opts: Options) -> Result<Client, Error> {
         let slots = slots(&cluster, &opts)?;
-        struct Start(Arc<Cluster>, Vec<u32>);
+        let sec = cluster
+            .security_with(meridian_net::tls::Role::Client, opts.credentials.as_ref())
+            .map_err(Error::Credentials)?;
+        struct Start(Arc<Cluster>, Vec<u32>, meridian_net::tls::Security);
         impl WithProtocol for Start {
             type Out = Result<(ClientHost, ProtocolInfo), String>;
             fn with<P: Protocol>(self, p: P) -> Self::Out {
@@ -285,14 +307,14 @@ impl Client {
                     interactive: p.interactive(),
                     shard_replicas: env.layout.shard_replicas.clone(),
                 };
-                Ok((ClientHost::start(p, self.0, &self.1)?, info))
+                Ok((ClientHost::start(p, self.0, &self.1, self.2)?, info))
             }
         }
         let (host, info) = with_protocol(
             &cluster.file.protocol,
             &cluster.topology,
             cluster.home,
-            Start(cluster.clone(), slots),
+            Start(cluster.clone(), slots, sec),
         )
         .map_err(|e| Error::Invalid(format!("cluster file {}: {e}", cluster.path.display())))?
         .map_err(Error::Invalid)?;
@@ -300,7 +322,7 @@ impl Client {
         let start = Instant::now();
         loop {
             if let Some(r) = host.refused() {
-                return Err(Error::Unavailable(r));
+                return Err(refusal(r));
             }
             // Every server connected, or, since a server that is down must not keep an
             // application from starting (its shards fail over, or its transactions time
@@ -318,7 +340,7 @@ impl Client {
                 // A server refuses (slot in use, wrong cluster) right after the Hello.
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 if let Some(r) = host.refused() {
-                    return Err(Error::Unavailable(r));
+                    return Err(refusal(r));
                 }
                 if connected < n {
                     tracing::warn!(

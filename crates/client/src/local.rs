@@ -2,7 +2,8 @@
 //! for the examples in these docs (which run as doctests, so they cannot rot).
 //!
 //! Every server is a full TCP server, exactly as `meridian server` runs it (the same
-//! code, the same wire), with no added WAN delay and no journal. The cluster file is
+//! code, the same wire, mutual TLS with the cluster's own CA), with no added WAN delay
+//! and no journal. The cluster file and the certificates are
 //! written into a temporary directory, so [`Client::connect`](crate::Client::connect)
 //! takes it like any other:
 //!
@@ -47,6 +48,11 @@ impl LocalCluster {
         let base = free_ports(n)?;
         let mut f = Cluster::local(protocol, &t, topology, base);
         f.delay = false;
+        // Mutual TLS, as `meridian cluster up` sets a cluster up.
+        let certs = dir.path().join("certs");
+        meridian_net::tls::issue_cluster(&certs, f.epoch_ns, n, meridian_net::tls::Validity::days(1))
+            .map_err(|e| Error::Invalid(e.to_string()))?;
+        f.tls_dir = Some(PathBuf::from("certs"));
         let file = dir.path().join("cluster.toml");
         let text = toml::to_string(&f).map_err(|e| Error::Invalid(format!("writing the cluster file: {e}")))?;
         std::fs::write(&file, text).map_err(|e| Error::Invalid(format!("{}: {e}", file.display())))?;

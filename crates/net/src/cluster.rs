@@ -9,6 +9,8 @@
 //! seed = 1                   # seeds the actors' random generators
 //! client_slots = 256         # client nodes the layout reserves (slot i lives in DC i mod #DCs)
 //! data_dir = "data"          # optional: each server journals its inputs under data_dir/n<ID>
+//! tls_dir = "certs"          # the cluster's CA and certificates (mutual TLS; see crate::tls)
+//! # insecure = true          # instead of tls_dir: plaintext, no authentication (benchmarks only)
 //!
 //! [[node]]
 //! id = 0
@@ -107,11 +109,22 @@ pub struct ClusterFile {
     /// [`crate::host::CHECKPOINT_EVERY`]; 0: never). See [`crate::journal`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint_every: Option<u64>,
+    /// Plaintext connections with no authentication (`cluster up --insecure`): anyone
+    /// who can reach a port can act as any node. Exclusive with `tls_dir`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub insecure: bool,
+    /// The directory of the cluster's CA and certificates ([`crate::tls`]): every
+    /// connection is mutual TLS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_dir: Option<PathBuf>,
     /// Server nodes.
     #[serde(rename = "node", default)]
     pub nodes: Vec<NodeEntry>,
 }
 
+fn is_false(b: &bool) -> bool {
+    !*b
+}
 fn yes() -> bool {
     true
 }
@@ -245,6 +258,11 @@ impl Cluster {
                 return Err(invalid(format!("nodes {j} and {i} share the address {a}")));
             }
         }
+        if file.insecure && file.tls_dir.is_some() {
+            return Err(invalid(
+                "`insecure = true` and `tls_dir` contradict each other: keep one".into(),
+            ));
+        }
         Ok(Cluster {
             file,
             path: path.to_path_buf(),
@@ -328,6 +346,53 @@ impl Cluster {
         Some(d.join(format!("n{}", node.0)))
     }
 
+    /// The directory of the cluster's certificates, if it runs TLS.
+    pub fn tls_dir(&self) -> Option<PathBuf> {
+        let d = self.file.tls_dir.as_ref()?;
+        Some(if d.is_absolute() {
+            d.clone()
+        } else {
+            self.path.parent().unwrap_or(Path::new(".")).join(d)
+        })
+    }
+
+    /// How a process acting as `role` secures its connections: `role`'s credentials
+    /// from the certificate directory, or none if the file says `insecure = true`.
+    pub fn security(&self, role: crate::tls::Role) -> Result<crate::tls::Security, String> {
+        self.security_with(role, None)
+    }
+
+    /// Like [`Cluster::security`], with explicit credentials instead of the
+    /// certificate directory's.
+    pub fn security_with(
+        &self,
+        role: crate::tls::Role,
+        creds: Option<&crate::tls::Credentials>,
+    ) -> Result<crate::tls::Security, String> {
+        let dir = match (self.tls_dir(), creds) {
+            (_, Some(c)) => return crate::tls::Security::load(c, role).map_err(|e| format!("{role} credentials: {e}")),
+            (Some(d), None) => d,
+            (None, None) if self.file.insecure => return Ok(crate::tls::Security::Insecure),
+            (None, None) => {
+                return Err(format!(
+                    "cluster file {} names no certificates (`tls_dir`) and does not say `insecure = true`: \
+                     create them with `meridian cluster certs --cluster {} --all`, or run without \
+                     authentication with `insecure = true`",
+                    self.path.display(),
+                    self.path.display()
+                ))
+            }
+        };
+        let c = crate::tls::Credentials::in_dir(&dir, role);
+        crate::tls::Security::load(&c, role).map_err(|e| {
+            format!(
+                "{role} credentials in {}: {e} (issue them with `meridian cluster certs --cluster {} --role {role}`)",
+                dir.display(),
+                self.path.display()
+            )
+        })
+    }
+
     /// Writes a cluster file for `protocol` on `topology` with every server on
     /// loopback, ports `base_port..`.
     pub fn local(protocol: &str, topology: &Topology, topology_spec: &str, base_port: u16) -> ClusterFile {
@@ -347,6 +412,8 @@ impl Cluster {
             data_dc: None,
             data_dir: None,
             checkpoint_every: None,
+            insecure: false,
+            tls_dir: None,
             nodes: (0..n)
                 .map(|i| NodeEntry {
                     id: i,

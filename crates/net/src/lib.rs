@@ -18,6 +18,7 @@ pub mod cluster;
 pub mod host;
 pub mod journal;
 pub mod metrics;
+pub mod tls;
 pub mod wire;
 
 use serde::de::DeserializeOwned;

@@ -34,6 +34,7 @@ struct Server {
     rt: tokio::runtime::Runtime,
     addr: SocketAddr,
     id: u64,
+    cluster: Arc<Cluster>,
     logs: LogBuf,
     client: NodeId,
 }
@@ -74,7 +75,10 @@ fn start(protocol: &'static str) -> Server {
         l.local_addr().unwrap().port()
     };
     // Only node 0 runs; its dials to the others fail and back off, which is fine.
-    let file = Cluster::local(protocol, &t, "us3", base);
+    // Plaintext: under TLS these bytes would end at the handshake, and the frame parser
+    // is what is tested here (a peer with a valid certificate can send it anything).
+    let mut file = Cluster::local(protocol, &t, "us3", base);
+    file.insecure = true;
     let cluster = Arc::new(Cluster::validate(file, std::path::Path::new("/tmp/fuzz.toml")).unwrap());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -97,6 +101,7 @@ fn start(protocol: &'static str) -> Server {
     let s = Server {
         addr: cluster.addrs[0],
         id: cluster.id(),
+        cluster: cluster.clone(),
         logs: LOGS.get().cloned().unwrap_or_default(),
         client: cluster.slot_node(0),
         rt,
@@ -108,7 +113,15 @@ fn start(protocol: &'static str) -> Server {
 fn alive(s: &Server) -> bool {
     s.rt.block_on(async {
         for _ in 0..50 {
-            if let Ok(Wire::Status(st)) = host::ask::<()>(s.id, s.addr, Wire::StatusReq, Duration::from_secs(2)).await {
+            if let Ok(Wire::Status(st)) = host::ask::<()>(
+                &s.cluster,
+                &meridian_net::tls::Security::Insecure,
+                NodeId(0),
+                Wire::StatusReq,
+                Duration::from_secs(2),
+            )
+            .await
+            {
                 return st.node == NodeId(0);
             }
             tokio::time::sleep(Duration::from_millis(50)).await;

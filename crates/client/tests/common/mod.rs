@@ -23,6 +23,14 @@ pub fn cluster(protocol: &str) -> Arc<Cluster> {
     };
     let mut f = Cluster::local(protocol, &t, "us3", base);
     f.delay = false;
+    // Mutual TLS, as `cluster up` sets a cluster up: its own CA and certificates.
+    let certs = tempfile::Builder::new()
+        .prefix("meridian-certs")
+        .tempdir()
+        .unwrap()
+        .keep();
+    meridian_net::tls::issue_cluster(&certs, f.epoch_ns, 6, meridian_net::tls::Validity::days(1)).unwrap();
+    f.tls_dir = Some(certs);
     Arc::new(Cluster::validate(f, std::path::Path::new("/tmp/client-test.toml")).unwrap())
 }
 

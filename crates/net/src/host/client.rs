@@ -1,7 +1,7 @@
 //! A client process: client actors on a set of slots, and the handles an application
 //! (the client library, the bench) runs transactions through.
 
-use super::conn::dial_servers;
+use super::conn::{dial_servers, Dial};
 use super::*;
 
 /// A client process: hosts client actors on a set of slots and runs transactions on
@@ -17,7 +17,14 @@ pub struct ClientHost {
 impl ClientHost {
     /// Starts a client process hosting client slots `slots` of `cluster`. Client ids
     /// are made unique across runs from the clock: `(seconds since epoch mod 4e6) * 1024 + slot`.
-    pub fn start<P: Protocol>(p: P, cluster: Arc<Cluster>, slots: &[u32]) -> Result<ClientHost, String> {
+    /// `sec` is how its connections are secured: `cluster.security(Role::Client)` for
+    /// the cluster file's client credentials.
+    pub fn start<P: Protocol>(
+        p: P,
+        cluster: Arc<Cluster>,
+        slots: &[u32],
+        sec: crate::tls::Security,
+    ) -> Result<ClientHost, String> {
         let env = env_for(&p, &cluster)?;
         if let Some(s) = slots.iter().find(|s| **s >= cluster.file.client_slots) {
             return Err(format!(
@@ -59,7 +66,18 @@ impl ClientHost {
             cluster: cluster.id(),
             nodes: nodes.clone(),
         });
-        dial_servers::<P::Msg>(&cluster, None, hello, &routes, &hosted, &inbox_tx, &stats);
+        dial_servers::<P::Msg>(
+            &cluster,
+            None,
+            &routes,
+            Dial {
+                hello,
+                hosted: hosted.clone(),
+                inbox: inbox_tx.clone(),
+                stats: stats.clone(),
+                sec,
+            },
+        );
         drop(inbox_tx);
         tokio::spawn(async move {
             core.end_batch();

@@ -2,11 +2,32 @@
 //! claim), reading and writing frames, and one-off control questions ([`ask`]).
 
 use super::*;
+use crate::tls::{Role, Security, Stream};
+use tokio::io::{ReadHalf, WriteHalf};
+
+/// Which control frames a connection may send (the certificate's grant, [`Grant`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct May {
+    /// `StatusReq`.
+    pub(super) observe: bool,
+    /// `ReportReq` (the committed-state dump) and `Cut` (partition, heal).
+    pub(super) administer: bool,
+}
+
+/// Why a read failed: a TLS alert from the peer is a refusal (a certificate it did not
+/// take: expired, of another cluster, none), which a client reports at once.
+fn read_error(e: std::io::Error) -> String {
+    match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+        Some(t) => format!("refused by peer: TLS: {t}"),
+        None => format!("read error: {e}"),
+    }
+}
 
 /// Reads frames from a connection and feeds the event loop. Returns why it stopped.
 async fn read_loop<M: serde::de::DeserializeOwned + Send + 'static>(
-    mut rd: tokio::net::tcp::OwnedReadHalf,
+    mut rd: ReadHalf<Stream>,
     mut fr: FrameReader,
+    may: May,
     allowed_from: Vec<NodeId>,
     hosted: Arc<Vec<NodeId>>,
     inbox: mpsc::Sender<Event<M>>,
@@ -34,6 +55,12 @@ async fn read_loop<M: serde::de::DeserializeOwned + Send + 'static>(
                     }
                     Event::Net(e)
                 }
+                Wire::StatusReq if !may.observe => {
+                    return refusal(&reply, "StatusReq needs the observer or admin role")
+                }
+                Wire::ReportReq | Wire::Cut { .. } if !may.administer => {
+                    return refusal(&reply, &format!("{} needs the admin role", wire_name(&w)))
+                }
                 Wire::StatusReq => Event::Status(reply.clone()),
                 Wire::ReportReq => Event::Report(reply.clone()),
                 Wire::Cut { pairs, until } => Event::Cut(pairs, until, reply.clone()),
@@ -47,10 +74,20 @@ async fn read_loop<M: serde::de::DeserializeOwned + Send + 'static>(
         match rd.read(&mut buf).await {
             Ok(0) => return "closed by peer".into(),
             Ok(n) => fr.push(&buf[..n]),
-            Err(e) => return format!("read error: {e}"),
+            Err(e) => return read_error(e),
         }
     }
 }
+
+/// Tells the peer why its frame is refused; returns the reason for the log.
+fn refusal(reply: &mpsc::Sender<Vec<u8>>, reason: &str) -> String {
+    let _ = reply.try_send(encode(&Wire::<()>::Refused { reason: reason.into() }));
+    format!("{REFUSED}{reason}")
+}
+
+/// How [`read_loop`]'s reason starts when it refused a frame (the refusal is queued
+/// for the writer, which is let finish).
+const REFUSED: &str = "refused a frame: ";
 
 fn wire_name<M>(w: &Wire<M>) -> &'static str {
     match w {
@@ -67,7 +104,7 @@ fn wire_name<M>(w: &Wire<M>) -> &'static str {
 
 /// Writes queued frames to a connection until it fails or the queue closes. Frames are
 /// batched into one `write` while more are queued.
-async fn write_loop(wr: &mut tokio::net::tcp::OwnedWriteHalf, rx: &mut mpsc::Receiver<Vec<u8>>) -> Result<(), String> {
+async fn write_loop(wr: &mut WriteHalf<Stream>, rx: &mut mpsc::Receiver<Vec<u8>>) -> Result<(), String> {
     let mut batch = Vec::with_capacity(64 * 1024);
     while let Some(f) = rx.recv().await {
         batch.clear();
@@ -79,6 +116,8 @@ async fn write_loop(wr: &mut tokio::net::tcp::OwnedWriteHalf, rx: &mut mpsc::Rec
             }
         }
         wr.write_all(&batch).await.map_err(|e| format!("write error: {e}"))?;
+        // TLS holds records until flushed (a no-op on plain TCP).
+        wr.flush().await.map_err(|e| format!("write error: {e}"))?;
     }
     Ok(())
 }
@@ -88,12 +127,16 @@ async fn write_loop(wr: &mut tokio::net::tcp::OwnedWriteHalf, rx: &mut mpsc::Rec
 async fn dial_loop<M: serde::de::DeserializeOwned + Send + 'static>(
     peer: NodeId,
     addr: SocketAddr,
-    hello: Vec<u8>,
     mut rx: mpsc::Receiver<Vec<u8>>,
-    hosted: Arc<Vec<NodeId>>,
-    inbox: mpsc::Sender<Event<M>>,
-    stats: Arc<Stats>,
+    d: Arc<Dial<M>>,
 ) {
+    let Dial {
+        hello,
+        hosted,
+        inbox,
+        stats,
+        sec,
+    } = &*d;
     let mut backoff = BACKOFF_MIN;
     let mut failures = 0u32;
     loop {
@@ -114,16 +157,34 @@ async fn dial_loop<M: serde::de::DeserializeOwned + Send + 'static>(
                 }
                 failures = 0;
                 backoff = BACKOFF_MIN;
-                let (rd, mut wr) = s.into_split();
-                if wr.write_all(&hello).await.is_err() {
+                let s = match sec.connect(s, peer).await {
+                    Ok(s) => s,
+                    Err(e) => {
+                        // Reached, but its certificate is not one this process takes
+                        // (or ours not one it takes): a configuration error, reported
+                        // (a client fails with it) and retried slowly.
+                        warn!(%peer, %addr, "{e}; re-dialling");
+                        *stats.refused.lock().expect("stats lock") = Some(format!("{peer}: {e}"));
+                        tokio::time::sleep(BACKOFF_MAX).await;
+                        continue;
+                    }
+                };
+                let (rd, mut wr) = tokio::io::split(s);
+                if wr.write_all(hello).await.is_err() || wr.flush().await.is_err() {
                     continue;
                 }
                 stats.peers.fetch_add(1, Ordering::Relaxed);
                 // The server answers clients on this connection; it may also refuse it.
                 let (dummy_tx, _) = mpsc::channel(1);
+                // A verified server may ask for status; only an admin may administer.
+                let may = May {
+                    observe: true,
+                    administer: sec.is_insecure(),
+                };
                 let mut reader = tokio::spawn(read_loop::<M>(
                     rd,
                     FrameReader::new(),
+                    may,
                     vec![peer],
                     hosted.clone(),
                     inbox.clone(),
@@ -175,6 +236,8 @@ pub(super) struct Acceptor<M> {
     /// Servers connected to this process, by the node id their `Hello` claimed, and
     /// from where (a second claim of one id is logged: a restart, or an impostor).
     pub(super) servers_in: Arc<std::sync::Mutex<HashMap<NodeId, (u64, SocketAddr)>>>,
+    /// How connections are secured and who they are.
+    pub(super) sec: Security,
 }
 
 impl<M> Clone for Acceptor<M> {
@@ -186,6 +249,7 @@ impl<M> Clone for Acceptor<M> {
             routes: self.routes.clone(),
             inbox: self.inbox.clone(),
             servers_in: self.servers_in.clone(),
+            sec: self.sec.clone(),
         }
     }
 }
@@ -205,9 +269,17 @@ pub(super) async fn accept_conn<M: serde::Serialize + serde::de::DeserializeOwne
         routes,
         inbox,
         servers_in,
+        sec,
     } = acceptor;
     let _ = s.set_nodelay(true);
-    let (mut rd, mut wr) = s.into_split();
+    let (s, grant) = match sec.accept(s).await {
+        Ok(x) => x,
+        Err(e) => {
+            warn!(%peer_addr, "refusing connection: {e}");
+            return;
+        }
+    };
+    let (mut rd, mut wr) = tokio::io::split(s);
     let mut fr = FrameReader::new();
     let mut buf = vec![0u8; 4096];
     let hello = tokio::time::timeout(HELLO_TIMEOUT, async {
@@ -226,9 +298,10 @@ pub(super) async fn accept_conn<M: serde::Serialize + serde::de::DeserializeOwne
     })
     .await
     .unwrap_or_else(|_| Err("no Hello within 5 s".into()));
-    async fn refuse<M: serde::Serialize>(wr: &mut tokio::net::tcp::OwnedWriteHalf, peer: SocketAddr, reason: String) {
+    async fn refuse<M: serde::Serialize>(wr: &mut WriteHalf<Stream>, peer: SocketAddr, reason: String) {
         warn!(%peer, "refusing connection: {reason}");
         let _ = wr.write_all(&encode(&Wire::<M>::Refused { reason })).await;
+        let _ = wr.flush().await;
     }
     let nodes = match hello {
         Ok(Wire::Hello { cluster, nodes }) if cluster == cluster_id => nodes,
@@ -251,6 +324,38 @@ pub(super) async fn accept_conn<M: serde::Serialize + serde::de::DeserializeOwne
     if let Some(n) = nodes.iter().find(|n| n.0 >= layout.num_nodes()) {
         return refuse::<M>(&mut wr, peer_addr, format!("{n} is not a node of this cluster")).await;
     }
+    // A node is who its certificate says, and only a client (or admin) hosts clients.
+    let servers_here = layout.num_servers();
+    let named: Vec<Role> = (0..servers_here)
+        .map(|n| Role::Node(NodeId(n)))
+        .chain([Role::Admin, Role::Observer, Role::Client])
+        .collect();
+    if let Some(n) = nodes
+        .iter()
+        .find(|n| layout.is_server(**n) && !grant.proves(Role::Node(**n)))
+    {
+        return refuse::<M>(
+            &mut wr,
+            peer_addr,
+            format!("the certificate of {} claims node {}", grant.who(&named), n.0),
+        )
+        .await;
+    }
+    if nodes.iter().any(|n| !layout.is_server(*n)) && !grant.may_run_clients() {
+        return refuse::<M>(
+            &mut wr,
+            peer_addr,
+            format!(
+                "{} may not host client slots (needs the client or admin role)",
+                grant.who(&named)
+            ),
+        )
+        .await;
+    }
+    let may = May {
+        observe: grant.may_observe(servers_here),
+        administer: grant.may_administer(),
+    };
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(QUEUE);
     let clients: Vec<NodeId> = nodes.iter().copied().filter(|n| !layout.is_server(*n)).collect();
     if !clients.is_empty() {
@@ -278,10 +383,10 @@ pub(super) async fn accept_conn<M: serde::Serialize + serde::de::DeserializeOwne
             }
         }
     }
-    let writer = tokio::spawn(async move {
+    let mut writer = tokio::spawn(async move {
         let _ = write_loop(&mut wr, &mut rx).await;
     });
-    let why = read_loop::<M>(rd, fr, nodes, hosted, inbox, tx).await;
+    let why = read_loop::<M>(rd, fr, may, nodes, hosted, inbox, tx).await;
     routes.release(conn);
     {
         let mut m = servers_in.lock().expect("servers lock");
@@ -291,6 +396,10 @@ pub(super) async fn accept_conn<M: serde::Serialize + serde::de::DeserializeOwne
             }
         }
     }
+    if why.starts_with(REFUSED) {
+        // Let the writer send the refusal before the connection closes.
+        let _ = tokio::time::timeout(Duration::from_millis(500), &mut writer).await;
+    }
     writer.abort();
     if why == "closed by peer" {
         debug!(%peer_addr, "connection closed");
@@ -299,16 +408,27 @@ pub(super) async fn accept_conn<M: serde::Serialize + serde::de::DeserializeOwne
     }
 }
 
+/// What every dialler of a process shares.
+pub(super) struct Dial<M> {
+    /// The process's `Hello` frame.
+    pub(super) hello: Vec<u8>,
+    /// The nodes it hosts.
+    pub(super) hosted: Arc<Vec<NodeId>>,
+    /// Its event loop.
+    pub(super) inbox: mpsc::Sender<Event<M>>,
+    pub(super) stats: Arc<Stats>,
+    /// How its connections are secured.
+    pub(super) sec: Security,
+}
+
 /// Starts one dialler (and its queue, as the route) per server of `cluster` but `me`.
 pub(super) fn dial_servers<M: serde::de::DeserializeOwned + Send + 'static>(
     cluster: &Cluster,
     me: Option<NodeId>,
-    hello: Vec<u8>,
     routes: &Routes,
-    hosted: &Arc<Vec<NodeId>>,
-    inbox: &mpsc::Sender<Event<M>>,
-    stats: &Arc<Stats>,
+    d: Dial<M>,
 ) {
+    let d = Arc::new(d);
     for (i, a) in cluster.addrs.iter().enumerate() {
         let peer = NodeId(i as u32);
         if Some(peer) == me {
@@ -322,34 +442,33 @@ pub(super) fn dial_servers<M: serde::de::DeserializeOwned + Send + 'static>(
                 tx,
             },
         );
-        tokio::spawn(dial_loop::<M>(
-            peer,
-            *a,
-            hello.clone(),
-            rx,
-            hosted.clone(),
-            inbox.clone(),
-            stats.clone(),
-        ));
+        tokio::spawn(dial_loop::<M>(peer, *a, rx, d.clone()));
     }
 }
 
-/// Asks server `addr` of `cluster` one control question (`StatusReq` or `ReportReq`)
-/// on a connection of its own, and returns the answer.
+/// Asks server `node` of `cluster` one control question (`StatusReq`, `ReportReq` or
+/// `Cut`) on a connection of its own, secured by `sec`, and returns the answer.
 pub async fn ask<M: serde::Serialize + serde::de::DeserializeOwned>(
-    cluster_id: u64,
-    addr: SocketAddr,
+    cluster: &Cluster,
+    sec: &Security,
+    node: NodeId,
     req: Wire<M>,
     timeout: Duration,
 ) -> Result<Wire<M>, String> {
+    let addr = *cluster
+        .addrs
+        .get(node.0 as usize)
+        .ok_or_else(|| format!("{node} is not a server of this cluster"))?;
     tokio::time::timeout(timeout, async {
-        let mut s = TcpStream::connect(addr).await.map_err(|e| format!("{addr}: {e}"))?;
+        let s = TcpStream::connect(addr).await.map_err(|e| format!("{addr}: {e}"))?;
+        let mut s = sec.connect(s, node).await.map_err(|e| format!("{addr}: {e}"))?;
         let mut out = encode(&Wire::<M>::Hello {
-            cluster: cluster_id,
+            cluster: cluster.id(),
             nodes: vec![],
         });
         out.extend_from_slice(&encode(&req));
         s.write_all(&out).await.map_err(|e| format!("{addr}: {e}"))?;
+        s.flush().await.map_err(|e| format!("{addr}: {e}"))?;
         let mut fr = FrameReader::new();
         let mut buf = vec![0u8; 64 * 1024];
         loop {
@@ -359,7 +478,10 @@ pub async fn ask<M: serde::Serialize + serde::de::DeserializeOwned>(
                     w => Ok(w),
                 };
             }
-            let n = s.read(&mut buf).await.map_err(|e| format!("{addr}: {e}"))?;
+            let n = s
+                .read(&mut buf)
+                .await
+                .map_err(|e| format!("{addr}: {}", read_error(e)))?;
             if n == 0 {
                 return Err(format!("{addr} closed the connection"));
             }

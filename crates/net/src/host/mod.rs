@@ -872,4 +872,4 @@ mod server;
 
 pub use client::{ClientHost, Interactive, Progress, RunError};
 pub use conn::ask;
-pub use server::{serve, ServerOptions};
+pub use server::{serve, server_security, ServerOptions};

@@ -1,8 +1,9 @@
 //! A server process: binding, the journal's replay or the protocol's recovery, and the
 //! event loop until SIGTERM or SIGINT.
 
-use super::conn::{accept_conn, dial_servers, Acceptor};
+use super::conn::{accept_conn, dial_servers, Acceptor, Dial};
 use super::*;
+use crate::tls::Security;
 
 /// Options of a server process.
 #[derive(Clone, Debug, Default)]
@@ -15,6 +16,34 @@ pub struct ServerOptions {
     /// Checkpoint the journal every this many inputs (`None`: the cluster file's
     /// `checkpoint_every`, else [`CHECKPOINT_EVERY`]; 0: never).
     pub checkpoint_every: Option<u64>,
+    /// Run without TLS even though the cluster file does not say `insecure = true`
+    /// (`meridian server --insecure`); refused if the file names certificates.
+    pub insecure: bool,
+}
+
+/// How server `node` secures its connections (and says so when it does not).
+pub fn server_security(cluster: &Cluster, node: NodeId, insecure: bool) -> Result<Security, String> {
+    let sec = match (insecure, cluster.tls_dir()) {
+        (true, Some(d)) => {
+            return Err(format!(
+                "--insecure, but the cluster file names certificates ({}): its other nodes speak TLS only; \
+                 drop --insecure (or `tls_dir` from the cluster file, on every node)",
+                d.display()
+            ))
+        }
+        (true, None) => Security::Insecure,
+        (false, _) => cluster
+            .security(crate::tls::Role::Node(node))
+            .map_err(|e| format!("node {}: {e}", node.0))?,
+    };
+    if sec.is_insecure() {
+        warn!(
+            node = node.0,
+            "INSECURE: no TLS and no authentication; anyone who can reach this port can act as any node, \
+             forge decisions, partition the cluster and read its data (for benchmarks on a closed machine only)"
+        );
+    }
+    Ok(sec)
 }
 
 /// How a server with no state to replay begins.
@@ -66,6 +95,7 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
         ));
     }
     let env = env_for(&p, &cluster)?;
+    let sec = server_security(&cluster, node, opts.insecure)?;
     let addr = cluster.addrs[node.0 as usize];
     let listener = TcpListener::bind(addr)
         .await
@@ -218,7 +248,18 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
         cluster: cluster.id(),
         nodes: vec![node],
     });
-    dial_servers::<P::Msg>(&cluster, Some(node), hello, &routes, &hosted, &inbox_tx, &stats);
+    dial_servers::<P::Msg>(
+        &cluster,
+        Some(node),
+        &routes,
+        Dial {
+            hello,
+            hosted: hosted.clone(),
+            inbox: inbox_tx.clone(),
+            stats: stats.clone(),
+            sec: sec.clone(),
+        },
+    );
     let acceptor = Acceptor {
         cluster_id: cluster.id(),
         layout: env.layout.clone(),
@@ -226,6 +267,7 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
         routes: routes.clone(),
         inbox: inbox_tx.clone(),
         servers_in: Default::default(),
+        sec: sec.clone(),
     };
     tokio::spawn(async move {
         let mut conn = 0u64;
