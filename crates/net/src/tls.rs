@@ -524,7 +524,7 @@ mod tests {
             assert_eq!(std::fs::metadata(k).unwrap().permissions().mode() & 0o777, 0o600);
         }
         std::fs::set_permissions(&c.key, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let e = Security::load(&c, Role::Client).err().expect("refused").to_string();
+        let e = Security::load(&c, Role::Client).expect_err("refused").to_string();
         assert!(
             e.contains("readable by its group or others") && e.contains("chmod 600"),
             "{e}"
