@@ -292,10 +292,10 @@ fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
 }
 
 /// A stream a connection reads and writes: TCP, or TLS over TCP.
-pub(crate) trait Io: AsyncRead + AsyncWrite + Send + Unpin {}
+pub trait Io: AsyncRead + AsyncWrite + Send + Unpin {}
 impl<T: AsyncRead + AsyncWrite + Send + Unpin> Io for T {}
 /// A connection's stream.
-pub(crate) type Stream = Box<dyn Io>;
+pub type Stream = Box<dyn Io>;
 
 /// How a process's connections are secured.
 #[derive(Clone)]
@@ -339,6 +339,17 @@ impl Security {
         let roots = Arc::new(roots);
         let chain = load_certs(&creds.cert)?;
         let key = load_key(&creds.key)?;
+        // Our own certificate, checked as the servers will check it, so that one that
+        // expired, is not valid yet or is of another CA fails here, saying which,
+        // instead of as an alert from every server.
+        let own = rustls::server::WebPkiClientVerifier::builder_with_provider(roots.clone(), provider.clone())
+            .build()
+            .map_err(|e| TlsError::Issue(e.to_string()))?;
+        own.verify_client_cert(&chain[0], &chain[1..], rustls::pki_types::UnixTime::now())
+            .map_err(|e| TlsError::Bad {
+                path: creds.cert.display().to_string(),
+                msg: format!("{e} (checked against the CA in {})", creds.ca.display()),
+            })?;
         let bad_pair = |e: rustls::Error| TlsError::Bad {
             path: creds.cert.display().to_string(),
             msg: format!("certificate and key {} do not go together: {e}", creds.key.display()),
@@ -378,7 +389,7 @@ impl Security {
     }
 
     /// Secures an outgoing connection to server `peer` (whose certificate must name it).
-    pub(crate) async fn connect(&self, tcp: TcpStream, peer: NodeId) -> Result<Stream, String> {
+    pub async fn connect(&self, tcp: TcpStream, peer: NodeId) -> Result<Stream, String> {
         match self {
             Security::Insecure => Ok(Box::new(tcp)),
             Security::Tls(t) => {
