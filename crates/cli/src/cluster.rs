@@ -34,6 +34,14 @@ pub struct ServerArgs {
     /// Overrides the cluster file's `checkpoint_every` (default 100000).
     #[arg(long, value_name = "N")]
     checkpoint_every: Option<u64>,
+    /// With --metrics: require `Authorization: Bearer TOKEN` of scrapes, TOKEN read from
+    /// this file (mode 0600).
+    #[arg(long, value_name = "FILE", requires = "metrics")]
+    metrics_token_file: Option<PathBuf>,
+    /// With --metrics: serve HTTPS with the node's certificate (scrape with the
+    /// cluster's ca.pem and server name node-N.meridian).
+    #[arg(long, requires = "metrics")]
+    metrics_tls: bool,
     /// Serve without TLS although the cluster file does not say `insecure = true`
     /// (refused if it names certificates): anyone who reaches the port can act as any
     /// node. For benchmarks on a closed machine.
@@ -291,6 +299,13 @@ pub fn server(a: &ServerArgs) -> Result<()> {
         metrics: a.metrics,
         checkpoint_every: a.checkpoint_every,
         insecure: a.insecure,
+        metrics_token: a
+            .metrics_token_file
+            .as_deref()
+            .map(meridian_net::metrics::Token::from_file)
+            .transpose()
+            .map_err(anyhow::Error::msg)?,
+        metrics_tls: a.metrics_tls,
     };
     // Beside the cluster file: which process serves this node, so that `cluster down`
     // stops a server however it was started (by `up`, or by hand after a crash).

@@ -354,3 +354,98 @@ fn cluster_partition_bad_arguments_are_one_clear_error() {
         .expect("heal");
     assert!(o.status.success(), "cluster heal: {}", text(&o));
 }
+
+/// The whole suite runs with mutual TLS (the default); this one runs `--insecure`:
+/// it works, and every place says so (the `up` warning, the cluster file, `status`).
+#[test]
+fn an_insecure_cluster_runs_and_says_so_everywhere() {
+    let c = Local::up("hacommit", "us3", &["--no-delay", "--insecure"]);
+    let toml = std::fs::read_to_string(c.file()).unwrap();
+    assert!(toml.contains("insecure = true") && !toml.contains("tls_dir"), "{toml}");
+    assert!(
+        !c.dir.path().join("certs").exists(),
+        "certificates made for an insecure cluster"
+    );
+    let o = meridian()
+        .args(["cluster", "status", "--cluster"])
+        .arg(c.file())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("security: INSECURE"),
+        "{}",
+        text(&o)
+    );
+    let log = std::fs::read_to_string(c.dir.path().join("n0.log")).unwrap();
+    assert!(log.contains("INSECURE: no TLS and no authentication"), "{log}");
+    let r = finish(&c, c.bank_bench(4, "1s", "1s"));
+    assert!(r["committed"].as_u64().unwrap() >= 10, "{r}");
+    assert_eq!(r["check"]["anomalies"].as_array().unwrap().len(), 0, "{r}");
+}
+
+/// `cluster certs` issues a role's certificate from the cluster's CA (0600 key), a new
+/// CA with every certificate, and says clearly what it cannot do.
+#[test]
+fn cluster_certs_issues_and_refuses_clearly() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("cluster.toml");
+    let nodes: String = (0..6)
+        .map(|i| {
+            format!(
+                "[[node]]\nid = {i}\ndc = \"{}\"\naddr = \"127.0.0.1:{}\"\n",
+                ["NY", "CA", "TX"][i / 2],
+                3000 + i
+            )
+        })
+        .collect();
+    std::fs::write(
+        &f,
+        format!("protocol = \"rc\"\ntopology = \"us3\"\nepoch_ns = 5\ntls_dir = \"certs\"\n{nodes}"),
+    )
+    .unwrap();
+    let certs = |args: &[&str]| {
+        meridian()
+            .args(["cluster", "certs", "--cluster"])
+            .arg(&f)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    // No CA yet: one clear error naming the file.
+    let o = certs(&["--role", "client"]);
+    assert!(!o.status.success() && text(&o).contains("ca.key"), "{}", text(&o));
+    let o = certs(&["--new-ca"]);
+    assert!(o.status.success(), "{}", text(&o));
+    for n in ["ca", "node-0", "node-5", "client", "observer", "admin"] {
+        assert!(dir.path().join(format!("certs/{n}.pem")).exists(), "{n}");
+        let k = dir.path().join(format!("certs/{n}.key"));
+        assert_eq!(
+            std::fs::metadata(&k).unwrap().permissions().mode() & 0o777,
+            0o600,
+            "{n}"
+        );
+    }
+    let o = certs(&["--role", "observer", "--days", "30"]);
+    assert!(o.status.success() && text(&o).contains("observer.pem"), "{}", text(&o));
+    assert!(!text(&o).contains("PRIVATE KEY"), "{}", text(&o));
+    for (args, want) in [
+        (vec!["--role", "node-6"], "server nodes 0..5"),
+        (vec!["--role", "root"], "expected node-N, client, observer or admin"),
+        (vec![], "nothing to issue"),
+    ] {
+        let o = certs(&args);
+        assert!(!o.status.success() && text(&o).contains(want), "{args:?}: {}", text(&o));
+        assert!(!text(&o).contains("panicked"), "{}", text(&o));
+    }
+    // A server whose key others can read refuses to start, saying what to do.
+    let k = dir.path().join("certs/node-0.key");
+    std::fs::set_permissions(&k, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let o = meridian()
+        .args(["server", "--node", "0", "--cluster"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(!o.status.success() && text(&o).contains("chmod 600"), "{}", text(&o));
+}

@@ -292,14 +292,16 @@ impl Client {
 
     async fn connect_slots(cluster: Arc<Cluster>, opts: Options) -> Result<Client, Error> {
         let slots = slots(&cluster, &opts)?;
-        let sec = cluster
-            .security_with(meridian_net::tls::Role::Client, opts.credentials.as_ref())
-            .map_err(Error::Credentials)?;
-        struct Start(Arc<Cluster>, Vec<u32>, meridian_net::tls::Security);
+        struct Start(Arc<Cluster>, Vec<u32>, Option<meridian_net::tls::Credentials>);
         impl WithProtocol for Start {
-            type Out = Result<(ClientHost, ProtocolInfo), String>;
+            type Out = Result<(ClientHost, ProtocolInfo), Error>;
             fn with<P: Protocol>(self, p: P) -> Self::Out {
-                let env = host::env_for(&p, &self.0)?;
+                let env = host::env_for(&p, &self.0).map_err(Error::Invalid)?;
+                // After the protocol (a wrong spec is the first thing to hear about).
+                let sec = self
+                    .0
+                    .security_with(meridian_net::tls::Role::Client, self.2.as_ref())
+                    .map_err(Error::Credentials)?;
                 let info = ProtocolInfo {
                     name: p.name().to_string(),
                     strict: p.strict(),
@@ -307,17 +309,19 @@ impl Client {
                     interactive: p.interactive(),
                     shard_replicas: env.layout.shard_replicas.clone(),
                 };
-                Ok((ClientHost::start(p, self.0, &self.1, self.2)?, info))
+                Ok((
+                    ClientHost::start(p, self.0, &self.1, sec).map_err(Error::Invalid)?,
+                    info,
+                ))
             }
         }
         let (host, info) = with_protocol(
             &cluster.file.protocol,
             &cluster.topology,
             cluster.home,
-            Start(cluster.clone(), slots, sec),
+            Start(cluster.clone(), slots, opts.credentials.clone()),
         )
-        .map_err(|e| Error::Invalid(format!("cluster file {}: {e}", cluster.path.display())))?
-        .map_err(Error::Invalid)?;
+        .map_err(|e| Error::Invalid(format!("cluster file {}: {e}", cluster.path.display())))??;
         let n = cluster.num_servers();
         let start = Instant::now();
         loop {

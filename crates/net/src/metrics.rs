@@ -27,13 +27,90 @@ use tracing::debug;
 /// Prometheus asks for OpenMetrics first and parses it as such.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
+/// A bearer token: its `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Token(pub String);
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(..)")
+    }
+}
+
+impl Token {
+    /// Reads a token from a file others cannot read (mode 0600, as a key), trimmed.
+    pub fn from_file(path: &std::path::Path) -> Result<Token, String> {
+        use std::os::unix::fs::PermissionsExt;
+        let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(format!(
+                "{}: the token file is readable by its group or others (mode {mode:o}); run `chmod 600 {}`",
+                path.display(),
+                path.display()
+            ));
+        }
+        let t = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let t = t.trim();
+        if t.is_empty() || t.contains(char::is_whitespace) {
+            return Err(format!("{}: want one token (no spaces) in the file", path.display()));
+        }
+        Ok(Token(t.to_string()))
+    }
+}
+
+/// Who may scrape a server's endpoint: anyone who reaches it (the default), or one who
+/// shows the bearer token, and over HTTPS with the node's certificate if `tls`.
+#[derive(Clone, Default)]
+pub struct MetricsAuth {
+    /// `Authorization: Bearer TOKEN` required (`meridian server --metrics-token-file`).
+    pub token: Option<Token>,
+    /// Serve HTTPS with the node's certificate (`--metrics-tls`): Prometheus checks it
+    /// with the cluster's `ca.pem` and `server_name: node-N.meridian`.
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
+}
+
+impl std::fmt::Debug for MetricsAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the token.
+        write!(
+            f,
+            "MetricsAuth {{ token: {}, tls: {} }}",
+            self.token.is_some(),
+            self.tls.is_some()
+        )
+    }
+}
+
 /// Accepts scrapes until the process ends.
-pub(crate) async fn serve<M: Send + 'static>(l: TcpListener, inbox: mpsc::Sender<Event<M>>, node: NodeId) {
-    accept(l, move |s| {
-        let inbox = inbox.clone();
-        async move { answer_with(s, || async move { status(&inbox).await.map(|st| render(node, &st)) }).await }
-    })
-    .await
+pub(crate) async fn serve<M: Send + 'static>(
+    l: TcpListener,
+    inbox: mpsc::Sender<Event<M>>,
+    node: NodeId,
+    auth: MetricsAuth,
+) {
+    loop {
+        let Ok((s, peer)) = l.accept().await else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        let (inbox, auth) = (inbox.clone(), auth.clone());
+        tokio::spawn(async move {
+            let body = || async move { status(&inbox).await.map(|st| render(node, &st)) };
+            let token = auth.token.as_ref().map(|t| t.0.as_str());
+            let r = match &auth.tls {
+                None => answer_authorized(s, token, body).await,
+                Some(acc) => match tokio::time::timeout(crate::tls::HANDSHAKE_TIMEOUT, acc.accept(s)).await {
+                    Ok(Ok(t)) => answer_authorized(t, token, body).await,
+                    Ok(Err(e)) => Err(e),
+                    Err(_) => Err(std::io::Error::other("no TLS handshake in time")),
+                },
+            };
+            if let Err(e) = r {
+                debug!(%peer, "metrics scrape: {e}");
+            }
+        });
+    }
 }
 
 /// Serves `GET /metrics` with whatever `body` renders at each scrape (text exposition
@@ -69,8 +146,25 @@ where
 
 /// Answers one HTTP request: `GET /metrics` with `body()` (503 if it gives nothing),
 /// anything else with 404.
-async fn answer_with<F, Fut>(mut s: TcpStream, body: F) -> std::io::Result<()>
+async fn answer_with<S, F, Fut>(s: S, body: F) -> std::io::Result<()>
 where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = Option<String>>,
+{
+    answer_authorized(s, None, body).await
+}
+
+/// Whether `a` and `b` are equal, in time that depends only on their lengths.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// [`answer_with`], requiring `Authorization: Bearer TOKEN` if a token is set (401
+/// without it).
+async fn answer_authorized<S, F, Fut>(mut s: S, token: Option<&str>, body: F) -> std::io::Result<()>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
     F: FnOnce() -> Fut,
     Fut: std::future::Future<Output = Option<String>>,
 {
@@ -87,7 +181,24 @@ where
         head.extend_from_slice(&buf[..n]);
     }
     let line = String::from_utf8_lossy(&head);
-    let (code, body) = if line.starts_with("GET /metrics ") || line.starts_with("GET /metrics?") {
+    let authorized = token.is_none_or(|t| {
+        line.lines().skip(1).any(|h| {
+            let Some((name, value)) = h.split_once(':') else {
+                return false;
+            };
+            let value = value.trim();
+            name.trim().eq_ignore_ascii_case("authorization")
+                && value.len() > 7
+                && value[..7].eq_ignore_ascii_case("bearer ")
+                && same(value[7..].trim().as_bytes(), t.as_bytes())
+        })
+    });
+    let (code, body) = if !authorized {
+        (
+            "401 Unauthorized\r\nWWW-Authenticate: Bearer",
+            "a bearer token is required (Authorization: Bearer TOKEN)\n".to_string(),
+        )
+    } else if line.starts_with("GET /metrics ") || line.starts_with("GET /metrics?") {
         match body().await {
             Some(text) => ("200 OK", text),
             None => (

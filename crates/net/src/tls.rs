@@ -313,6 +313,9 @@ pub struct Tls {
     connector: tokio_rustls::TlsConnector,
     /// Servers only: accepts connections (requiring a client certificate).
     acceptor: Option<tokio_rustls::TlsAcceptor>,
+    /// Servers only: HTTPS for the metrics endpoint (no client certificate: a
+    /// Prometheus scraper has none of ours; a bearer token can be asked instead).
+    metrics: Option<tokio_rustls::TlsAcceptor>,
 }
 
 impl std::fmt::Debug for Security {
@@ -361,6 +364,18 @@ impl Security {
             .with_root_certificates(roots.clone())
             .with_client_auth_cert(chain.clone(), key.clone_key())
             .map_err(bad_pair)?;
+        let metrics = match me {
+            Role::Node(_) => {
+                let cfg = rustls::ServerConfig::builder_with_provider(provider.clone())
+                    .with_safe_default_protocol_versions()
+                    .map_err(|e| TlsError::Issue(e.to_string()))?
+                    .with_no_client_auth()
+                    .with_single_cert(chain.clone(), key.clone_key())
+                    .map_err(bad_pair)?;
+                Some(tokio_rustls::TlsAcceptor::from(Arc::new(cfg)))
+            }
+            _ => None,
+        };
         let acceptor = match me {
             Role::Node(_) => {
                 let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(roots, provider.clone())
@@ -380,7 +395,16 @@ impl Security {
             me,
             connector: tokio_rustls::TlsConnector::from(Arc::new(client)),
             acceptor,
+            metrics,
         })))
+    }
+
+    /// A server's HTTPS acceptor for its metrics endpoint (none without TLS).
+    pub fn metrics_acceptor(&self) -> Option<tokio_rustls::TlsAcceptor> {
+        match self {
+            Security::Insecure => None,
+            Security::Tls(t) => t.metrics.clone(),
+        }
     }
 
     /// Whether connections are plaintext.

@@ -42,6 +42,8 @@ struct Fixture {
     cluster: Arc<Cluster>,
     certs: PathBuf,
     logs: LogBuf,
+    /// Node 0's metrics endpoint: HTTPS, bearer token [`TOKEN`].
+    metrics: std::net::SocketAddr,
     _dir: tempfile::TempDir,
 }
 
@@ -73,29 +75,48 @@ fn fixture() -> &'static Fixture {
             .enable_all()
             .build()
             .unwrap();
-        struct Serve(Arc<Cluster>);
+        let metrics = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap()
+        };
+        struct Serve(Arc<Cluster>, std::net::SocketAddr);
         impl meridian_sim::WithProtocol for Serve {
             type Out = ();
             fn with<P: Protocol>(self, p: P) {
                 for n in 0..6 {
                     let (c, p) = (self.0.clone(), p.clone());
-                    tokio::spawn(async move { host::serve(p, c, NodeId(n), ServerOptions::default()).await.unwrap() });
+                    let mut opts = ServerOptions::default();
+                    if n == 0 {
+                        opts.metrics = Some(self.1);
+                        opts.metrics_tls = true;
+                        opts.metrics_token = Some(meridian_net::metrics::Token(TOKEN.into()));
+                    }
+                    tokio::spawn(async move { host::serve(p, c, NodeId(n), opts).await.unwrap() });
                 }
             }
         }
         let _g = rt.enter();
-        meridian_sim::with_protocol("2pc-2pl", &cluster.topology, cluster.home, Serve(cluster.clone())).unwrap();
+        meridian_sim::with_protocol(
+            "2pc-2pl",
+            &cluster.topology,
+            cluster.home,
+            Serve(cluster.clone(), metrics),
+        )
+        .unwrap();
         let fx = Fixture {
             rt,
             cluster,
             certs,
             logs,
+            metrics,
             _dir: dir,
         };
         fx.write_some();
         fx
     })
 }
+
+const TOKEN: &str = "s3cret-token";
 
 impl Fixture {
     fn sec(&self, role: Role) -> Security {
@@ -517,4 +538,58 @@ fn expired_and_not_yet_valid_certificates_are_refused_saying_which() {
         assert!(f.logged(what), "{}", f.logs.text());
     }
     assert_eq!(f.dump(), before, "the committed state changed");
+}
+
+/// Node 0's metrics endpoint serves HTTPS with its certificate and wants the bearer
+/// token: plain HTTP, no token and a wrong token get nothing.
+#[test]
+fn the_metrics_endpoint_takes_tls_and_a_bearer_token() {
+    let f = fixture();
+    let get = |tls: bool, auth: Option<&str>| -> String {
+        f.rt.block_on(async {
+            let tcp = tokio::net::TcpStream::connect(f.metrics).await.unwrap();
+            let req = format!(
+                "GET /metrics HTTP/1.1\r\nHost: x\r\n{}\r\n",
+                auth.map(|t| format!("Authorization: Bearer {t}\r\n"))
+                    .unwrap_or_default()
+            );
+            let mut out = vec![];
+            let r: Result<(), String> = async {
+                if tls {
+                    let name = rustls::pki_types::ServerName::try_from("node-0.meridian").unwrap();
+                    let mut s = raw_connector(&f.certs.join("ca.pem"), None)
+                        .connect(name, tcp)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    s.write_all(req.as_bytes()).await.map_err(|e| e.to_string())?;
+                    s.read_to_end(&mut out).await.map_err(|e| e.to_string())?;
+                } else {
+                    let mut s = tcp;
+                    s.write_all(req.as_bytes()).await.map_err(|e| e.to_string())?;
+                    let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut out)).await;
+                }
+                Ok(())
+            }
+            .await;
+            match r {
+                Ok(()) => String::from_utf8_lossy(&out).into_owned(),
+                Err(e) => format!("error: {e}"),
+            }
+        })
+    };
+    let ok = get(true, Some(TOKEN));
+    assert!(
+        ok.starts_with("HTTP/1.1 200") && ok.contains("meridian_inputs_total"),
+        "{ok}"
+    );
+    for (tls, auth) in [(true, None), (true, Some("wrong"))] {
+        let r = get(tls, auth);
+        assert!(r.starts_with("HTTP/1.1 401"), "{auth:?}: {r}");
+        assert!(!r.contains("meridian_inputs_total"), "{r}");
+    }
+    let plain = get(false, Some(TOKEN));
+    assert!(
+        !plain.contains("meridian_inputs_total"),
+        "served metrics over plain HTTP: {plain}"
+    );
 }

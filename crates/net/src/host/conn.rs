@@ -17,6 +17,11 @@ pub(super) struct May {
 /// Why a read failed: a TLS alert from the peer is a refusal (a certificate it did not
 /// take: expired, of another cluster, none), which a client reports at once.
 fn read_error(e: std::io::Error) -> String {
+    // A TLS peer that closes its socket without a close_notify (a process that exits,
+    // a `kill -9`): as a TCP close, nothing to warn about.
+    if e.kind() == std::io::ErrorKind::UnexpectedEof {
+        return "closed by peer".into();
+    }
     match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
         Some(t) => format!("refused by peer: TLS: {t}"),
         None => format!("read error: {e}"),
@@ -473,10 +478,13 @@ pub async fn ask<M: serde::Serialize + serde::de::DeserializeOwned>(
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             if let Some(b) = fr.next_frame().map_err(|e| format!("{addr}: {e}"))? {
-                return match crate::decode::<Wire<M>>(&b).map_err(|e| format!("{addr}: {e}"))? {
+                let answer = match crate::decode::<Wire<M>>(&b).map_err(|e| format!("{addr}: {e}"))? {
                     Wire::Refused { reason } => Err(format!("{addr} refused: {reason}")),
                     w => Ok(w),
                 };
+                // Close cleanly (TLS: a close_notify), so the server logs no error.
+                let _ = s.shutdown().await;
+                return answer;
             }
             let n = s
                 .read(&mut buf)

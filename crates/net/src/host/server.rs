@@ -16,6 +16,10 @@ pub struct ServerOptions {
     /// Checkpoint the journal every this many inputs (`None`: the cluster file's
     /// `checkpoint_every`, else [`CHECKPOINT_EVERY`]; 0: never).
     pub checkpoint_every: Option<u64>,
+    /// Require `Authorization: Bearer TOKEN` of metrics scrapes.
+    pub metrics_token: Option<crate::metrics::Token>,
+    /// Serve metrics over HTTPS with the node's certificate (needs TLS).
+    pub metrics_tls: bool,
     /// Run without TLS even though the cluster file does not say `insecure = true`
     /// (`meridian server --insecure`); refused if the file names certificates.
     pub insecure: bool,
@@ -288,8 +292,28 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
         let ml = TcpListener::bind(maddr)
             .await
             .map_err(|e| format!("node {}: cannot serve metrics on {maddr}: {e}", node.0))?;
-        info!(node = node.0, addr = %maddr, "metrics on http://{maddr}/metrics");
-        tokio::spawn(crate::metrics::serve::<P::Msg>(ml, inbox_tx.clone(), node));
+        let tls = match (opts.metrics_tls, sec.metrics_acceptor()) {
+            (false, _) => None,
+            (true, Some(a)) => Some(a),
+            (true, None) => {
+                return Err(format!(
+                    "node {}: --metrics-tls needs the cluster's certificates (this cluster runs insecure)",
+                    node.0
+                ))
+            }
+        };
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        info!(
+            node = node.0,
+            addr = %maddr,
+            bearer_token = opts.metrics_token.is_some(),
+            "metrics on {scheme}://{maddr}/metrics"
+        );
+        let auth = crate::metrics::MetricsAuth {
+            token: opts.metrics_token.clone(),
+            tls,
+        };
+        tokio::spawn(crate::metrics::serve::<P::Msg>(ml, inbox_tx.clone(), node, auth));
     }
     info!(node = node.0, %addr, protocol = %cluster.file.protocol, "serving");
     drop(inbox_tx);
