@@ -223,7 +223,7 @@ pub struct Committed {
 /// A server's refusal: of this client's certificate (a credentials error), or of
 /// something else (a slot in use: the cluster is unavailable to it).
 fn refusal(r: String) -> Error {
-    if r.contains("TLS") || r.contains("certificate") {
+    if r.contains("TLS") || r.contains("certificate") || r.contains(" role") {
         Error::Credentials(r)
     } else {
         Error::Unavailable(r)

@@ -196,3 +196,46 @@ async fn connect_succeeds_with_one_server_down() {
     }
     assert!(committed >= 1, "nothing committed with one server of six down");
 }
+
+/// A missing credential, one of another cluster, and a role that may not run
+/// transactions each give one `Error::Credentials` naming the problem, not a hang.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_or_wrong_credential_is_one_clear_error() {
+    use meridian_net::tls::{self, Credentials, Role, Validity};
+    let c = cluster("2pc-2pl");
+    serve_all(&c);
+    let certs = c.tls_dir().unwrap();
+    let with = |creds: Credentials| Options {
+        credentials: Some(creds),
+        connect_timeout: Duration::from_secs(60),
+        ..Options::default()
+    };
+    // No such files.
+    let missing = Credentials::in_dir(&certs.join("nowhere"), Role::Client);
+    match Client::connect_to(c.clone(), with(missing)).await {
+        Err(Error::Credentials(m)) => assert!(m.contains("nowhere") && m.contains("ca.pem"), "{m}"),
+        other => panic!("{:?}", other.err()),
+    }
+    // A client certificate of another cluster (trusting its own CA).
+    let other = tempfile::tempdir().unwrap();
+    tls::issue_cluster(other.path(), 1, 6, Validity::days(1)).unwrap();
+    let start = std::time::Instant::now();
+    match Client::connect_to(c.clone(), with(Credentials::in_dir(other.path(), Role::Client))).await {
+        Err(Error::Credentials(m)) => assert!(m.contains("UnknownIssuer") || m.contains("UnknownCA"), "{m}"),
+        other => panic!("{:?}", other.err()),
+    }
+    assert!(
+        start.elapsed() < Duration::from_secs(60),
+        "waited for the whole connect timeout"
+    );
+    // This cluster's observer certificate: it may not host client slots.
+    match Client::connect_to(c.clone(), with(Credentials::in_dir(&certs, Role::Observer))).await {
+        Err(Error::Credentials(m)) => assert!(m.contains("may not host client slots"), "{m}"),
+        other => panic!("{:?}", other.err()),
+    }
+    // And the right one works.
+    let db = Client::connect_to(c.clone(), with(Credentials::in_dir(&certs, Role::Client)))
+        .await
+        .unwrap();
+    db.run("transfer", transfer("c", "d", 1)).await.unwrap();
+}
