@@ -291,11 +291,22 @@ fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
     })
 }
 
-/// A stream a connection reads and writes: TCP, or TLS over TCP.
-pub trait Io: AsyncRead + AsyncWrite + Send + Unpin {}
-impl<T: AsyncRead + AsyncWrite + Send + Unpin> Io for T {}
-/// A connection's stream.
-pub type Stream = Box<dyn Io>;
+/// The reading half of a connection: TCP, or TLS over TCP.
+pub type Rd = Box<dyn AsyncRead + Send + Unpin>;
+/// The writing half of a connection.
+pub type Wr = Box<dyn AsyncWrite + Send + Unpin>;
+
+/// Splits a plain TCP stream without a lock between the halves (TLS needs one: both
+/// halves drive one session).
+fn split_tcp(s: TcpStream) -> (Rd, Wr) {
+    let (r, w) = s.into_split();
+    (Box::new(r), Box::new(w))
+}
+
+fn split_tls<S: AsyncRead + AsyncWrite + Send + Unpin + 'static>(s: S) -> (Rd, Wr) {
+    let (r, w) = tokio::io::split(s);
+    (Box::new(r), Box::new(w))
+}
 
 /// How a process's connections are secured.
 #[derive(Clone)]
@@ -413,9 +424,9 @@ impl Security {
     }
 
     /// Secures an outgoing connection to server `peer` (whose certificate must name it).
-    pub async fn connect(&self, tcp: TcpStream, peer: NodeId) -> Result<Stream, String> {
+    pub async fn connect(&self, tcp: TcpStream, peer: NodeId) -> Result<(Rd, Wr), String> {
         match self {
-            Security::Insecure => Ok(Box::new(tcp)),
+            Security::Insecure => Ok(split_tcp(tcp)),
             Security::Tls(t) => {
                 let name = ServerName::try_from(Role::Node(peer).dns()).map_err(|e| e.to_string())?;
                 let s = tokio::time::timeout(HANDSHAKE_TIMEOUT, t.connector.connect(name, tcp))
@@ -427,15 +438,18 @@ impl Security {
                         )
                     })?
                     .map_err(|e| format!("TLS handshake with node {} failed: {e}", peer.0))?;
-                Ok(Box::new(s))
+                Ok(split_tls(s))
             }
         }
     }
 
     /// Secures an accepted connection: the stream, and what its certificate grants.
-    pub(crate) async fn accept(&self, tcp: TcpStream) -> Result<(Stream, Grant), String> {
+    pub(crate) async fn accept(&self, tcp: TcpStream) -> Result<(Rd, Wr, Grant), String> {
         match self {
-            Security::Insecure => Ok((Box::new(tcp), Grant::Anyone)),
+            Security::Insecure => {
+                let (r, w) = split_tcp(tcp);
+                Ok((r, w, Grant::Anyone))
+            }
             Security::Tls(t) => {
                 let acceptor = t.acceptor.as_ref().ok_or("this process accepts no connections")?;
                 let s = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp))
@@ -449,7 +463,8 @@ impl Security {
                     .and_then(|c| c.first())
                     .cloned()
                     .ok_or("no client certificate")?;
-                Ok((Box::new(s), Grant::Cert(cert)))
+                let (r, w) = split_tls(s);
+                Ok((r, w, Grant::Cert(cert)))
             }
         }
     }

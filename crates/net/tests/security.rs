@@ -250,7 +250,7 @@ impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Stream for 
 async fn connect(sec: &Security, tcp: tokio::net::TcpStream) -> Result<Box<dyn Stream>, String> {
     sec.connect(tcp, NodeId(0))
         .await
-        .map(|s| Box::new(s) as Box<dyn Stream>)
+        .map(|(r, w)| Box::new(tokio::io::join(r, w)) as Box<dyn Stream>)
 }
 
 /// A TLS connector of our own (not the library's, which checks its own certificate

@@ -2,8 +2,7 @@
 //! claim), reading and writing frames, and one-off control questions ([`ask`]).
 
 use super::*;
-use crate::tls::{Role, Security, Stream};
-use tokio::io::{ReadHalf, WriteHalf};
+use crate::tls::{Rd, Role, Security, Wr};
 
 /// Which control frames a connection may send (the certificate's grant, [`Grant`]).
 #[derive(Clone, Copy, Debug)]
@@ -30,7 +29,7 @@ fn read_error(e: std::io::Error) -> String {
 
 /// Reads frames from a connection and feeds the event loop. Returns why it stopped.
 async fn read_loop<M: serde::de::DeserializeOwned + Send + 'static>(
-    mut rd: ReadHalf<Stream>,
+    mut rd: Rd,
     mut fr: FrameReader,
     may: May,
     allowed_from: Vec<NodeId>,
@@ -109,7 +108,7 @@ fn wire_name<M>(w: &Wire<M>) -> &'static str {
 
 /// Writes queued frames to a connection until it fails or the queue closes. Frames are
 /// batched into one `write` while more are queued.
-async fn write_loop(wr: &mut WriteHalf<Stream>, rx: &mut mpsc::Receiver<Vec<u8>>) -> Result<(), String> {
+async fn write_loop(wr: &mut Wr, rx: &mut mpsc::Receiver<Vec<u8>>) -> Result<(), String> {
     let mut batch = Vec::with_capacity(64 * 1024);
     while let Some(f) = rx.recv().await {
         batch.clear();
@@ -174,7 +173,7 @@ async fn dial_loop<M: serde::de::DeserializeOwned + Send + 'static>(
                         continue;
                     }
                 };
-                let (rd, mut wr) = tokio::io::split(s);
+                let (rd, mut wr) = s;
                 if wr.write_all(hello).await.is_err() || wr.flush().await.is_err() {
                     continue;
                 }
@@ -277,14 +276,13 @@ pub(super) async fn accept_conn<M: serde::Serialize + serde::de::DeserializeOwne
         sec,
     } = acceptor;
     let _ = s.set_nodelay(true);
-    let (s, grant) = match sec.accept(s).await {
+    let (mut rd, mut wr, grant) = match sec.accept(s).await {
         Ok(x) => x,
         Err(e) => {
             warn!(%peer_addr, "refusing connection: {e}");
             return;
         }
     };
-    let (mut rd, mut wr) = tokio::io::split(s);
     let mut fr = FrameReader::new();
     let mut buf = vec![0u8; 4096];
     let hello = tokio::time::timeout(HELLO_TIMEOUT, async {
@@ -303,7 +301,7 @@ pub(super) async fn accept_conn<M: serde::Serialize + serde::de::DeserializeOwne
     })
     .await
     .unwrap_or_else(|_| Err("no Hello within 5 s".into()));
-    async fn refuse<M: serde::Serialize>(wr: &mut WriteHalf<Stream>, peer: SocketAddr, reason: String) {
+    async fn refuse<M: serde::Serialize>(wr: &mut Wr, peer: SocketAddr, reason: String) {
         warn!(%peer, "refusing connection: {reason}");
         let _ = wr.write_all(&encode(&Wire::<M>::Refused { reason })).await;
         let _ = wr.flush().await;
@@ -466,14 +464,14 @@ pub async fn ask<M: serde::Serialize + serde::de::DeserializeOwned>(
         .ok_or_else(|| format!("{node} is not a server of this cluster"))?;
     tokio::time::timeout(timeout, async {
         let s = TcpStream::connect(addr).await.map_err(|e| format!("{addr}: {e}"))?;
-        let mut s = sec.connect(s, node).await.map_err(|e| format!("{addr}: {e}"))?;
+        let (mut rd, mut wr) = sec.connect(s, node).await.map_err(|e| format!("{addr}: {e}"))?;
         let mut out = encode(&Wire::<M>::Hello {
             cluster: cluster.id(),
             nodes: vec![],
         });
         out.extend_from_slice(&encode(&req));
-        s.write_all(&out).await.map_err(|e| format!("{addr}: {e}"))?;
-        s.flush().await.map_err(|e| format!("{addr}: {e}"))?;
+        wr.write_all(&out).await.map_err(|e| format!("{addr}: {e}"))?;
+        wr.flush().await.map_err(|e| format!("{addr}: {e}"))?;
         let mut fr = FrameReader::new();
         let mut buf = vec![0u8; 64 * 1024];
         loop {
@@ -483,10 +481,10 @@ pub async fn ask<M: serde::Serialize + serde::de::DeserializeOwned>(
                     w => Ok(w),
                 };
                 // Close cleanly (TLS: a close_notify), so the server logs no error.
-                let _ = s.shutdown().await;
+                let _ = wr.shutdown().await;
                 return answer;
             }
-            let n = s
+            let n = rd
                 .read(&mut buf)
                 .await
                 .map_err(|e| format!("{addr}: {}", read_error(e)))?;
