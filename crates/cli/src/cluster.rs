@@ -825,14 +825,31 @@ fn security_line(file: &ClusterFile, dir: &Path) -> String {
 fn certs(a: &CertsArgs) -> Result<()> {
     use meridian_net::tls;
     let path = cluster_file(&a.dir, &a.cluster);
-    let c = load(&path)?;
-    let Some(dir) = c.tls_dir() else {
+    let mut c = load(&path)?;
+    if c.file.insecure {
         bail!(
-            "cluster file {} runs insecure (no `tls_dir`): there is no CA to issue from. A cluster's \
-             security is chosen when it is created (`cluster up` without --insecure)",
+            "cluster file {} says `insecure = true`: its servers run without TLS. To give it \
+             certificates, stop the cluster, remove that line and run `meridian cluster certs --cluster {} --new-ca`",
+            path.display(),
             path.display()
         );
-    };
+    }
+    if c.tls_dir().is_none() {
+        if !a.new_ca {
+            bail!(
+                "cluster file {} names no certificates (`tls_dir`): there is no CA to issue from; \
+                 `--new-ca` makes one in certs/ beside the file and names it there",
+                path.display()
+            );
+        }
+        // A file of an earlier build (neither TLS nor `insecure`): it gains a CA.
+        let mut f = c.file.clone();
+        f.tls_dir = Some(PathBuf::from("certs"));
+        std::fs::write(&path, toml::to_string(&f)?).with_context(|| format!("cannot write {}", path.display()))?;
+        println!("{}: tls_dir = \"certs\"", path.display());
+        c = load(&path)?;
+    }
+    let dir = c.tls_dir().expect("set above");
     let v = tls::Validity::days(a.days);
     let mut roles = vec![];
     for r in &a.roles {

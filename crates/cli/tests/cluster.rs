@@ -439,6 +439,29 @@ fn cluster_certs_issues_and_refuses_clearly() {
         assert!(!o.status.success() && text(&o).contains(want), "{args:?}: {}", text(&o));
         assert!(!text(&o).contains("panicked"), "{}", text(&o));
     }
+    // A file of an earlier build names no certificates: a server says what to do, and
+    // `--new-ca` gives it a CA and names it in the file.
+    let old = dir.path().join("old/cluster.toml");
+    std::fs::create_dir_all(old.parent().unwrap()).unwrap();
+    std::fs::write(
+        &old,
+        format!("protocol = \"rc\"\ntopology = \"us3\"\nepoch_ns = 6\n{nodes}"),
+    )
+    .unwrap();
+    let o = meridian()
+        .args(["server", "--node", "0", "--cluster"])
+        .arg(&old)
+        .output()
+        .unwrap();
+    assert!(!o.status.success() && text(&o).contains("--new-ca"), "{}", text(&o));
+    let o = meridian()
+        .args(["cluster", "certs", "--new-ca", "--cluster"])
+        .arg(&old)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(std::fs::read_to_string(&old).unwrap().contains("tls_dir = \"certs\""));
+    assert!(dir.path().join("old/certs/node-5.key").exists());
     // A server whose key others can read refuses to start, saying what to do.
     let k = dir.path().join("certs/node-0.key");
     std::fs::set_permissions(&k, std::fs::Permissions::from_mode(0o644)).unwrap();

@@ -376,8 +376,8 @@ impl Cluster {
             (None, None) => {
                 return Err(format!(
                     "cluster file {} names no certificates (`tls_dir`) and does not say `insecure = true`: \
-                     create them with `meridian cluster certs --cluster {} --all`, or run without \
-                     authentication with `insecure = true`",
+                     create them with `meridian cluster certs --cluster {} --new-ca`, or run \
+                     without authentication with `insecure = true`",
                     self.path.display(),
                     self.path.display()
                 ))
