@@ -25,6 +25,11 @@
 # Server CPU per committed transaction is user plus system time of the three server
 # processes from /proc/PID/stat over the run (USER_HZ = 100).
 #
+# Meridian's clusters run mutual TLS (the default since stop 65) while etcd is driven
+# over plain HTTP; UP_FLAGS=--insecure makes Meridian's plaintext too, for like
+# against like (a BASELINE binary older than stop 65 does not know the flag: leave
+# UP_FLAGS empty then, as it has no TLS anyway).
+#
 # BASELINE=/path/to/an/older/meridian adds that binary's runs of the same protocols
 # right after this build's (rows `replog@base`, ...) and a second table of this build
 # against it: the before/after of a change, in the same sitting as the etcd rows.
@@ -135,7 +140,7 @@ for round in $(seq "$ROUNDS"); do
             for sb in "${bins[@]}"; do
                 sys=${sb%%=*} bin=${sb#*=}
                 d=$WORK/m-$sys-$run
-                "$bin" cluster up --protocol "$p" --topology "$WORK/one3.toml" --dir "$d" --no-delay $DURABLE_FLAG \
+                "$bin" cluster up --protocol "$p" --topology "$WORK/one3.toml" --dir "$d" --no-delay $DURABLE_FLAG ${UP_FLAGS:-} \
                     --base-port $((24000 + 10 * run)) >/dev/null
                 r=$("$bin" bench --cluster "$d/cluster.toml" --workload "$WORKLOAD" --clients "$c" \
                     --duration "${DURATION}s" --settle 1s --json 2>/dev/null)
