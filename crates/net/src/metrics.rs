@@ -40,16 +40,7 @@ impl std::fmt::Debug for Token {
 impl Token {
     /// Reads a token from a file others cannot read (mode 0600, as a key), trimmed.
     pub fn from_file(path: &std::path::Path) -> Result<Token, String> {
-        use std::os::unix::fs::PermissionsExt;
-        let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let mode = meta.permissions().mode() & 0o777;
-        if mode & 0o077 != 0 {
-            return Err(format!(
-                "{}: the token file is readable by its group or others (mode {mode:o}); run `chmod 600 {}`",
-                path.display(),
-                path.display()
-            ));
-        }
+        crate::tls::check_private(path).map_err(|e| e.to_string())?;
         let t = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let t = t.trim();
         if t.is_empty() || t.contains(char::is_whitespace) {
@@ -327,6 +318,23 @@ pub(crate) fn render(node: NodeId, st: &Status) -> String {
 mod tests {
     use super::*;
     use crate::wire::Counters;
+
+    /// A token file is read like a key: 0600 only, one word, never shown by `Debug`.
+    #[test]
+    fn a_token_file_must_be_private_and_one_word() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("t");
+        std::fs::write(&p, "abc123\n").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let t = Token::from_file(&p).unwrap();
+        assert_eq!(t.0, "abc123");
+        assert!(!format!("{t:?}").contains("abc123"));
+        std::fs::write(&p, "two words").unwrap();
+        assert!(Token::from_file(&p).unwrap_err().contains("one token"));
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
+        assert!(Token::from_file(&p).unwrap_err().contains("chmod 600"));
+    }
 
     #[test]
     fn renders_the_text_exposition_format() {

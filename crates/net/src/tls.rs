@@ -112,7 +112,7 @@ pub enum TlsError {
         msg: String,
     },
     /// A key file others can read.
-    #[error("{path}: the key file is readable by its group or others (mode {mode:o}); run `chmod 600 {path}`")]
+    #[error("{path}: the file holds a secret and is readable by its group or others (mode {mode:o}); run `chmod 600 {path}`")]
     Exposed {
         /// The file.
         path: String,
@@ -273,7 +273,8 @@ fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     Ok(certs)
 }
 
-fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
+/// Fails if a secret's file (a key, a token) is readable by its group or others.
+pub fn check_private(path: &Path) -> Result<(), TlsError> {
     use std::os::unix::fs::PermissionsExt;
     let meta = std::fs::metadata(path).map_err(io(path))?;
     let mode = meta.permissions().mode() & 0o777;
@@ -283,6 +284,11 @@ fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
             mode,
         });
     }
+    Ok(())
+}
+
+fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
+    check_private(path)?;
     let bytes = std::fs::read(path).map_err(io(path))?;
     // The error names the file, never the key's bytes.
     PrivateKeyDer::from_pem_slice(&bytes).map_err(|e| TlsError::Bad {

@@ -412,11 +412,7 @@ fn a_certificate_of_another_cluster_is_refused() {
 fn a_node_certificate_claiming_another_node_is_refused_and_logged() {
     let f = fixture();
     let before = f.dump();
-    let node2 = Security::load(
-        &Credentials::in_dir(&f.certs, Role::Node(NodeId(2))),
-        Role::Node(NodeId(2)),
-    )
-    .unwrap();
+    let node2 = f.sec(Role::Node(NodeId(2)));
     let mut frames = hello(vec![NodeId(1)]);
     frames.extend(forged_decide(NodeId(1)));
     let (got, end) = f.send(false, &node2, frames);
@@ -438,11 +434,7 @@ fn a_node_certificate_claiming_another_node_is_refused_and_logged() {
 fn a_forged_message_on_another_nodes_authenticated_connection_is_never_acted_on() {
     let f = fixture();
     let before = f.dump();
-    let node2 = Security::load(
-        &Credentials::in_dir(&f.certs, Role::Node(NodeId(2))),
-        Role::Node(NodeId(2)),
-    )
-    .unwrap();
+    let node2 = f.sec(Role::Node(NodeId(2)));
     // Node 2 introduces itself truthfully, then sends a decision "from node 1".
     let mut frames = hello(vec![NodeId(2)]);
     frames.extend(forged_decide(NodeId(1)));
