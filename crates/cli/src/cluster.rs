@@ -231,6 +231,11 @@ pub struct UpArgs {
     /// Serve each node's Prometheus metrics at http://127.0.0.1:(P+i)/metrics.
     #[arg(long)]
     metrics_base_port: Option<u16>,
+    /// With --metrics-base-port: serve the metrics over HTTPS with each node's
+    /// certificate, to a scrape with the bearer token `up` writes to
+    /// DIR/certs/metrics.token (mode 0600).
+    #[arg(long, requires = "metrics_base_port", conflicts_with = "insecure")]
+    metrics_secure: bool,
     /// No TLS and no authentication: plaintext connections, and anyone who reaches a
     /// port can act as any node, forge decisions, partition the cluster and read its
     /// data. For benchmarks on a closed machine. By default `up` creates the cluster's
@@ -497,6 +502,10 @@ fn up(a: &UpArgs) -> Result<()> {
     secure(&mut file, &dir, a.insecure)?;
     std::fs::write(&path, toml::to_string(&file)?).with_context(|| format!("cannot write {}", path.display()))?;
     let cluster = Cluster::validate(file.clone(), &path)?;
+    let token_file = dir.join("certs").join("metrics.token");
+    if a.metrics_secure {
+        write_token(&token_file)?;
+    }
     let exe = std::env::current_exe().context("cannot find the meridian binary")?;
     let mut pids = vec![];
     let mut children = vec![];
@@ -511,6 +520,15 @@ fn up(a: &UpArgs) -> Result<()> {
                     .map(|p| vec!["--metrics".to_string(), format!("127.0.0.1:{}", p as u32 + n)])
                     .unwrap_or_default(),
             )
+            .args(if a.metrics_secure {
+                vec![
+                    "--metrics-tls".into(),
+                    "--metrics-token-file".into(),
+                    token_file.display().to_string(),
+                ]
+            } else {
+                vec![]
+            })
             .stdin(std::process::Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
@@ -807,6 +825,25 @@ fn secure(file: &mut ClusterFile, dir: &Path, insecure: bool) -> Result<()> {
     .with_context(|| format!("cannot create the cluster's certificates in {}", certs.display()))?;
     file.tls_dir = Some(PathBuf::from("certs"));
     Ok(())
+}
+
+/// Writes a new random bearer token (32 bytes from the kernel, hex) to `path`, mode 0600.
+fn write_token(path: &Path) -> Result<()> {
+    use std::io::{Read, Write};
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut raw = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut raw))
+        .context("cannot read /dev/urandom for the metrics token")?;
+    let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+    let _ = std::fs::remove_file(path);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    writeln!(f, "{hex}").with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// One line saying how the cluster's connections are secured.
