@@ -177,11 +177,13 @@ where
             let Some((name, value)) = h.split_once(':') else {
                 return false;
             };
-            let value = value.trim();
+            // Bytes, not `str` slices: a header is unauthenticated input, and a
+            // multi-byte character across byte 7 must not panic.
+            let v = value.trim().as_bytes();
             name.trim().eq_ignore_ascii_case("authorization")
-                && value.len() > 7
-                && value[..7].eq_ignore_ascii_case("bearer ")
-                && same(value[7..].trim().as_bytes(), t.as_bytes())
+                && v.len() > 7
+                && v[..7].eq_ignore_ascii_case(b"bearer ")
+                && same(v[7..].trim_ascii(), t.as_bytes())
         })
     });
     let (code, body) = if !authorized {
@@ -318,6 +320,44 @@ pub(crate) fn render(node: NodeId, st: &Status) -> String {
 mod tests {
     use super::*;
     use crate::wire::Counters;
+
+    /// Scrapes with a missing, wrong or malformed `Authorization` header (a multi-byte
+    /// character across the scheme's end) get 401 and never a panic; the token gets 200.
+    #[test]
+    fn the_bearer_token_is_checked_on_bytes() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let ask = |header: &str| -> String {
+            let req = format!("GET /metrics HTTP/1.1\r\nHost: x\r\n{header}\r\n");
+            rt.block_on(async {
+                let (mut c, s) = tokio::io::duplex(1 << 16);
+                c.write_all(req.as_bytes()).await.unwrap();
+                answer_authorized(s, Some("tok"), || async { Some("body\n".to_string()) })
+                    .await
+                    .unwrap();
+                let mut out = String::new();
+                c.read_to_string(&mut out).await.unwrap();
+                out
+            })
+        };
+        assert!(ask("Authorization: Bearer tok\r\n").starts_with("HTTP/1.1 200"));
+        assert!(ask("authorization: bearer   tok  \r\n").starts_with("HTTP/1.1 200"));
+        for bad in [
+            "",
+            "Authorization: Bearer tok2\r\n",
+            "Authorization: Basic dG9r\r\n",
+            "Authorization: Beare\u{e9}tok\r\n",
+            "Authorization: \u{e9}\u{e9}\u{e9}\u{e9}tok\r\n",
+        ] {
+            let out = ask(bad);
+            assert!(
+                out.starts_with("HTTP/1.1 401") && !out.contains("body"),
+                "{bad:?}: {out}"
+            );
+        }
+    }
 
     /// A token file is read like a key: 0600 only, one word, never shown by `Debug`.
     #[test]

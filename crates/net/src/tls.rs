@@ -219,6 +219,7 @@ pub fn issue_ca(dir: &Path, cluster_id: u64, v: Validity) -> Result<(), TlsError
 /// `ca.key` must be present), replacing any earlier ones. Returns the files.
 pub fn issue(dir: &Path, cluster_id: u64, role: Role, v: Validity) -> Result<Credentials, TlsError> {
     let ca_key_path = dir.join("ca.key");
+    check_private(&ca_key_path)?;
     let ca_key_pem = std::fs::read_to_string(&ca_key_path).map_err(io(&ca_key_path))?;
     let ca_key = rcgen::KeyPair::from_pem(&ca_key_pem).map_err(|e| TlsError::Bad {
         path: ca_key_path.display().to_string(),

@@ -180,9 +180,10 @@ async fn dial_loop<M: serde::de::DeserializeOwned + Send + 'static>(
                 stats.peers.fetch_add(1, Ordering::Relaxed);
                 // The server answers clients on this connection; it may also refuse it.
                 let (dummy_tx, _) = mpsc::channel(1);
-                // A verified server may ask for status; only an admin may administer.
+                // The server dialled answers; it asks this process nothing (without
+                // TLS, as before: anything goes).
                 let may = May {
-                    observe: true,
+                    observe: sec.is_insecure(),
                     administer: sec.is_insecure(),
                 };
                 let mut reader = tokio::spawn(read_loop::<M>(

@@ -303,6 +303,12 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
             }
         };
         let scheme = if tls.is_some() { "https" } else { "http" };
+        if tls.is_none() && opts.metrics_token.is_some() {
+            warn!(
+                node = node.0,
+                "the metrics bearer token travels in clear without --metrics-tls: anyone on the path can read it"
+            );
+        }
         info!(
             node = node.0,
             addr = %maddr,
