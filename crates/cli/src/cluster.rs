@@ -777,7 +777,24 @@ fn compose(a: &ComposeArgs) -> Result<()> {
         let m = std::fs::metadata(&dir)?;
         format!("{}:{}", m.uid(), m.gid())
     };
-    let yml = compose_file(&cluster, a, &user, net);
+    // Each server container sees only what it needs: the cluster file, the journals and
+    // restart markers, and (with TLS) the CA certificate and its own certificate and
+    // key, not every key of the cluster (DIR/node-certs/n<ID>, mounted at certs/).
+    for sub in ["run", "data"] {
+        std::fs::create_dir_all(dir.join(sub)).with_context(|| format!("cannot create {}/{sub}", dir.display()))?;
+    }
+    if !a.insecure {
+        for n in 0..servers {
+            let to = dir.join("node-certs").join(format!("n{n}"));
+            std::fs::create_dir_all(&to).with_context(|| format!("cannot create {}", to.display()))?;
+            let role = meridian_net::tls::Role::Node(NodeId(n)).name();
+            for f in ["ca.pem".to_string(), format!("{role}.pem"), format!("{role}.key")] {
+                std::fs::copy(dir.join("certs").join(&f), to.join(&f))
+                    .with_context(|| format!("cannot copy {f} into {}", to.display()))?;
+            }
+        }
+    }
+    let yml = compose_file(&cluster, a, &user, net, topo_spec == "topology.toml");
     std::fs::write(&path, toml::to_string(&file)?).with_context(|| format!("cannot write {}", path.display()))?;
     let ypath = dir.join("compose.yml");
     std::fs::write(&ypath, yml).with_context(|| format!("cannot write {}", ypath.display()))?;
@@ -924,13 +941,15 @@ fn certs(a: &CertsArgs) -> Result<()> {
 
 /// The text of `compose.yml` (Compose file format as docker-compose 1.27+ and
 /// `docker compose` read it).
-fn compose_file(c: &Cluster, a: &ComposeArgs, user: &str, net: [u8; 3]) -> String {
+fn compose_file(c: &Cluster, a: &ComposeArgs, user: &str, net: [u8; 3], topology_file: bool) -> String {
     let ip = |i: u32| format!("{}.{}.{}.{}", net[0], net[1], net[2], COMPOSE_FIRST_HOST + i);
     let npd = c.topology.nodes_per_dc;
     let mut y = format!(
         "# Written by `meridian cluster compose --protocol {} --topology {}`.\n\
-         # One container per server of cluster.toml; this directory is mounted at /cluster\n\
-         # in every container (journals in data/, restart markers in run/).\n\
+         # One container per server of cluster.toml. A server's container mounts, under\n\
+         # /cluster, the cluster file, data/ (journals), run/ (restart markers) and, read-only\n\
+         # as certs/, node-certs/n<ID> (the CA certificate and its own key only); the tools\n\
+         # container `meridian` mounts this whole directory.\n\
          #   docker-compose -f compose.yml up -d\n\
          #   docker-compose -f compose.yml run --rm meridian cluster status --cluster cluster.toml --wait 60s\n\
          #   docker-compose -f compose.yml run --rm meridian bench --cluster cluster.toml --workload ycsb --duration 10s --history h.jsonl\n\
@@ -950,12 +969,26 @@ fn compose_file(c: &Cluster, a: &ComposeArgs, user: &str, net: [u8; 3]) -> Strin
              \x20   init: true\n\
              \x20   restart: unless-stopped\n\
              \x20   stop_grace_period: 5s\n\
-             \x20   volumes: [\"./:/cluster\"]\n\
+             \x20   volumes: [{volumes}]\n\
              \x20   networks:\n\
              \x20     wan:\n\
              \x20       ipv4_address: {addr}\n",
             image = a.image,
             addr = ip(i),
+            volumes = {
+                let mut v = vec![
+                    "\"./cluster.toml:/cluster/cluster.toml:ro\"".to_string(),
+                    "\"./run:/cluster/run\"".into(),
+                    "\"./data:/cluster/data\"".into(),
+                ];
+                if topology_file {
+                    v.push("\"./topology.toml:/cluster/topology.toml:ro\"".into());
+                }
+                if !a.insecure {
+                    v.push(format!("\"./node-certs/n{i}:/cluster/certs:ro\""));
+                }
+                v.join(", ")
+            },
         );
         if let Some(p) = a.metrics_base_port {
             y += &format!("    ports: [\"127.0.0.1:{}:9400\"]\n", p as u32 + i);

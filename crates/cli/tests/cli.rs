@@ -691,7 +691,29 @@ fn test_cli_cluster_compose_writes_files_and_refuses_bad_input() {
         assert!(toml.contains(&format!("addr = \"10.213.7.{}:7400\"", 10 + i)), "{toml}");
         assert!(yml.contains(&format!("  n{i}:\n")), "{yml}");
         assert!(yml.contains(&format!("ipv4_address: 10.213.7.{}", 10 + i)), "{yml}");
+        // A server's container mounts its own key, not the cluster's every key.
+        assert!(
+            yml.contains(&format!("\"./node-certs/n{i}:/cluster/certs:ro\"")),
+            "{yml}"
+        );
+        let mine: Vec<String> = std::fs::read_dir(format!("{d}/node-certs/n{i}"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        let mut mine = mine;
+        mine.sort();
+        assert_eq!(
+            mine,
+            ["ca.pem", &format!("node-{i}.key"), &format!("node-{i}.pem")],
+            "n{i}"
+        );
     }
+    assert_eq!(
+        yml.matches("\"./:/cluster\"").count(),
+        1,
+        "only the tools container mounts DIR whole: {yml}"
+    );
+    assert!(toml.contains("tls_dir = \"certs\""), "TLS by default: {toml}");
     assert!(toml.contains("data_dir = \"data\""), "journals by default: {toml}");
     assert!(
         yml.contains("subnet: 10.213.7.0/24") && yml.contains("ip_range: 10.213.7.128/25"),
