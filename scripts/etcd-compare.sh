@@ -69,25 +69,6 @@ WORK=$(mktemp -d /tmp/etcd-compare.XXXXXX)
 OUT=$WORK/results.jsonl
 echo "results: $OUT" >&2
 
-cat > "$WORK/one3.toml" <<'TOML'
-name = "one3"
-dcs = ["A", "B", "C"]
-nodes_per_dc = 1
-shards = 1
-intra_rtt_ms = 0.1
-[[link]]
-a = "A"
-b = "B"
-rtt_ms = 0.1
-[[link]]
-a = "A"
-b = "C"
-rtt_ms = 0.1
-[[link]]
-a = "B"
-b = "C"
-rtt_ms = 0.1
-TOML
 
 ETCD_PIDS=()
 etcd_down() {
@@ -140,7 +121,7 @@ for round in $(seq "$ROUNDS"); do
             for sb in "${bins[@]}"; do
                 sys=${sb%%=*} bin=${sb#*=}
                 d=$WORK/m-$sys-$run
-                "$bin" cluster up --protocol "$p" --topology "$WORK/one3.toml" --dir "$d" --no-delay $DURABLE_FLAG ${UP_FLAGS:-} \
+                "$bin" cluster up --protocol "$p" --topology scripts/one3.toml --dir "$d" --no-delay $DURABLE_FLAG ${UP_FLAGS:-} \
                     --base-port $((24000 + 10 * run)) >/dev/null
                 r=$("$bin" bench --cluster "$d/cluster.toml" --workload "$WORKLOAD" --clients "$c" \
                     --duration "${DURATION}s" --settle 1s --json 2>/dev/null)

@@ -19,25 +19,6 @@ M=$PWD/target/release/meridian
 WORK=$(mktemp -d /tmp/tls-cost.XXXXXX)
 OUT=$WORK/results.jsonl
 echo "results: $OUT" >&2
-cat >"$WORK/one3.toml" <<'TOML'
-name = "one3"
-dcs = ["A", "B", "C"]
-nodes_per_dc = 1
-shards = 1
-intra_rtt_ms = 0.1
-[[link]]
-a = "A"
-b = "B"
-rtt_ms = 0.1
-[[link]]
-a = "A"
-b = "C"
-rtt_ms = 0.1
-[[link]]
-a = "B"
-b = "C"
-rtt_ms = 0.1
-TOML
 trap 'for d in "$WORK"/m-*; do [ -f "$d/pids" ] && "$M" cluster down --dir "$d" >/dev/null 2>&1; done; true' EXIT
 run=0
 for round in $(seq "$ROUNDS"); do
@@ -51,7 +32,7 @@ for round in $(seq "$ROUNDS"); do
                 d=$WORK/m-$run
                 flag=""
                 [ "$mode" = insecure ] && flag="--insecure"
-                "$M" cluster up --protocol "$p" --topology "$WORK/one3.toml" --dir "$d" --no-delay $flag \
+                "$M" cluster up --protocol "$p" --topology scripts/one3.toml --dir "$d" --no-delay $flag \
                     --base-port $((25000 + 10 * (run % 200))) >/dev/null 2>&1
                 r=$("$M" bench --cluster "$d/cluster.toml" --workload "$WORKLOAD" --clients "$c" \
                     --duration "${DURATION}s" --settle 1s --json 2>/dev/null)

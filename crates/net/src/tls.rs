@@ -396,13 +396,10 @@ impl Security {
         };
         let acceptor = match me {
             Role::Node(_) => {
-                let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(roots, provider.clone())
-                    .build()
-                    .map_err(|e| TlsError::Issue(e.to_string()))?;
                 let server = rustls::ServerConfig::builder_with_provider(provider)
                     .with_protocol_versions(versions)
                     .map_err(|e| TlsError::Issue(e.to_string()))?
-                    .with_client_cert_verifier(verifier)
+                    .with_client_cert_verifier(own.clone())
                     .with_single_cert(chain, key)
                     .map_err(bad_pair)?;
                 Some(tokio_rustls::TlsAcceptor::from(Arc::new(server)))

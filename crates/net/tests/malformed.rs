@@ -3,6 +3,9 @@
 //! is random. The server drops each bad connection with a logged reason and goes on
 //! answering.
 
+mod common;
+
+use common::LogBuf;
 use meridian_core::{NodeId, Topology};
 use meridian_net::cluster::Cluster;
 use meridian_net::host::{self, ServerOptions};
@@ -10,25 +13,12 @@ use meridian_net::wire::{Envelope, Wire};
 use meridian_net::{encode, VERSION};
 use meridian_protocols::Protocol;
 use proptest::prelude::*;
-use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 static PANICS: AtomicUsize = AtomicUsize::new(0);
-
-#[derive(Clone, Default)]
-struct LogBuf(Arc<Mutex<Vec<u8>>>);
-impl Write for LogBuf {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 struct Server {
     rt: tokio::runtime::Runtime,
@@ -43,12 +33,7 @@ struct Server {
 fn server(protocol: &'static str) -> &'static Server {
     static SERVERS: OnceLock<Mutex<Vec<(&'static str, &'static Server)>>> = OnceLock::new();
     let m = SERVERS.get_or_init(|| {
-        let logs = LogBuf::default();
-        let w = logs.clone();
-        let _ = tracing_subscriber::fmt()
-            .with_writer(move || w.clone())
-            .with_ansi(false)
-            .try_init();
+        let logs = LogBuf::capture();
         let prev = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |i| {
             PANICS.fetch_add(1, Ordering::SeqCst);
@@ -297,7 +282,7 @@ fn bad_connections_are_dropped_with_a_logged_reason_and_the_server_goes_on() {
     send(s, &spoof);
     assert!(alive(s), "the server stopped answering");
     std::thread::sleep(Duration::from_millis(100));
-    let logs = String::from_utf8_lossy(&s.logs.0.lock().unwrap()).into_owned();
+    let logs = s.logs.text();
     for want in [
         "exceeds the limit",
         "unsupported wire version 99",

@@ -5,6 +5,9 @@
 //! is refused and logged, and the servers' committed state is the same before and
 //! after.
 
+mod common;
+
+use common::LogBuf;
 use meridian_core::{NodeId, Topology, TxnId};
 use meridian_net::cluster::Cluster;
 use meridian_net::host::{self, ClientHost, ServerOptions};
@@ -12,28 +15,10 @@ use meridian_net::tls::{self, Credentials, Role, Security, Validity};
 use meridian_net::wire::{Envelope, NodeReport, Wire};
 use meridian_net::{encode, FrameReader};
 use meridian_protocols::Protocol;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-#[derive(Clone, Default)]
-struct LogBuf(Arc<Mutex<Vec<u8>>>);
-impl Write for LogBuf {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-impl LogBuf {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
 
 /// A 2pc-2pl cluster on us3 (six servers in this process), mutual TLS, with a few
 /// committed writes; shared by the tests of this file.
@@ -50,12 +35,7 @@ struct Fixture {
 fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
-        let logs = LogBuf::default();
-        let w = logs.clone();
-        let _ = tracing_subscriber::fmt()
-            .with_writer(move || w.clone())
-            .with_ansi(false)
-            .try_init();
+        let logs = LogBuf::capture();
         let dir = tempfile::tempdir().unwrap();
         let t = Topology::preset("us3").unwrap();
         let base = loop {

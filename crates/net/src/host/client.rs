@@ -1,7 +1,7 @@
 //! A client process: client actors on a set of slots, and the handles an application
 //! (the client library, the bench) runs transactions through.
 
-use super::conn::{dial_servers, Dial};
+use super::conn::dial_servers;
 use super::*;
 
 /// A client process: hosts client actors on a set of slots and runs transactions on
@@ -62,22 +62,7 @@ impl ClientHost {
                 }
             });
         }
-        let hello = encode(&Wire::<P::Msg>::Hello {
-            cluster: cluster.id(),
-            nodes: nodes.clone(),
-        });
-        dial_servers::<P::Msg>(
-            &cluster,
-            None,
-            &routes,
-            Dial {
-                hello,
-                hosted: hosted.clone(),
-                inbox: inbox_tx.clone(),
-                stats: stats.clone(),
-                sec,
-            },
-        );
+        dial_servers::<P::Msg>(&cluster, None, &routes, &hosted, &inbox_tx, &stats, &sec);
         drop(inbox_tx);
         tokio::spawn(async move {
             core.end_batch();

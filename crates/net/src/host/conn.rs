@@ -413,26 +413,39 @@ pub(super) async fn accept_conn<M: serde::Serialize + serde::de::DeserializeOwne
 }
 
 /// What every dialler of a process shares.
-pub(super) struct Dial<M> {
-    /// The process's `Hello` frame.
-    pub(super) hello: Vec<u8>,
+struct Dial<M> {
+    /// The process's `Hello`: the cluster and the nodes it hosts.
+    hello: Vec<u8>,
     /// The nodes it hosts.
-    pub(super) hosted: Arc<Vec<NodeId>>,
+    hosted: Arc<Vec<NodeId>>,
     /// Its event loop.
-    pub(super) inbox: mpsc::Sender<Event<M>>,
-    pub(super) stats: Arc<Stats>,
+    inbox: mpsc::Sender<Event<M>>,
+    stats: Arc<Stats>,
     /// How its connections are secured.
-    pub(super) sec: Security,
+    sec: Security,
 }
 
 /// Starts one dialler (and its queue, as the route) per server of `cluster` but `me`.
-pub(super) fn dial_servers<M: serde::de::DeserializeOwned + Send + 'static>(
+/// Its `Hello` names the nodes in `hosted`.
+pub(super) fn dial_servers<M: serde::Serialize + serde::de::DeserializeOwned + Send + 'static>(
     cluster: &Cluster,
     me: Option<NodeId>,
     routes: &Routes,
-    d: Dial<M>,
+    hosted: &Arc<Vec<NodeId>>,
+    inbox: &mpsc::Sender<Event<M>>,
+    stats: &Arc<Stats>,
+    sec: &Security,
 ) {
-    let d = Arc::new(d);
+    let d = Arc::new(Dial {
+        hello: encode(&Wire::<M>::Hello {
+            cluster: cluster.id(),
+            nodes: hosted.to_vec(),
+        }),
+        hosted: hosted.clone(),
+        inbox: inbox.clone(),
+        stats: stats.clone(),
+        sec: sec.clone(),
+    });
     for (i, a) in cluster.addrs.iter().enumerate() {
         let peer = NodeId(i as u32);
         if Some(peer) == me {

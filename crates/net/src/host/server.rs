@@ -1,7 +1,7 @@
 //! A server process: binding, the journal's replay or the protocol's recovery, and the
 //! event loop until SIGTERM or SIGINT.
 
-use super::conn::{accept_conn, dial_servers, Acceptor, Dial};
+use super::conn::{accept_conn, dial_servers, Acceptor};
 use super::*;
 use crate::tls::Security;
 
@@ -248,22 +248,7 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
             cluster.started_marker(node).display()
         )
     })?;
-    let hello = encode(&Wire::<P::Msg>::Hello {
-        cluster: cluster.id(),
-        nodes: vec![node],
-    });
-    dial_servers::<P::Msg>(
-        &cluster,
-        Some(node),
-        &routes,
-        Dial {
-            hello,
-            hosted: hosted.clone(),
-            inbox: inbox_tx.clone(),
-            stats: stats.clone(),
-            sec: sec.clone(),
-        },
-    );
+    dial_servers::<P::Msg>(&cluster, Some(node), &routes, &hosted, &inbox_tx, &stats, &sec);
     let acceptor = Acceptor {
         cluster_id: cluster.id(),
         layout: env.layout.clone(),
