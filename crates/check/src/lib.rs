@@ -644,3 +644,5 @@ fn fmt_versions(v: &[VersionId]) -> String {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_jsonl;
