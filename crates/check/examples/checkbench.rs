@@ -23,7 +23,7 @@ fn main() {
         }
     };
     let t0 = Instant::now();
-    let h = match meridian_check::jsonl::read(std::io::BufReader::new(file)) {
+    let h = match meridian_check::jsonl::read_for_check(std::io::BufReader::new(file)).map(|(h, _)| h) {
         Ok(h) => h,
         Err(e) => {
             eprintln!("error: {e}");

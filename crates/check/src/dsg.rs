@@ -132,7 +132,7 @@ impl<'h> Checker<'h> {
                                 g.add(wn, ti, EdgeKind::Wr, ki);
                                 // fractured read: t saw w's write to r.key but an older
                                 // version of another key w wrote
-                                for &(k2, v2) in &self.finals[wi] {
+                                for &(k2, v2) in self.finals.of(wi) {
                                     if let Some(Some(seen)) = seen_of(k2) {
                                         // the initial state is older than any write
                                         let older = match (seen, self.pos_of(v2)) {

@@ -42,21 +42,34 @@ pub(crate) struct Edge {
 /// it back into the key only to print.
 #[derive(Default)]
 pub(crate) struct KeyIds<'h> {
-    ix: HashMap<&'h Key, u32>,
+    /// By the key's bytes (not `&Key`: one pointer fewer to follow per lookup, which
+    /// at a million keys is a cache miss each).
+    ix: HashMap<&'h [u8], u32>,
     keys: Vec<&'h Key>,
+    /// `forget_bytes` was called: keys are no longer looked up by their bytes.
+    forgotten: bool,
 }
 
 impl<'h> KeyIds<'h> {
     /// `k`'s number, given on first sight.
     pub fn id(&mut self, k: &'h Key) -> u32 {
-        *self.ix.entry(k).or_insert_with(|| {
+        assert!(!self.forgotten, "a key numbered after forget_bytes");
+        *self.ix.entry(k.as_bytes()).or_insert_with(|| {
             self.keys.push(k);
             self.keys.len() as u32 - 1
         })
     }
     /// `k`'s number, if it has one.
     pub fn get(&self, k: &Key) -> Option<u32> {
-        self.ix.get(k).copied()
+        assert!(!self.forgotten, "a key looked up after forget_bytes");
+        self.ix.get(k.as_bytes()).copied()
+    }
+    /// Frees the lookup by bytes once every key is numbered (at a million keys it is
+    /// tens of megabytes, and the graph built next needs the room); numbers still turn
+    /// back into keys.
+    pub fn forget_bytes(&mut self) {
+        self.ix = HashMap::default();
+        self.forgotten = true;
     }
     /// The key numbered `i`.
     pub fn key(&self, i: u32) -> &'h Key {
@@ -68,9 +81,45 @@ impl<'h> KeyIds<'h> {
     }
 }
 
+/// One edge out of a node, in 8 bytes (a million-transaction history has millions):
+/// the node it leads to, and its kind (3 bits) and key number (29 bits) packed.
+#[derive(Clone, Copy)]
+struct Out {
+    to: u32,
+    kind_key: u32,
+}
+
+/// Key numbers the graph names are below this (29 bits; this value stands for "no key").
+pub(crate) const MAX_KEYS: u32 = (1 << 29) - 1;
+const NO_KEY: u32 = MAX_KEYS;
+
+/// Every kind, in declaration order (`kind as u32` is its place here).
+const KINDS: [EdgeKind; 5] = [EdgeKind::Ww, EdgeKind::Wr, EdgeKind::Rw, EdgeKind::Rt, EdgeKind::So];
+
+impl Out {
+    fn new(to: usize, kind: EdgeKind, key: u32) -> Out {
+        let k = kind as u32; // its place in KINDS
+                             // `u32::MAX` is the callers' "no key" (session and real-time edges).
+        assert!(
+            key == u32::MAX || key < MAX_KEYS,
+            "key number {key} past the graph's {MAX_KEYS}"
+        );
+        let key = if key == u32::MAX { NO_KEY } else { key };
+        Out {
+            to: to as u32,
+            kind_key: key << 3 | k,
+        }
+    }
+    fn unpack(self) -> (u32, EdgeKind, u32) {
+        let key = self.kind_key >> 3;
+        let key = if key == NO_KEY { u32::MAX } else { key };
+        (self.to, KINDS[(self.kind_key & 7) as usize], key)
+    }
+}
+
 #[derive(Clone, Default)]
 pub(crate) struct Graph {
-    adj: Vec<Vec<(u32, EdgeKind, u32)>>,
+    adj: Vec<Vec<Out>>,
 }
 
 /// Limit on rw edges tried when looking for a G-single cycle in one component.
@@ -84,7 +133,7 @@ impl Graph {
         self.adj.resize(self.adj.len() + extra, vec![]);
     }
     pub fn add(&mut self, a: usize, b: usize, kind: EdgeKind, key: u32) {
-        self.adj[a].push((b as u32, kind, key));
+        self.adj[a].push(Out::new(b, kind, key));
     }
     /// Drops every node from `n` on (edges into them from lower nodes are the caller's
     /// to remove).
@@ -93,59 +142,69 @@ impl Graph {
     }
     /// The nodes `v` has an edge to (of any kind; a node twice if two edges lead there).
     pub fn succ(&self, v: usize) -> impl Iterator<Item = usize> + '_ {
-        self.adj[v].iter().map(|e| e.0 as usize)
+        self.adj[v].iter().map(|e| e.to as usize)
     }
     /// Removes the edge last added from `a`.
     pub fn pop(&mut self, a: usize) {
         self.adj[a].pop();
     }
+    /// `v`'s edges: the node each leads to, its kind and its key number (`u32::MAX`
+    /// for none).
+    fn out(&self, v: usize) -> impl Iterator<Item = (u32, EdgeKind, u32)> + '_ {
+        self.adj[v].iter().map(|e| e.unpack())
+    }
 
     /// Strongly connected components with more than one node, using only edges whose
     /// kind passes `keep` (iterative Tarjan).
     pub fn sccs(&self, keep: impl Fn(EdgeKind) -> bool) -> Vec<Vec<usize>> {
+        // Node numbers and edge positions as u32: at a million transactions these
+        // arrays and stacks are a large part of the checker's peak memory.
         let n = self.adj.len();
         let mut index = vec![u32::MAX; n];
         let mut low = vec![0u32; n];
         let mut on = vec![false; n];
-        let mut stack = vec![];
+        let mut stack: Vec<u32> = vec![];
         let mut out = vec![];
         let mut next = 0u32;
+        let mut call: Vec<(u32, u32)> = vec![];
         for root in 0..n {
             if index[root] != u32::MAX {
                 continue;
             }
-            let mut call: Vec<(usize, usize)> = vec![(root, 0)];
+            call.push((root as u32, 0));
             index[root] = next;
             low[root] = next;
             next += 1;
-            stack.push(root);
+            stack.push(root as u32);
             on[root] = true;
             while let Some(&mut (v, ref mut ei)) = call.last_mut() {
-                if let Some(&(w, kind, _)) = self.adj[v].get(*ei) {
+                let v = v as usize;
+                if let Some((w, kind, _)) = self.adj[v].get(*ei as usize).map(|e| e.unpack()) {
                     *ei += 1;
                     if !keep(kind) {
                         continue;
                     }
-                    let w = w as usize;
-                    if index[w] == u32::MAX {
-                        index[w] = next;
-                        low[w] = next;
+                    let wi = w as usize;
+                    if index[wi] == u32::MAX {
+                        index[wi] = next;
+                        low[wi] = next;
                         next += 1;
                         stack.push(w);
-                        on[w] = true;
+                        on[wi] = true;
                         call.push((w, 0));
-                    } else if on[w] {
-                        low[v] = low[v].min(index[w]);
+                    } else if on[wi] {
+                        low[v] = low[v].min(index[wi]);
                     }
                 } else {
                     call.pop();
                     if let Some(&(p, _)) = call.last() {
+                        let p = p as usize;
                         low[p] = low[p].min(low[v]);
                     }
                     if low[v] == index[v] {
                         let mut comp = vec![];
                         loop {
-                            let w = stack.pop().expect("tarjan stack");
+                            let w = stack.pop().expect("tarjan stack") as usize;
                             on[w] = false;
                             comp.push(w);
                             if w == v {
@@ -175,7 +234,7 @@ impl Graph {
         let mut q = VecDeque::from([src]);
         let mut seen: HashMap<usize, ()> = [(src, ())].into_iter().collect();
         while let Some(v) = q.pop_front() {
-            for &(w, kind, key) in &self.adj[v] {
+            for (w, kind, key) in self.out(v) {
                 let w = w as usize;
                 if !keep(kind) || !members.contains_key(&w) {
                     continue;
@@ -218,7 +277,7 @@ impl Graph {
         let mut direct: HashMap<(usize, usize), Edge> = HashMap::default();
         let mut via: HashMap<(usize, usize), (Edge, Edge)> = HashMap::default();
         for &a in comp {
-            for &(b, kind, key) in &self.adj[a] {
+            for (b, kind, key) in self.out(a) {
                 let b = b as usize;
                 if !members.contains_key(&b) || !matches!(kind, EdgeKind::Ww | EdgeKind::Wr) {
                     continue;
@@ -231,7 +290,7 @@ impl Graph {
                 };
                 h.add(a, b, kind, key);
                 direct.entry((a, b)).or_insert(d);
-                for &(c, k2, key2) in &self.adj[b] {
+                for (c, k2, key2) in self.out(b) {
                     let c = c as usize;
                     if k2 == EdgeKind::Rw && members.contains_key(&c) {
                         let r = Edge {
@@ -283,6 +342,7 @@ impl Graph {
         for (a, es) in self.adj.iter().enumerate().take(n) {
             out.extend(
                 es.iter()
+                    .map(|e| e.unpack())
                     .filter(|e| (e.0 as usize) < n && keep(e.1))
                     .map(|e| (a, e.0 as usize)),
             );
@@ -304,7 +364,7 @@ impl Graph {
         let no_rw = |k: EdgeKind| k == EdgeKind::Ww || k == EdgeKind::Wr;
         let mut tries = 0;
         for &a in comp {
-            for &(b, kind, key) in &self.adj[a] {
+            for (b, kind, key) in self.out(a) {
                 let b = b as usize;
                 if kind != EdgeKind::Rw || !members.contains_key(&b) {
                     continue;
@@ -337,7 +397,7 @@ impl Graph {
         let ix: HashMap<usize, usize> = comp.iter().enumerate().map(|(i, &x)| (x, i)).collect();
         let mut sub = Graph::new(comp.len());
         for &v in comp {
-            for &(w, kind, key) in &self.adj[v] {
+            for (w, kind, key) in self.out(v) {
                 if keep(kind) {
                     if let Some(&j) = ix.get(&(w as usize)) {
                         sub.add(ix[&v], j, kind, key);
@@ -349,5 +409,27 @@ impl Graph {
             .into_iter()
             .map(|c| c.into_iter().map(|i| comp[i]).collect())
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_edge_packs_its_kind_and_key() {
+        for kind in KINDS {
+            for key in [0, 1, 12_345, MAX_KEYS - 1, u32::MAX] {
+                let e = Out::new(7, kind, key);
+                assert_eq!(e.unpack(), (7, kind, key), "{kind} {key}");
+            }
+        }
+        assert_eq!(std::mem::size_of::<Out>(), 8);
+    }
+
+    #[test]
+    #[should_panic(expected = "past the graph's")]
+    fn a_key_number_past_29_bits_is_refused() {
+        Out::new(0, EdgeKind::Ww, MAX_KEYS);
     }
 }

@@ -140,6 +140,51 @@ impl VersionPos {
     }
 }
 
+/// Each record's final write per key number (the version it installs for the key, its
+/// last write to it), by index in `History::txns`, in one flat array: a million small
+/// vectors were a million allocations. A record that gains a write later (`add`, rare:
+/// a transaction of unknown outcome whose version was seen) has its list moved to the
+/// end.
+pub(crate) struct Finals {
+    /// Per record: where its list starts in `items`, and its length.
+    span: Vec<(u32, u32)>,
+    items: Vec<(u32, VersionId)>,
+}
+
+impl Finals {
+    pub fn with_capacity(records: usize) -> Self {
+        Finals {
+            span: Vec::with_capacity(records),
+            items: Vec::with_capacity(records * 2),
+        }
+    }
+
+    /// Appends the next record's list (key numbers distinct).
+    pub fn push(&mut self, list: impl IntoIterator<Item = (u32, VersionId)>) {
+        let start = self.items.len();
+        self.items.extend(list);
+        self.span.push((start as u32, (self.items.len() - start) as u32));
+    }
+
+    /// The list of the record at `i`.
+    pub fn of(&self, i: usize) -> &[(u32, VersionId)] {
+        let (s, n) = self.span[i];
+        &self.items[s as usize..(s + n) as usize]
+    }
+
+    /// Gives the record at `i` the final write `v` of key number `k`, unless it has one.
+    pub fn add(&mut self, i: usize, k: u32, v: VersionId) {
+        if self.of(i).iter().any(|(key, _)| *key == k) {
+            return;
+        }
+        let (s, n) = self.span[i];
+        let start = self.items.len();
+        self.items.extend_from_within(s as usize..(s + n) as usize);
+        self.items.push((k, v));
+        self.span[i] = (start as u32, n + 1);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,5 +259,25 @@ mod tests {
         assert_eq!(pos.get(Some(0), v(1, 1, 7)), Some(6));
         assert_eq!(pos.get(None, v(3, 3, 0)), Some(7));
         assert_eq!(pos.get(Some(1), v(1, 2, 0)), None);
+    }
+
+    #[test]
+    fn finals_are_found_and_gain_writes() {
+        let v = |s, w| VersionId {
+            txn: TxnId { client: 1, seq: s },
+            seq: w,
+        };
+        let mut f = Finals::with_capacity(3);
+        f.push([(0, v(1, 0)), (2, v(1, 1))]);
+        f.push([]);
+        f.push([(1, v(3, 0))]);
+        assert_eq!(f.of(0), &[(0, v(1, 0)), (2, v(1, 1))]);
+        assert_eq!(f.of(1), &[]);
+        f.add(1, 4, v(2, 0));
+        f.add(0, 2, v(1, 5)); // key 2 has its final write already
+        f.add(0, 3, v(1, 2));
+        assert_eq!(f.of(0), &[(0, v(1, 0)), (2, v(1, 1)), (3, v(1, 2))]);
+        assert_eq!(f.of(1), &[(4, v(2, 0))]);
+        assert_eq!(f.of(2), &[(1, v(3, 0))]);
     }
 }

@@ -66,12 +66,30 @@ pub fn read(r: impl BufRead) -> Result<History, HistoryError> {
 /// where it was cut, so the caller reports the history as incomplete rather than
 /// failing on it.
 pub fn read_lenient(r: impl BufRead) -> Result<(History, Option<String>), HistoryError> {
+    read_with(r, Values::Keep)
+}
+
+/// Like [`read_lenient`], for the checker: the replicas' values (the last value of every
+/// key at every server) are not kept, since no verdict depends on them. At a million
+/// transactions they are millions of small allocations (docs/MEASUREMENTS.md).
+pub fn read_for_check(r: impl BufRead) -> Result<(History, Option<String>), HistoryError> {
+    read_with(r, Values::Skip)
+}
+
+/// Whether a replica line's values are kept.
+#[derive(Clone, Copy, PartialEq)]
+enum Values {
+    Keep,
+    Skip,
+}
+
+fn read_with(r: impl BufRead, values: Values) -> Result<(History, Option<String>), HistoryError> {
     let mut meta = None;
     let (mut txns, mut replicas) = (vec![], vec![]);
     // A record that ends early is a cut only if nothing but blank lines follows it.
     let mut cut: Option<(usize, String)> = None;
     let mut lines_of: rustc_hash::FxHashMap<meridian_core::TxnId, usize> = Default::default();
-    parse_lines(r, |i, parsed| {
+    parse_lines(r, values, |i, parsed| {
         let parsed = match parsed {
             Parsed::Blank => return Ok(()),
             _ if cut.is_some() => {
@@ -133,18 +151,24 @@ enum Parsed {
     Bad(String),
 }
 
-/// Lines read per batch handed to a parsing thread.
+/// Lines read per batch handed to a parsing thread, at most.
 const BATCH: usize = 2048;
+/// Bytes of text per batch, about: a batch ends at the line that reaches this, so that
+/// a history's replica lines (megabytes each) are parsed one per batch, on all threads,
+/// and their text is freed as each is parsed, not all at the end in one batch.
+const BATCH_BYTES: usize = 1 << 20;
 
 /// Hands each of the file's lines, numbered from 1 and parsed, to `each`, in order,
 /// until it returns an error. Parsing (most of a large history's reading time) runs on
-/// up to four threads while this one reads the next lines; each thread interns the
-/// keys it decodes (one allocation per key and thread, not one per mention).
+/// up to four threads while this one reads the next lines; the threads intern the keys
+/// they decode into one shared table (one allocation per key, not one per mention).
 fn parse_lines(
     mut r: impl BufRead,
+    values: Values,
     mut each: impl FnMut(usize, Parsed) -> Result<(), HistoryError>,
 ) -> Result<(), HistoryError> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+    let table = std::sync::Arc::new(meridian_core::KeyTable::default());
     std::thread::scope(|s| {
         // Batch b goes to thread b mod n, and its results are taken in that order.
         let mut to = vec![];
@@ -152,10 +176,14 @@ fn parse_lines(
         for _ in 0..threads {
             let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<String>>(2);
             let (back, back_rx) = std::sync::mpsc::sync_channel::<Vec<Parsed>>(2);
+            let table = &table;
             s.spawn(move || {
-                let _intern = meridian_core::InternKeys::start();
+                let _intern = meridian_core::InternKeys::into(table);
                 for batch in rx {
-                    if back.send(batch.iter().map(|l| parse_line(l)).collect()).is_err() {
+                    if back
+                        .send(batch.iter().map(|l| parse_line(l, values)).collect())
+                        .is_err()
+                    {
                         return;
                     }
                 }
@@ -176,20 +204,33 @@ fn parse_lines(
             Ok(())
         };
         let mut failed = None;
+        // Each line is read into one buffer that keeps its size and then copied out at
+        // its own length: a replica line is tens of megabytes, and growing a string to
+        // that by doubling, line after line, had the kernel zeroing a gigabyte of fresh
+        // pages.
+        let mut buf = String::new();
+        let mut end = false;
         loop {
             let mut batch = Vec::with_capacity(BATCH);
-            while batch.len() < BATCH {
-                let mut l = String::new();
-                match r.read_line(&mut l) {
-                    Ok(0) => break,
-                    Ok(_) => batch.push(l),
+            let mut bytes = 0;
+            while batch.len() < BATCH && bytes < BATCH_BYTES {
+                buf.clear();
+                match r.read_line(&mut buf) {
+                    Ok(0) => {
+                        end = true;
+                        break;
+                    }
+                    Ok(n) => {
+                        bytes += n;
+                        batch.push(buf.as_str().to_owned());
+                    }
                     Err(e) => {
                         failed = Some(e);
+                        end = true;
                         break;
                     }
                 }
             }
-            let last = batch.len() < BATCH;
             if !batch.is_empty() {
                 // At most two batches per thread in flight.
                 if sent - got >= 2 * threads {
@@ -200,7 +241,7 @@ fn parse_lines(
                     .expect("a parsing thread takes every batch");
                 sent += 1;
             }
-            if last {
+            if end {
                 break;
             }
         }
@@ -215,7 +256,7 @@ fn parse_lines(
     })
 }
 
-fn parse_line(l: &str) -> Parsed {
+fn parse_line(l: &str, values: Values) -> Parsed {
     if l.trim().is_empty() {
         return Parsed::Blank;
     }
@@ -228,9 +269,16 @@ fn parse_line(l: &str) -> Parsed {
         return parse_as(l, Line::Txn);
     }
     if l.starts_with(r#"{"type":"replica","#) {
-        return parse_as(l, Line::Replica);
+        return match values {
+            Values::Keep => parse_as(l, Line::Replica),
+            Values::Skip => parse_as(l, |r: VersionsOnly| Line::Replica(r.into())),
+        };
     }
-    parse_as(l, |l| l)
+    let mut parsed = parse_as(l, |l| l);
+    if let (Values::Skip, Parsed::Line(Line::Replica(r))) = (values, &mut parsed) {
+        r.keys.values_mut().for_each(|s| s.value = None);
+    }
+    parsed
 }
 
 /// `l` parsed as a `T`, made a line by `line`.
@@ -239,5 +287,36 @@ fn parse_as<T: serde::de::DeserializeOwned>(l: &str, line: impl FnOnce(T) -> Lin
         Ok(p) => Parsed::Line(line(p)),
         Err(e) if e.is_eof() => Parsed::Eof(e.to_string()),
         Err(e) => Parsed::Bad(e.to_string()),
+    }
+}
+
+/// A replica line read without its values (serde skips the unknown `value` fields).
+#[derive(Deserialize)]
+struct VersionsOnly {
+    node: meridian_core::NodeId,
+    keys: std::collections::BTreeMap<meridian_core::Key, KeyVersions>,
+}
+
+#[derive(Deserialize)]
+struct KeyVersions {
+    versions: Vec<meridian_core::VersionId>,
+}
+
+impl From<VersionsOnly> for ReplicaSnapshot {
+    fn from(r: VersionsOnly) -> Self {
+        ReplicaSnapshot {
+            node: r.node,
+            keys: r
+                .keys
+                .into_iter()
+                .map(|(k, v)| {
+                    let state = meridian_core::KeyState {
+                        versions: v.versions,
+                        value: None,
+                    };
+                    (k, state)
+                })
+                .collect(),
+        }
     }
 }

@@ -136,7 +136,7 @@ struct Checker<'h> {
     read_off: Vec<u32>,
     read_keys: Vec<u32>,
     /// Each transaction's final write per key number (computed once), by `tix`.
-    finals: Vec<Vec<(u32, VersionId)>>,
+    finals: index::Finals,
     /// Per key number: version order (from the replicas, or inferred from the history).
     order: Vec<Option<Cow<'h, [VersionId]>>>,
     /// Per replica (as in `h.replicas`), per key number: whether it holds the key's
@@ -448,9 +448,11 @@ impl<'h> Checker<'h> {
         let mut keys = graph::KeyIds::default();
         let mut read_off = Vec::with_capacity(h.txns.len() + 1);
         let mut read_keys = vec![];
-        let mut finals = Vec::with_capacity(h.txns.len());
+        let mut finals = index::Finals::with_capacity(h.txns.len());
+        let mut f = vec![];
         for t in &h.txns {
-            finals.push(final_writes(t, &mut keys));
+            final_writes(t, &mut keys, &mut f);
+            finals.push(f.iter().copied());
             read_off.push(read_keys.len() as u32);
             read_keys.extend(t.reads.iter().map(|r| keys.id(&r.key)));
         }
@@ -495,6 +497,8 @@ impl<'h> Checker<'h> {
         self.read_evidence();
         self.committed_set();
         self.infer_orders();
+        // Every key the checker will see is numbered by now.
+        self.keys.forget_bytes();
         self.durability();
         let g = self.build_graph();
         if !self.partial.is_empty() || !self.big.is_empty() {
@@ -556,7 +560,7 @@ impl<'h> Checker<'h> {
     /// The version the record at `i` of `h.txns` installs for key number `k`, if it
     /// wrote it.
     fn final_at(&self, i: usize, k: u32) -> Option<VersionId> {
-        self.finals[i].iter().find(|(key, _)| *key == k).map(|(_, v)| *v)
+        self.finals.of(i).iter().find(|(key, _)| *key == k).map(|(_, v)| *v)
     }
 
     /// The reads of the record at `i` of `h.txns`, each with its key's number.
@@ -593,7 +597,7 @@ impl<'h> Checker<'h> {
 
     /// `id`'s final write per key (none for an unknown id).
     fn finals_of(&self, id: TxnId) -> &[(u32, VersionId)] {
-        self.ix(id).map_or(&[], |i| &self.finals[i])
+        self.ix(id).map_or(&[], |i| self.finals.of(i))
     }
 
     /// The committed-graph index of the record at `i` of `h.txns`'s id.
@@ -613,9 +617,10 @@ impl<'h> Checker<'h> {
 }
 
 /// The version a transaction installs for each key number (its last write to it), by
-/// key number: [`TxnRecord::final_writes`] without a map per transaction.
-fn final_writes<'h>(t: &'h TxnRecord, keys: &mut graph::KeyIds<'h>) -> Vec<(u32, VersionId)> {
-    let mut f: Vec<(u32, VersionId)> = Vec::with_capacity(t.writes.len());
+/// key number, into `f` (cleared first): [`TxnRecord::final_writes`] without a map per
+/// transaction.
+fn final_writes<'h>(t: &'h TxnRecord, keys: &mut graph::KeyIds<'h>, f: &mut Vec<(u32, VersionId)>) {
+    f.clear();
     for w in &t.writes {
         let k = keys.id(&w.key);
         match f.iter_mut().find(|(x, _)| *x == k) {
@@ -624,7 +629,6 @@ fn final_writes<'h>(t: &'h TxnRecord, keys: &mut graph::KeyIds<'h>) -> Vec<(u32,
         }
     }
     f.sort_unstable_by_key(|e| e.0);
-    f
 }
 
 /// Whether `a`'s versions appear in `b` in the same order.

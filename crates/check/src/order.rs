@@ -73,10 +73,7 @@ impl<'h> Checker<'h> {
                 // installed version of such a transaction is taken as its final write.
                 if let Some(i) = self.ix(v.txn) {
                     if self.h.txns[i].outcome == Outcome::Unknown {
-                        let f = &mut self.finals[i];
-                        if !f.iter().any(|(key, _)| *key == k) {
-                            f.push((k, *v));
-                        }
+                        self.finals.add(i, k, *v);
                     }
                 }
             }
@@ -115,10 +112,7 @@ impl<'h> Checker<'h> {
         }
         for (i, k, v) in seen {
             self.seen_unknown.insert(v.txn);
-            let f = &mut self.finals[i];
-            if !f.iter().any(|(key, _)| *key == k) {
-                f.push((k, v));
-            }
+            self.finals.add(i, k, v);
         }
     }
 

@@ -535,7 +535,7 @@ fn run_check(file: &PathBuf, json: bool, format: &str) -> Result<ExitCode> {
     let format = given.unwrap_or_else(|| foreign::detect(&head));
     if format == Format::Meridian {
         let f = std::fs::File::open(file).with_context(|| format!("reading {}", file.display()))?;
-        let (h, cut) = meridian_check::jsonl::read_lenient(std::io::BufReader::with_capacity(1 << 20, f))?;
+        let (h, cut) = meridian_check::jsonl::read_for_check(std::io::BufReader::with_capacity(1 << 20, f))?;
         return check_meridian(h, cut, json);
     }
     let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
@@ -552,7 +552,7 @@ fn run_check(file: &PathBuf, json: bool, format: &str) -> Result<ExitCode> {
         });
         return print_check(&f.history, &r, json, true, mostly_skipped);
     }
-    let (h, cut) = meridian_check::jsonl::read_lenient(text.as_bytes())?;
+    let (h, cut) = meridian_check::jsonl::read_for_check(text.as_bytes())?;
     check_meridian(h, cut, json)
 }
 

@@ -7,32 +7,51 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::sync::Arc;
 
-/// A key: an arbitrary byte string. Immutable and shared, so cloning a key into a
-/// message, a lock entry or a history record costs a reference count, not a copy.
-/// Equality and order are the bytes'; two clones of one key (the common case: a
-/// workload hands out one allocation per key) compare equal without reading them.
-#[derive(Clone, Eq, Default)]
-pub struct Key(Arc<[u8]>);
+/// A key: an arbitrary byte string, immutable. A short key (up to [`Key::INLINE`]
+/// bytes, as every workload's keys are) is held inline, so cloning it into a message,
+/// a lock entry or a history record is a copy of 24 bytes with no allocation and no
+/// reference count, and comparing two reads no other memory; a longer one is shared
+/// (`Arc`), so a clone costs a reference count. Equality, order and hash are the
+/// bytes', whichever way a key is held.
+#[derive(Clone)]
+pub struct Key(Repr);
 
-impl PartialEq for Key {
-    fn eq(&self, other: &Key) -> bool {
-        Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+#[derive(Clone)]
+enum Repr {
+    Inline { len: u8, bytes: [u8; Key::INLINE] },
+    Shared(Arc<[u8]>),
+}
+
+impl Default for Key {
+    fn default() -> Key {
+        Key::from_bytes(&[])
     }
 }
 
+impl PartialEq for Key {
+    fn eq(&self, other: &Key) -> bool {
+        match (&self.0, &other.0) {
+            (Repr::Shared(a), Repr::Shared(b)) if Arc::ptr_eq(a, b) => true,
+            _ => self.as_bytes() == other.as_bytes(),
+        }
+    }
+}
+
+impl Eq for Key {}
+
 impl std::hash::Hash for Key {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        // What `#[derive(Hash)]` did: the bytes, so equal keys hash alike.
-        self.0.hash(state)
+        // What `#[derive(Hash)]` on the `Arc<[u8]>` did: the bytes, so equal keys hash
+        // alike.
+        self.as_bytes().hash(state)
     }
 }
 
 impl Ord for Key {
     fn cmp(&self, other: &Key) -> std::cmp::Ordering {
-        if Arc::ptr_eq(&self.0, &other.0) {
-            std::cmp::Ordering::Equal
-        } else {
-            self.0.cmp(&other.0)
+        match (&self.0, &other.0) {
+            (Repr::Shared(a), Repr::Shared(b)) if Arc::ptr_eq(a, b) => std::cmp::Ordering::Equal,
+            _ => self.as_bytes().cmp(other.as_bytes()),
         }
     }
 }
@@ -48,26 +67,54 @@ impl PartialOrd for Key {
 pub struct Value(pub Vec<u8>);
 
 impl Key {
+    /// The longest key held inline (longer ones are shared behind a reference count).
+    pub const INLINE: usize = 22;
+
     /// Builds a key from anything byte-like.
     pub fn new(b: impl Into<Vec<u8>>) -> Key {
-        Key(Arc::from(b.into()))
+        let b = b.into();
+        if b.len() <= Key::INLINE {
+            Key::from_bytes(&b)
+        } else {
+            Key(Repr::Shared(Arc::from(b)))
+        }
+    }
+    /// The key of these bytes.
+    fn from_bytes(b: &[u8]) -> Key {
+        if b.len() <= Key::INLINE {
+            let mut bytes = [0u8; Key::INLINE];
+            bytes[..b.len()].copy_from_slice(b);
+            Key(Repr::Inline {
+                len: b.len() as u8,
+                bytes,
+            })
+        } else {
+            Key(Repr::Shared(Arc::from(b)))
+        }
+    }
+    /// Whether the key is held inline (short), not shared.
+    pub fn is_inline(&self) -> bool {
+        matches!(self.0, Repr::Inline { .. })
     }
     /// Length in bytes.
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.as_bytes().len()
     }
     /// Whether the key is empty.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.as_bytes().is_empty()
     }
     /// The raw bytes.
     pub fn as_bytes(&self) -> &[u8] {
-        &self.0
+        match &self.0 {
+            Repr::Inline { len, bytes } => &bytes[..*len as usize],
+            Repr::Shared(b) => b,
+        }
     }
     /// A stable 64-bit FNV-1a hash, used for sharding (stable across runs and platforms).
     pub fn stable_hash(&self) -> u64 {
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in self.0.iter() {
+        for b in self.as_bytes() {
             h ^= *b as u64;
             h = h.wrapping_mul(0x0100_0000_01b3);
         }
@@ -75,8 +122,8 @@ impl Key {
     }
     /// Encodes as the escaped text form described in the module docs.
     pub fn to_text(&self) -> String {
-        let mut s = String::with_capacity(self.0.len());
-        for &b in self.0.iter() {
+        let mut s = String::with_capacity(self.len());
+        for &b in self.as_bytes() {
             if (0x20..0x7f).contains(&b) && b != b'%' {
                 s.push(b as char);
             } else {
@@ -134,13 +181,13 @@ impl From<Vec<u8>> for Key {
 
 impl From<&[u8]> for Key {
     fn from(b: &[u8]) -> Key {
-        Key(Arc::from(b))
+        Key::from_bytes(b)
     }
 }
 
 impl<const N: usize> From<&[u8; N]> for Key {
     fn from(b: &[u8; N]) -> Key {
-        Key(Arc::from(&b[..]))
+        Key::from_bytes(&b[..])
     }
 }
 
@@ -152,13 +199,13 @@ impl From<&Key> for Key {
 
 impl AsRef<[u8]> for Key {
     fn as_ref(&self) -> &[u8] {
-        &self.0
+        self.as_bytes()
     }
 }
 
 impl std::borrow::Borrow<[u8]> for Key {
     fn borrow(&self) -> &[u8] {
-        &self.0
+        self.as_bytes()
     }
 }
 
@@ -276,20 +323,61 @@ impl Value {
     }
 }
 
+/// Interned keys, shared by the threads that decode one history: sharded by hash so
+/// that parsing threads rarely wait on one another.
+pub struct KeyTable {
+    shards: Box<[std::sync::Mutex<rustc_hash::FxHashSet<Key>>]>,
+}
+
+const KEY_TABLE_SHARDS: usize = 64;
+
+impl Default for KeyTable {
+    fn default() -> Self {
+        KeyTable {
+            shards: (0..KEY_TABLE_SHARDS).map(|_| Default::default()).collect(),
+        }
+    }
+}
+
+impl KeyTable {
+    /// The key of these bytes, the one allocation for them in this table.
+    fn intern(&self, b: &[u8]) -> Key {
+        use std::hash::BuildHasher;
+        let shard = (rustc_hash::FxBuildHasher.hash_one(b) >> 58) as usize % KEY_TABLE_SHARDS;
+        // A poisoned shard only means another thread panicked mid-insert of a key;
+        // the set itself is still a valid set.
+        let mut set = self.shards[shard].lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(k) = set.get(b) {
+            return k.clone();
+        }
+        let k = Key(Repr::Shared(Arc::from(b)));
+        set.insert(k.clone());
+        k
+    }
+}
+
 thread_local! {
-    /// The keys decoded so far on this thread while an [`InternKeys`] guard lives.
-    static INTERN: std::cell::RefCell<Option<rustc_hash::FxHashSet<Key>>> = const { std::cell::RefCell::new(None) };
+    /// The table keys decoded on this thread go to while an [`InternKeys`] guard lives.
+    static INTERN: std::cell::RefCell<Option<Arc<KeyTable>>> = const { std::cell::RefCell::new(None) };
 }
 
 /// While this guard lives, keys decoded from text on this thread are interned: a key
 /// named by many records of a history is one allocation, shared (a history of a
-/// million transactions names each key many times). Dropping it forgets the table.
+/// million transactions names each key many times). Short keys, held inline, need no
+/// table. Dropping it stops interning on
+/// this thread; the table lives as long as a guard or a caller holds it.
 pub struct InternKeys(());
 
 impl InternKeys {
-    /// Starts interning on this thread.
+    /// Starts interning on this thread, into a table of its own.
     pub fn start() -> InternKeys {
-        INTERN.with(|i| *i.borrow_mut() = Some(Default::default()));
+        InternKeys::into(&Arc::new(KeyTable::default()))
+    }
+
+    /// Starts interning on this thread into `table`, which other threads may share: a
+    /// key decoded on any of them is then one allocation.
+    pub fn into(table: &Arc<KeyTable>) -> InternKeys {
+        INTERN.with(|i| *i.borrow_mut() = Some(table.clone()));
         InternKeys(())
     }
 }
@@ -300,18 +388,14 @@ impl Drop for InternKeys {
     }
 }
 
-/// The key of these bytes: the interned one if interning is on and it was seen.
+/// The key of these bytes: inline if short, else the interned one if interning is on.
 fn interned(b: &[u8]) -> Key {
-    INTERN.with(|i| match i.borrow_mut().as_mut() {
-        None => Key(Arc::from(b)),
-        Some(set) => match set.get(b) {
-            Some(k) => k.clone(),
-            None => {
-                let k = Key(Arc::from(b));
-                set.insert(k.clone());
-                k
-            }
-        },
+    if b.len() <= Key::INLINE {
+        return Key::from_bytes(b);
+    }
+    INTERN.with(|i| match i.borrow().as_deref() {
+        None => Key::from_bytes(b),
+        Some(table) => table.intern(b),
     })
 }
 
@@ -323,7 +407,7 @@ impl Serialize for Key {
         if s.is_human_readable() {
             s.serialize_str(&self.to_text())
         } else {
-            s.serialize_bytes(&self.0)
+            s.serialize_bytes(self.as_bytes())
         }
     }
 }
@@ -361,7 +445,7 @@ impl<'de> serde::de::Visitor<'de> for KeyBytes {
         f.write_str("a key's bytes")
     }
     fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<Key, E> {
-        Ok(Key(Arc::from(v)))
+        Ok(Key::from_bytes(v))
     }
     fn visit_byte_buf<E: serde::de::Error>(self, v: Vec<u8>) -> Result<Key, E> {
         Ok(Key::new(v))
@@ -406,18 +490,52 @@ mod tests {
     }
 
     proptest! {
-        /// Equality and order are the bytes', whether two keys share an allocation or not.
+        /// Equality, order and hash are the bytes', whether two keys share an
+        /// allocation or not and whether they are held inline or shared (lengths on
+        /// both sides of `Key::INLINE`; a common prefix, so that order is decided past
+        /// it).
         #[test]
-        fn keys_compare_by_their_bytes(a in proptest::collection::vec(any::<u8>(), 0..6), b in proptest::collection::vec(any::<u8>(), 0..6)) {
+        fn keys_compare_by_their_bytes(
+            prefix in proptest::collection::vec(any::<u8>(), 0..30),
+            a in proptest::collection::vec(any::<u8>(), 0..6),
+            b in proptest::collection::vec(any::<u8>(), 0..6),
+        ) {
+            let (a, b) = ([prefix.clone(), a].concat(), [prefix, b].concat());
             let (ka, kb) = (Key::new(a.clone()), Key::new(b.clone()));
+            prop_assert_eq!(ka.is_inline(), a.len() <= Key::INLINE);
+            prop_assert_eq!(ka.as_bytes(), &a[..]);
+            prop_assert_eq!(ka.len(), a.len());
             prop_assert_eq!(ka == kb, a == b);
             prop_assert_eq!(ka.cmp(&kb), a.cmp(&b));
             prop_assert_eq!(ka.partial_cmp(&kb), Some(a.cmp(&b)));
+            let hash = |k: &Key| {
+                use std::hash::{BuildHasher, BuildHasherDefault};
+                BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(k)
+            };
+            let hash_bytes = |x: &[u8]| {
+                use std::hash::{BuildHasher, BuildHasherDefault};
+                BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(x)
+            };
+            prop_assert_eq!(hash(&ka), hash_bytes(&a), "a key hashes as its bytes (Borrow<[u8]>)");
             let same = ka.clone();
             prop_assert!(same == ka);
             prop_assert_eq!(same.cmp(&ka), std::cmp::Ordering::Equal);
             prop_assert!(Key::new(a.clone()) == ka);
+            prop_assert!(Key::from(&a[..]) == ka);
+            let wire = postcard::to_stdvec(&ka).unwrap();
+            prop_assert_eq!(&postcard::to_stdvec(&a).unwrap(), &wire, "on the wire a key is its bytes");
+            prop_assert!(postcard::from_bytes::<Key>(&wire).unwrap() == ka);
+            let text = serde_json::to_string(&ka).unwrap();
+            prop_assert!(serde_json::from_str::<Key>(&text).unwrap() == ka);
         }
+    }
+
+    #[test]
+    fn a_key_is_24_bytes_and_short_keys_allocate_nothing() {
+        assert_eq!(std::mem::size_of::<Key>(), 24);
+        assert!(Key::from("user123456789").is_inline());
+        assert!(!Key::from("x".repeat(Key::INLINE + 1).as_str()).is_inline());
+        assert_eq!(Key::default().as_bytes(), b"");
     }
 
     #[test]

@@ -17,6 +17,6 @@ pub use abort::AbortReason;
 pub use actor::{rng_for, Actor, Command, Ctx, Rng, TimerId, Work};
 pub use history::{KeyState, Outcome, ReadRec, ReplicaSnapshot, TxnRecord, WriteRec};
 pub use ids::{ClientId, DcId, NodeId, ShardId, TxnId, VersionId};
-pub use key::{InternKeys, Key, Value};
+pub use key::{InternKeys, Key, KeyTable, Value};
 pub use time::{ms, secs, Time};
 pub use topology::{shard_of, HomeRule, Layout, Placement, Topology, TopologyError, DEFAULT_INTRA_RTT_MS};
