@@ -428,6 +428,47 @@ fn a_forged_message_on_another_nodes_authenticated_connection_is_never_acted_on(
     assert_eq!(f.dump(), before, "the committed state changed");
 }
 
+/// A client certificate does not make its holder a server: from its own client slot
+/// it may send what a 2PC client sends (a status question here), but a participant's
+/// decision is refused, logged, and the connection dropped (CLUSTER.md, "Security").
+#[test]
+fn a_client_certificate_cannot_send_what_only_servers_send() {
+    let f = fixture();
+    let before = f.dump();
+    let client = f.sec(Role::Client);
+    let slot = f.cluster.slot_node(6);
+    let mut frames = hello(vec![slot]);
+    frames.extend(forged_decide(slot));
+    let (_, end) = f.send(false, &client, frames);
+    assert_ne!(
+        end, "still open",
+        "the connection stayed open after a client sent a decision"
+    );
+    assert!(
+        f.logged(&format!(
+            "client slot {slot} sent a message only servers send (Decide): refused"
+        )),
+        "{}",
+        f.logs.text()
+    );
+    // What a client does send passes.
+    let status = encode(&Wire::Msg(Envelope {
+        from: slot,
+        to: NodeId(0),
+        hops: 0,
+        sent_at: 0,
+        msg: meridian_protocols::twopc::Msg::Status {
+            txn: TxnId { client: 7, seq: 1 },
+            ts: 1,
+        },
+    }));
+    let mut frames = hello(vec![slot]);
+    frames.extend(status);
+    let (_, end) = f.send(false, &client, frames);
+    assert_eq!(end, "still open", "a client's status question was refused");
+    assert_eq!(f.dump(), before, "the committed state changed");
+}
+
 #[test]
 fn client_and_observer_certificates_cannot_send_admin_frames() {
     let f = fixture();

@@ -260,7 +260,7 @@ pub enum FaultModel {
 }
 
 /// A protocol: its message type and how to build its actors.
-pub trait Protocol: Clone + Send + 'static {
+pub trait Protocol: Clone + Send + Sync + 'static {
     /// Message enum.
     /// Message enum; serde so that the TCP runtime can put it on the wire.
     type Msg: Clone + Debug + Send + serde::Serialize + serde::de::DeserializeOwned + 'static;
@@ -295,6 +295,13 @@ pub trait Protocol: Clone + Send + 'static {
     fn forces_every_step(&self) -> bool {
         false
     }
+    /// Whether a client may send `m`. A runtime accepts from a client (a process with
+    /// a client certificate, through its client slots) only the messages this allows and
+    /// drops the connection of one that sends anything else: a client certificate must
+    /// not let its holder pose as a server (a 2PC `Decide` to a participant, a Paxos
+    /// accept, a chain server's reply). The simulator asserts that every message a
+    /// client actor sends passes, so the rule is checked on every run.
+    fn client_may_send(&self, m: &Self::Msg) -> bool;
     /// The placement this protocol runs on, given where shards' homes should be.
     fn placement(&self, home: HomeRule) -> Placement;
     /// Builds the server actor of `node`.

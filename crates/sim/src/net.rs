@@ -50,7 +50,18 @@ impl<P: Protocol> Sim<'_, P> {
         }
         for cmd in out.drain(..) {
             match cmd {
-                Command::Send { to, msg, chain } => self.send(node, to, msg, chain.unwrap_or(hops), depart),
+                Command::Send { to, msg, chain } => {
+                    // The real cluster refuses from a client what its protocol's rule
+                    // does not allow; a client actor that sends such a message is a bug
+                    // in the rule or in the client, caught here on every run.
+                    assert!(
+                        server || self.proto.client_may_send(&msg),
+                        "{}: client node {} sent {msg:?}, which client_may_send refuses",
+                        self.proto.name(),
+                        node.0
+                    );
+                    self.send(node, to, msg, chain.unwrap_or(hops), depart)
+                }
                 Command::SetTimer { id, after } => {
                     let rt = &mut self.rt[ni];
                     rt.timer_gen += 1;

@@ -103,6 +103,9 @@ impl Protocol for NoImage {
     fn strict(&self) -> bool {
         true
     }
+    fn client_may_send(&self, m: &Self::Msg) -> bool {
+        self.0.client_may_send(m)
+    }
     fn placement(&self, home: HomeRule) -> Placement {
         self.0.placement(home)
     }

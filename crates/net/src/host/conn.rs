@@ -28,11 +28,19 @@ fn read_error(e: std::io::Error) -> String {
 }
 
 /// Reads frames from a connection and feeds the event loop. Returns why it stopped.
-async fn read_loop<M: serde::de::DeserializeOwned + Send + 'static>(
+/// Who may send what on a connection: the nodes its `Hello` introduced, which of them
+/// are client slots, and what those may send.
+struct From<M> {
+    nodes: Vec<NodeId>,
+    clients: Vec<NodeId>,
+    client_rule: ClientRule<M>,
+}
+
+async fn read_loop<M: serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static>(
     mut rd: Rd,
     mut fr: FrameReader,
     may: May,
-    allowed_from: Vec<NodeId>,
+    from: From<M>,
     hosted: Arc<Vec<NodeId>>,
     inbox: mpsc::Sender<Event<M>>,
     reply: mpsc::Sender<Vec<u8>>,
@@ -51,8 +59,16 @@ async fn read_loop<M: serde::de::DeserializeOwned + Send + 'static>(
             };
             let ev = match w {
                 Wire::Msg(e) => {
-                    if !allowed_from.contains(&e.from) {
+                    if !from.nodes.contains(&e.from) {
                         return format!("message from {}, which this connection did not introduce", e.from);
+                    }
+                    if from.clients.contains(&e.from) && !(from.client_rule)(&e.msg) {
+                        // A client certificate does not make its holder a server.
+                        return format!(
+                            "client slot {} sent a message only servers send ({}): refused",
+                            e.from,
+                            msg_name(&e.msg)
+                        );
                     }
                     if !hosted.contains(&e.to) {
                         return format!("message for {}, which this process does not host", e.to);
@@ -93,6 +109,15 @@ fn refusal(reply: &mpsc::Sender<Vec<u8>>, reason: &str) -> String {
 /// for the writer, which is let finish).
 const REFUSED: &str = "refused a frame: ";
 
+/// A protocol message's kind (its variant's name), for a log line.
+fn msg_name(m: &impl std::fmt::Debug) -> String {
+    let text = format!("{m:?}");
+    let end = text
+        .find(|c: char| !c.is_alphanumeric() && c != '_')
+        .unwrap_or(text.len());
+    text[..end].to_string()
+}
+
 fn wire_name<M>(w: &Wire<M>) -> &'static str {
     match w {
         Wire::Hello { .. } => "Hello",
@@ -128,7 +153,7 @@ async fn write_loop(wr: &mut Wr, rx: &mut mpsc::Receiver<Vec<u8>>) -> Result<(),
 
 /// Keeps one outgoing connection to server `peer` up, re-dialling with back-off, and
 /// writes the frames queued for it.
-async fn dial_loop<M: serde::de::DeserializeOwned + Send + 'static>(
+async fn dial_loop<M: serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static>(
     peer: NodeId,
     addr: SocketAddr,
     mut rx: mpsc::Receiver<Vec<u8>>,
@@ -186,11 +211,17 @@ async fn dial_loop<M: serde::de::DeserializeOwned + Send + 'static>(
                     observe: sec.is_insecure(),
                     administer: sec.is_insecure(),
                 };
+                // The peer is the server dialled: no client slots.
+                let from = From {
+                    nodes: vec![peer],
+                    clients: vec![],
+                    client_rule: Arc::new(|_: &M| false),
+                };
                 let mut reader = tokio::spawn(read_loop::<M>(
                     rd,
                     FrameReader::new(),
                     may,
-                    vec![peer],
+                    from,
                     hosted.clone(),
                     inbox.clone(),
                     dummy_tx,
@@ -228,6 +259,10 @@ async fn dial_loop<M: serde::de::DeserializeOwned + Send + 'static>(
 }
 
 /// What each connection a process accepts is checked against and delivered to.
+/// Whether a client may send a message: the protocol's rule
+/// ([`meridian_protocols::Protocol::client_may_send`]).
+pub(super) type ClientRule<M> = Arc<dyn Fn(&M) -> bool + Send + Sync>;
+
 pub(super) struct Acceptor<M> {
     /// The cluster a peer's `Hello` must name.
     pub(super) cluster_id: u64,
@@ -243,6 +278,8 @@ pub(super) struct Acceptor<M> {
     pub(super) servers_in: Arc<std::sync::Mutex<HashMap<NodeId, (u64, SocketAddr)>>>,
     /// How connections are secured and who they are.
     pub(super) sec: Security,
+    /// What a client slot may send.
+    pub(super) client_rule: ClientRule<M>,
 }
 
 impl<M> Clone for Acceptor<M> {
@@ -255,13 +292,16 @@ impl<M> Clone for Acceptor<M> {
             inbox: self.inbox.clone(),
             servers_in: self.servers_in.clone(),
             sec: self.sec.clone(),
+            client_rule: self.client_rule.clone(),
         }
     }
 }
 
 /// Takes one accepted connection (number `conn`): reads the `Hello`, registers routes
 /// to the client slots it names, then reads until it closes.
-pub(super) async fn accept_conn<M: serde::Serialize + serde::de::DeserializeOwned + Send + 'static>(
+pub(super) async fn accept_conn<
+    M: serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+>(
     s: TcpStream,
     peer_addr: SocketAddr,
     conn: u64,
@@ -275,6 +315,7 @@ pub(super) async fn accept_conn<M: serde::Serialize + serde::de::DeserializeOwne
         inbox,
         servers_in,
         sec,
+        client_rule,
     } = acceptor;
     let _ = s.set_nodelay(true);
     let (mut rd, mut wr, grant) = match sec.accept(s).await {
@@ -390,7 +431,12 @@ pub(super) async fn accept_conn<M: serde::Serialize + serde::de::DeserializeOwne
     let mut writer = tokio::spawn(async move {
         let _ = write_loop(&mut wr, &mut rx).await;
     });
-    let why = read_loop::<M>(rd, fr, may, nodes, hosted, inbox, tx).await;
+    let from = From {
+        nodes,
+        clients: clients.clone(),
+        client_rule,
+    };
+    let why = read_loop::<M>(rd, fr, may, from, hosted, inbox, tx).await;
     routes.release(conn);
     {
         let mut m = servers_in.lock().expect("servers lock");
@@ -427,7 +473,7 @@ struct Dial<M> {
 
 /// Starts one dialler (and its queue, as the route) per server of `cluster` but `me`.
 /// Its `Hello` names the nodes in `hosted`.
-pub(super) fn dial_servers<M: serde::Serialize + serde::de::DeserializeOwned + Send + 'static>(
+pub(super) fn dial_servers<M: serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static>(
     cluster: &Cluster,
     me: Option<NodeId>,
     routes: &Routes,

@@ -257,6 +257,10 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
         inbox: inbox_tx.clone(),
         servers_in: Default::default(),
         sec: sec.clone(),
+        client_rule: {
+            let p = p.clone();
+            Arc::new(move |m: &P::Msg| p.client_may_send(m))
+        },
     };
     tokio::spawn(async move {
         let mut conn = 0u64;

@@ -499,6 +499,10 @@ impl Protocol for Catenae {
     fn strict(&self) -> bool {
         false
     }
+    fn client_may_send(&self, m: &Msg) -> bool {
+        m.client_may_send()
+    }
+
     fn placement(&self, _home: HomeRule) -> Placement {
         Placement::Full
     }

@@ -439,3 +439,47 @@ pub struct AbandonAccepted {
     /// Whether accepted.
     pub ok: bool,
 }
+
+impl Msg {
+    /// Whether a client may send this (`Protocol::client_may_send`): a read-write
+    /// transaction for its DC's coordinator, a read-only one, and a read-only transaction's
+    /// reads at a snapshot (the client asks the chain servers itself once it has the
+    /// snapshot); nothing of the coordinators' epochs or the chain servers' passes.
+    /// Every variant is named, so a new one needs a decision here.
+    pub(crate) fn client_may_send(&self) -> bool {
+        match self {
+            Msg::Submit { .. } | Msg::ReadOnly { .. } | Msg::RoRead(..) => true,
+            Msg::Outcome { .. }
+            | Msg::RoReply { .. }
+            | Msg::Epoch { .. }
+            | Msg::Started { .. }
+            | Msg::EpochNack { .. }
+            | Msg::Abandon { .. }
+            | Msg::AbandonPromise(..)
+            | Msg::AbandonAccept(..)
+            | Msg::AbandonAccepted(..)
+            | Msg::SlotsDecided { .. }
+            | Msg::SlotNack { .. }
+            | Msg::Manifest { .. }
+            | Msg::Forward { .. }
+            | Msg::Backward { .. }
+            | Msg::Finished { .. }
+            | Msg::Edges { .. }
+            | Msg::Resolve { .. }
+            | Msg::Resolved { .. }
+            | Msg::Commit { .. }
+            | Msg::Abort { .. }
+            | Msg::ManifestNack { .. }
+            | Msg::Applied { .. }
+            | Msg::Held { .. }
+            | Msg::Scheduled { .. }
+            | Msg::SchedNack { .. }
+            | Msg::Local { .. }
+            | Msg::TakeOver { .. }
+            | Msg::TakeOverOk { .. }
+            | Msg::Deposed { .. }
+            | Msg::Probe { .. }
+            | Msg::ProbeReply { .. } => false,
+        }
+    }
+}

@@ -215,6 +215,10 @@ impl Protocol for CrossStitch {
     fn strict(&self) -> bool {
         false
     }
+    fn client_may_send(&self, m: &Msg) -> bool {
+        m.client_may_send()
+    }
+
     fn placement(&self, home: HomeRule) -> Placement {
         Placement::Home { home, k: self.copies }
     }

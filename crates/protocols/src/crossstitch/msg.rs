@@ -355,3 +355,37 @@ pub struct Replicate {
     /// same view, as a member, from the view's primary.
     pub views: Vec<(u32, u32)>,
 }
+
+impl Msg {
+    /// Whether a client may send this (`Protocol::client_may_send`): what position 0 of a
+    /// chain sends: the first execution (a chain of its own hop only), the precommit and
+    /// the abort to position 1, an abort decision (never a commit one), status questions,
+    /// the recovery request and a view question.
+    /// Every variant is named, so a new one needs a decision here.
+    pub(crate) fn client_may_send(&self) -> bool {
+        match self {
+            Msg::Query { .. } | Msg::Recover { .. } | Msg::ViewReq { .. } => true,
+            Msg::Exec(e) => e.chain.len() == 1,
+            Msg::Precommit { pos, .. } | Msg::ForwardAbort { pos, .. } => *pos == 1,
+            Msg::Decide { commit, .. } => !commit,
+            Msg::Ack { .. }
+            | Msg::Refused { .. }
+            | Msg::Replicate(..)
+            | Msg::Notify { .. }
+            | Msg::ReplicaRefused { .. }
+            | Msg::StatusReply { .. }
+            | Msg::Accept { .. }
+            | Msg::Accepted { .. }
+            | Msg::Prepare { .. }
+            | Msg::Promise { .. }
+            | Msg::SyncReq
+            | Msg::SyncState { .. }
+            | Msg::Lease { .. }
+            | Msg::LeaseAck { .. }
+            | Msg::Cas { .. }
+            | Msg::CasReply { .. }
+            | Msg::View(..)
+            | Msg::Waive { .. } => false,
+        }
+    }
+}

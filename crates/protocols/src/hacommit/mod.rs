@@ -281,6 +281,10 @@ impl Protocol for HaCommit {
     fn interactive(&self) -> bool {
         true
     }
+    fn client_may_send(&self, m: &Msg) -> bool {
+        m.client_may_send()
+    }
+
     fn placement(&self, home: HomeRule) -> Placement {
         Placement::Groups { home, k: self.replicas }
     }

@@ -390,3 +390,35 @@ pub struct P2a {
     /// Configuration.
     pub shards: Vec<ShardId>,
 }
+
+impl Msg {
+    /// Whether a client may send this (`Protocol::client_may_send`): reads, the last
+    /// operation, a vote question and the commit decision's Paxos phase 2 at ballot 0
+    /// (the client proposes its own transaction's decision); never a higher ballot (a
+    /// recovery), a vote, a view or a replica's message.
+    /// Every variant is named, so a new one needs a decision here.
+    pub(crate) fn client_may_send(&self) -> bool {
+        match self {
+            Msg::Read(..) | Msg::Last(..) | Msg::VoteQuery { .. } => true,
+            Msg::P2a(p) => p.ballot == 0,
+            Msg::ReadReply { .. }
+            | Msg::Wound { .. }
+            | Msg::NotLeader { .. }
+            | Msg::Vote { .. }
+            | Msg::Replicate { .. }
+            | Msg::Replicated { .. }
+            | Msg::P1a(..)
+            | Msg::P1b(..)
+            | Msg::P2b { .. }
+            | Msg::Accepted(..)
+            | Msg::Decided { .. }
+            | Msg::Applied { .. }
+            | Msg::Heartbeat { .. }
+            | Msg::ViewChange { .. }
+            | Msg::ViewState(..)
+            | Msg::NewView(..)
+            | Msg::SyncReq(..)
+            | Msg::SyncState(..) => false,
+        }
+    }
+}

@@ -407,6 +407,10 @@ impl Protocol for HierVal {
     fn interactive(&self) -> bool {
         true
     }
+    fn client_may_send(&self, m: &Msg) -> bool {
+        m.client_may_send(self.mode)
+    }
+
     fn placement(&self, home: HomeRule) -> Placement {
         Placement::Home { home, k: 1 }
     }

@@ -183,3 +183,25 @@ pub struct Up {
     /// `hier-lock` sends none).
     pub keys: Vec<Key>,
 }
+
+impl Msg {
+    /// Whether a client may send this (`Protocol::client_may_send`): reads, the commit
+    /// request, a status question marked as the client's, and under `2pc-deferred` only
+    /// (the client coordinates) the decision; never a validator's batch or a decision under
+    /// the hierarchy.
+    /// Every variant is named, so a new one needs a decision here.
+    pub(crate) fn client_may_send(&self, mode: super::Mode) -> bool {
+        match self {
+            Msg::Read { .. } | Msg::Commit(..) => true,
+            Msg::Decide { .. } => mode == super::Mode::TwoPc,
+            Msg::Query(q) => q.from_client,
+            Msg::ReadReply { .. }
+            | Msg::Vote { .. }
+            | Msg::Ack { .. }
+            | Msg::Outcome { .. }
+            | Msg::Batch(..)
+            | Msg::Peer { .. }
+            | Msg::PeerState { .. } => false,
+        }
+    }
+}

@@ -230,6 +230,10 @@ impl Protocol for PaxosCommit {
     fn fault_model(&self) -> FaultModel {
         FaultModel::Durable
     }
+    fn client_may_send(&self, m: &Msg) -> bool {
+        m.client_may_send()
+    }
+
     fn placement(&self, _home: HomeRule) -> Placement {
         Placement::Full
     }

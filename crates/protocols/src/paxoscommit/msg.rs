@@ -175,3 +175,27 @@ pub struct ReadReply {
     /// Value.
     pub value: Option<Value>,
 }
+
+impl Msg {
+    /// Whether a client may send this (`Protocol::client_may_send`): the transaction for
+    /// its DC's coordinator and the status question.
+    /// Every variant is named, so a new one needs a decision here.
+    pub(crate) fn client_may_send(&self) -> bool {
+        match self {
+            Msg::Submit { .. } | Msg::Status { .. } => true,
+            Msg::Result(..)
+            | Msg::Lock { .. }
+            | Msg::Locked { .. }
+            | Msg::Wound { .. }
+            | Msg::Release { .. }
+            | Msg::Read { .. }
+            | Msg::ReadReply(..)
+            | Msg::Accept { .. }
+            | Msg::Vote(..)
+            | Msg::Decided(..)
+            | Msg::Applied { .. }
+            | Msg::Install { .. }
+            | Msg::Installed { .. } => false,
+        }
+    }
+}

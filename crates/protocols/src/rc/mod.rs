@@ -168,6 +168,10 @@ impl Protocol for ReplicatedCommit {
     fn interactive(&self) -> bool {
         true
     }
+    fn client_may_send(&self, m: &Msg) -> bool {
+        m.client_may_send()
+    }
+
     fn placement(&self, _home: HomeRule) -> Placement {
         Placement::Full
     }

@@ -128,3 +128,24 @@ pub enum Msg {
         coord: ShardId,
     },
 }
+
+impl Msg {
+    /// Whether a client may send this (`Protocol::client_may_send`): reads, the release of
+    /// an aborted transaction's locks and the Paxos accept request to each DC's
+    /// coordinator; never a prepare, vote or commit.
+    /// Every variant is named, so a new one needs a decision here.
+    pub(crate) fn client_may_send(&self) -> bool {
+        match self {
+            Msg::Read { .. } | Msg::Release { .. } | Msg::Accept { .. } => true,
+            Msg::ReadReply { .. }
+            | Msg::Prepare { .. }
+            | Msg::Prepared(..)
+            | Msg::Vote(..)
+            | Msg::Decided(..)
+            | Msg::Commit { .. }
+            | Msg::Ack { .. }
+            | Msg::Applied { .. }
+            | Msg::Query { .. } => false,
+        }
+    }
+}

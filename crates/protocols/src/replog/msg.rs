@@ -291,3 +291,33 @@ pub struct Accept {
     /// Slots below this are chosen.
     pub chosen: u64,
 }
+
+impl Msg {
+    /// Whether a client may send this (`Protocol::client_may_send`): reads, the release of
+    /// an aborted transaction, the prepare to each participant leader and the status
+    /// question; never a vote, decision or a Paxos message.
+    /// Every variant is named, so a new one needs a decision here.
+    pub(crate) fn client_may_send(&self) -> bool {
+        match self {
+            Msg::Read(..) | Msg::Release { .. } | Msg::Prepare { .. } | Msg::Status { .. } => true,
+            Msg::ReadReply { .. }
+            | Msg::Prepared(..)
+            | Msg::Decide { .. }
+            | Msg::Redirect { .. }
+            | Msg::Outcome { .. }
+            | Msg::VoteQuery { .. }
+            | Msg::Accept(..)
+            | Msg::Accepted { .. }
+            | Msg::Nack { .. }
+            | Msg::Heartbeat { .. }
+            | Msg::HeartbeatAck { .. }
+            | Msg::Elect { .. }
+            | Msg::Promise { .. }
+            | Msg::CatchUp { .. }
+            | Msg::Chosen { .. }
+            | Msg::PreElect { .. }
+            | Msg::PreVote { .. }
+            | Msg::Wound { .. } => false,
+        }
+    }
+}

@@ -139,6 +139,10 @@ impl Protocol for TwoPc {
     fn interactive(&self) -> bool {
         true
     }
+    fn client_may_send(&self, m: &Msg) -> bool {
+        m.client_may_send()
+    }
+
     fn placement(&self, home: HomeRule) -> Placement {
         Placement::Home { home, k: self.copies }
     }

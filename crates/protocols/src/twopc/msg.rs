@@ -88,3 +88,23 @@ pub enum Msg {
         txn: TxnId,
     },
 }
+
+impl Msg {
+    /// Whether a client may send this (`Protocol::client_may_send`): reads, the release of
+    /// an aborted transaction, the commit request and the status question; never a prepare,
+    /// vote or decision.
+    /// Every variant is named, so a new one needs a decision here.
+    pub(crate) fn client_may_send(&self) -> bool {
+        match self {
+            Msg::Read(..) | Msg::Release { .. } | Msg::Commit { .. } | Msg::Status { .. } => true,
+            Msg::ReadReply(..)
+            | Msg::Outcome { .. }
+            | Msg::Prepare { .. }
+            | Msg::Vote(..)
+            | Msg::Decide { .. }
+            | Msg::Ack { .. }
+            | Msg::Query { .. }
+            | Msg::Wound { .. } => false,
+        }
+    }
+}
