@@ -196,6 +196,23 @@ impl Server {
         }
     }
 
+    /// A client's abort of its transaction, sent when its first server never
+    /// acknowledged the execution, so that no position can have precommitted (the
+    /// precommit starts from the client, after that acknowledgement). Where a position
+    /// here did precommit, or the outcome is already decided, the abort is not the
+    /// client's to give (a client certificate posing as a decider) and is ignored, as
+    /// `on_forward_abort` ignores one for a precommitted position.
+    pub(super) fn on_client_abort(&mut self, txn: TxnId, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>) {
+        let precommitted = self
+            .parts
+            .iter()
+            .any(|((t, _), p)| *t == txn && p.phase == Phase::Precommitted);
+        if precommitted || self.done.get(&txn).is_some_and(|d| d.commit) {
+            return;
+        }
+        self.decided(txn, false, None, reason, false, cx);
+    }
+
     pub(super) fn on_forward_abort(&mut self, txn: TxnId, pos: u32, reason: AbortReason, cx: &mut Ctx<'_, Msg>) {
         match self.parts.get(&(txn, pos)) {
             Some(p) if p.phase == Phase::Executed => self.decided(txn, false, None, Some(reason), true, cx),

@@ -594,6 +594,12 @@ impl Server {
             Msg::ReplicaRefused { txn, pos } => self.on_replica_refused(from, txn, pos, cx),
             Msg::Decide {
                 txn,
+                commit: false,
+                reason,
+                ..
+            } if !self.env.layout.is_server(from) => self.on_client_abort(txn, reason, cx),
+            Msg::Decide {
+                txn,
                 commit,
                 rec,
                 reason,

@@ -186,6 +186,37 @@ fn server_failing_after_its_ack_before_precommit_aborts_through_the_query_to_i_p
     assert!(why.contains("query") || why.contains("timed out"), "{why}");
 }
 
+/// A client's abort reaches a position only before anything precommitted (it is sent
+/// when the first server never acknowledged). One that arrives where a position has
+/// precommitted, as a client certificate posing as a decider would send it, is ignored:
+/// the position keeps its precommit and applies no outcome.
+#[test]
+fn a_clients_abort_of_a_precommitted_position_is_ignored() {
+    let mut n = Net::new();
+    let txn = TxnId { client: 0, seq: 1 };
+    n.crash_after = Some((NodeId(4), Box::new(is_exec_to(3))));
+    n.start();
+    let phase = |n: &Net| n.servers[2].parts.get(&(txn, 2)).map(|p| p.phase);
+    assert_eq!(phase(&n), Some(Phase::Precommitted));
+    let forged = Msg::Decide {
+        txn,
+        commit: false,
+        rec: None,
+        reason: Some(AbortReason::FirstServerTimeout),
+    };
+    n.send(CLIENT, NodeId(2), forged);
+    n.pump();
+    assert_eq!(
+        phase(&n),
+        Some(Phase::Precommitted),
+        "a client's abort undid a precommit"
+    );
+    assert!(
+        !n.servers[2].outcomes().unwrap().iter().any(|(t, _)| *t == txn),
+        "node 2 applied an outcome from a client's abort"
+    );
+}
+
 #[test]
 fn server_failing_after_precommit_does_not_stop_the_commit() {
     // Position 3 (node 4) precommits, delegating the decision to position 4, and then
