@@ -145,6 +145,16 @@ fn the_checkers_reader_keeps_all_but_the_values() {
     }
     assert_eq!(back, expect);
     assert_eq!(check(&back), check(&h));
+    // Vectors hold no spare room (read from JSON they grow by doubling from four).
+    assert!(back
+        .txns
+        .iter()
+        .all(|t| t.reads.capacity() == t.reads.len() && t.writes.capacity() == t.writes.len()));
+    assert!(back
+        .replicas
+        .iter()
+        .flat_map(|r| r.keys.values())
+        .all(|s| s.versions.capacity() == s.versions.len()));
     // A replica line with its fields in another order reads the same way.
     let text = String::from_utf8(buf).unwrap();
     let sorted: String = text
