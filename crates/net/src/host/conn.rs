@@ -27,20 +27,20 @@ fn read_error(e: std::io::Error) -> String {
     }
 }
 
-/// Reads frames from a connection and feeds the event loop. Returns why it stopped.
 /// Who may send what on a connection: the nodes its `Hello` introduced, which of them
 /// are client slots, and what those may send.
-struct From<M> {
+struct Senders<M> {
     nodes: Vec<NodeId>,
     clients: Vec<NodeId>,
     client_rule: ClientRule<M>,
 }
 
+/// Reads frames from a connection and feeds the event loop. Returns why it stopped.
 async fn read_loop<M: serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static>(
     mut rd: Rd,
     mut fr: FrameReader,
     may: May,
-    from: From<M>,
+    from: Senders<M>,
     hosted: Arc<Vec<NodeId>>,
     inbox: mpsc::Sender<Event<M>>,
     reply: mpsc::Sender<Vec<u8>>,
@@ -212,7 +212,7 @@ async fn dial_loop<M: serde::de::DeserializeOwned + std::fmt::Debug + Send + 'st
                     administer: sec.is_insecure(),
                 };
                 // The peer is the server dialled: no client slots.
-                let from = From {
+                let from = Senders {
                     nodes: vec![peer],
                     clients: vec![],
                     client_rule: Arc::new(|_: &M| false),
@@ -258,11 +258,11 @@ async fn dial_loop<M: serde::de::DeserializeOwned + std::fmt::Debug + Send + 'st
     }
 }
 
-/// What each connection a process accepts is checked against and delivered to.
 /// Whether a client may send a message: the protocol's rule
 /// ([`meridian_protocols::Protocol::client_may_send`]).
 pub(super) type ClientRule<M> = Arc<dyn Fn(&M) -> bool + Send + Sync>;
 
+/// What each connection a process accepts is checked against and delivered to.
 pub(super) struct Acceptor<M> {
     /// The cluster a peer's `Hello` must name.
     pub(super) cluster_id: u64,
@@ -431,7 +431,7 @@ pub(super) async fn accept_conn<
     let mut writer = tokio::spawn(async move {
         let _ = write_loop(&mut wr, &mut rx).await;
     });
-    let from = From {
+    let from = Senders {
         nodes,
         clients: clients.clone(),
         client_rule,
