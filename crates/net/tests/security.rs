@@ -428,9 +428,11 @@ fn a_forged_message_on_another_nodes_authenticated_connection_is_never_acted_on(
     assert_eq!(f.dump(), before, "the committed state changed");
 }
 
-/// A client certificate does not make its holder a server: from its own client slot
-/// it may send what a 2PC client sends (a status question here), but a participant's
-/// decision is refused, logged, and the connection dropped (CLUSTER.md, "Security").
+/// A client certificate does not make its holder a server, nor another client: from
+/// its own client slot it may send what a 2PC client sends (a status question here)
+/// about its own transactions, but a participant's decision, or a question about
+/// another slot's transaction, is refused, logged, and the connection dropped
+/// (CLUSTER.md, "Security").
 #[test]
 fn a_client_certificate_cannot_send_what_only_servers_send() {
     let f = fixture();
@@ -451,21 +453,36 @@ fn a_client_certificate_cannot_send_what_only_servers_send() {
         "{}",
         f.logs.text()
     );
-    // What a client does send passes.
-    let status = encode(&Wire::Msg(Envelope {
-        from: slot,
-        to: NodeId(0),
-        hops: 0,
-        sent_at: 0,
-        msg: meridian_protocols::twopc::Msg::Status {
-            txn: TxnId { client: 7, seq: 1 },
-            ts: 1,
-        },
-    }));
+    // What a client does send passes, about its own transaction: a client id is
+    // `session * 1024 + slot`.
+    let status = |client: u32| {
+        encode(&Wire::Msg(Envelope {
+            from: slot,
+            to: NodeId(0),
+            hops: 0,
+            sent_at: 0,
+            msg: meridian_protocols::twopc::Msg::Status {
+                txn: TxnId { client, seq: 1 },
+                ts: 1,
+            },
+        }))
+    };
     let mut frames = hello(vec![slot]);
-    frames.extend(status);
+    frames.extend(status(5 * 1024 + 6));
     let (_, end) = f.send(false, &client, frames);
     assert_eq!(end, "still open", "a client's status question was refused");
+    // About another client's transaction (slot 7's), it is refused.
+    let mut frames = hello(vec![slot]);
+    frames.extend(status(5 * 1024 + 7));
+    let (_, end) = f.send(false, &client, frames);
+    assert_ne!(end, "still open", "a client asked about another client's transaction");
+    assert!(
+        f.logged(&format!(
+            "client slot {slot} sent a message (Status) about transaction 5127:1, which is not its own"
+        )),
+        "{}",
+        f.logs.text()
+    );
     assert_eq!(f.dump(), before, "the committed state changed");
 }
 

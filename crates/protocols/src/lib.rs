@@ -139,6 +139,18 @@ pub trait ClientRole: Actor {
     fn extend(&mut self, _txn: TxnId, _args: Vec<Arg>, _cx: &mut Ctx<'_, Self::Msg>) {}
 }
 
+/// What a client may send ([`Protocol::client_may_send`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientSend {
+    /// Only servers send this.
+    Refused,
+    /// A client may send it about its own transaction `TxnId` (a runtime checks that
+    /// the id is one of the sending client's).
+    Own(TxnId),
+    /// A client may send it; it names no transaction.
+    Free,
+}
+
 /// A server role whose committed state can be inspected at the end of a run.
 pub trait Replica {
     /// The committed state (version order and latest value per key).
@@ -295,13 +307,15 @@ pub trait Protocol: Clone + Send + Sync + 'static {
     fn forces_every_step(&self) -> bool {
         false
     }
-    /// Whether a client may send `m`. A runtime accepts from a client (a process with
-    /// a client certificate, through its client slots) only the messages this allows and
-    /// drops the connection of one that sends anything else: a client certificate must
-    /// not let its holder pose as a server (a 2PC `Decide` to a participant, a Paxos
-    /// accept, a chain server's reply). The simulator asserts that every message a
-    /// client actor sends passes, so the rule is checked on every run.
-    fn client_may_send(&self, m: &Self::Msg) -> bool;
+    /// Whether a client may send `m`, and about which transaction. A runtime accepts
+    /// from a client (a process with a client certificate, through its client slots)
+    /// only the messages this allows, each about a transaction of that client's own,
+    /// and drops the connection of one that sends anything else: a client certificate
+    /// must not let its holder pose as a server (a 2PC `Decide` to a participant, a
+    /// Paxos accept, a chain server's reply) nor act for another client. The
+    /// simulator asserts that every message a client actor sends passes, naming only
+    /// its own transactions, so the rule is checked on every run.
+    fn client_may_send(&self, m: &Self::Msg) -> ClientSend;
     /// The placement this protocol runs on, given where shards' homes should be.
     fn placement(&self, home: HomeRule) -> Placement;
     /// Builds the server actor of `node`.

@@ -52,14 +52,23 @@ impl<P: Protocol> Sim<'_, P> {
             match cmd {
                 Command::Send { to, msg, chain } => {
                     // The real cluster refuses from a client what its protocol's rule
-                    // does not allow; a client actor that sends such a message is a bug
-                    // in the rule or in the client, caught here on every run.
-                    assert!(
-                        server || self.proto.client_may_send(&msg),
-                        "{}: client node {} sent {msg:?}, which client_may_send refuses",
-                        self.proto.name(),
-                        node.0
-                    );
+                    // does not allow, or a message about another client's transaction;
+                    // a client actor that sends such a message is a bug in the rule or
+                    // in the client, caught here on every run. (Client i is ClientId(i).)
+                    if !server {
+                        let me = node.0 - self.layout.num_servers();
+                        let ok = match self.proto.client_may_send(&msg) {
+                            meridian_protocols::ClientSend::Refused => false,
+                            meridian_protocols::ClientSend::Own(t) => t.client == me,
+                            meridian_protocols::ClientSend::Free => true,
+                        };
+                        assert!(
+                            ok,
+                            "{}: client {me} (node {}) sent {msg:?}, which client_may_send refuses",
+                            self.proto.name(),
+                            node.0
+                        );
+                    }
                     self.send(node, to, msg, chain.unwrap_or(hops), depart)
                 }
                 Command::SetTimer { id, after } => {

@@ -103,7 +103,7 @@ impl Protocol for NoImage {
     fn strict(&self) -> bool {
         true
     }
-    fn client_may_send(&self, m: &Self::Msg) -> bool {
+    fn client_may_send(&self, m: &Self::Msg) -> meridian_protocols::ClientSend {
         self.0.client_may_send(m)
     }
     fn placement(&self, home: HomeRule) -> Placement {

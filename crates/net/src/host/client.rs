@@ -41,7 +41,7 @@ impl ClientHost {
         let mut core: Core<P> = Core::new(p.clone(), cluster.clone(), &env, stats.clone(), routes.clone());
         let session = (core.clock.now() / 1_000_000_000 % 4_000_000) as u32;
         for (slot, node) in slots.iter().zip(&nodes) {
-            let id = ClientId(session * 1024 + slot);
+            let id = ClientId(session * crate::cluster::MAX_CLIENT_SLOTS + slot);
             core.client_ids.insert(*node, id);
             core.locals.insert(
                 *node,

@@ -32,6 +32,8 @@ fn read_error(e: std::io::Error) -> String {
 struct Senders<M> {
     nodes: Vec<NodeId>,
     clients: Vec<NodeId>,
+    /// The node of client slot 0 (slot s is node `first_slot + s`).
+    first_slot: u32,
     client_rule: ClientRule<M>,
 }
 
@@ -62,13 +64,29 @@ async fn read_loop<M: serde::de::DeserializeOwned + std::fmt::Debug + Send + 'st
                     if !from.nodes.contains(&e.from) {
                         return format!("message from {}, which this connection did not introduce", e.from);
                     }
-                    if from.clients.contains(&e.from) && !(from.client_rule)(&e.msg) {
-                        // A client certificate does not make its holder a server.
-                        return format!(
-                            "client slot {} sent a message only servers send ({}): refused",
-                            e.from,
-                            msg_name(&e.msg)
-                        );
+                    if from.clients.contains(&e.from) {
+                        // A client certificate does not make its holder a server, nor
+                        // another client: a client id is `session * MAX_CLIENT_SLOTS +
+                        // slot` (host/client.rs), so its slot is the sender's.
+                        use meridian_protocols::ClientSend;
+                        let slot = e.from.0 - from.first_slot;
+                        match (from.client_rule)(&e.msg) {
+                            ClientSend::Refused => {
+                                return format!(
+                                    "client slot {} sent a message only servers send ({}): refused",
+                                    e.from,
+                                    msg_name(&e.msg)
+                                )
+                            }
+                            ClientSend::Own(t) if t.client % crate::cluster::MAX_CLIENT_SLOTS != slot => {
+                                return format!(
+                                    "client slot {} sent a message ({}) about transaction {t}, which is not its own: refused",
+                                    e.from,
+                                    msg_name(&e.msg)
+                                )
+                            }
+                            ClientSend::Own(_) | ClientSend::Free => {}
+                        }
                     }
                     if !hosted.contains(&e.to) {
                         return format!("message for {}, which this process does not host", e.to);
@@ -215,7 +233,8 @@ async fn dial_loop<M: serde::de::DeserializeOwned + std::fmt::Debug + Send + 'st
                 let from = Senders {
                     nodes: vec![peer],
                     clients: vec![],
-                    client_rule: Arc::new(|_: &M| false),
+                    first_slot: u32::MAX,
+                    client_rule: Arc::new(|_: &M| meridian_protocols::ClientSend::Refused),
                 };
                 let mut reader = tokio::spawn(read_loop::<M>(
                     rd,
@@ -260,7 +279,7 @@ async fn dial_loop<M: serde::de::DeserializeOwned + std::fmt::Debug + Send + 'st
 
 /// Whether a client may send a message: the protocol's rule
 /// ([`meridian_protocols::Protocol::client_may_send`]).
-pub(super) type ClientRule<M> = Arc<dyn Fn(&M) -> bool + Send + Sync>;
+pub(super) type ClientRule<M> = Arc<dyn Fn(&M) -> meridian_protocols::ClientSend + Send + Sync>;
 
 /// What each connection a process accepts is checked against and delivered to.
 pub(super) struct Acceptor<M> {
@@ -434,6 +453,7 @@ pub(super) async fn accept_conn<
     let from = Senders {
         nodes,
         clients: clients.clone(),
+        first_slot: layout.num_servers(),
         client_rule,
     };
     let why = read_loop::<M>(rd, fr, may, from, hosted, inbox, tx).await;

@@ -499,7 +499,7 @@ impl Protocol for Catenae {
     fn strict(&self) -> bool {
         false
     }
-    fn client_may_send(&self, m: &Msg) -> bool {
+    fn client_may_send(&self, m: &Msg) -> crate::ClientSend {
         m.client_may_send()
     }
 

@@ -446,9 +446,11 @@ impl Msg {
     /// reads at a snapshot (the client asks the chain servers itself once it has the
     /// snapshot); nothing of the coordinators' epochs or the chain servers' passes.
     /// Every variant is named, so a new one needs a decision here.
-    pub(crate) fn client_may_send(&self) -> bool {
+    pub(crate) fn client_may_send(&self) -> crate::ClientSend {
+        use crate::ClientSend;
         match self {
-            Msg::Submit { .. } | Msg::ReadOnly { .. } | Msg::RoRead(..) => true,
+            Msg::Submit { txn, .. } | Msg::ReadOnly { txn, .. } => ClientSend::Own(*txn),
+            Msg::RoRead(r) => ClientSend::Own(r.txn),
             Msg::Outcome { .. }
             | Msg::RoReply { .. }
             | Msg::Epoch { .. }
@@ -479,7 +481,7 @@ impl Msg {
             | Msg::TakeOverOk { .. }
             | Msg::Deposed { .. }
             | Msg::Probe { .. }
-            | Msg::ProbeReply { .. } => false,
+            | Msg::ProbeReply { .. } => ClientSend::Refused,
         }
     }
 }

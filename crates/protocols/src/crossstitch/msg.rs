@@ -362,12 +362,17 @@ impl Msg {
     /// the abort to position 1, an abort decision (never a commit one), status questions,
     /// the recovery request and a view question.
     /// Every variant is named, so a new one needs a decision here.
-    pub(crate) fn client_may_send(&self) -> bool {
+    pub(crate) fn client_may_send(&self) -> crate::ClientSend {
+        use crate::ClientSend;
         match self {
-            Msg::Query { .. } | Msg::Recover { .. } | Msg::ViewReq { .. } => true,
-            Msg::Exec(e) => e.chain.len() == 1,
-            Msg::Precommit { pos, .. } | Msg::ForwardAbort { pos, .. } => *pos == 1,
-            Msg::Decide { commit, .. } => !commit,
+            Msg::Query { txn, .. } | Msg::Recover { txn, .. } => ClientSend::Own(*txn),
+            Msg::ViewReq { .. } => ClientSend::Free,
+            Msg::Exec(e) if e.chain.len() == 1 => ClientSend::Own(e.txn),
+            Msg::Precommit { txn, pos } | Msg::ForwardAbort { txn, pos, .. } if *pos == 1 => ClientSend::Own(*txn),
+            Msg::Decide { txn, commit: false, .. } => ClientSend::Own(*txn),
+            Msg::Exec(..) | Msg::Precommit { .. } | Msg::ForwardAbort { .. } | Msg::Decide { .. } => {
+                ClientSend::Refused
+            }
             Msg::Ack { .. }
             | Msg::Refused { .. }
             | Msg::Replicate(..)
@@ -385,7 +390,7 @@ impl Msg {
             | Msg::Cas { .. }
             | Msg::CasReply { .. }
             | Msg::View(..)
-            | Msg::Waive { .. } => false,
+            | Msg::Waive { .. } => ClientSend::Refused,
         }
     }
 }

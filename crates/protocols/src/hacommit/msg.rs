@@ -397,10 +397,14 @@ impl Msg {
     /// (the client proposes its own transaction's decision); never a higher ballot (a
     /// recovery), a vote, a view or a replica's message.
     /// Every variant is named, so a new one needs a decision here.
-    pub(crate) fn client_may_send(&self) -> bool {
+    pub(crate) fn client_may_send(&self) -> crate::ClientSend {
+        use crate::ClientSend;
         match self {
-            Msg::Read(..) | Msg::Last(..) | Msg::VoteQuery { .. } => true,
-            Msg::P2a(p) => p.ballot == 0,
+            Msg::Read(r) => ClientSend::Own(r.txn),
+            Msg::Last(l) => ClientSend::Own(l.txn),
+            Msg::VoteQuery { txn, .. } => ClientSend::Own(*txn),
+            Msg::P2a(p) if p.ballot == 0 => ClientSend::Own(p.txn),
+            Msg::P2a(..) => ClientSend::Refused,
             Msg::ReadReply { .. }
             | Msg::Wound { .. }
             | Msg::NotLeader { .. }
@@ -418,7 +422,7 @@ impl Msg {
             | Msg::ViewState(..)
             | Msg::NewView(..)
             | Msg::SyncReq(..)
-            | Msg::SyncState(..) => false,
+            | Msg::SyncState(..) => ClientSend::Refused,
         }
     }
 }

@@ -407,7 +407,7 @@ impl Protocol for HierVal {
     fn interactive(&self) -> bool {
         true
     }
-    fn client_may_send(&self, m: &Msg) -> bool {
+    fn client_may_send(&self, m: &Msg) -> crate::ClientSend {
         m.client_may_send(self.mode)
     }
 

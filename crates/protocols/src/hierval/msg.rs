@@ -190,18 +190,21 @@ impl Msg {
     /// (the client coordinates) the decision; never a validator's batch or a decision under
     /// the hierarchy.
     /// Every variant is named, so a new one needs a decision here.
-    pub(crate) fn client_may_send(&self, mode: super::Mode) -> bool {
+    pub(crate) fn client_may_send(&self, mode: super::Mode) -> crate::ClientSend {
+        use crate::ClientSend;
         match self {
-            Msg::Read { .. } | Msg::Commit(..) => true,
-            Msg::Decide { .. } => mode == super::Mode::TwoPc,
-            Msg::Query(q) => q.from_client,
+            Msg::Read { txn, .. } => ClientSend::Own(*txn),
+            Msg::Commit(c) => ClientSend::Own(c.txn),
+            Msg::Decide { txn, .. } if mode == super::Mode::TwoPc => ClientSend::Own(*txn),
+            Msg::Query(q) if q.from_client => ClientSend::Own(q.txn),
+            Msg::Decide { .. } | Msg::Query(..) => ClientSend::Refused,
             Msg::ReadReply { .. }
             | Msg::Vote { .. }
             | Msg::Ack { .. }
             | Msg::Outcome { .. }
             | Msg::Batch(..)
             | Msg::Peer { .. }
-            | Msg::PeerState { .. } => false,
+            | Msg::PeerState { .. } => ClientSend::Refused,
         }
     }
 }

@@ -230,7 +230,7 @@ impl Protocol for PaxosCommit {
     fn fault_model(&self) -> FaultModel {
         FaultModel::Durable
     }
-    fn client_may_send(&self, m: &Msg) -> bool {
+    fn client_may_send(&self, m: &Msg) -> crate::ClientSend {
         m.client_may_send()
     }
 

@@ -180,9 +180,10 @@ impl Msg {
     /// Whether a client may send this (`Protocol::client_may_send`): the transaction for
     /// its DC's coordinator and the status question.
     /// Every variant is named, so a new one needs a decision here.
-    pub(crate) fn client_may_send(&self) -> bool {
+    pub(crate) fn client_may_send(&self) -> crate::ClientSend {
+        use crate::ClientSend;
         match self {
-            Msg::Submit { .. } | Msg::Status { .. } => true,
+            Msg::Submit { txn, .. } | Msg::Status { txn } => ClientSend::Own(*txn),
             Msg::Result(..)
             | Msg::Lock { .. }
             | Msg::Locked { .. }
@@ -195,7 +196,7 @@ impl Msg {
             | Msg::Decided(..)
             | Msg::Applied { .. }
             | Msg::Install { .. }
-            | Msg::Installed { .. } => false,
+            | Msg::Installed { .. } => ClientSend::Refused,
         }
     }
 }

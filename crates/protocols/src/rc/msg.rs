@@ -134,9 +134,10 @@ impl Msg {
     /// an aborted transaction's locks and the Paxos accept request to each DC's
     /// coordinator; never a prepare, vote or commit.
     /// Every variant is named, so a new one needs a decision here.
-    pub(crate) fn client_may_send(&self) -> bool {
+    pub(crate) fn client_may_send(&self) -> crate::ClientSend {
+        use crate::ClientSend;
         match self {
-            Msg::Read { .. } | Msg::Release { .. } | Msg::Accept { .. } => true,
+            Msg::Read { txn, .. } | Msg::Release { txn } | Msg::Accept { txn, .. } => ClientSend::Own(*txn),
             Msg::ReadReply { .. }
             | Msg::Prepare { .. }
             | Msg::Prepared(..)
@@ -145,7 +146,7 @@ impl Msg {
             | Msg::Commit { .. }
             | Msg::Ack { .. }
             | Msg::Applied { .. }
-            | Msg::Query { .. } => false,
+            | Msg::Query { .. } => ClientSend::Refused,
         }
     }
 }

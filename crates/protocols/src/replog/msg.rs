@@ -297,9 +297,12 @@ impl Msg {
     /// an aborted transaction, the prepare to each participant leader and the status
     /// question; never a vote, decision or a Paxos message.
     /// Every variant is named, so a new one needs a decision here.
-    pub(crate) fn client_may_send(&self) -> bool {
+    pub(crate) fn client_may_send(&self) -> crate::ClientSend {
+        use crate::ClientSend;
         match self {
-            Msg::Read(..) | Msg::Release { .. } | Msg::Prepare { .. } | Msg::Status { .. } => true,
+            Msg::Read(r) => ClientSend::Own(r.txn),
+            Msg::Release { txn } | Msg::Status { txn, .. } => ClientSend::Own(*txn),
+            Msg::Prepare { entry, .. } => ClientSend::Own(entry.txn),
             Msg::ReadReply { .. }
             | Msg::Prepared(..)
             | Msg::Decide { .. }
@@ -317,7 +320,7 @@ impl Msg {
             | Msg::Chosen { .. }
             | Msg::PreElect { .. }
             | Msg::PreVote { .. }
-            | Msg::Wound { .. } => false,
+            | Msg::Wound { .. } => ClientSend::Refused,
         }
     }
 }

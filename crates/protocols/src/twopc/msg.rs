@@ -94,9 +94,11 @@ impl Msg {
     /// an aborted transaction, the commit request and the status question; never a prepare,
     /// vote or decision.
     /// Every variant is named, so a new one needs a decision here.
-    pub(crate) fn client_may_send(&self) -> bool {
+    pub(crate) fn client_may_send(&self) -> crate::ClientSend {
+        use crate::ClientSend;
         match self {
-            Msg::Read(..) | Msg::Release { .. } | Msg::Commit { .. } | Msg::Status { .. } => true,
+            Msg::Read(r) => ClientSend::Own(r.txn),
+            Msg::Release { txn } | Msg::Commit { txn, .. } | Msg::Status { txn, .. } => ClientSend::Own(*txn),
             Msg::ReadReply(..)
             | Msg::Outcome { .. }
             | Msg::Prepare { .. }
@@ -104,7 +106,7 @@ impl Msg {
             | Msg::Decide { .. }
             | Msg::Ack { .. }
             | Msg::Query { .. }
-            | Msg::Wound { .. } => false,
+            | Msg::Wound { .. } => ClientSend::Refused,
         }
     }
 }
