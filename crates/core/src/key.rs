@@ -157,7 +157,7 @@ impl Key {
 
 impl From<&str> for Key {
     fn from(s: &str) -> Key {
-        Key::new(s.as_bytes())
+        Key::from_bytes(s.as_bytes())
     }
 }
 
@@ -169,7 +169,7 @@ impl From<String> for Key {
 
 impl From<&String> for Key {
     fn from(s: &String) -> Key {
-        Key::new(s.as_bytes())
+        Key::from_bytes(s.as_bytes())
     }
 }
 
