@@ -363,6 +363,18 @@ fn crossstitch_a_re_sent_prepare_of_the_promised_ballot_is_promised_again() {
     assert_clean("crossstitch seed 8087", &r);
 }
 
+/// Campaign seed 661262 (5 s of skew) stalled: a client whose clock ran 5 s ahead
+/// lifted each server's one watermark 5 s past every other client's timestamps; both
+/// transaction replicas of a last server, once restarted, stayed silent in phase 1 for
+/// a transaction that began 6 s after the first restart, and no recovery reached a
+/// majority. An acceptor counts as forgetful now by its client's own mark.
+#[test]
+fn crossstitch_an_acceptor_forgets_by_its_client_mark_not_the_fastest_clock() {
+    let r = run("crossstitch gcp3 script txns=1000 clients=8 seed=661262 faults=random:crashes=3,serial=5s;skew:max=5000ms");
+    assert_eq!(r.within_tolerance, Some(true));
+    assert_clean("crossstitch seed 661262", &r);
+}
+
 /// Campaign seed 744 (beyond tolerance: every replica of a shard forgot a COMMIT's
 /// writes): a replica that knows a COMMIT chosen but lacks its writes asks its group for
 /// them, and every answer saying "chosen" made it ask again, so the asks multiplied

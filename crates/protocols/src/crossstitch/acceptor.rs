@@ -22,7 +22,7 @@ impl Server {
 
     /// Accepts `decision` at `ballot` if allowed; returns whether it did.
     pub(super) fn accept(&mut self, txn: TxnId, ts: u64, ballot: Ballot, decision: &Decision, now: Time) -> bool {
-        if !self.may_accept_ballot(ts, ballot) || self.restarting() {
+        if !self.may_accept_ballot(txn, ts, ballot) || self.restarting() {
             return false;
         }
         let a = self.acceptor(txn, now);
@@ -51,14 +51,15 @@ impl Server {
     }
 
     pub(super) fn on_prepare(&mut self, from: NodeId, txn: TxnId, ts: u64, ballot: Ballot, cx: &mut Ctx<'_, Msg>) {
-        // Silent for a transaction that began before our crash: we may have accepted a
+        // Silent for a transaction we may have acted for before our crash (by its
+        // client's acceptor mark, `acc_marks`): we may have accepted a
         // decision for it and forgotten it, and a promise saying "nothing accepted"
         // would count as one of the majority that lets recovery pick ABORT over a
         // COMMIT already chosen (by the final server, before it crashed, and one
         // replica). Restarted servers re-sync data, not acceptor state, so a
         // forgetful acceptor is an absent one in phase 1; it may still accept a
         // later ballot in phase 2 (see `may_accept_ballot`).
-        if self.forgot(ts) || !self.may_accept_ballot(ts, ballot) || self.restarting() {
+        if self.acceptor_forgot(txn, ts) || !self.may_accept_ballot(txn, ts, ballot) || self.restarting() {
             return;
         }
         self.admit_ballot(ballot, cx);

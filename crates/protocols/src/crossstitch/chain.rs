@@ -365,6 +365,7 @@ impl Server {
             since: cx.now(),
         };
         // Accept locally first (the final server is one of the three acceptors).
+        self.admit_acceptor(txn, ts, cx);
         if self.accept(txn, ts, 0, &decision, cx.now()) {
             prop.accepted.insert(self.me);
         }

@@ -186,6 +186,21 @@ crate::kit::server::server_struct! {
         pub(super) mark_ts: Time,
         /// The same for ballots: every ballot this server promised or accepted is below it.
         pub(super) mark_ballot: Ballot,
+        /// The acceptor's own watermarks, one per client (client id → mark in clock units
+        /// of that client's timestamps, and when this server last acted for it): raised
+        /// like `mark_ts`, with a synced write, before this server promises or accepts
+        /// for a transaction of that client. `mark_ts` is one word over every client, so
+        /// a client whose clock runs seconds ahead lifts it seconds past every other
+        /// client's transactions, and after a restart this server counted as possibly
+        /// forgotten (and so stayed silent in phase 1 for) transactions that began
+        /// seconds after it came back. With both transaction replicas restarted so
+        /// once, no recovery could reach a majority and the transaction never resolved
+        /// (campaign seed 661262, 5 s of skew). A client's own timestamps only grow, so
+        /// its own mark bounds exactly what this acceptor may have acted on for it.
+        /// An entry idle for `tombstone` goes, as the acceptor state it guards does.
+        pub(super) acc_marks: HashMap<u32, (Time, Time)>,
+        /// `acc_marks` at the last restart (the marks alone).
+        pub(super) acc_forgot: HashMap<u32, Time>,
         /// `mark_ts` at the last restart: transactions below it may have been forgotten.
         pub(super) forgot_before: Time,
         /// `mark_ballot` at the last restart: a forgetful acceptor takes only higher ballots.
@@ -268,6 +283,8 @@ impl Server {
             restarted_at: None,
             mark_ts: 0,
             mark_ballot: 0,
+            acc_marks: HashMap::default(),
+            acc_forgot: HashMap::default(),
             forgot_before: 0,
             ballot_floor: 0,
             syncing: BTreeSet::new(),
@@ -304,16 +321,36 @@ impl Server {
         ts / TS_SCALE < self.forgot_before
     }
 
-    /// Whether this server may act as an acceptor of `ballot` for a transaction of
-    /// `ts`: always, unless it may have forgotten a promise for it (it may have acted
-    /// on it before the crash); then only ballots above every ballot it may have
-    /// promised before the crash are safe, never the last server's ballot 0.
-    pub(super) fn may_accept_ballot(&self, ts: u64, ballot: Ballot) -> bool {
-        match self.restarted_at {
-            None => true,
-            Some(_) if !self.forgot(ts) => true,
-            Some(_) => ballot != 0 && ballot > self.ballot_floor,
+    /// Whether this server, as an acceptor, may have promised or accepted something
+    /// for `txn` (of `ts`) before it last crashed and forgotten it: by its client's
+    /// acceptor mark (see `acc_marks`), or, for a server that lost even its watermark
+    /// word, by the one mark.
+    pub(super) fn acceptor_forgot(&self, txn: TxnId, ts: u64) -> bool {
+        if self.restarted_at.is_none() {
+            false
+        } else if self.witness_amnesiac {
+            self.forgot(ts)
+        } else {
+            self.acc_forgot.get(&txn.client).is_some_and(|m| ts / TS_SCALE < *m)
         }
+    }
+
+    /// Whether this server may act as an acceptor of `ballot` for `txn` (of `ts`):
+    /// always, unless it may have forgotten a promise for it (it may have acted on it
+    /// before the crash); then only ballots above every ballot it may have promised
+    /// before the crash are safe, never the last server's ballot 0.
+    pub(super) fn may_accept_ballot(&self, txn: TxnId, ts: u64, ballot: Ballot) -> bool {
+        !self.acceptor_forgot(txn, ts) || (ballot != 0 && ballot > self.ballot_floor)
+    }
+
+    /// Records, durably and before it promises or accepts, that this server may act
+    /// as an acceptor for `txn` (see `acc_marks`).
+    pub(super) fn admit_acceptor(&mut self, txn: TxnId, ts: u64, cx: &mut Ctx<'_, Msg>) {
+        let reserve = 2 * self.env.timeouts.sweep;
+        let now = cx.now();
+        let e = self.acc_marks.entry(txn.client).or_insert((0, now));
+        crate::kit::marks::raise(&mut e.0, ts / TS_SCALE, reserve, cx);
+        e.1 = now;
     }
 
     /// Records, durably and before acting, that this server may act on a transaction
@@ -534,6 +571,9 @@ impl Server {
         // Forget old outcomes and acceptor state.
         self.done.retain(|_, d| now.saturating_sub(d.at) < t.tombstone);
         self.acceptors.retain(|_, a| now.saturating_sub(a.since) < t.tombstone);
+        // Last acted on no earlier than the acceptor state of any of its transactions
+        // was created, so it outlives all of it.
+        self.acc_marks.retain(|_, (_, at)| now.saturating_sub(*at) < t.tombstone);
     }
 
     /// Whether this server is still coming back from a restart: waiting for its
@@ -582,6 +622,9 @@ impl Server {
             | Msg::Accept { ts, .. }
             | Msg::Prepare { ts, .. } => self.admit(*ts, cx),
             _ => {}
+        }
+        if let Msg::Accept { txn, ts, .. } | Msg::Prepare { txn, ts, .. } = &msg {
+            self.admit_acceptor(*txn, *ts, cx);
         }
         match msg {
             Msg::Exec(m) => self.on_exec(from, m, cx),
@@ -643,7 +686,7 @@ crate::kit::server::server_frame! {ServerTimer, start;
     fn on_crash(&mut self) {
         // Nothing survives but the watermarks and, as a witness, the views agreed to
         // (each written durably): the data lives on in the shards' other replicas.
-        crate::kit::server::keep_only!(self = Server::new(self.env.clone(), self.me); mark_ts, mark_ballot, witnessed);
+        crate::kit::server::keep_only!(self = Server::new(self.env.clone(), self.me); mark_ts, mark_ballot, acc_marks, witnessed);
     }
 
     fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {
@@ -656,6 +699,7 @@ crate::kit::server::server_frame! {ServerTimer, start;
         // With no watermark, the witness table is gone too: agree to no view change.
         self.witness_amnesiac = self.mark_ts == 0;
         self.ballot_floor = self.mark_ballot;
+        self.acc_forgot = self.acc_marks.iter().map(|(c, (m, _))| (*c, *m)).collect();
         self.syncing = self.partners();
         for n in self.syncing.clone() {
             cx.send(n, Msg::SyncReq);

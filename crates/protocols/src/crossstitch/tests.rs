@@ -352,13 +352,54 @@ fn a_crash_before_the_first_sweep_still_marks_earlier_transactions_forgotten() {
     call(&mut s, 0, NodeId(0), |s, cx| s.on_start(cx));
     // A transaction that began at 50 ms, handled here, then a crash at 100 ms.
     let ts = ms(50.0) * TS_SCALE;
-    call(&mut s, ms(60.0), NodeId(0), |s, cx| s.admit(ts, cx));
+    let txn = TxnId { client: 3, seq: 1 };
+    call(&mut s, ms(60.0), NodeId(0), |s, cx| {
+        s.admit(ts, cx);
+        s.admit_acceptor(txn, ts, cx);
+    });
     s.on_crash();
     call(&mut s, ms(1_000.0), NodeId(0), |s, cx| s.on_recover(cx));
     assert!(s.forgot(ts), "a transaction of 50 ms may have been forgotten");
-    assert!(!s.may_accept_ballot(ts, 0), "its ballot 0 must be refused");
+    assert!(!s.may_accept_ballot(txn, ts, 0), "its ballot 0 must be refused");
     // One it never acted on, far beyond the reserve, is not refused.
     assert!(!s.forgot(ms(5_000.0) * TS_SCALE));
+}
+
+/// Campaign seed 661262 (5 s of clock skew): a client whose clock ran seconds ahead
+/// lifted the one watermark seconds past every other client's timestamps, so each
+/// transaction replica, once restarted, stayed silent in phase 1 for transactions that
+/// began long after it came back; with both replicas of a last server restarted so, no
+/// recovery reached a majority and the transaction never resolved. An acceptor now
+/// counts as forgetful only for a client it may have acted for, below that client's
+/// own mark.
+#[test]
+fn a_client_clock_far_ahead_does_not_make_an_acceptor_forget_other_clients() {
+    let n = Net::new();
+    let mut s = Server::new(n.servers[0].env.clone(), NodeId(0));
+    call(&mut s, 0, NodeId(0), |s, cx| s.on_start(cx));
+    // Client 1's clock is 5 s ahead; client 2's is right. Both are acted for at 60 ms.
+    let (fast, slow) = (TxnId { client: 1, seq: 1 }, TxnId { client: 2, seq: 1 });
+    let (fast_ts, slow_ts) = (ms(5_060.0) * TS_SCALE, ms(60.0) * TS_SCALE);
+    call(&mut s, ms(60.0), NodeId(0), |s, cx| {
+        for (t, ts) in [(fast, fast_ts), (slow, slow_ts)] {
+            s.admit(ts, cx);
+            s.admit_acceptor(t, ts, cx);
+        }
+    });
+    s.on_crash();
+    call(&mut s, ms(1_000.0), NodeId(0), |s, cx| s.on_recover(cx));
+    // What it acted on is still counted forgotten, whichever the client.
+    assert!(s.acceptor_forgot(fast, fast_ts) && s.acceptor_forgot(slow, slow_ts));
+    assert!(!s.may_accept_ballot(slow, slow_ts, 0));
+    // Client 2's transaction of 2 s (after the restart, by its clock) is below the
+    // one watermark (client 1 lifted it past 5 s) but not below client 2's own mark:
+    // the acceptor takes part in it. So does a client never acted for.
+    let later = TxnId { client: 2, seq: 2 };
+    let later_ts = ms(2_000.0) * TS_SCALE;
+    assert!(s.forgot(later_ts), "the one mark is above it");
+    assert!(!s.acceptor_forgot(later, later_ts));
+    assert!(s.may_accept_ballot(later, later_ts, 0));
+    assert!(!s.acceptor_forgot(TxnId { client: 9, seq: 1 }, slow_ts));
 }
 
 /// Issue 14, C2: COMMIT is chosen at ballot 0 by the final server and one transaction
@@ -390,7 +431,10 @@ fn recovery_does_not_count_a_forgetful_acceptor_as_one_that_accepted_nothing() {
     // Ballot 0: the final server (which ran the transaction: its `Exec` raised the
     // watermark) and replica `a` accept COMMIT (chosen).
     let now = ms(150.0);
-    call(servers.get_mut(&fin).unwrap(), now, fin, |s, cx| s.admit(ts, cx));
+    call(servers.get_mut(&fin).unwrap(), now, fin, |s, cx| {
+        s.admit(ts, cx);
+        s.admit_acceptor(txn, ts, cx);
+    });
     assert!(servers.get_mut(&fin).unwrap().accept(txn, ts, 0, &commit, now));
     let m = Msg::Accept {
         txn,
