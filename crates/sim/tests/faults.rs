@@ -370,7 +370,9 @@ fn crossstitch_a_re_sent_prepare_of_the_promised_ballot_is_promised_again() {
 /// majority. An acceptor counts as forgetful now by its client's own mark.
 #[test]
 fn crossstitch_an_acceptor_forgets_by_its_client_mark_not_the_fastest_clock() {
-    let r = run("crossstitch gcp3 script txns=1000 clients=8 seed=661262 faults=random:crashes=3,serial=5s;skew:max=5000ms");
+    let r = run(
+        "crossstitch gcp3 script txns=1000 clients=8 seed=661262 faults=random:crashes=3,serial=5s;skew:max=5000ms",
+    );
     assert_eq!(r.within_tolerance, Some(true));
     assert_clean("crossstitch seed 661262", &r);
 }

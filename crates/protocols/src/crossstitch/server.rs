@@ -573,7 +573,8 @@ impl Server {
         self.acceptors.retain(|_, a| now.saturating_sub(a.since) < t.tombstone);
         // Last acted on no earlier than the acceptor state of any of its transactions
         // was created, so it outlives all of it.
-        self.acc_marks.retain(|_, (_, at)| now.saturating_sub(*at) < t.tombstone);
+        self.acc_marks
+            .retain(|_, (_, at)| now.saturating_sub(*at) < t.tombstone);
     }
 
     /// Whether this server is still coming back from a restart: waiting for its
