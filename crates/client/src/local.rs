@@ -24,8 +24,8 @@ use crate::Error;
 use meridian_core::{NodeId, Topology};
 use meridian_net::cluster::Cluster;
 use meridian_net::host::{self, ServerOptions};
+use meridian_protocols::named::{with_protocol, WithProtocol};
 use meridian_protocols::Protocol;
-use meridian_sim::{with_protocol, WithProtocol};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

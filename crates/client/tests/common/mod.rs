@@ -4,8 +4,8 @@
 use meridian_core::{NodeId, Topology};
 use meridian_net::cluster::Cluster;
 use meridian_net::host::{self, ServerOptions};
+use meridian_protocols::named::{with_protocol, WithProtocol};
 use meridian_protocols::Protocol;
-use meridian_sim::{with_protocol, WithProtocol};
 use std::sync::Arc;
 
 /// The cluster file of a `us3` cluster (six servers, no added delay) of `protocol`.
