@@ -27,7 +27,7 @@ pub mod server;
 pub mod timers;
 pub mod vote;
 
-use meridian_core::{NodeId, ReplicaSnapshot};
+use meridian_core::{Ctx, NodeId, ReplicaSnapshot, Time};
 use meridian_storage::MvStore;
 
 /// The [`crate::Replica`] impl of a protocol's `Server` that keeps its committed data
@@ -59,5 +59,19 @@ pub fn snapshot(me: NodeId, store: &MvStore) -> ReplicaSnapshot {
     ReplicaSnapshot {
         node: me,
         keys: store.snapshot(),
+    }
+}
+
+/// Notes for the operator (issue 53, 4) that a sweep gave up on transactions whose
+/// client fell silent, releasing what they held: one line per sweep that did, with how
+/// many, how long the silence was and the first of them. Rare: it takes a client that
+/// crashed or was cut off, or a lock held past the fail-over time while others wait.
+pub fn note_silent<M>(cx: &mut Ctx<'_, M>, ids: &[meridian_core::TxnId], silent_for: Time, what: &str) {
+    if let Some(first) = ids.first() {
+        cx.note(format!(
+            "{what}: {} transaction(s) whose client was silent for {:.1} s or more (first {first})",
+            ids.len(),
+            silent_for as f64 / 1e9
+        ));
     }
 }

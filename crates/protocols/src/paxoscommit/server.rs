@@ -187,6 +187,7 @@ impl Server {
                 .map(|(t, _)| *t)
                 .collect();
             idle.sort();
+            crate::kit::note_silent(cx, &idle, silent, "locks released");
             for t in idle {
                 self.release(t, cx);
             }

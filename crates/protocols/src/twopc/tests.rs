@@ -704,3 +704,31 @@ fn test_a_late_duplicate_read_after_the_commit_takes_no_lock() {
     let e = n.recv(50, coord, prepare(t2, 45, write(n.me, &k, t2, 6)));
     assert!(voted_yes(&e));
 }
+
+/// Issue 53, 4: a sweep that aborts transactions whose client fell silent says so to
+/// the operator (a `Note`, logged at INFO by the cluster host), once for the sweep.
+#[test]
+fn test_a_sweep_that_gives_up_on_silent_clients_notes_it() {
+    let mut n = Node::started(NodeId(2), Cc::Locking);
+    let k = n.key();
+    for seq in [1, 2] {
+        n.recv(10, CLIENT, read(tid(0, seq), 10, &k));
+    }
+    let quiet = n.sweep(20);
+    assert!(!quiet.commands.iter().any(|c| matches!(c, Command::Note { .. })));
+    let e = n.sweep(30 + n.env.timeouts.idle);
+    let notes: Vec<&String> = e
+        .commands
+        .iter()
+        .filter_map(|c| match c {
+            Command::Note { what } => Some(what),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].contains("2 transaction(s) whose client was silent"),
+        "{}",
+        notes[0]
+    );
+}
