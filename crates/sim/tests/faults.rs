@@ -310,6 +310,27 @@ fn catenae_a_coordinator_down_for_20s_catches_up() {
     }
 }
 
+/// `meridian campaign`, seed 662022 (`catenae:secondary=on`, node 0's clock 4.9 s
+/// ahead): DC A's coordinator (node 0) finished two conflicting transactions, put its
+/// votes in its open epoch and crashed; its successor re-voted them, but into an open
+/// epoch it would not seal for 3.4 s (its epoch counter came from node 0's payloads);
+/// node 0 restarted, stepped down, then took the coordinatorship back from the silent
+/// successor. Both open epochs were dropped at the step-downs, and node 0 skipped the
+/// two transactions as voted: they, and every later one on their keys, never resolved
+/// (16 transactions). A coordinator stepping down now forgets the votes it drops.
+#[test]
+fn catenae_secondary_a_coordinator_stepping_down_forgets_the_votes_it_drops() {
+    for faults in [
+        "random;skew:max=5000ms",
+        "loss:p=0.01;dup:p=0.01;reorder:p=0.05;skew:node=0,by=4904.336671ms;skew:node=1,by=422.007656ms;skew:node=2,by=-231.41663ms;skew:node=3,by=-529.617277ms;skew:client=0,by=2535.356171ms;skew:client=1,by=3418.020249ms;skew:client=2,by=2790.045421ms;skew:client=3,by=-2452.224156ms;skew:client=4,by=3854.164093ms;skew:client=5,by=-3073.2848ms;skew:client=6,by=-664.963375ms;skew:client=7,by=-890.480601ms;skew:client=8,by=-790.273973ms;skew:client=9,by=-1497.662092ms;skew:client=10,by=3307.573921ms;skew:client=11,by=1750.309191ms;skew:client=12,by=-171.355949ms;skew:client=13,by=-169.201789ms;skew:client=14,by=-842.325683ms;skew:client=15,by=1785.223139ms;crash:node=0,at=1120.331826ms,for=1616ms;crash:node=2,at=3284.315585ms,for=2103ms",
+    ] {
+        let r = run(&format!(
+            "catenae:secondary=on two50 micro:records=1000,parts=1-5,dist=zipf1 txns=500 clients=16 seed=662022 faults={faults}"
+        ));
+        assert_clean(&format!("catenae:secondary=on {faults}"), &r);
+    }
+}
+
 /// `meridian campaign` (issue 19), seed 7344: the first clock-free CrossStitch restart
 /// rule also pushed the watermark ahead by the server's own clock every sweep. A
 /// server whose clock ran 1.7 s ahead then restarted refusing, as possibly forgotten,

@@ -678,15 +678,35 @@ impl Coordinator {
             ));
         }
         self.sec.role = Role::Standby;
+        let mut unvoted = vec![];
         for e in std::mem::take(&mut self.sec.unreleased) {
             if let Some(p) = self.mine.remove(&e) {
                 for t in &p.txns {
                     self.seen.remove(&t.id);
                 }
+                unvoted.extend(p.votes.iter().map(|v| v.txn));
             }
         }
-        for t in std::mem::take(&mut self.open).txns {
+        let open = std::mem::take(&mut self.open);
+        for t in open.txns {
             self.seen.remove(&t.id);
+        }
+        unvoted.extend(open.votes.iter().map(|v| v.txn));
+        // The votes of the dropped payloads were never held by anyone this node knows
+        // of, so they were never counted: the node forgets it cast them, as a standby
+        // that never coordinated would. Else, should it coordinate again, its `revote`
+        // would take the unsent vote for cast and skip it, and no one would ever cast
+        // it (campaign seed 662022: node 0 finished two conflicting transactions, put
+        // its votes in the open epoch and crashed; its successor's re-votes waited
+        // unsealed in its own open epoch, and when node 0 took the coordinatorship
+        // back, both open epochs had been dropped at the step-downs and node 0 skipped
+        // the two as voted; they, and every later transaction on their keys, never
+        // resolved). A vote another DC holds is adopted at that takeover, before the
+        // re-votes.
+        for id in unvoted {
+            if let Some(t) = self.txns.get_mut(&id) {
+                t.voted = false;
+            }
         }
         self.got.clear();
         self.dispatch.clear();

@@ -220,6 +220,40 @@ fn no_majority_aborts() {
     assert_eq!(net.servers[us.0 as usize].chain.unresolved_keys(), 0);
 }
 
+/// With a secondary, a coordinator that steps down drops its open epoch and the
+/// payloads nobody holds, with this DC's votes in them: it forgets it cast those votes,
+/// so that, coordinating again, it re-votes them (`revote`) instead of taking them for
+/// cast. Before, the two transactions stayed `voted` here and were never voted by
+/// this DC at all (campaign seed 662022 on two DCs, where every DC's vote is needed).
+#[test]
+fn a_coordinator_stepping_down_forgets_the_votes_it_drops() {
+    let (p, e) = (
+        Catenae {
+            secondary: true,
+            ..proto()
+        },
+        env(),
+    );
+    let mut net = Net::new((0..12).map(|n| p.server(&e, NodeId(n))).collect());
+    submit_two_conflicting(&mut net);
+    // Scheduled, executed, and this DC's votes put in EU's open epoch.
+    epoch(&mut net);
+    fn eu(net: &Net<Catenae>) -> &coordinator::Coordinator {
+        net.servers[0].coord.as_ref().unwrap()
+    }
+    for i in [1, 2] {
+        assert!(eu(&net).voted(txn(i)), "T{i} voted in the open epoch");
+        assert!(eu(&net).open.votes.iter().any(|v| v.txn == txn(i)));
+    }
+    // Told of a newer term: EU's coordinator steps down, dropping its open epoch.
+    net.send(NodeId(4), NodeId(0), Msg::Deposed { term: 1 });
+    assert!(!eu(&net).leads());
+    assert!(eu(&net).open.votes.is_empty());
+    for i in [1, 2] {
+        assert!(!eu(&net).voted(txn(i)), "T{i}: its dropped vote is not taken for cast");
+    }
+}
+
 /// A read-only transaction is answered by the local chain servers: no WAN trip.
 #[test]
 fn read_only_is_local() {
