@@ -111,7 +111,15 @@
 //!   in a recovery's phase 1 a server stays silent about transactions it may have acted
 //!   on before its crash: its "nothing accepted" could otherwise complete a majority
 //!   that misses a COMMIT chosen by the final server and one replica before the crash;
-//!   in phase 2 it accepts only ballots above its ballot watermark. The watermark is
+//!   in phase 2 it accepts only ballots above its ballot watermark. Which
+//!   transactions it may have acted on *as an acceptor* is judged per client: a third
+//!   durable record, one mark per client over that client's timestamps, raised the
+//!   same way before it promises or accepts. With the one word, a client whose clock
+//!   ran 5 s ahead lifted it past every other client's timestamps, so a restarted
+//!   replica stayed silent for transactions begun seconds after it came back, and
+//!   with both replicas of a last server restarted so no recovery reached a majority
+//!   (seed 661262). A client's own timestamps only grow, so its mark bounds what the
+//!   acceptor did for it exactly. The watermark is
 //!   written at start, not at the first sweep. Queries and recoveries
 //!   started from re-synced tentative versions carry the transaction's timestamp (the
 //!   versions' write timestamp), without which every restarted acceptor stays silent.
