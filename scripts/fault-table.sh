@@ -24,7 +24,7 @@ read -r -a PROTOCOLS <<<"${PROTOCOLS:-2pc-2pl 2pc-occ rc replog replog:lease=2s 
 read -r -a FAULTS <<<"${FAULTS:-dead cut}"
 AT=${AT:-8}
 CUT=${CUT:-10}
-DUR=${DUR:-30s}
+DUR=${DUR:-30s} # in seconds, with the unit: 30s
 CLIENTS=${CLIENTS:-6}
 WL=${WL:-bank}
 WORK=$(mktemp -d /tmp/fault-table.XXXXXX)
@@ -54,10 +54,14 @@ for p in "${PROTOCOLS[@]}"; do
         fi
         wait "$b"
         $M cluster down --dir "$d" >/dev/null 2>&1
-        python3 - "$d/h.jsonl" "$d/bench.json" "$p" "$fault" "$at" "$until_ns" <<'EOF'
+        # The run's end in cluster time: the bench ran DUR from about AT before the fault.
+        run_end=$((at + (${DUR%s} - AT) * 1000000000))
+        python3 - "$d/h.jsonl" "$d/bench.json" "$p" "$fault" "$at" "$until_ns" "$run_end" <<'EOF'
 import json, sys
 hist, bench, proto, fault, at, until = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6])
-ends, last = [], at
+# The run's end: the bench's duration after its start, or the last transaction to end
+# if that is later (a transaction still in flight when nothing else ends counts too).
+ends, last = [], int(sys.argv[7])
 try:
     for line in open(hist):
         r = json.loads(line)
