@@ -151,8 +151,11 @@ pub enum Entry<M> {
 /// `Rec::Frozen`. 11: every input carries a CRC-32 of its bytes and replay requires
 /// consecutive sequence numbers; an image carries its CRC-32; the `synced-through`
 /// file beside the store names how far the inputs were forced to disk; Replicated
-/// Commit's servers note released readers (`Server::released`).
-pub const FORMAT: u32 = 11;
+/// Commit's servers note released readers (`Server::released`). 12: a CrossStitch
+/// server keeps per-client acceptor marks (`acc_marks`, `acc_floor`, `acc_forgot`,
+/// `acc_forgot_floor`), in the middle of its image (stop 67; a review found the image
+/// changed without this bump, so a format-11 checkpoint would have misread).
+pub const FORMAT: u32 = 12;
 
 /// What a journal says about itself (its `meta` partition).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

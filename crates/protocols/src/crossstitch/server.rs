@@ -197,10 +197,19 @@ crate::kit::server::server_struct! {
         /// once, no recovery could reach a majority and the transaction never resolved
         /// (campaign seed 661262, 5 s of skew). A client's own timestamps only grow, so
         /// its own mark bounds exactly what this acceptor may have acted on for it.
-        /// An entry idle for `tombstone` goes, as the acceptor state it guards does.
+        /// An entry idle for `tombstone` goes, its mark folded into `acc_floor`.
         pub(super) acc_marks: HashMap<u32, (Time, Time)>,
+        /// The largest mark of the `acc_marks` entries dropped (durable, like them): a
+        /// restarted acceptor counts as forgetful below it for every client, so that
+        /// dropping an idle client's entry never forgets what it guarded (a transaction
+        /// left undecided for long, its asker silent, and the server restarted again).
+        /// It is at most the idle client's clock a `tombstone` ago, far below what the
+        /// other clients send now, so it costs them nothing.
+        pub(super) acc_floor: Time,
         /// `acc_marks` at the last restart (the marks alone).
         pub(super) acc_forgot: HashMap<u32, Time>,
+        /// `acc_floor` at the last restart.
+        pub(super) acc_forgot_floor: Time,
         /// `mark_ts` at the last restart: transactions below it may have been forgotten.
         pub(super) forgot_before: Time,
         /// `mark_ballot` at the last restart: a forgetful acceptor takes only higher ballots.
@@ -284,7 +293,9 @@ impl Server {
             mark_ts: 0,
             mark_ballot: 0,
             acc_marks: HashMap::default(),
+            acc_floor: 0,
             acc_forgot: HashMap::default(),
+            acc_forgot_floor: 0,
             forgot_before: 0,
             ballot_floor: 0,
             syncing: BTreeSet::new(),
@@ -331,7 +342,8 @@ impl Server {
         } else if self.witness_amnesiac {
             self.forgot(ts)
         } else {
-            self.acc_forgot.get(&txn.client).is_some_and(|m| ts / TS_SCALE < *m)
+            let mark = self.acc_forgot.get(&txn.client).copied().unwrap_or(0);
+            ts / TS_SCALE < mark.max(self.acc_forgot_floor)
         }
     }
 
@@ -571,10 +583,17 @@ impl Server {
         // Forget old outcomes and acceptor state.
         self.done.retain(|_, d| now.saturating_sub(d.at) < t.tombstone);
         self.acceptors.retain(|_, a| now.saturating_sub(a.since) < t.tombstone);
-        // Last acted on no earlier than the acceptor state of any of its transactions
-        // was created, so it outlives all of it.
-        self.acc_marks
-            .retain(|_, (_, at)| now.saturating_sub(*at) < t.tombstone);
+        // An idle client's mark goes into the floor, which is never dropped: what it
+        // guarded stays guarded across any later restart (reviewed in stop 67: dropping
+        // it outright let a third restart forget a COMMIT chosen before the first).
+        let floor = &mut self.acc_floor;
+        self.acc_marks.retain(|_, (mark, at)| {
+            let keep = now.saturating_sub(*at) < t.tombstone;
+            if !keep {
+                *floor = (*floor).max(*mark);
+            }
+            keep
+        });
     }
 
     /// Whether this server is still coming back from a restart: waiting for its
@@ -687,7 +706,7 @@ crate::kit::server::server_frame! {ServerTimer, start;
     fn on_crash(&mut self) {
         // Nothing survives but the watermarks and, as a witness, the views agreed to
         // (each written durably): the data lives on in the shards' other replicas.
-        crate::kit::server::keep_only!(self = Server::new(self.env.clone(), self.me); mark_ts, mark_ballot, acc_marks, witnessed);
+        crate::kit::server::keep_only!(self = Server::new(self.env.clone(), self.me); mark_ts, mark_ballot, acc_marks, acc_floor, witnessed);
     }
 
     fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {
@@ -701,6 +720,7 @@ crate::kit::server::server_frame! {ServerTimer, start;
         self.witness_amnesiac = self.mark_ts == 0;
         self.ballot_floor = self.mark_ballot;
         self.acc_forgot = self.acc_marks.iter().map(|(c, (m, _))| (*c, *m)).collect();
+        self.acc_forgot_floor = self.acc_floor;
         self.syncing = self.partners();
         for n in self.syncing.clone() {
             cx.send(n, Msg::SyncReq);

@@ -365,6 +365,35 @@ fn a_crash_before_the_first_sweep_still_marks_earlier_transactions_forgotten() {
     assert!(!s.forgot(ms(5_000.0) * TS_SCALE));
 }
 
+/// Stop 67's review: an idle client's acceptor mark is dropped after `tombstone`, and
+/// dropping it outright let a server restarted once more answer "nothing accepted" for
+/// a transaction it did accept before its first crash (one left undecided for long).
+/// The dropped mark now goes into a floor that every restart keeps.
+#[test]
+fn a_dropped_client_mark_still_counts_after_the_next_restart() {
+    let n = Net::new();
+    let env = n.servers[0].env.clone();
+    let mut s = Server::new(env.clone(), NodeId(0));
+    call(&mut s, 0, NodeId(0), |s, cx| s.on_start(cx));
+    let txn = TxnId { client: 4, seq: 1 };
+    let ts = ms(50.0) * TS_SCALE;
+    call(&mut s, ms(60.0), NodeId(0), |s, cx| {
+        s.admit(ts, cx);
+        s.admit_acceptor(txn, ts, cx);
+    });
+    // Client 4 goes quiet; long after, a sweep drops its entry.
+    let late = ms(60.0) + 2 * env.timeouts.tombstone;
+    call(&mut s, late, NodeId(0), |s, cx| s.sweep(cx));
+    assert!(!s.acc_marks.contains_key(&4), "the idle entry is dropped");
+    s.on_crash();
+    call(&mut s, late + ms(10.0), NodeId(0), |s, cx| s.on_recover(cx));
+    assert!(
+        s.acceptor_forgot(txn, ts),
+        "what it acted on is still counted forgotten"
+    );
+    assert!(!s.may_accept_ballot(txn, ts, 0));
+}
+
 /// Campaign seed 661262 (5 s of clock skew): a client whose clock ran seconds ahead
 /// lifted the one watermark seconds past every other client's timestamps, so each
 /// transaction replica, once restarted, stayed silent in phase 1 for transactions that
