@@ -59,7 +59,8 @@ impl Server {
         // replica). Restarted servers re-sync data, not acceptor state, so a
         // forgetful acceptor is an absent one in phase 1; it may still accept a
         // later ballot in phase 2 (see `may_accept_ballot`).
-        if self.acceptor_forgot(txn, ts) || !self.may_accept_ballot(txn, ts, ballot) || self.restarting() {
+        // (Not forgetful, it may take any ballot: `may_accept_ballot` adds nothing.)
+        if self.acceptor_forgot(txn, ts) || self.restarting() {
             return;
         }
         self.admit_ballot(ballot, cx);

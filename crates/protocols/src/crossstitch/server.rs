@@ -638,13 +638,13 @@ impl Server {
             Msg::Exec(Exec { ts, .. })
             | Msg::Replicate(Replicate { ts, .. })
             | Msg::Query { ts, .. }
-            | Msg::Recover { ts, .. }
-            | Msg::Accept { ts, .. }
-            | Msg::Prepare { ts, .. } => self.admit(*ts, cx),
+            | Msg::Recover { ts, .. } => self.admit(*ts, cx),
+            // An acceptor's messages: its client's acceptor mark too.
+            Msg::Accept { txn, ts, .. } | Msg::Prepare { txn, ts, .. } => {
+                self.admit(*ts, cx);
+                self.admit_acceptor(*txn, *ts, cx);
+            }
             _ => {}
-        }
-        if let Msg::Accept { txn, ts, .. } | Msg::Prepare { txn, ts, .. } = &msg {
-            self.admit_acceptor(*txn, *ts, cx);
         }
         match msg {
             Msg::Exec(m) => self.on_exec(from, m, cx),

@@ -382,8 +382,12 @@ impl Server {
             .map(|(k, _)| *k)
             .collect();
         idle.sort();
-        let ids: Vec<TxnId> = idle.iter().map(|(_, t)| *t).collect();
-        crate::kit::note_silent(cx, &ids, to.failover.min(to.idle), "aborted, locks released");
+        crate::kit::note_silent(
+            cx,
+            idle.iter().map(|(_, t)| *t),
+            to.failover.min(to.idle),
+            "aborted, locks released",
+        );
         for k in idle {
             self.abort_unvoted(k, AbortReason::ClientSilent, cx);
         }

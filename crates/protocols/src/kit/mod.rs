@@ -66,11 +66,17 @@ pub fn snapshot(me: NodeId, store: &MvStore) -> ReplicaSnapshot {
 /// client fell silent, releasing what they held: one line per sweep that did, with how
 /// many, how long the silence was and the first of them. Rare: it takes a client that
 /// crashed or was cut off, or a lock held past the fail-over time while others wait.
-pub fn note_silent<M>(cx: &mut Ctx<'_, M>, ids: &[meridian_core::TxnId], silent_for: Time, what: &str) {
-    if let Some(first) = ids.first() {
+pub fn note_silent<M>(
+    cx: &mut Ctx<'_, M>,
+    ids: impl ExactSizeIterator<Item = meridian_core::TxnId>,
+    silent_for: Time,
+    what: &str,
+) {
+    let mut ids = ids;
+    let n = ids.len();
+    if let Some(first) = ids.next() {
         cx.note(format!(
-            "{what}: {} transaction(s) whose client was silent for {:.1} s or more (first {first})",
-            ids.len(),
+            "{what}: {n} transaction(s) whose client was silent for {:.1} s or more (first {first})",
             silent_for as f64 / 1e9
         ));
     }

@@ -187,7 +187,7 @@ impl Server {
                 .map(|(t, _)| *t)
                 .collect();
             idle.sort();
-            crate::kit::note_silent(cx, &idle, silent, "locks released");
+            crate::kit::note_silent(cx, idle.iter().copied(), silent, "locks released");
             for t in idle {
                 self.release(t, cx);
             }

@@ -140,7 +140,7 @@ impl Server {
             .map(|(id, _)| *id)
             .collect();
         idle.sort();
-        crate::kit::note_silent(cx, &idle, to.idle, "read locks released");
+        crate::kit::note_silent(cx, idle.iter().copied(), to.idle, "read locks released");
         for id in idle {
             // As a client's release: remembered as released (not as an outcome), so that
             // a late copy of its read does not lock the key again.

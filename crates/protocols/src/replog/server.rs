@@ -284,8 +284,12 @@ impl Server {
         }
         idle.sort();
         ask.sort();
-        let ids: Vec<TxnId> = idle.iter().map(|(t, _)| *t).collect();
-        crate::kit::note_silent(cx, &ids, to.failover.min(to.idle), "aborted, locks released");
+        crate::kit::note_silent(
+            cx,
+            idle.iter().map(|(t, _)| *t),
+            to.failover.min(to.idle),
+            "aborted, locks released",
+        );
         for part in idle {
             self.abort_local(part, AbortReason::ClientSilent, cx);
         }

@@ -146,7 +146,7 @@ impl Server {
         }
         idle.sort();
         ask.sort();
-        crate::kit::note_silent(cx, &idle, to.idle, "aborted, locks released");
+        crate::kit::note_silent(cx, idle.iter().copied(), to.idle, "aborted, locks released");
         for id in idle {
             self.abort_local(id, AbortReason::ClientSilent, cx);
         }
