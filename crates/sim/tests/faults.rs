@@ -398,6 +398,20 @@ fn crossstitch_an_acceptor_forgets_by_its_client_mark_not_the_fastest_clock() {
     assert_clean("crossstitch seed 661262", &r);
 }
 
+/// Campaign seed 700227 (5 s of skew, late duplicates) left 6 transactions unresolved:
+/// a restarted chain server, judging by its one watermark (lifted by a fast client),
+/// refused an execution of a slow client and answered `Unknown` to every query about
+/// it, so a precommitted position behind it heard only `Unknown` from the positions
+/// ahead. Every role now judges by the transaction's client's own mark.
+#[test]
+fn crossstitch_a_restarted_chain_server_forgets_by_the_client_mark() {
+    let r = run(
+        "crossstitch world3 chain txns=1000 clients=32 seed=700227 faults=random:crashes=3,serial=5s;skew:max=5000ms;dup:p=0.02,late=10000ms",
+    );
+    assert_eq!(r.within_tolerance, Some(true));
+    assert_clean("crossstitch seed 700227", &r);
+}
+
 /// Campaign seed 744 (beyond tolerance: every replica of a shard forgot a COMMIT's
 /// writes): a replica that knows a COMMIT chosen but lacks its writes asks its group for
 /// them, and every answer saying "chosen" made it ask again, so the asks multiplied

@@ -154,8 +154,11 @@ pub enum Entry<M> {
 /// Commit's servers note released readers (`Server::released`). 12: a CrossStitch
 /// server keeps per-client acceptor marks (`acc_marks`, `acc_floor`, `acc_forgot`,
 /// `acc_forgot_floor`), in the middle of its image (stop 67; a review found the image
-/// changed without this bump, so a format-11 checkpoint would have misread).
-pub const FORMAT: u32 = 12;
+/// changed without this bump, so a format-11 checkpoint would have misread). 13: those
+/// marks are renamed `client_marks` etc. and now guard every role a CrossStitch server
+/// plays, not only the acceptor's (stop 68): a format-12 image's marks would say the
+/// server never executed or held puts for transactions it did.
+pub const FORMAT: u32 = 13;
 
 /// What a journal says about itself (its `meta` partition).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -52,7 +52,7 @@ impl Server {
 
     pub(super) fn on_prepare(&mut self, from: NodeId, txn: TxnId, ts: u64, ballot: Ballot, cx: &mut Ctx<'_, Msg>) {
         // Silent for a transaction we may have acted for before our crash (by its
-        // client's acceptor mark, `acc_marks`): we may have accepted a
+        // client's mark, `client_marks`): we may have accepted a
         // decision for it and forgotten it, and a promise saying "nothing accepted"
         // would count as one of the majority that lets recovery pick ABORT over a
         // COMMIT already chosen (by the final server, before it crashed, and one
@@ -60,7 +60,7 @@ impl Server {
         // forgetful acceptor is an absent one in phase 1; it may still accept a
         // later ballot in phase 2 (see `may_accept_ballot`).
         // (Not forgetful, it may take any ballot: `may_accept_ballot` adds nothing.)
-        if self.acceptor_forgot(txn, ts) || self.restarting() {
+        if self.forgot(txn, ts) || self.restarting() {
             return;
         }
         self.admit_ballot(ballot, cx);

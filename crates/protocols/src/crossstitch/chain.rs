@@ -8,7 +8,7 @@ use super::*;
 impl Server {
     pub(super) fn on_exec(&mut self, from: NodeId, m: Exec, cx: &mut Ctx<'_, Msg>) {
         let fresh = !self.parts.contains_key(&(m.txn, m.chain.len() as u32)) && !self.done.contains_key(&m.txn);
-        if fresh && !self.forgot(m.ts) && !self.restarting() && !self.may_serve(m.ts) {
+        if fresh && !self.forgot(m.txn, m.ts) && !self.restarting() && !self.may_serve(m.ts) {
             // Fail-over: the members have not promised a read floor above it yet.
             self.park(from, m, cx);
             return;
@@ -43,7 +43,7 @@ impl Server {
             );
             return;
         }
-        if self.forgot(ts) {
+        if self.forgot(txn, ts) {
             // It may have run it before the crash: neither run it nor ack it. Tell the
             // sender, which aborts it if it has not precommitted, at once rather than
             // at its vote timeout: a sender that crashed within that timeout left a
@@ -365,7 +365,7 @@ impl Server {
             since: cx.now(),
         };
         // Accept locally first (the final server is one of the three acceptors).
-        self.admit_acceptor(txn, ts, cx);
+        self.admit(txn, ts, cx);
         if self.accept(txn, ts, 0, &decision, cx.now()) {
             prop.accepted.insert(self.me);
         }

@@ -126,7 +126,7 @@ impl Server {
                 } else {
                     Status::Pending
                 }
-            } else if self.forgot(ts) || self.restarting() || !kill {
+            } else if self.forgot(txn, ts) || self.restarting() || !kill {
                 Status::Unknown
             } else {
                 // Never reached here: refuse it from now on.

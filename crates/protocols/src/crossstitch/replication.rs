@@ -45,7 +45,7 @@ impl Server {
         if newer {
             return;
         }
-        if self.forgot(ts) {
+        if self.forgot(txn, ts) {
             // It may have held these puts before its crash: it will not hold them now.
             // Say so, or the notified position waits for this notify until its vote
             // timeout, and a crash in that window left a transaction whose acceptors

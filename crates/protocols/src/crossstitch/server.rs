@@ -186,31 +186,36 @@ crate::kit::server::server_struct! {
         pub(super) mark_ts: Time,
         /// The same for ballots: every ballot this server promised or accepted is below it.
         pub(super) mark_ballot: Ballot,
-        /// The acceptor's own watermarks, one per client (client id → mark in clock units
-        /// of that client's timestamps, and when this server last acted for it): raised
-        /// like `mark_ts`, with a synced write, before this server promises or accepts
-        /// for a transaction of that client. `mark_ts` is one word over every client, so
-        /// a client whose clock runs seconds ahead lifts it seconds past every other
-        /// client's transactions, and after a restart this server counted as possibly
-        /// forgotten (and so stayed silent in phase 1 for) transactions that began
-        /// seconds after it came back. With both transaction replicas restarted so
-        /// once, no recovery could reach a majority and the transaction never resolved
-        /// (campaign seed 661262, 5 s of skew). A client's own timestamps only grow, so
-        /// its own mark bounds exactly what this acceptor may have acted on for it.
-        /// An entry idle for `tombstone` goes, its mark folded into `acc_floor`.
-        pub(super) acc_marks: HashMap<u32, (Time, Time)>,
-        /// The largest mark of the `acc_marks` entries dropped (durable, like them): a
+        /// Watermarks per client (client id → mark in clock units of that client's
+        /// timestamps, and when this server last acted for it): raised like `mark_ts`,
+        /// with a synced write, before this server acts in any role (chain position,
+        /// replica of puts, asked party, acceptor) on a transaction of that client.
+        /// `mark_ts` is one word over every client, so a client whose clock runs
+        /// seconds ahead lifts it seconds past every other client's transactions, and
+        /// a server that judged by it after a restart counted as possibly forgotten
+        /// transactions that began seconds after it came back: as an acceptor it stayed
+        /// silent in phase 1 (campaign seed 661262: both transaction replicas restarted
+        /// so, no recovery reached a majority), and as a chain server it refused the
+        /// execution and answered `Unknown` to every query, so a precommitted position
+        /// heard only `Unknown` and never resolved (seed 700227). A client's own
+        /// timestamps only grow, so its own mark bounds exactly what this server may
+        /// have acted on for it. `mark_ts` still bounds the read timestamps a crash
+        /// lost, which every client's writes must respect ([`Server::write_floor`]).
+        /// An entry idle for `tombstone` goes, its mark folded into `client_floor`.
+        pub(super) client_marks: HashMap<u32, (Time, Time)>,
+        /// The largest mark of the `client_marks` entries dropped (durable, like them): a
         /// restarted acceptor counts as forgetful below it for every client, so that
         /// dropping an idle client's entry never forgets what it guarded (a transaction
         /// left undecided for long, its asker silent, and the server restarted again).
         /// It is at most the idle client's clock a `tombstone` ago, far below what the
         /// other clients send now, so it costs them nothing.
-        pub(super) acc_floor: Time,
-        /// `acc_marks` at the last restart (the marks alone).
-        pub(super) acc_forgot: HashMap<u32, Time>,
-        /// `acc_floor` at the last restart.
-        pub(super) acc_forgot_floor: Time,
-        /// `mark_ts` at the last restart: transactions below it may have been forgotten.
+        pub(super) client_floor: Time,
+        /// `client_marks` at the last restart (the marks alone).
+        pub(super) client_forgot: HashMap<u32, Time>,
+        /// `client_floor` at the last restart.
+        pub(super) client_forgot_floor: Time,
+        /// `mark_ts` at the last restart: reads below it may have been served and
+        /// forgotten (the write floor), and, with no watermark at all, the restart time.
         pub(super) forgot_before: Time,
         /// `mark_ballot` at the last restart: a forgetful acceptor takes only higher ballots.
         pub(super) ballot_floor: Ballot,
@@ -292,10 +297,10 @@ impl Server {
             restarted_at: None,
             mark_ts: 0,
             mark_ballot: 0,
-            acc_marks: HashMap::default(),
-            acc_floor: 0,
-            acc_forgot: HashMap::default(),
-            acc_forgot_floor: 0,
+            client_marks: HashMap::default(),
+            client_floor: 0,
+            client_forgot: HashMap::default(),
+            client_forgot_floor: 0,
             forgot_before: 0,
             ballot_floor: 0,
             syncing: BTreeSet::new(),
@@ -326,24 +331,17 @@ impl Server {
         self.view(self.env.layout.shard_of(key).0).primary
     }
 
-    /// Whether this server may have forgotten what it did for a transaction of `ts`:
-    /// it may have acted on it before it last crashed (by the durable watermark).
-    pub(super) fn forgot(&self, ts: u64) -> bool {
-        ts / TS_SCALE < self.forgot_before
-    }
-
-    /// Whether this server, as an acceptor, may have promised or accepted something
-    /// for `txn` (of `ts`) before it last crashed and forgotten it: by its client's
-    /// acceptor mark (see `acc_marks`), or, for a server that lost even its watermark
-    /// word, by the one mark.
-    pub(super) fn acceptor_forgot(&self, txn: TxnId, ts: u64) -> bool {
+    /// Whether this server may have acted on `txn` (of `ts`), in any role, before it
+    /// last crashed, and forgotten it: by its client's mark (see `client_marks`), or,
+    /// for a server that lost even its watermark word, by its own clock at restart.
+    pub(super) fn forgot(&self, txn: TxnId, ts: u64) -> bool {
         if self.restarted_at.is_none() {
             false
         } else if self.witness_amnesiac {
-            self.forgot(ts)
+            ts / TS_SCALE < self.forgot_before
         } else {
-            let mark = self.acc_forgot.get(&txn.client).copied().unwrap_or(0);
-            ts / TS_SCALE < mark.max(self.acc_forgot_floor)
+            let mark = self.client_forgot.get(&txn.client).copied().unwrap_or(0);
+            ts / TS_SCALE < mark.max(self.client_forgot_floor)
         }
     }
 
@@ -352,25 +350,21 @@ impl Server {
     /// before the crash); then only ballots above every ballot it may have promised
     /// before the crash are safe, never the last server's ballot 0.
     pub(super) fn may_accept_ballot(&self, txn: TxnId, ts: u64, ballot: Ballot) -> bool {
-        !self.acceptor_forgot(txn, ts) || (ballot != 0 && ballot > self.ballot_floor)
+        !self.forgot(txn, ts) || (ballot != 0 && ballot > self.ballot_floor)
     }
 
-    /// Records, durably and before it promises or accepts, that this server may act
-    /// as an acceptor for `txn` (see `acc_marks`).
-    pub(super) fn admit_acceptor(&mut self, txn: TxnId, ts: u64, cx: &mut Ctx<'_, Msg>) {
+    /// Records, durably and before acting, that this server may act on `txn` (of
+    /// `ts`): raises the one watermark and its client's (see `client_marks`) past it,
+    /// by a reserve of two sweeps so the synced write is rare, where they are not
+    /// already.
+    pub(super) fn admit(&mut self, txn: TxnId, ts: u64, cx: &mut Ctx<'_, Msg>) {
+        use crate::kit::marks::raise;
         let reserve = 2 * self.env.timeouts.sweep;
         let now = cx.now();
-        let e = self.acc_marks.entry(txn.client).or_insert((0, now));
-        crate::kit::marks::raise(&mut e.0, ts / TS_SCALE, reserve, cx);
+        raise(&mut self.mark_ts, ts / TS_SCALE, reserve, cx);
+        let e = self.client_marks.entry(txn.client).or_insert((0, now));
+        raise(&mut e.0, ts / TS_SCALE, reserve, cx);
         e.1 = now;
-    }
-
-    /// Records, durably and before acting, that this server may act on a transaction
-    /// of `ts`: raises the watermark past it (by a reserve of two sweeps, so the synced
-    /// write is rare) when it is not already.
-    pub(super) fn admit(&mut self, ts: u64, cx: &mut Ctx<'_, Msg>) {
-        let reserve = 2 * self.env.timeouts.sweep;
-        crate::kit::marks::raise(&mut self.mark_ts, ts / TS_SCALE, reserve, cx);
     }
 
     /// The same for a ballot this server is about to promise or accept.
@@ -586,8 +580,8 @@ impl Server {
         // An idle client's mark goes into the floor, which is never dropped: what it
         // guarded stays guarded across any later restart (reviewed in stop 67: dropping
         // it outright let a third restart forget a COMMIT chosen before the first).
-        let floor = &mut self.acc_floor;
-        self.acc_marks.retain(|_, (mark, at)| {
+        let floor = &mut self.client_floor;
+        self.client_marks.retain(|_, (mark, at)| {
             let keep = now.saturating_sub(*at) < t.tombstone;
             if !keep {
                 *floor = (*floor).max(*mark);
@@ -635,15 +629,12 @@ impl Server {
         // Every message that can make this server act on a transaction names its
         // timestamp: the watermark covers it before anything is done.
         match &msg {
-            Msg::Exec(Exec { ts, .. })
-            | Msg::Replicate(Replicate { ts, .. })
-            | Msg::Query { ts, .. }
-            | Msg::Recover { ts, .. } => self.admit(*ts, cx),
-            // An acceptor's messages: its client's acceptor mark too.
-            Msg::Accept { txn, ts, .. } | Msg::Prepare { txn, ts, .. } => {
-                self.admit(*ts, cx);
-                self.admit_acceptor(*txn, *ts, cx);
-            }
+            Msg::Exec(Exec { txn, ts, .. })
+            | Msg::Replicate(Replicate { txn, ts, .. })
+            | Msg::Query { txn, ts, .. }
+            | Msg::Recover { txn, ts, .. }
+            | Msg::Accept { txn, ts, .. }
+            | Msg::Prepare { txn, ts, .. } => self.admit(*txn, *ts, cx),
             _ => {}
         }
         match msg {
@@ -706,7 +697,7 @@ crate::kit::server::server_frame! {ServerTimer, start;
     fn on_crash(&mut self) {
         // Nothing survives but the watermarks and, as a witness, the views agreed to
         // (each written durably): the data lives on in the shards' other replicas.
-        crate::kit::server::keep_only!(self = Server::new(self.env.clone(), self.me); mark_ts, mark_ballot, acc_marks, acc_floor, witnessed);
+        crate::kit::server::keep_only!(self = Server::new(self.env.clone(), self.me); mark_ts, mark_ballot, client_marks, client_floor, witnessed);
     }
 
     fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {
@@ -719,8 +710,8 @@ crate::kit::server::server_frame! {ServerTimer, start;
         // With no watermark, the witness table is gone too: agree to no view change.
         self.witness_amnesiac = self.mark_ts == 0;
         self.ballot_floor = self.mark_ballot;
-        self.acc_forgot = self.acc_marks.iter().map(|(c, (m, _))| (*c, *m)).collect();
-        self.acc_forgot_floor = self.acc_floor;
+        self.client_forgot = self.client_marks.iter().map(|(c, (m, _))| (*c, *m)).collect();
+        self.client_forgot_floor = self.client_floor;
         self.syncing = self.partners();
         for n in self.syncing.clone() {
             cx.send(n, Msg::SyncReq);

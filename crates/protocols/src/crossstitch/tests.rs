@@ -354,15 +354,14 @@ fn a_crash_before_the_first_sweep_still_marks_earlier_transactions_forgotten() {
     let ts = ms(50.0) * TS_SCALE;
     let txn = TxnId { client: 3, seq: 1 };
     call(&mut s, ms(60.0), NodeId(0), |s, cx| {
-        s.admit(ts, cx);
-        s.admit_acceptor(txn, ts, cx);
+        s.admit(txn, ts, cx);
     });
     s.on_crash();
     call(&mut s, ms(1_000.0), NodeId(0), |s, cx| s.on_recover(cx));
-    assert!(s.forgot(ts), "a transaction of 50 ms may have been forgotten");
+    assert!(s.forgot(txn, ts), "a transaction of 50 ms may have been forgotten");
     assert!(!s.may_accept_ballot(txn, ts, 0), "its ballot 0 must be refused");
     // One it never acted on, far beyond the reserve, is not refused.
-    assert!(!s.forgot(ms(5_000.0) * TS_SCALE));
+    assert!(!s.forgot(txn, ms(5_000.0) * TS_SCALE));
 }
 
 /// Stop 67's review: an idle client's acceptor mark is dropped after `tombstone`, and
@@ -378,19 +377,15 @@ fn a_dropped_client_mark_still_counts_after_the_next_restart() {
     let txn = TxnId { client: 4, seq: 1 };
     let ts = ms(50.0) * TS_SCALE;
     call(&mut s, ms(60.0), NodeId(0), |s, cx| {
-        s.admit(ts, cx);
-        s.admit_acceptor(txn, ts, cx);
+        s.admit(txn, ts, cx);
     });
     // Client 4 goes quiet; long after, a sweep drops its entry.
     let late = ms(60.0) + 2 * env.timeouts.tombstone;
     call(&mut s, late, NodeId(0), |s, cx| s.sweep(cx));
-    assert!(!s.acc_marks.contains_key(&4), "the idle entry is dropped");
+    assert!(!s.client_marks.contains_key(&4), "the idle entry is dropped");
     s.on_crash();
     call(&mut s, late + ms(10.0), NodeId(0), |s, cx| s.on_recover(cx));
-    assert!(
-        s.acceptor_forgot(txn, ts),
-        "what it acted on is still counted forgotten"
-    );
+    assert!(s.forgot(txn, ts), "what it acted on is still counted forgotten");
     assert!(!s.may_accept_ballot(txn, ts, 0));
 }
 
@@ -411,24 +406,23 @@ fn a_client_clock_far_ahead_does_not_make_an_acceptor_forget_other_clients() {
     let (fast_ts, slow_ts) = (ms(5_060.0) * TS_SCALE, ms(60.0) * TS_SCALE);
     call(&mut s, ms(60.0), NodeId(0), |s, cx| {
         for (t, ts) in [(fast, fast_ts), (slow, slow_ts)] {
-            s.admit(ts, cx);
-            s.admit_acceptor(t, ts, cx);
+            s.admit(t, ts, cx);
         }
     });
     s.on_crash();
     call(&mut s, ms(1_000.0), NodeId(0), |s, cx| s.on_recover(cx));
     // What it acted on is still counted forgotten, whichever the client.
-    assert!(s.acceptor_forgot(fast, fast_ts) && s.acceptor_forgot(slow, slow_ts));
+    assert!(s.forgot(fast, fast_ts) && s.forgot(slow, slow_ts));
     assert!(!s.may_accept_ballot(slow, slow_ts, 0));
     // Client 2's transaction of 2 s (after the restart, by its clock) is below the
     // one watermark (client 1 lifted it past 5 s) but not below client 2's own mark:
     // the acceptor takes part in it. So does a client never acted for.
     let later = TxnId { client: 2, seq: 2 };
     let later_ts = ms(2_000.0) * TS_SCALE;
-    assert!(s.forgot(later_ts), "the one mark is above it");
-    assert!(!s.acceptor_forgot(later, later_ts));
+    assert!(s.forgot_before > later_ts / TS_SCALE, "the one mark is above it");
+    assert!(!s.forgot(later, later_ts));
     assert!(s.may_accept_ballot(later, later_ts, 0));
-    assert!(!s.acceptor_forgot(TxnId { client: 9, seq: 1 }, slow_ts));
+    assert!(!s.forgot(TxnId { client: 9, seq: 1 }, slow_ts));
 }
 
 /// Issue 14, C2: COMMIT is chosen at ballot 0 by the final server and one transaction
@@ -461,8 +455,7 @@ fn recovery_does_not_count_a_forgetful_acceptor_as_one_that_accepted_nothing() {
     // watermark) and replica `a` accept COMMIT (chosen).
     let now = ms(150.0);
     call(servers.get_mut(&fin).unwrap(), now, fin, |s, cx| {
-        s.admit(ts, cx);
-        s.admit_acceptor(txn, ts, cx);
+        s.admit(txn, ts, cx);
     });
     assert!(servers.get_mut(&fin).unwrap().accept(txn, ts, 0, &commit, now));
     let m = Msg::Accept {
@@ -532,10 +525,14 @@ fn a_restarted_replica_refusing_a_put_aborts_the_waiting_position_at_once() {
     n.restart(3);
     n.run_for(ms(250.0));
     assert!(n.servers[3].syncing.is_empty(), "node 3 re-synced");
-    // A second transaction whose timestamp is below node 3's watermark.
-    let second = TxnId { client: 1, seq: 1 };
-    assert!(n.servers[3].forgot(n.now * TS_SCALE), "node 3 may have acted on it");
-    n.submit(1, second, call_args());
+    // A second transaction of the same client whose timestamp is below node 3's
+    // watermark for that client.
+    let second = TxnId { client: 0, seq: 2 };
+    assert!(
+        n.servers[3].forgot(second, n.now * TS_SCALE),
+        "node 3 may have acted on it"
+    );
+    n.submit(0, second, call_args());
     // No time passes: the abort comes from the refusal, not from a timeout.
     let r = n
         .records
@@ -548,6 +545,60 @@ fn a_restarted_replica_refusing_a_put_aborts_the_waiting_position_at_once() {
     for s in n.servers.iter() {
         assert_eq!(s.locked_keys(), Some(0), "{:?} still holds uncommitted versions", s.me);
     }
+}
+
+/// Campaign seed 700227 (5 s of clock skew): a restarted server judged what it may
+/// have forgotten by its one watermark, which every client's timestamps raise, so it
+/// refused (as a replica and as a chain server) transactions of other clients that
+/// began after it came back, and answered `Unknown` to every query about them; a
+/// precommitted position that heard only `Unknown` (its next server refused the
+/// execution, the one after had crashed) never resolved. Each role now judges by the
+/// transaction's client's own mark: the same refusal as above, for another client's
+/// transaction, is a commit with both copies, and a query about a transaction of a
+/// client it never acted for is answered.
+#[test]
+fn a_restarted_server_judges_what_it_forgot_by_the_transactions_client() {
+    let mut n = Net::new();
+    // Client 0's transaction at 100 ms raises node 3's watermarks past 100 ms.
+    n.run_for(ms(100.0));
+    n.start();
+    assert_eq!(n.records[0].outcome, Outcome::Committed);
+    n.crash(3);
+    n.restart(3);
+    n.run_for(ms(250.0));
+    assert!(n.servers[3].syncing.is_empty(), "node 3 re-synced");
+    // Client 1's transaction is below the one watermark, but client 1 never reached
+    // node 3: nothing about it can have been forgotten there.
+    let other = TxnId { client: 1, seq: 1 };
+    let ts = n.now * TS_SCALE;
+    assert!(n.servers[3].forgot_before > n.now, "below the one watermark");
+    assert!(!n.servers[3].forgot(other, ts));
+    // Asked to kill a transaction it never saw, it refuses it rather than `Unknown`.
+    let q = Msg::Query {
+        txn: TxnId { client: 1, seq: 9 },
+        ts,
+        pos: 0,
+        kill: true,
+    };
+    let now = n.now;
+    let e = deliver(&mut n.servers[3], now, NodeId(3), NodeId(2), q);
+    let answers: Vec<&Status> = e
+        .sent()
+        .iter()
+        .filter_map(|(_, m)| match m {
+            Msg::StatusReply { status, .. } => Some(status),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        matches!(answers[..], [Status::Aborted(AbortReason::QueryNeverReceived)]),
+        "{answers:?}"
+    );
+    n.submit(1, other, call_args());
+    n.run_for(ms(5_000.0));
+    let r = n.records.iter().find(|r| r.id == other).expect("resolved");
+    assert_eq!(r.outcome, Outcome::Committed, "{:?}", r.abort_reason);
+    assert!(n.has(2, "#2/b") && n.has(3, "#2/b"), "both copies hold the write");
 }
 
 /// In one DC the transaction replicas of each final server are the two servers after
