@@ -157,7 +157,8 @@ pub enum Entry<M> {
 /// changed without this bump, so a format-11 checkpoint would have misread). 13: those
 /// marks are renamed `client_marks` etc. and now guard every role a CrossStitch server
 /// plays, not only the acceptor's (stop 68): a format-12 image's marks would say the
-/// server never executed or held puts for transactions it did.
+/// server never executed or held puts for transactions it did. Catenae's chain servers
+/// also keep the read-only reads they hold for an incomplete epoch (`ro_parked`).
 pub const FORMAT: u32 = 13;
 
 /// What a journal says about itself (its `meta` partition).

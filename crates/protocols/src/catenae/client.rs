@@ -9,7 +9,8 @@ crate::kit::timers::timers! {
     pub(crate) enum ClientTimer { Status = 1, Retry = 2 }
 }
 
-/// Delay before a read-only transaction that met an uncommitted writer retries.
+/// Delay before a read-only transaction that met an uncommitted writer retries (also
+/// how long a chain server holds a read whose snapshot epoch is still incomplete).
 pub const RO_RETRY: Time = 50_000_000;
 
 #[derive(Debug)]

@@ -57,7 +57,11 @@
 //! - **Read-only (§VI-F)** transactions read, concurrently at the local chain servers,
 //!   the snapshot of the last scheduled epoch; a key with an unresolved writer of an
 //!   epoch up to the snapshot (inside its decision period) makes the client retry
-//!   after 50 ms. A declared range is checked the same way in that first round; the
+//!   after 50 ms. That epoch's chains are still being dispatched for up to an epoch,
+//!   so a chain server holds a read until every footprint of the snapshot's epochs is
+//!   in (refused at once, the client retried at the then-newest epoch, just as
+//!   incomplete, and read-only transactions spun: issue 54); one held for 50 ms is
+//!   refused and retried as before. A declared range is checked the same way in that first round; the
 //!   rows the program then reads inside it are fetched at the same snapshot from the
 //!   range's server (same shard), where every writer up to the snapshot is installed.
 //!
@@ -355,6 +359,8 @@ pub(crate) const T_DISPATCH: u64 = 1 << 40;
 pub(crate) const T_HOLD: u64 = 2 << 40;
 /// Timer base of chain-server stall checks.
 pub(crate) const T_STALL: u64 = 3 << 40;
+/// A chain server's check of read-only reads parked for an incomplete epoch.
+pub(crate) const T_RO_PARK: u64 = 4 << 40;
 
 /// A Catenae server node: a chain server for its shards, and on the first node of each
 /// DC also the DC's coordinator and transaction resolver (§VII-B co-locates them).
