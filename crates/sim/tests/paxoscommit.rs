@@ -51,7 +51,7 @@ fn one_client(workload: &str, txns: u64) -> SimConfig {
 /// |---|---|---|
 /// | write-only | 2 (write locks) + 2 (commit) = 4 | 2 (commit) |
 /// | read-only, one read | 2 (read under a majority of locks) + 2 = 4 | 0 (local read) + 2 = 2 |
-/// | bank transfer: two reads, two writes | 2 + 2 + 2 + 2 = 8 | 2 |
+/// | bank transfer: two reads, two writes | 2 (both accounts locked exclusively and read, one round: the program is pre-declared) + 2 = 4 | 2 |
 ///
 /// The commit round is one round trip to the nearest majority (≈ 100 ms).
 #[test]
@@ -59,7 +59,7 @@ fn test_pc_wan_trips_on_uniform_three_dcs() {
     for (w, two_pl, occ) in [
         ("ycsb:ops=1,reads=0,keys=100000", 4, 2),
         ("ycsb:ops=1,reads=1,keys=100000", 4, 2),
-        ("bank", 8, 2),
+        ("bank", 4, 2),
     ] {
         for (p, want) in [("pc-2pl", two_pl), ("pc-occ", occ)] {
             let r = checked(p, &one_client(w, 40)).report;

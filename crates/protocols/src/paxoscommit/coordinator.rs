@@ -21,7 +21,7 @@ impl Server {
         txn: TxnId,
         prio: Prio,
         key: Key,
-        mode: LockMode,
+        want: Want,
         cx: &mut Ctx<'_, Msg>,
     ) {
         if self.done.contains_key(&txn) || self.acc.contains_key(&txn) || self.refused.contains_key(&txn) {
@@ -36,12 +36,12 @@ impl Server {
             waiting: vec![],
         });
         h.last = now;
-        match self.locks.acquire(txn, prio, &key, mode) {
-            Acquired::Granted | Acquired::TookOver { .. } => self.grant(txn, key, mode, hops, cx),
+        match self.locks.acquire(txn, prio, &key, want.mode()) {
+            Acquired::Granted | Acquired::TookOver { .. } => self.grant(txn, key, want, hops, cx),
             Acquired::Waiting { wound } => {
                 if let Some(h) = self.holders.get_mut(&txn) {
                     h.waiting.retain(|(k, _, _)| *k != key);
-                    h.waiting.push((key, mode, hops));
+                    h.waiting.push((key, want, hops));
                 }
                 for w in wound {
                     if self.acc.contains_key(&w) {
@@ -57,18 +57,25 @@ impl Server {
     }
 
     /// A lock is held: a shared one is read at this DC's data server (which answers the
-    /// home), an exclusive one is reported to the home. Both continue the request's
-    /// causal chain, not the chain of whatever released the lock.
-    pub(super) fn grant(&mut self, txn: TxnId, key: Key, mode: LockMode, hops: u32, cx: &mut Ctx<'_, Msg>) {
+    /// home), an exclusive one is reported to the home, or read like a shared one when
+    /// the value was asked for too (a pre-declared key: the read's answer tells the home
+    /// the lock is held). Both continue the request's causal chain, not the chain of
+    /// whatever released the lock.
+    pub(super) fn grant(&mut self, txn: TxnId, key: Key, want: Want, hops: u32, cx: &mut Ctx<'_, Msg>) {
         let Some(home) = self.holders.get(&txn).map(|h| h.home) else {
             return;
         };
-        match mode {
-            LockMode::Shared => {
+        match want {
+            Want::Read => {
                 let ds = data_server(&self.env.layout, &key, self.dc);
                 cx.send_on_chain(ds, Msg::Read { txn, key, home }, hops);
             }
-            LockMode::Exclusive => {
+            Want::ReadWrite => {
+                self.held_since.entry(txn).or_insert(hops);
+                let ds = data_server(&self.env.layout, &key, self.dc);
+                cx.send_on_chain(ds, Msg::Read { txn, key, home }, hops);
+            }
+            Want::Write => {
                 self.held_since.entry(txn).or_insert(hops);
                 let latest = self.latest_ts(&key);
                 cx.send_on_chain(home, Msg::Locked { txn, key, latest }, hops);
@@ -84,8 +91,8 @@ impl Server {
             let Some(i) = h.waiting.iter().position(|(k, _, _)| *k == g.key) else {
                 continue;
             };
-            let (_, _, hops) = h.waiting.remove(i);
-            self.grant(g.txn, g.key, g.mode, hops, cx);
+            let (_, want, hops) = h.waiting.remove(i);
+            self.grant(g.txn, g.key, want, hops, cx);
         }
     }
 

@@ -74,6 +74,10 @@ pub enum Msg {
         key: Key,
         /// Exclusive (a write) or shared (a read).
         exclusive: bool,
+        /// Exclusive only: also read the key at this DC's data server once the lock is
+        /// held (a pre-declared key locked for writing before the program runs; a
+        /// shared lock is always read).
+        read: bool,
     },
     /// A DC's coordinator → the home coordinator (2PL): the exclusive lock is held here;
     /// `latest` is the timestamp of the key's newest committed version in this DC.

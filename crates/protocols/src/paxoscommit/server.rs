@@ -18,6 +18,11 @@ pub(super) struct HTxn {
     pub(super) reads: Vec<(Key, Option<VersionId>, u64)>,
     /// Largest committed timestamp reported for a key locked for writing.
     pub(super) seen_ts: u64,
+    /// 2PL, pre-declared program: the declared keys' values read under the locks of
+    /// the first round (the newest of a majority of DCs), served to the program's reads.
+    pub(super) pre: BTreeMap<Key, ReadAnswer>,
+    /// 2PL, pre-declared program: keys already locked exclusively at a majority.
+    pub(super) xlocked: BTreeSet<Key>,
     pub(super) phase: HPhase,
     /// When the current wait (reads, write locks) began.
     pub(super) since: Time,
@@ -29,6 +34,12 @@ pub(super) type ReadAnswer = (Option<VersionId>, u64, Option<Value>);
 /// What a home coordinator's transaction waits for.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) enum HPhase {
+    /// 2PL, pre-declared program: every declared key locked (exclusively if it may be
+    /// written) and read at every DC in one round, before the program runs; per key,
+    /// whether it is locked exclusively and the answers so far (DC → version, ts, value).
+    Prelocking {
+        keys: BTreeMap<Key, (bool, BTreeMap<DcId, ReadAnswer>)>,
+    },
     /// Reads of one batch: per key, the answers so far (DC → version, ts, value).
     Reading {
         keys: BTreeMap<Key, BTreeMap<DcId, ReadAnswer>>,
@@ -43,13 +54,40 @@ pub(super) enum HPhase {
     Committing,
 }
 
+/// What a lock request asks of a DC's coordinator (see `Msg::Lock`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(super) enum Want {
+    /// A shared lock, then the key's value (a read).
+    Read,
+    /// An exclusive lock, reported with the key's newest commit timestamp (a write).
+    Write,
+    /// An exclusive lock, then the key's value (a pre-declared key that may be written).
+    ReadWrite,
+}
+
+impl Want {
+    pub(super) fn of(exclusive: bool, read: bool) -> Want {
+        match (exclusive, read) {
+            (false, _) => Want::Read,
+            (true, false) => Want::Write,
+            (true, true) => Want::ReadWrite,
+        }
+    }
+    pub(super) fn mode(self) -> LockMode {
+        match self {
+            Want::Read => LockMode::Shared,
+            Want::Write | Want::ReadWrite => LockMode::Exclusive,
+        }
+    }
+}
+
 /// A lock holder or waiter at a coordinator, before its DC voted on it (volatile).
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Holder {
     pub(super) home: NodeId,
     pub(super) last: Time,
-    /// Requests waiting for a grant: key, mode, the request's WAN-hop chain.
-    pub(super) waiting: Vec<(Key, LockMode, u32)>,
+    /// Requests waiting for a grant: key, what was asked, the request's WAN-hop chain.
+    pub(super) waiting: Vec<(Key, Want, u32)>,
 }
 
 crate::kit::server::server_struct! {
@@ -163,6 +201,9 @@ impl Server {
                     let why = match (&h.phase, self.cc) {
                         (_, Cc::Optimistic) => AbortReason::ReadTimedOut,
                         (HPhase::Locking { .. }, _) => AbortReason::WriteLockDenied,
+                        (HPhase::Prelocking { keys }, _) if keys.values().any(|(x, _)| *x) => {
+                            AbortReason::WriteLockDenied
+                        }
                         _ => AbortReason::ReadNoMajority,
                     };
                     (*t, why)
@@ -232,14 +273,8 @@ impl Server {
                 prio,
                 key,
                 exclusive,
-            } => {
-                let mode = if exclusive {
-                    LockMode::Exclusive
-                } else {
-                    LockMode::Shared
-                };
-                self.on_lock(from, txn, prio, key, mode, cx)
-            }
+                read,
+            } => self.on_lock(from, txn, prio, key, Want::of(exclusive, read), cx),
             Msg::Release { txn } => self.release(txn, cx),
             Msg::Accept { txn, value } => self.on_accept(from, txn, value, cx),
             Msg::Vote(v) => self.on_vote(from, v, cx),

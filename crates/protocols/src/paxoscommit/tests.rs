@@ -49,11 +49,12 @@ fn t(client: u32, seq: u32) -> TxnId {
     TxnId { client, seq }
 }
 
-/// §VII-A's message pattern for 2PL: the client's DC's coordinator locks the read key
-/// at every DC (a majority suffices), reads it at the data servers that granted, locks
-/// the written key at every DC, then runs the commit round among the coordinators;
-/// every DC installs the write, and no lock is left anywhere. A duplicated accept
-/// request changes nothing.
+/// §VII-A's message pattern for 2PL with a pre-declared program: the client's DC's
+/// coordinator locks both keys at every DC in one round (the read key shared, the
+/// written one exclusively; a majority suffices), each lock read at the data server of
+/// the DC that granted it, then runs the commit round among the coordinators; every
+/// DC installs the write, and no lock is left anywhere. A duplicated accept request
+/// changes nothing.
 #[test]
 fn two_pl_reads_and_locks_at_a_majority_then_commits_everywhere() {
     let (mut net, layout) = net(Cc::Locking, 1);
@@ -65,18 +66,24 @@ fn two_pl_reads_and_locks_at_a_majority_then_commits_everywhere() {
     let first = |k: &str| seen.iter().position(|(n, _, _)| *n == k).unwrap();
     let coords: BTreeSet<NodeId> = (0..3).map(|d| coordinator_of(&layout, DcId(d))).collect();
     // One shared lock request per DC for x, one exclusive per DC for y, all to the
-    // coordinators; each granted shared lock is read at that DC's data server.
+    // coordinators and in one round; each granted lock is read at that DC's data
+    // server, whose answer tells the home it is held (no separate `Locked`).
     assert_eq!(count("Lock"), 6, "{seen:?}");
     assert!(seen
         .iter()
         .filter(|(n, _, _)| *n == "Lock")
         .all(|(_, _, to)| coords.contains(to)));
-    assert_eq!((count("Read"), count("ReadReply")), (3, 3));
-    assert_eq!(count("Locked"), 3);
-    // The commit round starts only after the reads and write locks: the home's accept
-    // requests to the two other DCs (one of them duplicated by the network), each DC's
-    // vote to the two others, then installs in every DC and `Applied` among them.
-    assert!(first("Accept") > first("Locked") && first("Locked") > first("ReadReply"));
+    assert_eq!((count("Read"), count("ReadReply")), (6, 6));
+    assert_eq!(count("Locked"), 0);
+    let last = |k: &str| seen.iter().rposition(|(n, _, _)| *n == k).unwrap();
+    assert!(
+        last("Lock") < first("ReadReply"),
+        "one round: every lock asked before any answer"
+    );
+    // The commit round starts only after the first round: the home's accept requests
+    // to the two other DCs (one of them duplicated by the network), each DC's vote to
+    // the two others, then installs in every DC and `Applied` among them.
+    assert!(first("Accept") > first("ReadReply"));
     assert_eq!(count("Accept"), 3);
     assert!(count("Vote") >= 6);
     assert_eq!((count("Install"), count("Installed"), count("Applied")), (3, 3, 6));
@@ -219,6 +226,7 @@ fn wound_wait_wounds_the_younger_holder_and_the_older_gets_the_lock() {
         prio: (prio, txn),
         key: Key::from("x"),
         exclusive: true,
+        read: false,
     };
     net.send(h_young, coord, lock(young, 5));
     assert!(matches!(net.outside.last(), Some((_, to, Msg::Locked { txn, .. })) if *to == h_young && *txn == young));
@@ -341,8 +349,8 @@ fn a_lost_accept_request_is_recovered_through_the_votes() {
 /// left: the other DCs decide by themselves (votes go to every coordinator) and
 /// install; the restarted home learns the outcome from its logged vote and its peers
 /// and answers the waiting client: committed, on every DC. (b) 2PL, while collecting
-/// write locks: nothing was proposed, so the restarted home, asked by the client,
-/// aborts it for good and releases its locks everywhere.
+/// the first round's locks: nothing was proposed, so the restarted home, asked by the
+/// client, aborts it for good and releases its locks everywhere.
 #[test]
 fn a_crashed_home_coordinator_loses_nothing_and_answers_after_restart() {
     for (cc, want) in [(Cc::Optimistic, Outcome::Committed), (Cc::Locking, Outcome::Aborted)] {
@@ -350,7 +358,7 @@ fn a_crashed_home_coordinator_loses_nothing_and_answers_after_restart() {
         let home = coordinator_of(&layout, DcId(0));
         let crash_on: Pred<Msg> = match cc {
             Cc::Optimistic => Box::new(|m| matches!(m, Msg::Submit { .. })),
-            Cc::Locking => Box::new(|m| matches!(m, Msg::Locked { .. })),
+            Cc::Locking => Box::new(|m| matches!(m, Msg::ReadReply(..))),
         };
         net.crash_after = Some((home, crash_on));
         net.submit(0, t(0, 1), ycsb_call(&[("z", b"v")]));
