@@ -33,8 +33,9 @@ use serde::Serialize;
 /// prepared transaction to its coordinator shard (`Wound`). 12: HACommit's clients and
 /// replog's coordinators ask a silent shard for its vote (`VoteQuery`), a replog vote
 /// says whether it is sent again (`Prepared::again`), and a hierarchical-validation
-/// query whether an undecided decider decides (`Query::decide`).
-pub const VERSION: u8 = 12;
+/// query whether an undecided decider decides (`Query::decide`). 13: a pc-2pl lock
+/// request may ask for the key's value too (`Lock::read`, stop 68).
+pub const VERSION: u8 = 13;
 
 /// The largest frame accepted (length field), 16 MiB.
 pub const MAX_FRAME: usize = 16 << 20;
