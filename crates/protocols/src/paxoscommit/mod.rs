@@ -83,6 +83,16 @@
 //!
 //! # Choices the paper leaves open
 //!
+//! - **Where OCC executes** (a departure, labelled; issue 54): §VII-A's OCC distributes
+//!   each transaction to every DC, which executes it against its own data servers and
+//!   buffers temporary values there, and the coordinators vote on those results. Ours
+//!   executes at the home only and has every DC validate the home's read versions in
+//!   the commit round. Both take one round trip to the nearest majority (the paper's:
+//!   the transaction out, the results and votes back; ours: the accept request out,
+//!   the votes back), so latency is the same; they differ in what aborts: ours aborts
+//!   when the home's DC lags a committed write (the retry then sees it), the paper's
+//!   when the DCs' executions disagree. cat-fig5 and cat-fig7 run this variant.
+//!
 //! - **What a read returns** (2PL): the newest committed version among a majority of
 //!   DCs that granted the shared lock. A DC outside a commit's majority may lag; any
 //!   majority includes a DC that held the writer's exclusive lock until it installed
