@@ -158,7 +158,9 @@ pub enum Entry<M> {
 /// marks are renamed `client_marks` etc. and now guard every role a CrossStitch server
 /// plays, not only the acceptor's (stop 68): a format-12 image's marks would say the
 /// server never executed or held puts for transactions it did. Catenae's chain servers
-/// also keep the read-only reads they hold for an incomplete epoch (`ro_parked`).
+/// also keep the read-only reads they hold for an incomplete epoch (`ro_parked`), and
+/// Catenae's coordinators count speculation and waits (`Stats`, `held_pending`,
+/// `Comp::blocked_since`).
 pub const FORMAT: u32 = 13;
 
 /// What a journal says about itself (its `meta` partition).

@@ -40,6 +40,10 @@ pub(super) struct Comp {
     pub(super) eid: u64,
     pub(super) members: Vec<TxnId>,
     pub(super) keys: Vec<Key>,
+    /// When every member was decided and executed here while an earlier epoch's
+    /// component on one of its keys was not finalized yet (it waits for that one).
+    #[serde(default)]
+    pub(super) blocked_since: Option<Time>,
 }
 
 /// Counters the experiments read.
@@ -57,6 +61,18 @@ pub(super) struct Stats {
     pub(super) dominant_mismatch: u64,
     pub(super) nacks: u64,
     pub(super) abstained: u64,
+    /// Non-conflicting transactions committed here.
+    pub(super) lone_committed: u64,
+    /// Members of conflict sets resolved here (committed or aborted): the
+    /// transactions whose speculative execution needed validating (cat-fig1).
+    pub(super) spec_needed: u64,
+    /// Of those, the ones committed with the same dependencies voted by every DC
+    /// (their speculation held everywhere, cat-fig1).
+    pub(super) spec_held: u64,
+    /// Transactions finalized after waiting, decided and executed here, for an earlier
+    /// epoch's component on a shared key, and the sum of those waits in ms (cat-fig5).
+    pub(super) blocked: u64,
+    pub(super) blocked_ms: f64,
 }
 
 /// A DC's coordinator.
@@ -83,6 +99,11 @@ pub struct Coordinator {
     pub(super) txns: HashMap<TxnId, CoTxn>,
     /// Votes heard per transaction: DC → (its value, hops); `None` is an abstention.
     pub(super) votes: HashMap<TxnId, BTreeMap<DcId, Vote>>,
+    /// Conflict-set members committed (by a majority's vote) before every DC's vote
+    /// was in: whether their speculation held everywhere (`Stats::spec_held`) is
+    /// decided by the last vote.
+    #[serde(default)]
+    pub(super) held_pending: HashSet<TxnId>,
     pub(super) comps: HashMap<u64, Comp>,
     pub(super) next_comp: u64,
     pub(super) pending: HashMap<Key, BTreeSet<(u64, u64)>>,
@@ -145,6 +166,7 @@ impl Coordinator {
             outcomes: HashMap::default(),
             txns: HashMap::default(),
             votes: HashMap::default(),
+            held_pending: HashSet::default(),
             comps: HashMap::default(),
             next_comp: 0,
             pending: HashMap::default(),
@@ -188,6 +210,11 @@ impl Coordinator {
             ("dominant_checked".into(), s.dominant_checked as f64),
             ("dominant_mismatch".into(), s.dominant_mismatch as f64),
             ("nacks".into(), s.nacks as f64),
+            ("lone_committed".into(), s.lone_committed as f64),
+            ("spec_needed".into(), s.spec_needed as f64),
+            ("spec_held".into(), s.spec_held as f64),
+            ("blocked".into(), s.blocked as f64),
+            ("blocked_ms".into(), s.blocked_ms),
             ("implicit".into(), self.resolver.implicit as f64),
             ("abandoned".into(), self.slots.abandoned as f64),
             ("takeovers".into(), self.sec.takeovers as f64),
@@ -778,6 +805,7 @@ impl Coordinator {
                 eid: e,
                 members: vec![],
                 keys: vec![],
+                blocked_since: None,
             });
             c.members.push(t.id);
             for (k, _) in &keys {

@@ -149,6 +149,14 @@ impl Coordinator {
         self.env.timeouts.failover.max(2 * self.cfg.stall)
     }
 
+    /// Whether every DC voted for `txn`, all with the same execution (dependencies).
+    fn unanimous(&self, txn: TxnId) -> bool {
+        self.votes.get(&txn).is_some_and(|vs| {
+            let first = vs.values().next().map(|v| &v.0);
+            vs.len() == self.n_dcs() && first.is_some_and(|f| f.is_some() && vs.values().all(|(d, _)| d == f))
+        })
+    }
+
     pub(super) fn record_vote(
         &mut self,
         dc: DcId,
@@ -168,6 +176,9 @@ impl Coordinator {
             let first = &vs.values().next().expect("votes").0;
             if first.is_some() && vs.values().all(|(d, _)| d == first) {
                 self.stats.identical += 1;
+            }
+            if self.held_pending.remove(&txn) {
+                self.stats.spec_held += u64::from(self.unanimous(txn));
             }
         }
         if let Some(c) = self.txns.get(&txn).map(|t| t.comp) {
@@ -208,19 +219,28 @@ impl Coordinator {
         let mut work = vec![first];
         while let Some(c) = work.pop() {
             let Some(comp) = self.comps.get(&c) else { continue };
-            let ready = comp.members.iter().all(|m| {
+            let done_here = comp.members.iter().all(|m| {
                 let t = &self.txns[m];
                 t.decision.is_some() && t.local.is_some()
-            }) && comp.keys.iter().all(|k| {
+            });
+            let first = comp.keys.iter().all(|k| {
                 self.pending
                     .get(k)
                     .and_then(|s| s.first())
                     .is_some_and(|(e, _)| *e == comp.eid)
             });
-            if !ready {
+            if done_here && !first && comp.blocked_since.is_none() {
+                let now = cx.now();
+                self.comps.get_mut(&c).expect("present").blocked_since = Some(now);
+            }
+            if !(done_here && first) {
                 continue;
             }
             let comp = self.comps.remove(&c).expect("present");
+            if let Some(since) = comp.blocked_since {
+                self.stats.blocked += comp.members.len() as u64;
+                self.stats.blocked_ms += comp.members.len() as f64 * (cx.now() - since) as f64 / 1e6;
+            }
             self.finalize(&comp, cx);
             let mut next: BTreeSet<u64> = BTreeSet::new();
             for k in &comp.keys {
@@ -247,6 +267,9 @@ impl Coordinator {
         let mut indeg: BTreeMap<TxnId, usize> = BTreeMap::new();
         let mut out: BTreeMap<TxnId, Vec<TxnId>> = BTreeMap::new();
         let mut aborts: Vec<(TxnId, AbortReason)> = vec![];
+        if comp.members.len() > 1 {
+            self.stats.spec_needed += comp.members.len() as u64;
+        }
         for m in &comp.members {
             match &self.txns[m].decision {
                 Some(Ok(_)) => {
@@ -323,6 +346,14 @@ impl Coordinator {
             }
         };
         self.stats.committed += 1;
+        if lone {
+            self.stats.lone_committed += 1;
+        } else if self.votes.get(&txn).is_some_and(|vs| vs.len() == self.n_dcs()) {
+            self.stats.spec_held += u64::from(self.unanimous(txn));
+        } else {
+            // Decided by a majority: the last vote says whether every DC agreed.
+            self.held_pending.insert(txn);
+        }
         let mut finals: BTreeMap<Key, (VersionId, Value)> = BTreeMap::new();
         for (i, (k, v)) in writes.iter().enumerate() {
             finals.insert(k.clone(), (VersionId { txn, seq: i as u32 }, v.clone()));
