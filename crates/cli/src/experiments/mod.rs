@@ -312,6 +312,11 @@ pub struct Claim {
     pub status: Status,
     /// Where not reproduced (or partly): the measured cause, in one line.
     pub cause: String,
+    /// A claim about something we built beyond the paper (e.g. hierarchical
+    /// validation pipelined, which §IV-D only predicts): the summary counts it apart
+    /// from the papers' own claims.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub beyond: bool,
 }
 
 impl Claim {
@@ -344,7 +349,14 @@ impl Claim {
             ratio: Some(ratio),
             status,
             cause: String::new(),
+            beyond: false,
         }
+    }
+
+    /// Marks a claim about something built beyond the paper (see `beyond`).
+    pub fn beyond_paper(mut self) -> Claim {
+        self.beyond = true;
+        self
     }
 
     /// The measured cause, kept only where the claim is not (fully) reproduced.
@@ -379,6 +391,7 @@ impl Claim {
                 Status::NotReproduced
             },
             cause: if holds { String::new() } else { cause.into() },
+            beyond: false,
         }
     }
 
