@@ -160,7 +160,9 @@ pub enum Entry<M> {
 /// server never executed or held puts for transactions it did. Catenae's chain servers
 /// also keep the read-only reads they hold for an incomplete epoch (`ro_parked`), and
 /// Catenae's coordinators count speculation and waits (`Stats`, `held_pending`,
-/// `Comp::blocked_since`).
+/// `Comp::blocked_since`), and a pc-2pl home keeps a pre-declared transaction's first
+/// round (`HPhase::Prelocking`, `HTxn::pre`, `xlocked`, `Holder::waiting`'s `Want`).
+/// All of it is in FORMAT 13: no build between these changes was released.
 pub const FORMAT: u32 = 13;
 
 /// What a journal says about itself (its `meta` partition).

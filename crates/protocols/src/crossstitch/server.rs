@@ -204,11 +204,16 @@ crate::kit::server::server_struct! {
         /// An entry idle for `tombstone` goes, its mark folded into `client_floor`.
         pub(super) client_marks: HashMap<u32, (Time, Time)>,
         /// The largest mark of the `client_marks` entries dropped (durable, like them): a
-        /// restarted acceptor counts as forgetful below it for every client, so that
+        /// restarted server counts as forgetful below it for every client, so that
         /// dropping an idle client's entry never forgets what it guarded (a transaction
         /// left undecided for long, its asker silent, and the server restarted again).
-        /// It is at most the idle client's clock a `tombstone` ago, far below what the
-        /// other clients send now, so it costs them nothing.
+        /// It is at most the idle client's clock a `tombstone` ago (120 s by default),
+        /// below what the other clients send now as long as no client's clock is behind
+        /// another's by anything near `tombstone`, so it costs them nothing. A limit
+        /// (stop 68's review): with clocks that far apart, a restarted server would
+        /// again count a slow client's new transactions as forgotten (refused, never
+        /// aborted wrongly: the floor only errs towards caution); the campaigns skew
+        /// clocks by up to 5 s.
         pub(super) client_floor: Time,
         /// `client_marks` at the last restart (the marks alone).
         pub(super) client_forgot: HashMap<u32, Time>,

@@ -117,9 +117,18 @@ impl Server {
                 let (write_recs, finals) = crate::kit::client::numbered(txn, writes);
                 let finals: Vec<(Key, VersionId, Value)> = finals.into_iter().map(|(k, (v, x))| (k, v, x)).collect();
                 if finals.is_empty() && h.reads.is_empty() {
-                    // Nothing read or written: nothing to agree on.
+                    // Nothing read or written: nothing to agree on. Locks the first
+                    // round took for declared keys go everywhere now (stop 68's
+                    // review: they stayed until the idle release).
                     let client = h.client;
+                    let prelocked = !h.pre.is_empty();
                     self.home.remove(&txn);
+                    if prelocked {
+                        for p in self.peers() {
+                            cx.send(p, Msg::Release { txn });
+                        }
+                        self.release(txn, cx);
+                    }
                     self.done.insert(txn, true);
                     cx.send(
                         client,

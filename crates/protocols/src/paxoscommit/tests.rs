@@ -384,3 +384,24 @@ fn a_crashed_home_coordinator_loses_nothing_and_answers_after_restart() {
         }
     }
 }
+
+/// Stop 68's review: a pre-declared program that ends having read and written nothing
+/// (here a `ycsb` call of zero operations that still names a key) commits at once, and
+/// must release the locks its first round took at every DC; it kept them until the
+/// idle release, queueing other transactions behind a home that no longer knew it.
+#[test]
+fn a_program_that_does_nothing_releases_its_first_round_locks() {
+    use meridian_txn::Arg;
+    let (mut net, _layout) = net(Cc::Locking, 1);
+    let call = Call {
+        program: "ycsb".into(),
+        args: vec![Arg::U64(0), Arg::Key(Key::from("x")), Arg::Bytes(b"v".to_vec())],
+    };
+    net.submit(0, t(0, 1), call);
+    run(&mut net, ms(600));
+    assert_eq!(net.records.len(), 1);
+    assert_eq!(net.records[0].outcome, Outcome::Committed);
+    for s in &net.servers {
+        assert_eq!(s.locked_keys(), Some(0), "{:?} still holds a first-round lock", s.me);
+    }
+}
