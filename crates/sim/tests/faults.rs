@@ -412,6 +412,23 @@ fn crossstitch_a_restarted_chain_server_forgets_by_the_client_mark() {
     assert_clean("crossstitch seed 700227", &r);
 }
 
+/// Campaign seed 801023 (found in stop 68): a split decision. Shard 2's new leader, in
+/// a view change, adopted the client's ballot-0 COMMIT that one of its replicas had
+/// accepted, and that replica then reported the adopted acceptance to the leader as
+/// its own `Accepted`: counted twice, one acceptance of three made a majority, so
+/// shard 2 committed a transaction the recovery had aborted in the other shards (a
+/// lost write and a G-single cycle). Only a replica's own acceptance is reported and
+/// counted now; adopted ones serve phase 1 only.
+#[test]
+fn hacommit_an_adopted_acceptance_is_not_counted_as_a_second_one() {
+    let r = run("hacommit gcp3 ycsb:keys=50 txns=1000 clients=32 seed=801023 faults=random:crashes=3,client-crashes=2,serial=2s");
+    assert!(
+        r.check.serializable && r.check.atomic && r.check.durable,
+        "{:?}",
+        r.check.anomalies
+    );
+}
+
 /// Campaign seed 744 (beyond tolerance: every replica of a shard forgot a COMMIT's
 /// writes): a replica that knows a COMMIT chosen but lacks its writes asks its group for
 /// them, and every answer saying "chosen" made it ask again, so the asks multiplied

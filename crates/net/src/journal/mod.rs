@@ -162,6 +162,7 @@ pub enum Entry<M> {
 /// Catenae's coordinators count speculation and waits (`Stats`, `held_pending`,
 /// `Comp::blocked_since`), and a pc-2pl home keeps a pre-declared transaction's first
 /// round (`HPhase::Prelocking`, `HTxn::pre`, `xlocked`, `Holder::waiting`'s `Want`).
+/// A HACommit replica keeps its own acceptance apart from adopted ones (`Txn::own`).
 /// All of it is in FORMAT 13: no build between these changes was released.
 pub const FORMAT: u32 = 13;
 

@@ -161,6 +161,7 @@ impl Server {
         if ok {
             t.promised = ballot;
             t.accepted = Some((ballot, commit));
+            t.own = Some((ballot, commit));
         }
         let part = P2bPart {
             shard,
@@ -228,7 +229,7 @@ impl Server {
         let Some(t) = self.txns.get_mut(&(shard, txn)) else {
             return;
         };
-        let mine = t.accepted == Some((ballot, commit));
+        let mine = t.own == Some((ballot, commit));
         let e = t.acc.entry(ballot).or_insert_with(|| (commit, BTreeSet::new()));
         e.1.insert(from);
         if mine {

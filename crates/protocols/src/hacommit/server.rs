@@ -34,6 +34,15 @@ pub(super) struct Txn {
     pub(super) ctx: Option<TCtx>,
     pub(super) promised: Ballot,
     pub(super) accepted: Option<(Ballot, bool)>,
+    /// The acceptance this replica itself made (highest ballot), as opposed to one it
+    /// adopted from a peer's report in a view change or a re-sync (`accepted` holds
+    /// either, for phase 1). Only its own acceptance is reported to the leader as
+    /// `Accepted` or counted toward a majority: reporting an adopted one counted the
+    /// same acceptance twice, and a value accepted by one replica of three was taken
+    /// as chosen (campaign seed 801023: a split decision, shard 2 committing a
+    /// transaction shards 0, 1 and 3 aborted).
+    #[serde(default)]
+    pub(super) own: Option<(Ballot, bool)>,
     /// Leader: acceptances reported by the group, per ballot.
     pub(super) acc: BTreeMap<Ballot, (bool, BTreeSet<NodeId>)>,
     /// Known chosen but not applicable yet (commit without the context).
@@ -69,6 +78,7 @@ impl Txn {
             ctx: None,
             promised: 0,
             accepted: None,
+            own: None,
             acc: BTreeMap::new(),
             chosen: None,
             last_seen: now,
@@ -461,7 +471,7 @@ impl Server {
         // reports, and a lost one must not leave it undecided until recovery.
         let mut report = vec![];
         for ((shard, id), t) in self.txns.iter_mut() {
-            let Some((ballot, commit)) = t.accepted else { continue };
+            let Some((ballot, commit)) = t.own else { continue };
             if t.chosen.is_some() || now.saturating_sub(t.reported) < to.query {
                 continue;
             }
