@@ -173,12 +173,10 @@ impl Coordinator {
         vs.insert(dc, (deps, hops));
         if vs.len() == n {
             self.stats.conflicting_voted_all += 1;
-            let first = &vs.values().next().expect("votes").0;
-            if first.is_some() && vs.values().all(|(d, _)| d == first) {
-                self.stats.identical += 1;
-            }
+            let same = u64::from(self.unanimous(txn));
+            self.stats.identical += same;
             if self.held_pending.remove(&txn) {
-                self.stats.spec_held += u64::from(self.unanimous(txn));
+                self.stats.spec_held += same;
             }
         }
         if let Some(c) = self.txns.get(&txn).map(|t| t.comp) {

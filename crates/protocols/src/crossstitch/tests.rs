@@ -506,6 +506,22 @@ fn recovery_does_not_count_a_forgetful_acceptor_as_one_that_accepted_nothing() {
     );
 }
 
+/// Client 0's transaction at 100 ms, committed: node 3 (the replica of position 2's
+/// put of `#2/b`) handles it, which raises its watermarks past 100 ms. Then node 3
+/// crashes, restarts and finishes re-syncing.
+fn node_3_restarted_after_a_first_transaction() -> Net {
+    let mut n = Net::new();
+    n.run_for(ms(100.0));
+    n.start();
+    assert_eq!(n.records.len(), 1);
+    assert_eq!(n.records[0].outcome, Outcome::Committed);
+    n.crash(3);
+    n.restart(3);
+    n.run_for(ms(250.0));
+    assert!(n.servers[3].syncing.is_empty(), "node 3 re-synced");
+    n
+}
+
 /// A replica that restarted refuses a put of a transaction below its watermark, and
 /// says so: the position waiting for its notify aborts at once. It used to drop the
 /// put silently, so that position waited for its vote timeout (3 s), and a crash of the
@@ -513,18 +529,7 @@ fn recovery_does_not_count_a_forgetful_acceptor_as_one_that_accepted_nothing() {
 /// servers, undecidable (faults.rs seed 7344 once the sweep acted in position order).
 #[test]
 fn a_restarted_replica_refusing_a_put_aborts_the_waiting_position_at_once() {
-    let mut n = Net::new();
-    // A first transaction at 100 ms: node 3 (the replica of position 2's put of
-    // `#2/b`) handles it, which raises its watermark past 100 ms.
-    n.run_for(ms(100.0));
-    n.start();
-    assert_eq!(n.records.len(), 1);
-    assert_eq!(n.records[0].outcome, Outcome::Committed);
-    // Node 3 crashes and restarts, and finishes re-syncing.
-    n.crash(3);
-    n.restart(3);
-    n.run_for(ms(250.0));
-    assert!(n.servers[3].syncing.is_empty(), "node 3 re-synced");
+    let mut n = node_3_restarted_after_a_first_transaction();
     // A second transaction of the same client whose timestamp is below node 3's
     // watermark for that client.
     let second = TxnId { client: 0, seq: 2 };
@@ -558,15 +563,7 @@ fn a_restarted_replica_refusing_a_put_aborts_the_waiting_position_at_once() {
 /// client it never acted for is answered.
 #[test]
 fn a_restarted_server_judges_what_it_forgot_by_the_transactions_client() {
-    let mut n = Net::new();
-    // Client 0's transaction at 100 ms raises node 3's watermarks past 100 ms.
-    n.run_for(ms(100.0));
-    n.start();
-    assert_eq!(n.records[0].outcome, Outcome::Committed);
-    n.crash(3);
-    n.restart(3);
-    n.run_for(ms(250.0));
-    assert!(n.servers[3].syncing.is_empty(), "node 3 re-synced");
+    let mut n = node_3_restarted_after_a_first_transaction();
     // Client 1's transaction is below the one watermark, but client 1 never reached
     // node 3: nothing about it can have been forgotten there.
     let other = TxnId { client: 1, seq: 1 };

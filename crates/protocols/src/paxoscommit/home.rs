@@ -55,40 +55,24 @@ impl Server {
     /// Runs the program until it needs reads, finishes or aborts.
     pub(super) fn home_step(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
         let Some(h) = self.home.get_mut(&txn) else { return };
-        let step = loop {
+        // Reads of keys locked and read in the first round are served from there; the
+        // rest of a read (`keys`) goes out under new locks (or, OCC, to this DC).
+        let (step, keys) = loop {
             let step = crate::kit::client::next_step(&mut h.exec, &self.env.registry);
-            let Step::Read(key) = &step else { break step };
-            // Reads of keys locked and read in the first round are served from there.
+            let Step::Read(key) = &step else { break (step, vec![]) };
             let batch = if h.exec.batch().is_empty() {
                 vec![key.clone()]
             } else {
                 h.exec.batch().to_vec()
             };
-            if !batch.iter().all(|k| h.pre.contains_key(k)) {
-                break step;
-            }
-            for k in batch {
-                let (v, t, val) = h.pre[&k].clone();
-                h.reads.push((k.clone(), v, t));
-                h.exec.supply(k, val);
+            let rest = h.serve_first_round(batch);
+            if !rest.is_empty() {
+                break (step, rest);
             }
         };
         let now = cx.now();
         match step {
-            Step::Read(key) => {
-                let mut keys = if h.exec.batch().is_empty() {
-                    vec![key]
-                } else {
-                    h.exec.batch().to_vec()
-                };
-                // (A batch mixing declared and undeclared keys: the declared ones are
-                // served from the first round, the rest read under new locks.)
-                for k in keys.iter().filter(|k| h.pre.contains_key(*k)) {
-                    let (v, t, val) = h.pre[k].clone();
-                    h.reads.push((k.clone(), v, t));
-                    h.exec.supply(k.clone(), val);
-                }
-                keys.retain(|k| !h.pre.contains_key(k));
+            Step::Read(_) => {
                 h.since = now;
                 h.phase = HPhase::Reading {
                     keys: keys.iter().map(|k| (k.clone(), BTreeMap::new())).collect(),
@@ -423,4 +407,18 @@ fn declared(env: &Env, call: &Call) -> Vec<(Key, bool)> {
     }
     out.retain(|k, _| !meridian_txn::is_range(k));
     out.into_iter().collect()
+}
+
+impl HTxn {
+    /// Supplies the program the reads of `keys` the first round holds (`pre`), in
+    /// order, and returns the keys it does not hold.
+    fn serve_first_round(&mut self, keys: Vec<Key>) -> Vec<Key> {
+        let (held, rest): (Vec<Key>, Vec<Key>) = keys.into_iter().partition(|k| self.pre.contains_key(k));
+        for k in held {
+            let (v, t, val) = self.pre[&k].clone();
+            self.reads.push((k.clone(), v, t));
+            self.exec.supply(k, val);
+        }
+        rest
+    }
 }
