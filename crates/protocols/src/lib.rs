@@ -277,9 +277,9 @@ pub trait Protocol: Clone + Send + Sync + 'static {
     /// Message enum; serde so that the TCP runtime can put it on the wire.
     type Msg: Clone + Debug + Send + serde::Serialize + serde::de::DeserializeOwned + 'static;
     /// Data-server actor (one per server node).
-    type Server: Actor<Msg = Self::Msg> + Replica + Send + 'static;
+    type Server: Actor<Msg = Self::Msg> + Replica + Clone + Debug + Send + 'static;
     /// Client actor (one per client node).
-    type Client: Actor<Msg = Self::Msg> + ClientRole + Send + 'static;
+    type Client: Actor<Msg = Self::Msg> + ClientRole + Clone + Debug + Send + 'static;
     /// The `--protocol` name.
     fn name(&self) -> &'static str;
     /// Whether the protocol claims strict serializability.

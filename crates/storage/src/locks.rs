@@ -81,7 +81,7 @@ struct Req {
     prio: Prio,
 }
 
-#[derive(Default, Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Default, Debug, serde::Serialize, serde::Deserialize)]
 struct Entry {
     holders: Vec<Req>,
     waiters: Vec<Req>,
@@ -112,7 +112,7 @@ impl Entry {
 }
 
 /// The lock table of one node.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct LockTable {
     policy: Policy,
     keys: HashMap<Key, Entry>,

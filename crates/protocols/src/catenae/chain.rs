@@ -20,7 +20,7 @@ enum St {
     Precommitted,
 }
 
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct CTxn {
     chain: Arc<ChainTxn>,
     pos: usize,
@@ -41,7 +41,7 @@ impl CTxn {
 
 /// The transactions on one key: footprints (epoch, write?) and, in the order they
 /// started accessing it, the unresolved ones that did.
-#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct KeyQ {
     fps: BTreeMap<TxnId, (u64, bool)>,
     started: Vec<TxnId>,
@@ -62,7 +62,7 @@ fn pass_forward(chain: &Arc<ChainTxn>, pos: usize, hops: u32, cx: &mut Ctx<'_, M
 }
 
 /// A chain server.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Chain {
     cfg: Arc<Catenae>,
     pub(super) me: NodeId,

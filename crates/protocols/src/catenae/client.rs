@@ -13,7 +13,7 @@ crate::kit::timers::timers! {
 /// how long a chain server holds a read whose snapshot epoch is still incomplete).
 pub const RO_RETRY: Time = 50_000_000;
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 enum Phase {
     /// Read-write: waiting for the coordinator's outcome.
     Submitted,
@@ -22,7 +22,7 @@ enum Phase {
 }
 
 /// A read-only transaction's reads at one snapshot.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Reading {
     attempt: u32,
     /// Servers whose answer this round waits for.
@@ -38,7 +38,7 @@ struct Reading {
     exec: Option<Execution>,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct Current {
     rec: TxnRecord,
     call: Call,

@@ -13,7 +13,7 @@ const NACK_BATCH: usize = 1024;
 pub(super) type Vote = (Option<Vec<TxnId>>, u32);
 
 /// A transaction the coordinator scheduled.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct CoTxn {
     pub(super) entry: TxnEntry,
     pub(super) eid: u64,
@@ -35,7 +35,7 @@ pub(super) struct CoTxn {
 
 /// Transactions of one epoch connected by conflicting accesses (the "conflicting
 /// set" of the light-weight static analysis of §V-B); a lone one is non-conflicting.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Comp {
     pub(super) eid: u64,
     pub(super) members: Vec<TxnId>,
@@ -76,7 +76,7 @@ pub(super) struct Stats {
 }
 
 /// A DC's coordinator.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Coordinator {
     pub(super) cfg: Arc<Catenae>,
     /// The cluster's environment: not in an image (see [`crate::kit::image`]).

@@ -63,7 +63,7 @@ const ACK_SCAN: u64 = 4096;
 type Held = (Ballot, Option<Arc<Payload>>);
 
 /// A revocation this coordinator runs.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Revocation {
     lo: u64,
     hi: u64,
@@ -80,7 +80,7 @@ pub(super) struct Revocation {
 }
 
 /// Majority mode's state at one coordinator.
-#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct Slots {
     /// Highest ballot promised per slot (absent: none, so ballot zero is accepted).
     promised: BTreeMap<(DcId, u64), Ballot>,

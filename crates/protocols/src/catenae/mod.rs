@@ -364,7 +364,7 @@ pub(crate) const T_RO_PARK: u64 = 4 << 40;
 
 /// A Catenae server node: a chain server for its shards, and on the first node of each
 /// DC also the DC's coordinator and transaction resolver (§VII-B co-locates them).
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Server {
     /// Chain server role.
     pub chain: Chain,

@@ -16,7 +16,7 @@
 use super::*;
 
 /// A DC's dependency repository.
-#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Resolver {
     /// `after[t]`: transactions `t` is ordered after.
     after: HashMap<TxnId, BTreeSet<TxnId>>,

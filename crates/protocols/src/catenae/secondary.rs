@@ -86,7 +86,7 @@ pub(super) enum Role {
 type Answer = (u32, Vec<Arc<Payload>>, Vec<Arc<Payload>>, (u64, u64));
 
 /// Secondary-coordinator state of a coordinator node.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Sec {
     /// Whether `secondary=on`.
     pub on: bool,

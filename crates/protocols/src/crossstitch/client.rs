@@ -6,7 +6,7 @@ use super::*;
 
 pub(crate) use crate::kit::client::ClientTimer;
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct Current {
     pub(super) ts: u64,
     pub(super) rec: TxnRecord,

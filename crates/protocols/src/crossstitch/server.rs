@@ -54,7 +54,7 @@ pub(super) enum Phase {
 }
 
 /// One position of a transaction at this server.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Part {
     pub(super) ts: u64,
     pub(super) pos: u32,
@@ -88,7 +88,7 @@ pub(super) struct Part {
 }
 
 /// A replica's copy of another server's puts.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Backup {
     pub(super) ts: u64,
     pub(super) primary: NodeId,
@@ -101,7 +101,7 @@ pub(super) struct Backup {
 }
 
 /// Tentative versions copied while re-syncing, whose outcome is being asked.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Orphan {
     /// The transaction's timestamp (its versions' write timestamp): queries and
     /// recoveries must carry it, or a restarted acceptor cannot tell whether it may
@@ -124,7 +124,7 @@ pub(super) struct Acceptor {
 
 /// A Paxos proposer for one transaction's decision (the final server at ballot 0, or a
 /// transaction replica recovering).
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Proposer {
     pub(super) ts: u64,
     pub(super) ballot: Ballot,

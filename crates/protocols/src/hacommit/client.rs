@@ -32,7 +32,7 @@ crate::kit::timers::timers! {
     }
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) enum Phase {
     /// An interactive transaction waits for its caller's next operations.
     Waiting,

@@ -8,7 +8,7 @@ use super::*;
 pub(crate) use crate::kit::server::SweepTimer as ServerTimer;
 
 /// Where a transaction is at this replica of one shard.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) enum Stage {
     /// Leader: reading (2PL: holding shared locks).
     Active,
@@ -25,7 +25,7 @@ pub(super) enum Stage {
     Voted,
 }
 
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Txn {
     pub(super) prio: Prio,
     pub(super) client: Option<NodeId>,
@@ -135,14 +135,14 @@ impl Txn {
     }
 }
 
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Done {
     pub(super) commit: bool,
     pub(super) ctx: Option<TCtx>,
     pub(super) at: Time,
 }
 
-#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(super) enum Status {
     /// Serving in `view` (as leader or follower).
     Normal,
@@ -152,7 +152,7 @@ pub(super) enum Status {
     Syncing,
 }
 
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Group {
     pub(super) replicas: Vec<NodeId>,
     pub(super) view: u64,
@@ -176,7 +176,7 @@ impl Group {
 }
 
 /// A recovery proposer's round for one transaction (§VI-A).
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Proposal {
     pub(super) ts: Time,
     pub(super) ballot: Ballot,

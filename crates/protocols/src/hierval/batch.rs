@@ -10,7 +10,7 @@ use meridian_core::{Ctx, NodeId, Time};
 use std::collections::BTreeMap;
 
 /// Per-destination buffers of batched items.
-#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct Batcher {
     size: usize,
     flush: Time,

@@ -13,7 +13,7 @@ pub(crate) use crate::kit::client::ClientTimer;
 /// One data node's share of a commit request: keys read, writes.
 type Part = (Vec<Key>, Vec<(Key, meridian_core::VersionId, meridian_core::Value)>);
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) enum Phase {
     /// Reads outstanding.
     Reading(Vec<Key>),

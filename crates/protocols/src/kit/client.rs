@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 /// A client's transaction as every protocol keeps it: its history record and its
 /// program's execution. Each protocol's `Current` holds one as `t`, beside what that
 /// protocol tracks (its phase, shards touched, votes, ...).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Txn {
     /// The history record, from start to outcome.
     pub rec: TxnRecord,
@@ -416,7 +416,7 @@ macro_rules! client_struct {
         }
 
         $(#[$cattr])*
-        #[derive(Debug)]
+        #[derive(Clone, Debug)]
         pub(super) struct Current {
             /// The transaction's record and program.
             pub(super) t: $crate::kit::client::Txn,
@@ -432,7 +432,7 @@ macro_rules! client_struct {
         }
     ) => {
         $(#[$attr])*
-        #[derive(Debug)]
+        #[derive(Clone, Debug)]
         pub struct Client {
             /// The cluster's environment.
             pub(super) env: $crate::Env,

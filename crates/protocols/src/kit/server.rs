@@ -89,7 +89,7 @@ macro_rules! server_struct {
         }
     ) => {
         $(#[$attr])*
-        #[derive(Debug, serde::Serialize, serde::Deserialize)]
+        #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
         pub struct Server {
             /// The cluster's environment: not in an image (see [`crate::kit::image`]).
             #[serde(skip, default = "crate::kit::image::env")]

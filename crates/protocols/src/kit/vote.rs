@@ -92,7 +92,7 @@ pub struct Decided<V> {
 
 /// A DC coordinator's state of one transaction's commit round: acceptor (its DC's
 /// vote), learner (the votes heard, the outcome) and the install that follows a commit.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Round<V> {
     /// The transaction's value, once known here.
     pub value: Option<Arc<V>>,

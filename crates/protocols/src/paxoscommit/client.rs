@@ -7,7 +7,7 @@ use super::*;
 pub(crate) use crate::kit::client::ClientTimer;
 
 /// The client's transaction in flight.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct Current {
     pub(super) call: Call,
     pub(super) rec: TxnRecord,

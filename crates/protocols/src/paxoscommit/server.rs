@@ -9,7 +9,7 @@ use crate::kit::vote::{Due, Round};
 pub(crate) use crate::kit::server::SweepTimer as ServerTimer;
 
 /// The home coordinator's view of a transaction it runs (volatile: lost in a crash).
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct HTxn {
     pub(super) client: NodeId,
     pub(super) exec: Execution,
@@ -32,7 +32,7 @@ pub(super) struct HTxn {
 pub(super) type ReadAnswer = (Option<VersionId>, u64, Option<Value>);
 
 /// What a home coordinator's transaction waits for.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) enum HPhase {
     /// 2PL, pre-declared program: every declared key locked (exclusively if it may be
     /// written) and read at every DC in one round, before the program runs; per key,
@@ -82,7 +82,7 @@ impl Want {
 }
 
 /// A lock holder or waiter at a coordinator, before its DC voted on it (volatile).
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Holder {
     pub(super) home: NodeId,
     pub(super) last: Time,

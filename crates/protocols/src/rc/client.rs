@@ -7,7 +7,7 @@ use crate::kit::vote::{DcVote, Decided};
 
 pub(crate) use crate::kit::client::ClientTimer;
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) enum Phase {
     /// Waiting for a majority of DCs to answer a read.
     Reading {

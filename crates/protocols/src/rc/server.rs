@@ -8,7 +8,7 @@ use crate::kit::vote::{Due, Round};
 pub(crate) use crate::kit::server::SweepTimer as ServerTimer;
 
 /// A cohort's prepared transaction.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Prep {
     pub(super) coord: NodeId,
     pub(super) coord_shard: ShardId,
@@ -25,7 +25,7 @@ pub(super) struct Prep {
 
 /// A coordinator's view of one transaction: the commit round among DCs (acceptor,
 /// learner, install) and the 2PC prepare inside this DC that gives this DC's vote.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct CTxn {
     pub(super) round: Round<TxnValue>,
     pub(super) coord: ShardId,

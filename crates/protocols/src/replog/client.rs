@@ -9,7 +9,7 @@ crate::kit::timers::timers! {
     pub(crate) enum ClientTimer { Read = 1, Status = 2, Idle = 3, Follow = 4 }
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) enum Phase {
     Reading(Key, u32),
     /// An interactive transaction waits for its caller's next operations.

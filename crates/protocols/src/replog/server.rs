@@ -16,7 +16,7 @@ pub(super) type Share = (Vec<Key>, Vec<(Key, VersionId, Value)>);
 pub(super) type Accepted = Vec<(u64, Ballot, Entry)>;
 
 /// One shard's Paxos group as seen from one replica.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Group {
     pub(super) replicas: Vec<NodeId>,
     // --- durable (acceptor state and applied data) ---
@@ -71,7 +71,7 @@ impl Group {
 }
 
 /// Participant-side state at a leader.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) enum PState {
     Active,
     /// Waiting for exclusive locks.
@@ -100,7 +100,7 @@ pub(super) enum PState {
 /// touches, and each share prepares, commits and releases its locks on its own.
 pub(super) type Part = (TxnId, ShardId);
 
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct PTxn {
     pub(super) prio: Prio,
     pub(super) state: PState,
@@ -121,7 +121,7 @@ impl PTxn {
     }
 }
 
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct CTxn {
     pub(super) coord: ShardId,
     pub(super) parts: Vec<ShardId>,

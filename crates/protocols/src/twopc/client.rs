@@ -5,7 +5,7 @@ use crate::kit::client::Next;
 
 pub(crate) use crate::kit::client::ClientTimer;
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) enum Phase {
     /// Reads outstanding (one, or a batch sent together).
     Reading(Vec<Key>),

@@ -8,7 +8,7 @@ use super::*;
 pub(crate) use crate::kit::server::SweepTimer as ServerTimer;
 
 /// Participant-side state of one transaction.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub(super) enum PState {
     /// Reading (2PL: holding shared locks).
     Active,
@@ -23,7 +23,7 @@ pub(super) enum PState {
     Prepared { coord: NodeId, part: Part, asked: Time },
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub(super) struct PTxn {
     pub(super) prio: Prio,
     pub(super) state: PState,
@@ -33,7 +33,7 @@ pub(super) struct PTxn {
 }
 
 /// Coordinator-side state of one transaction.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub(super) struct CTxn {
     pub(super) client: NodeId,
     pub(super) parts: Vec<NodeId>,
