@@ -6,6 +6,7 @@ mod campaign;
 mod cluster;
 mod compare;
 mod experiments;
+mod explore;
 mod names;
 mod report;
 
@@ -71,6 +72,17 @@ enum Cmd {
   meridian campaign --protocol all --seeds 100 --jobs 2
   meridian campaign --protocol crossstitch --seeds 10000 --first-seed 1 --json")]
     Campaign(campaign::CampaignArgs),
+    /// Exhaustive search of a small configuration: every interleaving, and every drop,
+    /// duplicate, early timeout and crash point within a budget, checked at every
+    /// state; a violation prints as the shortest path to it.
+    #[command(after_help = "Examples:
+  meridian explore --protocol 2pc-2pl
+  meridian explore --protocol hacommit --shards 2 --dcs 3 --txns 2 --faults crash=1,drop=1 --depth 40
+  meridian explore --protocol rc --faults timeouts=1 --replay d0,d1,t6
+
+Exit codes: 0 nothing found (the first line says whether the search was exhaustive to
+its depth), 2 bad usage, 3 a violation (printed with its path and a replay command).")]
+    Explore(explore::ExploreArgs),
     /// Run every paper experiment (in parallel) and write docs/EVALUATION.md, its data
     /// (evaluation.json) and its figures (figures/*.svg).
     #[command(after_help = "Examples:
@@ -743,6 +755,7 @@ fn main() -> ExitCode {
             | Cmd::Compare(_)
             | Cmd::Check { .. }
             | Cmd::Campaign(_)
+            | Cmd::Explore(_)
             | Cmd::Report(_)
             | Cmd::Completions { .. }
             | Cmd::Cluster {
@@ -756,6 +769,7 @@ fn main() -> ExitCode {
         Cmd::Compare(a) => compare::run(a.experiment.as_deref(), &a.run, a.json),
         Cmd::Check { file, json, format } => run_check(file, *json, format),
         Cmd::Campaign(a) => campaign::campaign(a),
+        Cmd::Explore(a) => explore::explore(a),
         Cmd::Report(a) => report::report(a),
         Cmd::Server(a) => cluster::server(a).map(|()| ExitCode::SUCCESS),
         Cmd::Cluster { cmd } => cluster::cluster(cmd).map(|()| ExitCode::SUCCESS),
