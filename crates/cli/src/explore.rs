@@ -37,7 +37,8 @@ pub struct ExploreArgs {
     #[arg(long, default_value_t = 200)]
     depth: u32,
     /// Timer steps that move the clock, per path (periodic timers would otherwise make
-    /// paths endless); what is left of a path after them runs a fair schedule.
+    /// paths endless); after them a path goes on with deliveries (and faults) only, and
+    /// where nothing is left to deliver it ends and is judged.
     #[arg(long, default_value_t = 6)]
     clock_steps: u32,
     /// Distinct states at most; the search stops there and says it was not exhaustive.
@@ -97,6 +98,8 @@ pub fn explore(a: &ExploreArgs) -> Result<ExitCode> {
             r.depth_reached,
             if replay.is_some() {
                 "(replay)".to_string()
+            } else if r.violation.is_some() {
+                "(stopped at the first violation)".to_string()
             } else if r.exhaustive {
                 format!(
                     "exhaustive to depth {} ({} paths cut by the depth bound, their ends checked)",

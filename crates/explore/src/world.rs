@@ -15,152 +15,21 @@ use meridian_core::{Actor, Command, Ctx, NodeId, Outcome, Rng, Time, TimerId, Tx
 use meridian_protocols::{ClientRole, Protocol, Replica};
 use meridian_txn::Call;
 use std::collections::BTreeMap;
-use std::fmt;
 use std::hash::{Hash, Hasher};
 
-/// Faults the explorer may inject along one path, each at most this many times.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Budget {
-    /// Server crashes (each crashed server may be restarted at any later step, and is
-    /// restarted at the end).
-    pub crash: u32,
-    /// Messages lost.
-    pub drop: u32,
-    /// Messages duplicated (the copy may be delivered at any later step).
-    pub dup: u32,
-    /// Timers that fire while messages are in flight and before the clock has reached
-    /// their deadline: a node timing out on messages that are merely slow. A timer
-    /// that is due, or the earliest timer of a quiet network, fires for free.
-    pub timeouts: u32,
-    /// Messages delivered while an older message is still in flight ([`ANY`]: no
-    /// bound, every order). A small bound is delay-bounded search (Emmi, Qadeer and
-    /// Rakamarić, POPL 2011): few reorderings reach most bugs, at a fraction of the
-    /// states.
-    pub reorder: u32,
-}
+use crate::step::{Budget, Step, ANY};
 
 /// The most virtual time one timer step spans (a quiet network's timers, or one
 /// node's early ones, fired until one acts).
 const MACRO_SPAN: Time = 30_000_000_000;
 
-/// No bound on reorderings.
-pub const ANY: u32 = u32::MAX;
-
-impl Default for Budget {
-    fn default() -> Self {
-        Budget {
-            crash: 0,
-            drop: 0,
-            dup: 0,
-            timeouts: 0,
-            reorder: ANY,
-        }
-    }
-}
-
-impl Budget {
-    /// Parses `crash=1,drop=2,dup=1,timeouts=1,reorder=2` (omitted kinds are 0, but
-    /// reorderings are unbounded unless given; `none`: no faults).
-    pub fn parse(s: &str) -> Result<Budget, String> {
-        let mut b = Budget::default();
-        let s = s.trim();
-        if s.is_empty() || s == "none" {
-            return Ok(b);
-        }
-        for part in s.split(',') {
-            let (k, v) = part
-                .split_once('=')
-                .ok_or_else(|| format!("--faults: `{part}` is not KIND=N (kinds: {KINDS})"))?;
-            let n: u32 = match v.trim() {
-                "any" if k.trim() == "reorder" => ANY,
-                v => v
-                    .parse()
-                    .ok()
-                    .filter(|n| *n < ANY)
-                    .ok_or_else(|| format!("--faults: `{v}` in `{part}` is not a count"))?,
-            };
-            match k.trim() {
-                "crash" | "crashes" => b.crash = n,
-                "drop" | "drops" => b.drop = n,
-                "dup" | "dups" => b.dup = n,
-                "timeouts" | "timeout" => b.timeouts = n,
-                "reorder" | "reorders" => b.reorder = n,
-                other => return Err(format!("--faults: unknown fault kind `{other}` (kinds: {KINDS})")),
-            }
-        }
-        Ok(b)
-    }
-}
-
-const KINDS: &str = "crash, drop, dup, timeouts, reorder";
-
-impl fmt::Display for Budget {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "crash={},drop={},dup={},timeouts={},reorder=",
-            self.crash, self.drop, self.dup, self.timeouts
-        )?;
-        match self.reorder {
-            ANY => write!(f, "any"),
-            n => write!(f, "{n}"),
-        }
-    }
-}
-
-/// One step out of a state. Messages are named by the sequence number the explorer
-/// gave them when they were sent (the same on every replay of a path).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Step {
-    /// Deliver message `n`.
-    Deliver(u64),
-    /// Fire the node's earliest armed timer.
-    Timer(NodeId),
-    /// Crash the server.
-    Crash(NodeId),
-    /// Restart the crashed server (its protocol's recovery).
-    Restart(NodeId),
-    /// Lose message `n`.
-    Drop(u64),
-    /// Duplicate message `n`.
-    Dup(u64),
-}
-
-impl fmt::Display for Step {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Step::Deliver(n) => write!(f, "d{n}"),
-            Step::Timer(n) => write!(f, "t{}", n.0),
-            Step::Crash(n) => write!(f, "x{}", n.0),
-            Step::Restart(n) => write!(f, "r{}", n.0),
-            Step::Drop(n) => write!(f, "l{n}"),
-            Step::Dup(n) => write!(f, "u{n}"),
-        }
-    }
-}
-
-impl std::str::FromStr for Step {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Step, String> {
-        let s = s.trim();
-        let bad = || {
-            format!(
-                "`{s}` is not a step (d<msg> deliver, t<node> timer, x<node> crash, r<node> restart, l<msg> lose, u<msg> duplicate)"
-            )
-        };
-        let (k, n) = s.split_at(s.char_indices().nth(1).map(|(i, _)| i).ok_or_else(bad)?);
-        let n: u64 = n.parse().map_err(|_| bad())?;
-        let node = || u32::try_from(n).map(NodeId).map_err(|_| bad());
-        Ok(match k {
-            "d" => Step::Deliver(n),
-            "t" => Step::Timer(node()?),
-            "x" => Step::Crash(node()?),
-            "r" => Step::Restart(node()?),
-            "l" => Step::Drop(n),
-            "u" => Step::Dup(n),
-            _ => return Err(bad()),
-        })
-    }
+/// `MERIDIAN_DEBUG_MSGS=PATTERN`: every delivered message whose `Debug` text contains
+/// PATTERN is printed to stderr (as `meridian sim` does), the fair schedule at a
+/// path's end included, so a replayed path can be followed.
+fn debug_msgs() -> Option<&'static str> {
+    static PAT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    PAT.get_or_init(|| std::env::var("MERIDIAN_DEBUG_MSGS").ok().filter(|s| !s.is_empty()))
+        .as_deref()
 }
 
 /// A message in flight.
@@ -177,6 +46,8 @@ pub(crate) struct Envelope<M> {
 /// What every world of one exploration shares.
 pub(crate) struct Shared<P: Protocol> {
     pub(crate) proto: P,
+    /// The workload (for its invariant on the final state).
+    pub(crate) workload: Box<dyn meridian_workload::Workload>,
     /// The transactions each client runs, in order.
     pub(crate) calls: Vec<Vec<Call>>,
     pub(crate) servers: u32,
@@ -210,6 +81,10 @@ pub(crate) struct World<P: Protocol> {
     pub(crate) clock_steps: u32,
     /// Per node: hash of its state (kept up to date after every input it handles).
     node_hash: Vec<u64>,
+    /// Whether to keep `node_hash` up to date (off for the fair schedule at a path's
+    /// end, whose states are never compared: hashing a server's image is most of a
+    /// step's cost).
+    pub(crate) hashing: bool,
 }
 
 fn hash_of(x: &impl Hash) -> u64 {
@@ -265,6 +140,7 @@ impl<P: Protocol> World<P> {
             left,
             clock_steps,
             node_hash: vec![0; nodes],
+            hashing: true,
         };
         for n in 0..sh.servers {
             w.dispatch(sh, NodeId(n), |a, cx| match a {
@@ -339,11 +215,17 @@ impl<P: Protocol> World<P> {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         self.now.hash(&mut h);
         self.node_hash.hash(&mut h);
+        // In flight: a multiset when every order may be delivered, but in order under
+        // a reorder bound (only the oldest is delivered for free, so the order matters).
         let mut msgs: Vec<u64> = self.net.iter().map(|e| e.hash).collect();
-        msgs.sort_unstable();
+        if self.left.reorder == ANY {
+            msgs.sort_unstable();
+        }
         msgs.hash(&mut h);
+        // The whole records: two paths that leave the same actors may still differ in
+        // what their transactions read, which the history check at the end judges.
         for r in &self.records {
-            (r.id, r.outcome as u8).hash(&mut h);
+            format!("{r:?}").hash(&mut h);
         }
         (self.left, self.clock_steps).hash(&mut h);
         h.finish()
@@ -401,6 +283,11 @@ impl<P: Protocol> World<P> {
         out
     }
 
+    /// Whether the path can still go on without a fault: a delivery or a timer.
+    pub(crate) fn can_progress(steps: &[Step]) -> bool {
+        steps.iter().any(|s| matches!(s, Step::Deliver(_) | Step::Timer(_)))
+    }
+
     /// Takes one step (one of [`World::steps`]; an error names a step that is not).
     pub(crate) fn apply(&mut self, sh: &Shared<P>, step: Step) -> Result<(), String> {
         let missing = || format!("step {step}: no such message in flight");
@@ -414,6 +301,18 @@ impl<P: Protocol> World<P> {
                     self.left.reorder -= 1;
                 }
                 let e = self.net.remove(i);
+                if let Some(pat) = debug_msgs() {
+                    let text = format!("{:?}", e.msg);
+                    if text.contains(pat) {
+                        eprintln!(
+                            "{:>10.6}s d{} {} -> {}: {text}",
+                            self.now as f64 / 1e9,
+                            e.seq,
+                            e.from.0,
+                            e.to.0
+                        );
+                    }
+                }
                 let (from, msg) = (e.from, e.msg);
                 self.dispatch(sh, e.to, move |a, cx| match a {
                     Role::S(s) => s.on_message(from, msg, cx),
@@ -551,7 +450,9 @@ impl<P: Protocol> World<P> {
         // What was on its way to the crashed node is lost with its connections.
         self.net.retain(|e| e.to.0 as usize != n);
         self.servers[n].on_crash();
-        self.node_hash[n] = state_hash(sh, self, n);
+        if self.hashing {
+            self.node_hash[n] = state_hash(sh, self, n);
+        }
     }
 
     /// Restarts every crashed server (the end of a path: faults heal).
@@ -659,12 +560,28 @@ impl<P: Protocol> World<P> {
             };
             f(role, &mut cx);
         }
+        let mut orphans = vec![];
         for cmd in out {
             match cmd {
                 Command::Send { to, msg, .. } => {
                     let t = to.0 as usize;
-                    if t < self.up.len() && !self.up[t] {
-                        continue; // no connection to a crashed server
+                    if t >= self.rngs.len() || (t < self.up.len() && !self.up[t]) {
+                        continue; // no such node, or no connection to a crashed server
+                    }
+                    if n >= sh.servers as usize {
+                        // The simulator's rule: a client sends only what
+                        // `client_may_send` allows, about its own transactions.
+                        let me = node.0 - sh.servers;
+                        let ok = match sh.proto.client_may_send(&msg) {
+                            meridian_protocols::ClientSend::Refused => false,
+                            meridian_protocols::ClientSend::Own(t) => t.client == me,
+                            meridian_protocols::ClientSend::Free => true,
+                        };
+                        assert!(
+                            ok,
+                            "{}: client {me} sent {msg:?}, which client_may_send refuses",
+                            sh.proto.name()
+                        );
                     }
                     let hash = hash_of(&(node, to, format!("{msg:?}")));
                     self.net.push(Envelope {
@@ -682,7 +599,10 @@ impl<P: Protocol> World<P> {
                 Command::CancelTimer { id } => {
                     self.timers[n].remove(&id);
                 }
-                Command::Note { .. } | Command::AwaitInput { .. } => {}
+                // An interactive transaction waiting for its caller: there is none
+                // here, so (as in the simulator) its script is ended with an abort.
+                Command::AwaitInput { txn, .. } => orphans.push(txn),
+                Command::Note { .. } => {}
             }
         }
         self.node_hash[n] = state_hash(sh, self, n);
@@ -699,6 +619,17 @@ impl<P: Protocol> World<P> {
         }
         if let Some(c) = freed {
             self.submit_next(sh, c);
+        }
+        for txn in orphans {
+            let args = meridian_txn::script::encode(&[meridian_txn::script::Op::Abort(
+                "the script stopped for input and no caller is waiting".into(),
+            )]);
+            let f: Resume<'_, P> = Box::new(move |a, cx| {
+                if let Role::C(c) = a {
+                    c.extend(txn, args, cx)
+                }
+            });
+            self.dispatch(sh, node, f);
         }
     }
 
@@ -764,6 +695,9 @@ impl<P: Protocol> World<P> {
             .collect()
     }
 }
+
+/// An input to run on a node, boxed (one instantiation of `dispatch` for resumptions).
+type Resume<'a, P> = Box<dyn FnOnce(Role<'_, P>, &mut Ctx<'_, <P as Protocol>::Msg>) + 'a>;
 
 enum Role<'a, P: Protocol> {
     S(&'a mut P::Server),
