@@ -91,8 +91,9 @@ pub fn explore(a: &ExploreArgs) -> Result<ExitCode> {
     } else {
         println!("explore {}", r.config);
         println!(
-            "states {}  transitions {}  path ends checked {}  depth {}  {}",
+            "states {} ({:.0}/s)  transitions {}  path ends checked {}  depth {}  {}",
             r.states,
+            r.states as f64 / r.wall_s.max(1e-9),
             r.transitions,
             r.ends_checked,
             r.depth_reached,
