@@ -246,6 +246,19 @@ fn run<P: Protocol>(p: P, cfg: &Config, topology: Topology, replay: Option<&[Ste
     Ok(ex.report)
 }
 
+/// One step of the fair schedule at a path's end, checked for a split decision:
+/// `Ok(false)` when nothing is left to do.
+fn fair_step_checked<P: Protocol>(sh: &Shared<P>, c: &mut World<P>, events: &mut u64) -> Result<bool, String> {
+    if !c.fair_step(sh) {
+        return Ok(false);
+    }
+    *events += 1;
+    match c.split_decision() {
+        Some(what) => Err(format!("{what} (during the fair schedule after the faults healed)")),
+        None => Ok(true),
+    }
+}
+
 struct Explorer<'a, P: Protocol> {
     sh: &'a Shared<P>,
     cfg: &'a Config,
@@ -344,15 +357,10 @@ impl<P: Protocol> Explorer<'_, P> {
         let mut events = 0u64;
         const MAX_EVENTS: u64 = 200_000;
         while !(c.all_resolved(self.sh) && c.net.is_empty()) && c.now <= limit && events < MAX_EVENTS {
-            if !c.fair_step(self.sh) {
-                break;
-            }
-            events += 1;
-            if let Some(what) = c.split_decision() {
-                return Some((
-                    "safety",
-                    format!("{what} (during the fair schedule after the faults healed)"),
-                ));
+            match fair_step_checked(self.sh, &mut c, &mut events) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(what) => return Some(("safety", what)),
             }
         }
         // A tail, as the simulator's liveness phase (30 s after the faults heal): a
@@ -381,15 +389,10 @@ impl<P: Protocol> Explorer<'_, P> {
                     return None;
                 }
             }
-            if !c.fair_step(self.sh) {
-                break;
-            }
-            events += 1;
-            if let Some(what) = c.split_decision() {
-                return Some((
-                    "safety",
-                    format!("{what} (during the fair schedule after the faults healed)"),
-                ));
+            match fair_step_checked(self.sh, &mut c, &mut events) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(what) => return Some(("safety", what)),
             }
         }
         self.judge(&c, w.now, events, tolerated)

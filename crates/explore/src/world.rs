@@ -572,11 +572,7 @@ impl<P: Protocol> World<P> {
                         // The simulator's rule: a client sends only what
                         // `client_may_send` allows, about its own transactions.
                         let me = node.0 - sh.servers;
-                        let ok = match sh.proto.client_may_send(&msg) {
-                            meridian_protocols::ClientSend::Refused => false,
-                            meridian_protocols::ClientSend::Own(t) => t.client == me,
-                            meridian_protocols::ClientSend::Free => true,
-                        };
+                        let ok = meridian_protocols::client_may_send_as(&sh.proto, &msg, me);
                         assert!(
                             ok,
                             "{}: client {me} sent {msg:?}, which client_may_send refuses",

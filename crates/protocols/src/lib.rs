@@ -151,6 +151,17 @@ pub enum ClientSend {
     Free,
 }
 
+/// Whether client `client` (its `ClientId`'s number) may send `msg` under
+/// [`Protocol::client_may_send`]: allowed, and about a transaction of its own. The
+/// runtimes that drive client actors (the simulator, the explorer) assert it.
+pub fn client_may_send_as<P: Protocol>(p: &P, msg: &P::Msg, client: u32) -> bool {
+    match p.client_may_send(msg) {
+        ClientSend::Refused => false,
+        ClientSend::Own(t) => t.client == client,
+        ClientSend::Free => true,
+    }
+}
+
 /// A server role whose committed state can be inspected at the end of a run.
 pub trait Replica {
     /// The committed state (version order and latest value per key).

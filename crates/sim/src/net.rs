@@ -57,11 +57,7 @@ impl<P: Protocol> Sim<'_, P> {
                     // in the client, caught here on every run. (Client i is ClientId(i).)
                     if !server {
                         let me = node.0 - self.layout.num_servers();
-                        let ok = match self.proto.client_may_send(&msg) {
-                            meridian_protocols::ClientSend::Refused => false,
-                            meridian_protocols::ClientSend::Own(t) => t.client == me,
-                            meridian_protocols::ClientSend::Free => true,
-                        };
+                        let ok = meridian_protocols::client_may_send_as(&self.proto, &msg, me);
                         assert!(
                             ok,
                             "{}: client {me} (node {}) sent {msg:?}, which client_may_send refuses",
