@@ -211,6 +211,10 @@ pub fn run_bench(
     let settle = dur("--settle", &a.settle)?;
     let drain = dur("--drain", &a.drain)?;
     let cluster = crate::cluster::load(&a.cluster)?;
+    // What earlier benches were told was committed (read before the run: a damaged
+    // ledger fails now, not after it).
+    let ledger = crate::ledger::Ledger::of(&cluster);
+    let acked = ledger.read()?;
     let mut workload = meridian_workload::build(&a.workload)?;
     let topo = cluster.topology.clone();
     let dcs: Vec<DcId> = match &a.client_dc {
@@ -291,10 +295,10 @@ pub fn run_bench(
         }
         // What earlier runs left behind enters the history as written by earlier
         // (committed) transactions, so this run's history checks on its own.
-        let earlier = earlier_writers(&before);
+        let earlier = earlier_writers(&before, &acked);
         if !earlier.is_empty() {
             eprintln!(
-                "note: the cluster holds data of {} earlier transactions; the history lists them as `{EARLIER}`",
+                "note: the cluster holds data of {} earlier transactions (or earlier benches were told they committed); the history lists them as `{EARLIER}`",
                 earlier.len()
             );
         }
@@ -434,6 +438,11 @@ pub fn run_bench(
                 })
                 .collect(),
         };
+        // This run's acknowledged commits, for the next bench to hold the servers to.
+        let this_runs: Vec<TxnRecord> = history.txns.iter().filter(|t| t.program != EARLIER).cloned().collect();
+        if let Err(e) = ledger.append(&this_runs) {
+            eprintln!("warning: {e:#}; a later bench will not know this run's commits");
+        }
         let check = meridian_check::check(&history);
         let invariant = {
             let snaps: HashMap<NodeId, &meridian_core::ReplicaSnapshot> =
@@ -498,7 +507,7 @@ pub fn run_bench(
         // The figures are this run's alone (the summary reads only the transactions).
         let this_run = History {
             meta: history.meta.clone(),
-            txns: history.txns.iter().filter(|t| t.program != EARLIER).cloned().collect(),
+            txns: this_runs,
             replicas: vec![],
         };
         let report = report::summarize(
@@ -610,12 +619,20 @@ fn server_cpu_stats(
 pub const EARLIER: &str = "(earlier run)";
 
 /// One committed record per transaction whose versions the servers held before this
-/// run: its writes are those versions (in the order it wrote them), before any of this
-/// run's transactions in real time.
-fn earlier_writers(before: &[Option<NodeReport>]) -> Vec<TxnRecord> {
+/// run, or that an earlier bench was told committed (the ledger, [`crate::ledger`]):
+/// its writes are those versions (in the order it wrote them), before any of this
+/// run's transactions in real time. An acknowledged write no server holds any more is
+/// then a committed write the checker finds missing.
+fn earlier_writers(before: &[Option<NodeReport>], acked: &[crate::ledger::Acked]) -> Vec<TxnRecord> {
     use std::collections::BTreeMap;
     let mut by_txn: BTreeMap<meridian_core::TxnId, BTreeMap<meridian_core::VersionId, meridian_core::Key>> =
         BTreeMap::new();
+    for a in acked {
+        let e = by_txn.entry(a.txn).or_default();
+        for w in &a.writes {
+            e.insert(w.version, w.key.clone());
+        }
+    }
     for r in before.iter().flatten() {
         for (k, st) in &r.snapshot.keys {
             for v in &st.versions {

@@ -7,6 +7,7 @@ mod cluster;
 mod compare;
 mod experiments;
 mod explore;
+mod ledger;
 mod names;
 mod report;
 
