@@ -47,6 +47,14 @@ pub struct ServerArgs {
     /// node. For benchmarks on a closed machine.
     #[arg(long)]
     insecure: bool,
+    /// Rebuild this node from the other replicas instead of from its journal (one that
+    /// is damaged, or lost): the data directory is moved aside to `DIR.resync-SECS`,
+    /// never deleted, and the node starts with no state and re-syncs as after a
+    /// reboot. For protocols whose replicas are designed to forget (hacommit,
+    /// hacommit-rc, crossstitch), within their fault tolerance; refused for the others,
+    /// whose nodes need their own log.
+    #[arg(long)]
+    resync: bool,
 }
 
 /// `meridian cluster certs` flags.
@@ -311,6 +319,7 @@ pub fn server(a: &ServerArgs) -> Result<()> {
             .transpose()
             .map_err(anyhow::Error::msg)?,
         metrics_tls: a.metrics_tls,
+        resync: a.resync,
     };
     // Beside the cluster file: which process serves this node, so that `cluster down`
     // stops a server however it was started (by `up`, or by hand after a crash).

@@ -39,12 +39,18 @@ fn replayed_inputs(log: &str) -> Option<u64> {
 /// Starts server `NODE` of `c` on whatever its data directory holds now, waits (60 s
 /// deadline) until it exits or serves, and stops it.
 fn start_once(c: &Local) -> Start {
+    start_once_with(c, &[])
+}
+
+/// [`start_once`] with extra arguments.
+fn start_once_with(c: &Local, args: &[&str]) -> Start {
     let log_path = c.dir.path().join("damaged-start.log");
     let log = std::fs::File::create(&log_path).expect("log");
     let mut child = meridian()
         .args(["server", "--cluster"])
         .arg(c.file())
         .args(["--node", &NODE.to_string()])
+        .args(args)
         .stdout(log.try_clone().expect("log"))
         .stderr(log)
         .stdin(Stdio::null())
@@ -125,18 +131,39 @@ fn damage(bytes: &mut Vec<u8>, how: &str) {
     }
 }
 
-fn damaged_journal(protocol: &str) {
-    let c = Local::up(protocol, "us3", &["--no-delay", "--durable"]);
-    // Read committed breaks the bank's invariant by design.
-    let workload = if protocol == "hacommit-rc" { "ycsb" } else { "bank" };
-    let b = c.workload_bench(workload, 4, "3s", "1s");
-    let _ = finish(&c, b);
+/// Read committed (hacommit-rc) breaks the bank's invariant by design.
+fn workload_of(protocol: &str) -> &'static str {
+    if protocol == "hacommit-rc" {
+        "ycsb"
+    } else {
+        "bank"
+    }
+}
+
+/// `kill -9` of server `NODE`; returns when its process is gone (30 s deadline).
+fn kill_node(c: &Local) {
     signal("-9", &c.pid(NODE));
-    // Its process is gone before its files are copied.
     let gone = Instant::now() + Duration::from_secs(30);
     while Path::new(&format!("/proc/{}", c.pid(NODE))).exists() && Instant::now() < gone {
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Waits (60 s deadline) until every server of `c` answers.
+fn wait_all_up(c: &Local) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !c.status().0 {
+        assert!(Instant::now() < deadline, "a server never came up:\n{}", c.log_tails());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn damaged_journal(protocol: &str) {
+    let c = Local::up(protocol, "us3", &["--no-delay", "--durable"]);
+    let b = c.workload_bench(workload_of(protocol), 4, "3s", "1s");
+    let _ = finish(&c, b);
+    // Its process is gone before its files are copied.
+    kill_node(&c);
     let data = c.dir.path().join(format!("data/n{NODE}"));
     let pristine = c.dir.path().join("pristine");
     copy_dir(&data, &pristine);
@@ -269,4 +296,74 @@ fn a_later_bench_finds_an_earlier_acknowledged_commit_gone() {
         err.contains(&format!("but replica n{NODE} lacks it")),
         "the check failed, but not on the emptied server:\n{err}"
     );
+}
+
+/// Issue 53, 1: where the protocol keeps other copies, `meridian server --resync`
+/// rebuilds a node whose journal is damaged from its peers. The damaged start is
+/// refused and names `--resync`; the `--resync` start moves the directory aside (kept)
+/// and serves; the next bench checks clean, which (through the ledger of acknowledged
+/// commits) includes every commit acknowledged before the damage on the rebuilt node.
+fn resync_after_damage(protocol: &str) {
+    let c = Local::up(protocol, "us3", &["--no-delay", "--durable"]);
+    let _ = finish(&c, c.workload_bench(workload_of(protocol), 4, "3s", "1s"));
+    kill_node(&c);
+    let data = c.dir.path().join(format!("data/n{NODE}"));
+    let file = journal_file(&data);
+    let mut bytes = std::fs::read(&file).expect("read journal");
+    damage(&mut bytes, "flip in the middle");
+    std::fs::write(&file, &bytes).expect("write journal");
+    match start_once(&c) {
+        Start::Refused(code, log) => {
+            assert_ne!(code, Some(0), "{protocol}: refused with exit 0:\n{log}");
+            assert!(
+                log.contains("--resync"),
+                "{protocol}: the refusal does not name --resync:\n{log}"
+            );
+        }
+        other => panic!("{protocol}: the damaged journal was not refused: {other:?}"),
+    }
+    c.restart_full(NODE, &[], &["--resync"]);
+    wait_all_up(&c);
+    let log = c.log(NODE);
+    assert!(log.contains("moved the journal aside"), "{protocol}: {log}");
+    let aside: Vec<String> = std::fs::read_dir(c.dir.path().join("data"))
+        .expect("data dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&format!("n{NODE}.resync-")))
+        .collect();
+    assert_eq!(aside.len(), 1, "{protocol}: the damaged directory was not kept aside");
+    let r = finish(&c, c.workload_bench(workload_of(protocol), 4, "3s", "3s"));
+    assert!(r["committed"].as_u64().unwrap_or(0) > 0, "{protocol}: {r}");
+}
+
+#[test]
+fn resync_after_damage_hacommit() {
+    resync_after_damage("hacommit");
+}
+#[test]
+fn resync_after_damage_hacommit_rc() {
+    resync_after_damage("hacommit-rc");
+}
+#[test]
+fn resync_after_damage_crossstitch() {
+    resync_after_damage("crossstitch");
+}
+
+/// `--resync` is refused for a protocol whose nodes need their own log, and leaves the
+/// data directory where it was.
+#[test]
+fn resync_refused_where_a_node_needs_its_log() {
+    let c = Local::up("2pc-2pl", "us3", &["--no-delay", "--durable"]);
+    kill_node(&c);
+    match start_once_with(&c, &["--resync"]) {
+        Start::Refused(code, log) => {
+            assert_ne!(code, Some(0), "{log}");
+            assert!(
+                log.contains("--resync: 2pc-2pl cannot rebuild a node from its peers"),
+                "{log}"
+            );
+        }
+        other => panic!("--resync was not refused: {other:?}"),
+    }
+    assert!(c.dir.path().join(format!("data/n{NODE}")).exists());
 }

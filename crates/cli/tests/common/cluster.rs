@@ -115,6 +115,10 @@ impl Local {
     }
     /// Restarts server `node` with extra environment variables.
     pub fn restart_with(&self, node: u32, env: &[(&str, &str)]) {
+        self.restart_full(node, env, &[]);
+    }
+    /// Restarts server `node` with extra environment variables and arguments.
+    pub fn restart_full(&self, node: u32, env: &[(&str, &str)], args: &[&str]) {
         let log = std::fs::OpenOptions::new()
             .append(true)
             .open(self.dir.path().join(format!("n{node}.log")))
@@ -123,6 +127,7 @@ impl Local {
             .args(["server", "--cluster"])
             .arg(self.file())
             .args(["--node", &node.to_string()])
+            .args(args)
             .envs(env.iter().copied())
             .stdout(log.try_clone().expect("log"))
             .stderr(log)

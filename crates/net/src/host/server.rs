@@ -23,6 +23,54 @@ pub struct ServerOptions {
     /// Run without TLS even though the cluster file does not say `insecure = true`
     /// (`meridian server --insecure`); refused if the file names certificates.
     pub insecure: bool,
+    /// Rebuild the node from its peers: move its data directory aside and start with
+    /// no state (`meridian server --resync`; forgetful protocols only).
+    pub resync: bool,
+}
+
+/// `--resync`: checks that protocol `p` can rebuild a node from its peers, and moves
+/// the node's data directory (if any) aside to `DIR.resync-SECS`, so that the node
+/// starts with no state and its protocol's recovery re-syncs it from the other replicas
+/// (the path of a restart after a reboot). Nothing is deleted: the operator may still
+/// want what the damaged journal holds.
+fn resync<P: Protocol>(p: &P, node: NodeId, dir: Option<&std::path::Path>) -> Result<(), String> {
+    if !matches!(p.fault_model(), meridian_protocols::FaultModel::Forgetful { .. }) {
+        return Err(format!(
+            "node {}: --resync: {} cannot rebuild a node from its peers: its nodes need their own log (a node \
+             started empty would serve as one that never voted or committed). Restore the node's data \
+             directory from a backup, or start a new cluster",
+            node.0,
+            p.name()
+        ));
+    }
+    let Some(dir) = dir.filter(|d| d.exists()) else {
+        info!(
+            node = node.0,
+            "--resync: no data directory to move aside; recovering from the other replicas"
+        );
+        return Ok(());
+    };
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut aside = dir.as_os_str().to_owned();
+    aside.push(format!(".resync-{secs}"));
+    let aside = std::path::PathBuf::from(aside);
+    std::fs::rename(dir, &aside).map_err(|e| {
+        format!(
+            "node {}: --resync: cannot move {} aside to {}: {e}",
+            node.0,
+            dir.display(),
+            aside.display()
+        )
+    })?;
+    warn!(
+        node = node.0,
+        from = %dir.display(),
+        to = %aside.display(),
+        "--resync: moved the journal aside; starting with no state and recovering from the other replicas"
+    );
+    Ok(())
 }
 
 /// How server `node` secures its connections (and says so when it does not).
@@ -118,27 +166,42 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
         },
     );
     let dir = opts.data_dir.or_else(|| cluster.data_dir(node));
+    if opts.resync {
+        resync(&p, node, dir.as_deref())?;
+    }
     let now = core.clock.now();
     match dir {
         Some(dir) => {
             let header = crate::journal::Header::new(&cluster.file.protocol, node, cluster.id());
+            // A journal that cannot be read: where the protocol keeps other copies, the
+            // error says how to rebuild the node from them.
+            let hint = match p.fault_model() {
+                meridian_protocols::FaultModel::Forgetful { .. } => format!(
+                    ". {} keeps other copies: `meridian server --cluster {} --node {} --resync` moves the \
+                     directory aside and rebuilds the node from the other replicas",
+                    p.name(),
+                    cluster.path.display(),
+                    node.0
+                ),
+                meridian_protocols::FaultModel::Durable => String::new(),
+            };
             let journal = Journal::open(&dir, &header).map_err(|e| match e {
                 crate::journal::JournalError::Mismatch(why) => {
                     format!("node {}: refusing the journal in {}: {why}", node.0, dir.display())
                 }
-                crate::journal::JournalError::Damaged(why) => format!("node {}: {why}", node.0),
-                e => format!("journal in {}: {e}", dir.display()),
+                crate::journal::JournalError::Damaged(why) => format!("node {}: {why}{hint}", node.0),
+                e => format!("journal in {}: {e}{hint}", dir.display()),
             })?;
             let restored = core
                 .restore(&env, node, &journal)
-                .map_err(|e| format!("node {}: journal in {}: {e}", node.0, dir.display()))?;
+                .map_err(|e| format!("node {}: journal in {}: {e}{hint}", node.0, dir.display()))?;
             core.replaying = true;
             journal
                 .replay(|e: Entry<P::Msg>| {
                     core.replayed += 1;
                     core.replay(node, e);
                 })
-                .map_err(|e| format!("journal in {}: {e}", dir.display()))?;
+                .map_err(|e| format!("journal in {}: {e}{hint}", dir.display()))?;
             core.replaying = false;
             core.journal = Some(journal);
             core.forces_every_step = p.forces_every_step();
