@@ -14,73 +14,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// `meridian server` flags.
-#[derive(Args, Debug)]
-pub struct ServerArgs {
-    /// The cluster file.
-    #[arg(long)]
-    cluster: PathBuf,
-    /// This node's id (as listed in the cluster file).
-    #[arg(long)]
-    node: u32,
-    /// Keep the node's journal here (overrides the cluster file's data_dir).
-    #[arg(long)]
-    data_dir: Option<PathBuf>,
-    /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9400).
-    #[arg(long)]
-    metrics: Option<std::net::SocketAddr>,
-    /// Checkpoint the journal every N inputs, dropping the inputs before it, so that a
-    /// restart replays at most N (0: never; protocols without a server image never do).
-    /// Overrides the cluster file's `checkpoint_every` (default 100000).
-    #[arg(long, value_name = "N")]
-    checkpoint_every: Option<u64>,
-    /// With --metrics: require `Authorization: Bearer TOKEN` of scrapes, TOKEN read from
-    /// this file (mode 0600).
-    #[arg(long, value_name = "FILE", requires = "metrics")]
-    metrics_token_file: Option<PathBuf>,
-    /// With --metrics: serve HTTPS with the node's certificate (scrape with the
-    /// cluster's ca.pem and server name node-N.meridian).
-    #[arg(long, requires = "metrics")]
-    metrics_tls: bool,
-    /// Serve without TLS although the cluster file does not say `insecure = true`
-    /// (refused if it names certificates): anyone who reaches the port can act as any
-    /// node. For benchmarks on a closed machine.
-    #[arg(long)]
-    insecure: bool,
-    /// Rebuild this node from the other replicas instead of from its journal (one that
-    /// is damaged, or lost): the data directory is moved aside to `DIR.resync-SECS`,
-    /// never deleted, and the node starts with no state and re-syncs as after a
-    /// reboot. For protocols whose replicas are designed to forget (hacommit,
-    /// hacommit-rc, crossstitch), within their fault tolerance; refused for the others,
-    /// whose nodes need their own log.
-    #[arg(long)]
-    resync: bool,
-}
+mod certs;
+mod compose;
+mod server;
 
-/// `meridian cluster certs` flags.
-#[derive(Args, Debug)]
-pub struct CertsArgs {
-    /// The directory `cluster up` used (its cluster.toml).
-    #[arg(long, default_value = "meridian-cluster")]
-    dir: PathBuf,
-    /// A cluster file instead of `--dir`.
-    #[arg(long)]
-    cluster: Option<PathBuf>,
-    /// Issue a certificate for this identity: `node-N`, `client`, `observer` or
-    /// `admin` (repeatable); it replaces the one there.
-    #[arg(long = "role", value_name = "ROLE")]
-    roles: Vec<String>,
-    /// Issue every node's and every role's certificate.
-    #[arg(long)]
-    all: bool,
-    /// First make a new CA (every certificate it signed before stops being trusted
-    /// once the servers restart); implies --all.
-    #[arg(long)]
-    new_ca: bool,
-    /// Days the certificates are valid.
-    #[arg(long, default_value_t = meridian_net::tls::DEFAULT_DAYS)]
-    days: u32,
-}
+pub use certs::CertsArgs;
+use certs::{certs, secure, security_line, write_token};
+use compose::compose;
+pub use compose::ComposeArgs;
+pub use server::{server, ServerArgs};
 
 /// `meridian cluster` subcommands.
 #[derive(Subcommand, Debug)]
@@ -129,7 +71,6 @@ pub enum ClusterCmd {
     /// a node or a client role, every one (`--all`), or a new CA (`--new-ca`).
     Certs(CertsArgs),
 }
-
 /// `meridian cluster partition` flags.
 #[derive(Args, Debug)]
 pub struct PartitionArgs {
@@ -152,50 +93,6 @@ pub struct PartitionArgs {
     #[arg(long)]
     json: bool,
 }
-
-/// `meridian cluster compose` flags.
-#[derive(Args, Debug)]
-pub struct ComposeArgs {
-    /// Protocol spec (see `meridian sim --help`).
-    #[arg(long, value_parser = crate::names::PROTOCOLS, hide_possible_values = true)]
-    protocol: String,
-    /// Topology preset or TOML file (a file is copied into DIR).
-    #[arg(long, default_value = "us3")]
-    topology: String,
-    /// Directory for cluster.toml, compose.yml, and (mounted at /cluster in every
-    /// container) the journals and restart markers.
-    #[arg(long, default_value = "meridian-compose")]
-    dir: PathBuf,
-    /// The image to run (built by scripts/docker-image.sh).
-    #[arg(long, default_value = "meridian:latest")]
-    image: String,
-    /// The private network, an IPv4 /24 (node i gets address .(10+i), port 7400).
-    #[arg(long, default_value = "10.213.7.0/24")]
-    subnet: String,
-    /// Deliver messages between DCs without the topology's delay.
-    #[arg(long)]
-    no_delay: bool,
-    /// Keep no journals (by default every server journals its inputs under
-    /// `DIR/data/n<ID>`, so a container that is restarted or re-created recovers).
-    #[arg(long)]
-    memory_only: bool,
-    /// Home DC of every shard (default: shard s in DC s mod #DCs).
-    #[arg(long)]
-    data_dc: Option<String>,
-    /// Publish node i's Prometheus metrics on the host at 127.0.0.1:(P+i) (every
-    /// container serves them on port 9400 of its own address in any case).
-    #[arg(long)]
-    metrics_base_port: Option<u16>,
-    /// Client slots the cluster reserves (client processes' nodes; slot i lives in DC
-    /// i mod #DCs): how many clients may run at once over all processes, at most
-    /// 1024.
-    #[arg(long, default_value_t = 256)]
-    client_slots: u32,
-    /// No TLS, no authentication (see `cluster up --insecure`).
-    #[arg(long)]
-    insecure: bool,
-}
-
 /// `meridian cluster up` flags.
 #[derive(Args, Debug)]
 pub struct UpArgs {
@@ -251,23 +148,6 @@ pub struct UpArgs {
     #[arg(long)]
     insecure: bool,
 }
-
-/// Logs to stderr, filtered by `MERIDIAN_LOG` (default `info`); one JSON object per line
-/// with `MERIDIAN_LOG_FORMAT=json`.
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("MERIDIAN_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let b = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false);
-    let _ = if std::env::var("MERIDIAN_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json")) {
-        b.json().try_init()
-    } else {
-        b.try_init()
-    };
-}
-
 /// A tokio runtime for the commands that need one.
 pub fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
@@ -276,75 +156,10 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
         .build()
         .context("cannot start the async runtime")
 }
-
-/// The runtime a server process runs on: one thread. The event loop, every socket's
-/// reader and writer and the timers share it, so a message costs no hand-over between
-/// threads (with a multi-threaded runtime each message woke a socket worker and the
-/// event loop's thread; issue 22 measured 56% of a busy node's samples in the kernel,
-/// most of it futex and scheduler work). The node's work is serial anyway: one event
-/// loop owns the actor.
-pub fn server_runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")
-}
-
 /// Loads a cluster file, with the path in the error.
 pub fn load(path: &Path) -> Result<Arc<Cluster>> {
     Ok(Arc::new(Cluster::load(path)?))
 }
-
-/// `meridian server`.
-pub fn server(a: &ServerArgs) -> Result<()> {
-    init_logging();
-    let cluster = load(&a.cluster)?;
-    struct Serve(Arc<Cluster>, NodeId, ServerOptions);
-    impl WithProtocol for Serve {
-        type Out = Result<(), String>;
-        fn with<P: Protocol>(self, p: P) -> Self::Out {
-            let rt = server_runtime().map_err(|e| e.to_string())?;
-            rt.block_on(host::serve(p, self.0, self.1, self.2))
-        }
-    }
-    let opts = ServerOptions {
-        data_dir: a.data_dir.clone(),
-        metrics: a.metrics,
-        checkpoint_every: a.checkpoint_every,
-        insecure: a.insecure,
-        metrics_token: a
-            .metrics_token_file
-            .as_deref()
-            .map(meridian_net::metrics::Token::from_file)
-            .transpose()
-            .map_err(anyhow::Error::msg)?,
-        metrics_tls: a.metrics_tls,
-        resync: a.resync,
-    };
-    // Beside the cluster file: which process serves this node, so that `cluster down`
-    // stops a server however it was started (by `up`, or by hand after a crash).
-    let pid_file = run_dir(&a.cluster).join(format!("n{}.pid", a.node));
-    let _ = std::fs::create_dir_all(run_dir(&a.cluster));
-    if let Some(me) = ProcessId::of(std::process::id()) {
-        let _ = std::fs::write(&pid_file, me.to_string());
-    }
-    struct RemoveOnExit(PathBuf);
-    impl Drop for RemoveOnExit {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_file(&self.0);
-        }
-    }
-    let _pid_file = RemoveOnExit(pid_file);
-    with_protocol(
-        &cluster.file.protocol,
-        &cluster.topology,
-        cluster.home,
-        Serve(cluster.clone(), NodeId(a.node), opts),
-    )
-    .map_err(|e| anyhow::anyhow!("cluster file {}: {e}", a.cluster.display()))?
-    .map_err(anyhow::Error::msg)
-}
-
 /// `meridian cluster up|down`.
 pub fn cluster(c: &ClusterCmd) -> Result<()> {
     match c {
@@ -379,7 +194,6 @@ pub fn cluster(c: &ClusterCmd) -> Result<()> {
         }
     }
 }
-
 /// One server's answer to `cluster status`.
 #[derive(serde::Serialize)]
 struct NodeStatus {
@@ -392,7 +206,6 @@ struct NodeStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
 }
-
 /// `meridian cluster status`: every server's status, or why it did not answer. Exits
 /// with an error if any server is down.
 fn status(path: &Path, json: bool) -> Result<()> {
@@ -468,7 +281,6 @@ fn status(path: &Path, json: bool) -> Result<()> {
     }
     Ok(())
 }
-
 /// The credentials a control command presents: `role`'s, else (where the certificate
 /// directory holds no such files) the admin's, which may do everything.
 pub fn control_security(c: &Cluster, role: Role) -> Result<Security> {
@@ -478,7 +290,6 @@ pub fn control_security(c: &Cluster, role: Role) -> Result<Security> {
         Err(e) => bail!("{e}"),
     }
 }
-
 fn up(a: &UpArgs) -> Result<()> {
     let timeout = meridian_core::time::parse_duration(&a.timeout).map_err(anyhow::Error::msg)?;
     let topology = Topology::load(&a.topology)?;
@@ -608,12 +419,10 @@ fn up(a: &UpArgs) -> Result<()> {
         }
     }
 }
-
 /// The cluster file a command names: `--cluster`, else `DIR/cluster.toml`.
 fn cluster_file(dir: &Path, cluster: &Option<PathBuf>) -> PathBuf {
     cluster.clone().unwrap_or_else(|| dir.join("cluster.toml"))
 }
-
 /// Tells every server to cut `pairs` until `until` (an empty list heals). Fails,
 /// naming them, if any server did not take it.
 fn send_cut(c: &Cluster, pairs: Vec<(u32, u32)>, until: u64) -> Result<()> {
@@ -644,7 +453,6 @@ fn send_cut(c: &Cluster, pairs: Vec<(u32, u32)>, until: u64) -> Result<()> {
     }
     Ok(())
 }
-
 /// `meridian cluster partition`.
 fn partition(a: &PartitionArgs) -> Result<()> {
     let path = cluster_file(&a.dir, &a.cluster);
@@ -714,320 +522,6 @@ fn partition(a: &PartitionArgs) -> Result<()> {
     }
     Ok(())
 }
-
-/// The first host number of the servers on a compose network, and the first one that
-/// Docker may hand out to other containers (the tools container): servers take
-/// .10 up to .127, Docker's dynamic addresses .128 up.
-const COMPOSE_FIRST_HOST: u32 = 10;
-const COMPOSE_DYNAMIC_FROM: u32 = 128;
-
-/// Parses `a.b.c.0/24` into its first three octets.
-fn parse_subnet24(s: &str) -> Result<[u8; 3]> {
-    let bad = || anyhow::anyhow!("bad --subnet `{s}`: want an IPv4 /24 network such as 10.213.7.0/24");
-    let (net, len) = s.split_once('/').ok_or_else(bad)?;
-    let ip: std::net::Ipv4Addr = net.parse().map_err(|_| bad())?;
-    let o = ip.octets();
-    if len != "24" || o[3] != 0 {
-        return Err(bad());
-    }
-    Ok([o[0], o[1], o[2]])
-}
-
-/// `meridian cluster compose`: a cluster file whose servers sit at fixed addresses of a
-/// private Docker network, and a compose file that runs one container per server
-/// (image from `scripts/docker-image.sh`) plus a `meridian` tools service for
-/// `bench`, `cluster status` and `check` inside that network. The directory is mounted
-/// at /cluster in every container, so journals, restart markers and histories stay on
-/// the host across `docker-compose down` and `up`.
-fn compose(a: &ComposeArgs) -> Result<()> {
-    let net = parse_subnet24(&a.subnet)?;
-    let topology = Topology::load(&a.topology)?;
-    std::fs::create_dir_all(&a.dir).with_context(|| format!("cannot create {}", a.dir.display()))?;
-    let dir = std::fs::canonicalize(&a.dir)?;
-    let path = dir.join("cluster.toml");
-    if path.exists() {
-        bail!(
-            "{} already exists: a compose cluster lives there (its journals too); remove the directory or pick another --dir",
-            path.display()
-        );
-    }
-    let topo_spec = if Topology::preset(&a.topology).is_some() {
-        a.topology.clone()
-    } else {
-        std::fs::copy(&a.topology, dir.join("topology.toml"))
-            .with_context(|| format!("cannot copy {} into {}", a.topology, dir.display()))?;
-        "topology.toml".to_string()
-    };
-    let mut file: ClusterFile = Cluster::local(&a.protocol, &topology, &topo_spec, 7400);
-    file.client_slots = a.client_slots;
-    let servers = file.nodes.len() as u32;
-    if COMPOSE_FIRST_HOST + servers > COMPOSE_DYNAMIC_FROM {
-        bail!(
-            "{} servers do not fit on one compose network (at most {})",
-            servers,
-            COMPOSE_DYNAMIC_FROM - COMPOSE_FIRST_HOST
-        );
-    }
-    let ip = |i: u32| format!("{}.{}.{}.{}", net[0], net[1], net[2], COMPOSE_FIRST_HOST + i);
-    for n in &mut file.nodes {
-        n.addr = format!("{}:7400", ip(n.id));
-    }
-    file.delay = !a.no_delay;
-    file.data_dc = a.data_dc.clone();
-    if !a.memory_only {
-        file.data_dir = Some(PathBuf::from("data"));
-    }
-    let cluster = Cluster::validate(file.clone(), &path)?;
-    check_protocol(&cluster)?;
-    secure(&mut file, &dir, a.insecure)?;
-    // Files the containers write in the mounted directory belong to its owner.
-    let user = {
-        use std::os::unix::fs::MetadataExt;
-        let m = std::fs::metadata(&dir)?;
-        format!("{}:{}", m.uid(), m.gid())
-    };
-    // Each server container sees only what it needs: the cluster file, the journals and
-    // restart markers, and (with TLS) the CA certificate and its own certificate and
-    // key, not every key of the cluster (DIR/node-certs/n<ID>, mounted at certs/).
-    for sub in ["run", "data"] {
-        std::fs::create_dir_all(dir.join(sub)).with_context(|| format!("cannot create {}/{sub}", dir.display()))?;
-    }
-    if !a.insecure {
-        for n in 0..servers {
-            let to = dir.join("node-certs").join(format!("n{n}"));
-            std::fs::create_dir_all(&to).with_context(|| format!("cannot create {}", to.display()))?;
-            let role = meridian_net::tls::Role::Node(NodeId(n)).name();
-            for f in ["ca.pem".to_string(), format!("{role}.pem"), format!("{role}.key")] {
-                std::fs::copy(dir.join("certs").join(&f), to.join(&f))
-                    .with_context(|| format!("cannot copy {f} into {}", to.display()))?;
-            }
-        }
-    }
-    let yml = compose_file(&cluster, a, &user, net, topo_spec == "topology.toml");
-    std::fs::write(&path, toml::to_string(&file)?).with_context(|| format!("cannot write {}", path.display()))?;
-    let ypath = dir.join("compose.yml");
-    std::fs::write(&ypath, yml).with_context(|| format!("cannot write {}", ypath.display()))?;
-    let f = ypath.display();
-    println!(
-        "cluster compose: {} on {} ({} servers at {}..{}, WAN delay {}{})\n\
-         cluster file: {}\ncompose file: {f}\n{}\n\
-         start:  docker-compose -f {f} up -d\n\
-         wait:   docker-compose -f {f} run --rm meridian cluster status --cluster cluster.toml --wait 60s\n\
-         bench:  docker-compose -f {f} run --rm meridian bench --cluster cluster.toml --workload ycsb --duration 10s --history h.jsonl\n\
-         stop:   docker-compose -f {f} down",
-        cluster.file.protocol,
-        cluster.topology.name,
-        servers,
-        ip(0),
-        ip(servers - 1),
-        if file.delay { "on" } else { "off" },
-        if a.memory_only { "" } else { ", journals in data/" },
-        path.display(),
-        security_line(&file, &dir),
-    );
-    Ok(())
-}
-
-/// Gives a new cluster file its security: the cluster's CA and every certificate in
-/// `dir/certs` (mutual TLS), or `insecure = true`, said loudly.
-fn secure(file: &mut ClusterFile, dir: &Path, insecure: bool) -> Result<()> {
-    if insecure {
-        file.insecure = true;
-        file.tls_dir = None;
-        eprintln!(
-            "WARNING: --insecure: no TLS and no authentication; anyone who can reach a port can act as any \
-             node, forge commit decisions, partition the cluster and read its data"
-        );
-        return Ok(());
-    }
-    let certs = dir.join("certs");
-    let servers = file.nodes.len() as u32;
-    meridian_net::tls::issue_cluster(
-        &certs,
-        file.epoch_ns,
-        servers,
-        meridian_net::tls::Validity::days(meridian_net::tls::DEFAULT_DAYS),
-    )
-    .with_context(|| format!("cannot create the cluster's certificates in {}", certs.display()))?;
-    file.tls_dir = Some(PathBuf::from("certs"));
-    Ok(())
-}
-
-/// Writes a new random bearer token (32 bytes from the kernel, hex) to `path`, mode 0600.
-fn write_token(path: &Path) -> Result<()> {
-    use std::io::{Read, Write};
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut raw = [0u8; 32];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut raw))
-        .context("cannot read /dev/urandom for the metrics token")?;
-    let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
-    let _ = std::fs::remove_file(path);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    writeln!(f, "{hex}").with_context(|| format!("cannot write {}", path.display()))
-}
-
-/// One line saying how the cluster's connections are secured.
-fn security_line(file: &ClusterFile, dir: &Path) -> String {
-    if file.insecure {
-        "security: INSECURE (plaintext, no authentication)".into()
-    } else {
-        format!(
-            "security: mutual TLS; CA and certificates in {}/certs (the CA key ca.key issues more: meridian cluster certs)",
-            dir.display()
-        )
-    }
-}
-
-/// `meridian cluster certs`.
-fn certs(a: &CertsArgs) -> Result<()> {
-    use meridian_net::tls;
-    let path = cluster_file(&a.dir, &a.cluster);
-    let mut c = load(&path)?;
-    if c.file.insecure {
-        bail!(
-            "cluster file {} says `insecure = true`: its servers run without TLS. To give it \
-             certificates, stop the cluster, remove that line and run `meridian cluster certs --cluster {} --new-ca`",
-            path.display(),
-            path.display()
-        );
-    }
-    if c.tls_dir().is_none() {
-        if !a.new_ca {
-            bail!(
-                "cluster file {} names no certificates (`tls_dir`): there is no CA to issue from; \
-                 `--new-ca` makes one in certs/ beside the file and names it there",
-                path.display()
-            );
-        }
-        // A file of an earlier build (neither TLS nor `insecure`): it gains a CA.
-        let mut f = c.file.clone();
-        f.tls_dir = Some(PathBuf::from("certs"));
-        std::fs::write(&path, toml::to_string(&f)?).with_context(|| format!("cannot write {}", path.display()))?;
-        println!("{}: tls_dir = \"certs\"", path.display());
-        c = load(&path)?;
-    }
-    let dir = c.tls_dir().expect("set above");
-    let v = tls::Validity::days(a.days);
-    let mut roles = vec![];
-    for r in &a.roles {
-        match tls::Role::parse(r) {
-            Some(tls::Role::Node(n)) if n.0 >= c.num_servers() => {
-                bail!("--role {r}: the cluster has server nodes 0..{}", c.num_servers() - 1)
-            }
-            Some(role) => roles.push(role),
-            None => bail!("--role {r}: expected node-N, client, observer or admin"),
-        }
-    }
-    if a.all || a.new_ca {
-        roles = (0..c.num_servers())
-            .map(|n| tls::Role::Node(NodeId(n)))
-            .chain([tls::Role::Client, tls::Role::Observer, tls::Role::Admin])
-            .collect();
-    }
-    if roles.is_empty() {
-        bail!("nothing to issue: name a --role, or pass --all or --new-ca");
-    }
-    if a.new_ca {
-        tls::issue_ca(&dir, c.id(), v).with_context(|| format!("cannot create a CA in {}", dir.display()))?;
-        println!("new CA: {}", dir.join("ca.pem").display());
-    }
-    for r in roles {
-        let f = tls::issue(&dir, c.id(), r, v).with_context(|| format!("cannot issue {r}'s certificate"))?;
-        println!("{r}: {} (key {}, mode 0600)", f.cert.display(), f.key.display());
-    }
-    println!(
-        "valid for {} days; a server reads its certificate when it starts",
-        a.days
-    );
-    Ok(())
-}
-
-/// The text of `compose.yml` (Compose file format as docker-compose 1.27+ and
-/// `docker compose` read it).
-fn compose_file(c: &Cluster, a: &ComposeArgs, user: &str, net: [u8; 3], topology_file: bool) -> String {
-    let ip = |i: u32| format!("{}.{}.{}.{}", net[0], net[1], net[2], COMPOSE_FIRST_HOST + i);
-    let npd = c.topology.nodes_per_dc;
-    let mut y = format!(
-        "# Written by `meridian cluster compose --protocol {} --topology {}`.\n\
-         # One container per server of cluster.toml. A server's container mounts, under\n\
-         # /cluster, the cluster file, data/ (journals), run/ (restart markers) and, read-only\n\
-         # as certs/, node-certs/n<ID> (the CA certificate and its own key only); the tools\n\
-         # container `meridian` mounts this whole directory.\n\
-         #   docker-compose -f compose.yml up -d\n\
-         #   docker-compose -f compose.yml run --rm meridian cluster status --cluster cluster.toml --wait 60s\n\
-         #   docker-compose -f compose.yml run --rm meridian bench --cluster cluster.toml --workload ycsb --duration 10s --history h.jsonl\n\
-         #   docker-compose -f compose.yml run --rm meridian check h.jsonl\n\
-         #   docker-compose -f compose.yml down\n\
-         services:\n",
-        c.file.protocol, a.topology
-    );
-    for i in 0..c.num_servers() {
-        let dc = &c.topology.dcs[(i / npd) as usize];
-        y += &format!(
-            "  n{i}:\n\
-             \x20   # DC {dc}\n\
-             \x20   image: {image}\n\
-             \x20   command: [\"server\", \"--cluster\", \"/cluster/cluster.toml\", \"--node\", \"{i}\", \"--metrics\", \"0.0.0.0:9400\"]\n\
-             \x20   user: \"{user}\"\n\
-             \x20   init: true\n\
-             \x20   restart: unless-stopped\n\
-             \x20   stop_grace_period: 5s\n\
-             \x20   volumes: [{volumes}]\n\
-             \x20   networks:\n\
-             \x20     wan:\n\
-             \x20       ipv4_address: {addr}\n",
-            image = a.image,
-            addr = ip(i),
-            volumes = {
-                let mut v = vec![
-                    "\"./cluster.toml:/cluster/cluster.toml:ro\"".to_string(),
-                    "\"./run:/cluster/run\"".into(),
-                    "\"./data:/cluster/data\"".into(),
-                ];
-                if topology_file {
-                    v.push("\"./topology.toml:/cluster/topology.toml:ro\"".into());
-                }
-                if !a.insecure {
-                    v.push(format!("\"./node-certs/n{i}:/cluster/certs:ro\""));
-                }
-                v.join(", ")
-            },
-        );
-        if let Some(p) = a.metrics_base_port {
-            y += &format!("    ports: [\"127.0.0.1:{}:9400\"]\n", p as u32 + i);
-        }
-    }
-    y += &format!(
-        "  meridian:\n\
-         \x20   # The CLI inside the network: docker-compose run --rm meridian ARGS\n\
-         \x20   image: {image}\n\
-         \x20   profiles: [\"tools\"]\n\
-         \x20   user: \"{user}\"\n\
-         \x20   init: true\n\
-         \x20   working_dir: /cluster\n\
-         \x20   volumes: [\"./:/cluster\"]\n\
-         \x20   networks: [wan]\n\
-         networks:\n\
-         \x20 wan:\n\
-         \x20   ipam:\n\
-         \x20     config:\n\
-         \x20       - subnet: {subnet}\n\
-         \x20         ip_range: {a0}.{a1}.{a2}.{COMPOSE_DYNAMIC_FROM}/25\n",
-        image = a.image,
-        subnet = a.subnet,
-        a0 = net[0],
-        a1 = net[1],
-        a2 = net[2],
-    );
-    y
-}
-
 /// Fails if the cluster file's protocol spec does not parse.
 pub fn check_protocol(c: &Cluster) -> Result<()> {
     struct Nop;
@@ -1037,7 +531,6 @@ pub fn check_protocol(c: &Cluster) -> Result<()> {
     }
     with_protocol(&c.file.protocol, &c.topology, c.home, Nop).map_err(|e| anyhow::anyhow!("{e}"))
 }
-
 /// Waits until every server answers and is connected to every other server.
 pub fn wait_ready(c: &Cluster, timeout: Duration, exited: &mut dyn FnMut() -> Option<String>) -> Result<()> {
     let sec = control_security(c, Role::Observer)?;
@@ -1071,19 +564,16 @@ pub fn wait_ready(c: &Cluster, timeout: Duration, exited: &mut dyn FnMut() -> Op
         }
     })
 }
-
 fn down(dir: &Path) -> Result<()> {
     let n = stop(dir)?;
     println!("cluster down: stopped {n} processes");
     Ok(())
 }
-
 /// The directory beside a cluster file where each running server leaves its
 /// process id (`n<ID>.pid`).
 fn run_dir(cluster_file: &Path) -> PathBuf {
     cluster_file.parent().unwrap_or(Path::new(".")).join("run")
 }
-
 /// A process on this machine: its pid and its start time (in clock ticks since boot,
 /// from /proc), so that a pid reused by another process is not mistaken for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1091,7 +581,6 @@ struct ProcessId {
     pid: u32,
     start: u64,
 }
-
 impl ProcessId {
     /// The running process `pid`, if there is one (a zombie, dead but not yet
     /// reaped, is not running).
@@ -1118,13 +607,11 @@ impl ProcessId {
         ProcessId::of(self.pid) == Some(*self)
     }
 }
-
 impl std::fmt::Display for ProcessId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} {}", self.pid, self.start)
     }
 }
-
 /// Stops the processes of `dir/pids` that are still running, and every server that
 /// left its process id in `dir/run` (one restarted by hand included): SIGTERM, SIGKILL
 /// after 5 s. Removes the pids file; returns how many were running.
