@@ -44,9 +44,18 @@ pub struct ExploreArgs {
     /// Distinct states at most; the search stops there and says it was not exhaustive.
     #[arg(long, default_value_t = 200_000)]
     states: u64,
-    /// Seed for the workload's draws and the actors' random generators.
+    /// Seed for the workload's draws, the actors' random generators and the random
+    /// walks.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// How to search: bfs (exhaustive, shortest counterexample), dfs (exhaustive within
+    /// the depth, less memory, not the shortest counterexample) or random (--walks
+    /// random walks: not exhaustive, reaches deeper schedules).
+    #[arg(long, default_value = "bfs")]
+    strategy: String,
+    /// With --strategy random: walks to take.
+    #[arg(long, default_value_t = 1000)]
+    walks: u64,
     /// Run only these steps (as a counterexample prints them, comma-separated), with
     /// every step described, then check the path's end.
     #[arg(long)]
@@ -71,8 +80,19 @@ pub fn explore(a: &ExploreArgs) -> Result<ExitCode> {
         clock_steps: a.clock_steps,
         max_states: a.states,
         seed: a.seed,
+        strategy: match a
+            .strategy
+            .parse::<meridian_explore::Strategy>()
+            .map_err(anyhow::Error::msg)?
+        {
+            meridian_explore::Strategy::Random { .. } => meridian_explore::Strategy::Random { walks: a.walks },
+            s => s,
+        },
         ..Config::default()
     };
+    if a.walks == 0 {
+        bail!("--walks must be at least 1");
+    }
     if a.states == 0 {
         bail!("--states must be at least 1");
     }
@@ -101,6 +121,8 @@ pub fn explore(a: &ExploreArgs) -> Result<ExitCode> {
                 "(replay)".to_string()
             } else if r.violation.is_some() {
                 "(stopped at the first violation)".to_string()
+            } else if let meridian_explore::Strategy::Random { walks } = cfg.strategy {
+                format!("{walks} random walks")
             } else if r.exhaustive {
                 format!(
                     "exhaustive to depth {} ({} paths cut by the depth bound, their ends checked)",

@@ -30,6 +30,33 @@ fn explore_reports_an_exhaustive_search_and_exits_zero() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["exhaustive"], false, "a search cut by --states says so");
     assert_eq!(v["states"], 50);
+    // Depth first covers the same states as breadth first; random walks say how many.
+    let o = meridian(&[
+        "explore",
+        "--protocol",
+        "2pc-2pl",
+        "--faults",
+        "reorder=1,drop=1",
+        "--strategy",
+        "dfs",
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(out.contains("exhaustive to depth 200"), "{out}");
+    let o = meridian(&[
+        "explore",
+        "--protocol",
+        "2pc-2pl",
+        "--faults",
+        "reorder=1,drop=1",
+        "--strategy",
+        "random",
+        "--walks",
+        "30",
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(out.contains("30 random walks"), "{out}");
 }
 
 #[test]
@@ -44,6 +71,11 @@ fn explore_bad_input_gets_one_line_and_exit_2() {
         (vec!["--protocol", "2pc-2pl", "--replay", "d0,zz"], "is not a step"),
         (vec!["--protocol", "2pc-2pl", "--replay", "d999"], "no such message"),
         (vec!["--protocol", "2pc-2pl", "--states", "0"], "--states"),
+        (vec!["--protocol", "2pc-2pl", "--strategy", "astar"], "unknown strategy"),
+        (
+            vec!["--protocol", "2pc-2pl", "--strategy", "random", "--walks", "0"],
+            "--walks",
+        ),
     ] {
         let mut a = vec!["explore"];
         a.extend(args.iter());

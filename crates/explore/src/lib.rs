@@ -35,6 +35,7 @@
 //! every protocol's periodic timers mean no state is terminal.
 
 mod step;
+mod strategy;
 mod world;
 
 pub use step::{Budget, Step, ANY};
@@ -77,6 +78,40 @@ pub struct Config {
     pub seed: u64,
     /// Virtual time the fair schedule at the end of a path runs for at most.
     pub settle: Time,
+    /// How the state space is searched.
+    pub strategy: Strategy,
+}
+
+/// How the explorer searches (`--strategy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// Breadth first: exhaustive within the bounds, and the first violation found is
+    /// a shortest path. Memory grows with the widest level.
+    Bfs,
+    /// Depth first with a state bound: exhaustive within the depth bound too (a state
+    /// reached again by a shorter path is explored again from there), memory grows
+    /// with the depth times the branching; the first violation is not the shortest.
+    Dfs,
+    /// This many random walks from the initial state, each step drawn uniformly from
+    /// the steps possible there (faults included, within the budget), each walk
+    /// judged at its end: no claim to exhaustiveness, but it reaches deep schedules a
+    /// breadth-first search cannot afford.
+    Random {
+        /// Walks to take.
+        walks: u64,
+    },
+}
+
+impl std::str::FromStr for Strategy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Strategy, String> {
+        match s {
+            "bfs" => Ok(Strategy::Bfs),
+            "dfs" => Ok(Strategy::Dfs),
+            "random" => Ok(Strategy::Random { walks: 1000 }),
+            _ => Err(format!("--strategy: unknown strategy `{s}` (bfs, dfs or random)")),
+        }
+    }
 }
 
 impl Default for Config {
@@ -94,6 +129,7 @@ impl Default for Config {
             max_states: 200_000,
             seed: 1,
             settle: secs(60.0),
+            strategy: Strategy::Bfs,
         }
     }
 }
@@ -185,8 +221,13 @@ pub fn explore(cfg: &Config, replay: Option<&[Step]>) -> Result<Report, ExploreE
 
 /// The command line that reruns a configuration.
 fn flags(cfg: &Config) -> String {
+    let strategy = match cfg.strategy {
+        Strategy::Bfs => String::new(),
+        Strategy::Dfs => " --strategy dfs".into(),
+        Strategy::Random { walks } => format!(" --strategy random --walks {walks}"),
+    };
     format!(
-        "--protocol {} --shards {} --dcs {} --clients {} --txns {} --workload '{}' --faults {} --depth {} --clock-steps {} --seed {}",
+        "--protocol {} --shards {} --dcs {} --clients {} --txns {} --workload '{}' --faults {} --depth {} --clock-steps {} --seed {}{strategy}",
         cfg.protocol, cfg.shards, cfg.dcs, cfg.clients, cfg.txns, cfg.workload, cfg.faults, cfg.depth, cfg.clock_steps, cfg.seed
     )
 }
@@ -240,7 +281,11 @@ fn run<P: Protocol>(p: P, cfg: &Config, topology: Topology, replay: Option<&[Ste
     let root = ex.root();
     match replay {
         Some(steps) => ex.replay(root, steps)?,
-        None => ex.search(root),
+        None => match cfg.strategy {
+            Strategy::Bfs => ex.search(root),
+            Strategy::Dfs => ex.dfs(root),
+            Strategy::Random { walks } => ex.random_walks(root, walks),
+        },
     }
     ex.report.wall_s = wall.elapsed().as_secs_f64();
     Ok(ex.report)
@@ -269,6 +314,7 @@ struct Explorer<'a, P: Protocol> {
 }
 
 impl<P: Protocol> Explorer<'_, P> {
+    /// Breadth first, level by level: the first violation found is a shortest path.
     fn search(&mut self, root: World<P>) {
         let mut seen = FxHashSet::default();
         seen.insert(root.fingerprint());
@@ -277,51 +323,9 @@ impl<P: Protocol> Explorer<'_, P> {
             self.report.depth_reached = depth;
             let mut next = vec![];
             for (w, idx) in frontier {
-                let done = w.all_resolved(self.sh) && w.net.is_empty() && w.up.iter().all(|u| *u);
-                let steps = w.steps(self.sh);
-                // A path ends where it cannot go on without a fault (nothing to deliver,
-                // no timer it may fire): judged there, whatever faults are left to try.
-                let stuck = !World::<P>::can_progress(&steps);
-                if done || depth == self.cfg.depth || stuck {
-                    if depth == self.cfg.depth && !done && !steps.is_empty() {
-                        self.report.cut_by_depth += 1;
-                    }
-                    if let Some((kind, what)) = self.check_end(&w) {
-                        self.found(idx, kind, what);
-                        self.report.exhaustive = false;
-                        return;
-                    }
-                    if depth == self.cfg.depth {
-                        continue;
-                    }
-                }
-                for s in steps {
-                    // Once every transaction is answered and all is quiet, only a crash
-                    // (and what follows from it) can still go wrong.
-                    if done && !matches!(s, Step::Crash(_)) {
-                        continue;
-                    }
-                    let mut c = w.clone();
-                    if c.apply(self.sh, s).is_err() {
-                        continue;
-                    }
-                    self.report.transitions += 1;
-                    if !seen.insert(c.fingerprint()) {
-                        continue;
-                    }
-                    self.tree.push((idx, s));
-                    let cidx = self.tree.len() as u32 - 1;
-                    self.report.states += 1;
-                    if let Some(what) = c.split_decision() {
-                        self.found(cidx, "safety", what);
-                        self.report.exhaustive = false;
-                        return;
-                    }
-                    if self.report.states >= self.cfg.max_states {
-                        self.report.exhaustive = false;
-                        return;
-                    }
-                    next.push((c, cidx));
+                match self.visit(&w, idx, depth, &mut |fp, _| seen.insert(fp)) {
+                    strategy::Visit::Stop => return,
+                    strategy::Visit::Next(n) => next.extend(n),
                 }
             }
             if next.is_empty() {
@@ -493,11 +497,16 @@ impl<P: Protocol> Explorer<'_, P> {
     /// Records the violation at tree node `idx`, with its path described.
     fn found(&mut self, idx: u32, kind: &'static str, what: String) {
         let steps = self.path(idx);
+        self.found_path(&steps, kind, what);
+    }
+
+    /// Records the violation at the end of `steps`, with its path described.
+    fn found_path(&mut self, steps: &[Step], kind: &'static str, what: String) {
         self.report.violation = Some(Violation {
             kind,
             what,
             steps: steps.iter().map(|s| s.to_string()).collect(),
-            trace: self.describe(&steps),
+            trace: self.describe(steps),
         });
     }
 

@@ -2,7 +2,7 @@
 //! that finds nothing proves little unless it can find something), the same search
 //! finds nothing in the protocol as specified, and the printed path replays.
 
-use meridian_explore::{explore, Budget, Config, Report, Step};
+use meridian_explore::{explore, Budget, Config, Report, Step, Strategy};
 
 fn cfg(protocol: &str, workload: &str, txns: u32, faults: &str) -> Config {
     Config {
@@ -125,4 +125,20 @@ fn every_protocol_passes_a_small_exhaustive_search() {
         assert!(r.exhaustive && r.ends_checked > 0, "{p}: {} states", r.states);
         eprintln!("{p}: {} states, {} ends, {:.1} s", r.states, r.ends_checked, r.wall_s);
     }
+}
+
+/// Depth first and random walks find the mutants breadth first finds, and their
+/// paths replay; depth first of the protocol as specified is exhaustive and clean.
+#[test]
+fn depth_first_and_random_walks_catch_the_mutants_too() {
+    let mut c = cfg("2pc-2pl:mutant=early-release", "bank:accounts=2", 3, "reorder=2");
+    c.strategy = Strategy::Dfs;
+    caught(&c, "safety");
+    let mut ok = cfg("2pc-2pl", "bank:accounts=2", 3, "reorder=2");
+    ok.strategy = Strategy::Dfs;
+    let r = explore(&ok, None).unwrap();
+    assert!(r.violation.is_none() && r.exhaustive, "{:?}", r.violation);
+    let mut c = cfg("crossstitch:mutant=no-ack", "ycsb:keys=4,ops=2", 2, "reorder=2,drop=1");
+    c.strategy = Strategy::Random { walks: 20_000 };
+    caught(&c, "liveness");
 }

@@ -1,0 +1,154 @@
+//! The searches other than breadth first (`--strategy dfs|random`), over the same
+//! steps, checks and path ends as [`Explorer::search`].
+
+use super::*;
+use rustc_hash::FxHashMap;
+
+/// What one state of a search leads to.
+pub(crate) enum Visit<P: Protocol> {
+    /// Stop the search (a violation was recorded, or the state limit reached).
+    Stop,
+    /// Its successors, each new (or reached at a smaller depth) with its tree index.
+    Next(Vec<(World<P>, u32)>),
+}
+
+impl<P: Protocol> Explorer<'_, P> {
+    /// The work at one state `w` (tree index `idx`, `depth` steps from the root), as
+    /// breadth first does it: judge the path's end where it ends, then take every step,
+    /// keeping the successors `fresh` says were not explored yet.
+    pub(crate) fn visit(
+        &mut self,
+        w: &World<P>,
+        idx: u32,
+        depth: u32,
+        fresh: &mut dyn FnMut(u64, u32) -> bool,
+    ) -> Visit<P> {
+        let done = w.all_resolved(self.sh) && w.net.is_empty() && w.up.iter().all(|u| *u);
+        let steps = w.steps(self.sh);
+        let stuck = !World::<P>::can_progress(&steps);
+        if done || depth == self.cfg.depth || stuck {
+            if depth == self.cfg.depth && !done && !steps.is_empty() {
+                self.report.cut_by_depth += 1;
+            }
+            if let Some((kind, what)) = self.check_end(w) {
+                self.found(idx, kind, what);
+                self.report.exhaustive = false;
+                return Visit::Stop;
+            }
+            if depth == self.cfg.depth {
+                return Visit::Next(vec![]);
+            }
+        }
+        let mut next = vec![];
+        for s in steps {
+            if done && !matches!(s, Step::Crash(_)) {
+                continue;
+            }
+            let mut c = w.clone();
+            if c.apply(self.sh, s).is_err() {
+                continue;
+            }
+            self.report.transitions += 1;
+            if !fresh(c.fingerprint(), depth + 1) {
+                continue;
+            }
+            self.tree.push((idx, s));
+            let cidx = self.tree.len() as u32 - 1;
+            self.report.states += 1;
+            if let Some(what) = c.split_decision() {
+                self.found(cidx, "safety", what);
+                self.report.exhaustive = false;
+                return Visit::Stop;
+            }
+            if self.report.states >= self.cfg.max_states {
+                self.report.exhaustive = false;
+                return Visit::Stop;
+            }
+            next.push((c, cidx));
+        }
+        Visit::Next(next)
+    }
+
+    /// Depth first. A state is explored again when it is reached by a shorter path
+    /// than before, so that, as breadth first, it covers every state within the depth
+    /// bound; `states` counts each exploration.
+    pub(crate) fn dfs(&mut self, root: World<P>) {
+        let mut seen: FxHashMap<u64, u32> = FxHashMap::default();
+        seen.insert(root.fingerprint(), 0);
+        let mut stack = vec![(root, 0u32, 0u32)];
+        let mut fresh = |fp: u64, d: u32| match seen.get(&fp) {
+            Some(&old) if old <= d => false,
+            _ => {
+                seen.insert(fp, d);
+                true
+            }
+        };
+        while let Some((w, idx, depth)) = stack.pop() {
+            self.report.depth_reached = self.report.depth_reached.max(depth);
+            match self.visit(&w, idx, depth, &mut fresh) {
+                Visit::Stop => return,
+                // Reversed, so the first step is explored first.
+                Visit::Next(next) => stack.extend(next.into_iter().rev().map(|(c, i)| (c, i, depth + 1))),
+            }
+        }
+    }
+
+    /// `walks` random walks from the initial state: at each state one step drawn
+    /// uniformly from those possible (deliveries, timers and, within the budget, the
+    /// faults), until the path ends as in the other searches (everything answered and
+    /// quiet, the depth bound, or nothing left but faults), where it is judged. Never
+    /// exhaustive; `states` counts the distinct states the walks passed through.
+    pub(crate) fn random_walks(&mut self, root: World<P>, walks: u64) {
+        use rand::RngCore;
+        let mut rng = rng_for(self.cfg.seed, u64::MAX - 7);
+        let mut seen = FxHashSet::default();
+        seen.insert(root.fingerprint());
+        self.report.exhaustive = false;
+        for _ in 0..walks {
+            let mut w = root.clone();
+            let mut path: Vec<Step> = vec![];
+            loop {
+                let depth = path.len() as u32;
+                self.report.depth_reached = self.report.depth_reached.max(depth);
+                let done = w.all_resolved(self.sh) && w.net.is_empty() && w.up.iter().all(|u| *u);
+                let mut steps = w.steps(self.sh);
+                if done || depth == self.cfg.depth || !World::<P>::can_progress(&steps) {
+                    if depth == self.cfg.depth && !done && !steps.is_empty() {
+                        self.report.cut_by_depth += 1;
+                    }
+                    if let Some((kind, what)) = self.check_end(&w) {
+                        self.found_path(&path, kind, what);
+                        return;
+                    }
+                    break;
+                }
+                // A step the budget refuses (a reordering beyond the bound) is drawn
+                // again from the rest.
+                let taken = loop {
+                    if steps.is_empty() {
+                        break None;
+                    }
+                    let s = steps.swap_remove((rng.next_u64() % steps.len() as u64) as usize);
+                    let mut c = w.clone();
+                    if c.apply(self.sh, s).is_ok() {
+                        break Some((c, s));
+                    }
+                };
+                let Some((c, s)) = taken else { break };
+                w = c;
+                path.push(s);
+                self.report.transitions += 1;
+                if seen.insert(w.fingerprint()) {
+                    self.report.states += 1;
+                }
+                if let Some(what) = w.split_decision() {
+                    self.found_path(&path, "safety", what);
+                    return;
+                }
+                if self.report.states >= self.cfg.max_states {
+                    return;
+                }
+            }
+        }
+    }
+}
