@@ -93,9 +93,8 @@ impl<P: Protocol> Explorer<'_, P> {
         }
     }
 
-    /// `walks` random walks from the initial state: at each state one step drawn
-    /// uniformly from those possible (deliveries, timers and, within the budget, the
-    /// faults), until the path ends as in the other searches (everything answered and
+    /// `walks` random walks from the initial state: at each state one step drawn from
+    /// those possible (see [`draw`]), until the path ends as in the other searches (everything answered and
     /// quiet, the depth bound, or nothing left but faults), where it is judged. Never
     /// exhaustive; `states` counts the distinct states the walks passed through.
     pub(crate) fn random_walks(&mut self, root: World<P>, walks: u64) {
@@ -128,7 +127,7 @@ impl<P: Protocol> Explorer<'_, P> {
                     if steps.is_empty() {
                         break None;
                     }
-                    let s = steps.swap_remove((rng.next_u64() % steps.len() as u64) as usize);
+                    let s = steps.swap_remove(draw(&steps, w.net.is_empty(), rng.next_u64()));
                     let mut c = w.clone();
                     if c.apply(self.sh, s).is_ok() {
                         break Some((c, s));
@@ -151,4 +150,34 @@ impl<P: Protocol> Explorer<'_, P> {
             }
         }
     }
+}
+
+/// Which of `steps` a random walk takes, from the random number `r`. Drawn
+/// uniformly, a fault (crash, restart, loss, duplicate, a timer firing while messages
+/// are in flight) would be taken about as often as a delivery, since there are as many
+/// losses as messages, and each walk would spend its budget in its first steps;
+/// drawn with the rest, a single early timeout among dozens of deliveries is rare. So
+/// a walk takes a fault with probability 1/8 when one is possible, and otherwise one
+/// of the deliveries and quiet-network timers, each class uniformly.
+fn draw(steps: &[Step], quiet: bool, r: u64) -> usize {
+    let fault = |s: &Step| match s {
+        Step::Deliver(_) => false,
+        Step::Timer(_) => !quiet,
+        Step::Crash(_) | Step::Restart(_) | Step::Drop(_) | Step::Dup(_) => true,
+    };
+    let faults = steps.iter().filter(|s| fault(s)).count() as u64;
+    let rest = steps.len() as u64 - faults;
+    let (want, n) = if faults > 0 && (rest == 0 || r.is_multiple_of(8)) {
+        (true, faults)
+    } else {
+        (false, rest)
+    };
+    let pick = (r >> 3) % n;
+    steps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| fault(s) == want)
+        .nth(pick as usize)
+        .map(|(i, _)| i)
+        .expect("the class drawn has a step")
 }
