@@ -56,6 +56,7 @@ fn test_cli_campaign_catches_every_mutant() {
         ("crossstitch:mutant=no-ack", 10),
         ("hacommit:mutant=minority", 40),
         ("replog:mutant=early-abort", 250),
+        ("hacommit:mutant=lead-before-merge", 20),
     ] {
         let o = meridian(&[
             "campaign",

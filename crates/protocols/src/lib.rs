@@ -58,15 +58,20 @@ pub enum Mutant {
     Minority,
     /// `crossstitch`: a position precommits without the next position's ack.
     NoAck,
+    /// `hacommit`: a candidate leads its new view on its own state, before merging a
+    /// majority's (the bug H1 of docs/MEASUREMENTS.md: leadership taken before the
+    /// merge).
+    LeadBeforeMerge,
 }
 
 impl Mutant {
     /// The `mutant=` value and the protocol it applies to.
-    pub const ALL: [(&'static str, &'static str, Mutant); 4] = [
+    pub const ALL: [(&'static str, &'static str, Mutant); 5] = [
         ("early-release", "2pc-2pl", Mutant::EarlyRelease),
         ("early-abort", "replog", Mutant::EarlyAbort),
         ("minority", "hacommit", Mutant::Minority),
         ("no-ack", "crossstitch", Mutant::NoAck),
+        ("lead-before-merge", "hacommit", Mutant::LeadBeforeMerge),
     ];
 }
 

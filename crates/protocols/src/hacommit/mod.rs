@@ -298,7 +298,10 @@ impl Protocol for HaCommit {
         }
     }
     fn server(&self, env: &Env, node: NodeId) -> Server {
-        Server::new(env.clone(), node, self.read_committed)
+        Server {
+            mutant: self.mutant,
+            ..Server::new(env.clone(), node, self.read_committed)
+        }
     }
     fn client(&self, env: &Env, node: NodeId, id: ClientId) -> Client {
         Client {

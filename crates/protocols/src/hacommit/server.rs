@@ -226,6 +226,9 @@ crate::kit::server::server_struct! {
         /// behind the state the peer merged). Merged as the largest of each.
         pub(super) fences: BTreeMap<ShardId, (Time, Ballot)>,
         pub(super) holds: HoldStats,
+        /// A deliberately broken variant (tests only; not in an image).
+        #[serde(skip)]
+        pub(super) mutant: crate::Mutant,
     }
 }
 
@@ -275,6 +278,7 @@ impl Server {
             ballot_floor: 0,
             fences: BTreeMap::new(),
             holds: HoldStats::default(),
+            mutant: crate::Mutant::None,
         }
     }
 

@@ -87,13 +87,24 @@ impl Server {
         g.states.clear();
         let st = self.my_state(shard, now);
         let g = self.groups.get_mut(&shard).expect("group");
-        g.states.insert(me, st);
+        g.states.insert(me, st.clone());
         for p in g.replicas.clone() {
             if p != me {
                 cx.send(p, Msg::ViewChange { shard, view });
             }
         }
         self.step_down(shard, cx);
+        if self.mutant == crate::Mutant::LeadBeforeMerge {
+            let (pending, done, seq) = st;
+            let m = ViewState {
+                shard,
+                view,
+                pending,
+                done,
+                seq,
+            };
+            self.on_view_state(me, m, cx);
+        }
     }
 
     /// This replica no longer leads `shard`: unvoted transactions abort, locks go (a
@@ -192,7 +203,12 @@ impl Server {
             return;
         }
         g.states.insert(from, (pending, done, seq));
-        if g.states.len() < g.majority() {
+        let need = if self.mutant == crate::Mutant::LeadBeforeMerge {
+            1
+        } else {
+            g.majority()
+        };
+        if g.states.len() < need {
             return;
         }
         let states = std::mem::take(&mut g.states);
