@@ -429,6 +429,30 @@ fn hacommit_an_adopted_acceptance_is_not_counted_as_a_second_one() {
     );
 }
 
+/// Campaign seed 804959 of hacommit-rc (beyond tolerance: an outage of the one DC of
+/// `lan` made every replica forget its data, so no replica records a version order).
+/// The history is not serializable for a reason read committed allows (a fractured
+/// read); the checker, finding no serializable order, showed the cycles under the
+/// versions ordered by their clients' end times, where one client ended late behind a
+/// slow message: a ww edge against a wr edge, a G1c no replica ever had (the leader's
+/// sequence numbers ordered the versions the other way), and the campaign counted the
+/// run unsafe. The cycles are now shown under an order that follows the dependencies.
+#[test]
+fn hacommit_rc_total_amnesia_shows_no_g1c_the_history_does_not_force() {
+    let r = run(
+        "hacommit-rc lan ycsb:keys=50 txns=300 clients=8 seed=804959 faults=random:crashes=5,client-crashes=2,partitions=2,outages=1",
+    );
+    assert!(r.within_tolerance == Some(false), "beyond tolerance, as drawn");
+    assert!(
+        !r.check
+            .anomalies
+            .iter()
+            .any(|a| a.starts_with("G0") || a.starts_with("G1c")),
+        "{:?}",
+        r.check.anomalies
+    );
+}
+
 /// Campaign seed 744 (beyond tolerance: every replica of a shard forgot a COMMIT's
 /// writes): a replica that knows a COMMIT chosen but lacks its writes asks its group for
 /// them, and every answer saying "chosen" made it ask again, so the asks multiplied
