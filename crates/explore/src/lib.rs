@@ -428,7 +428,7 @@ impl<P: Protocol> Explorer<'_, P> {
                 ));
             }
         }
-        let mut txns: Vec<TxnRecord> = c.records.clone();
+        let mut txns: Vec<TxnRecord> = c.records.to_vec();
         txns.extend(c.in_flight_records());
         txns.sort_by_key(|t| t.id);
         let history = History {

@@ -16,6 +16,7 @@ use meridian_protocols::{ClientRole, Protocol, Replica};
 use meridian_txn::Call;
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use crate::step::{Budget, Step, ANY};
 
@@ -53,11 +54,14 @@ pub(crate) struct Shared<P: Protocol> {
     pub(crate) servers: u32,
 }
 
-/// One global state.
+/// One global state. The actors and the records are shared between a state and the
+/// states taken from it until a step changes them (copy on write, `Arc::make_mut`): a
+/// step changes one node, so a copy of the world copies that node's actor only, where
+/// it used to copy every actor and record (most of a step's cost, by a profile).
 #[derive(Clone)]
 pub(crate) struct World<P: Protocol> {
-    pub(crate) servers: Vec<P::Server>,
-    pub(crate) clients: Vec<P::Client>,
+    pub(crate) servers: Vec<Arc<P::Server>>,
+    pub(crate) clients: Vec<Arc<P::Client>>,
     /// Per server: up (not crashed).
     pub(crate) up: Vec<bool>,
     /// Per node (servers, then clients).
@@ -69,7 +73,9 @@ pub(crate) struct World<P: Protocol> {
     next_seq: u64,
     pub(crate) now: Time,
     /// Every outcome the clients recorded, in order.
-    pub(crate) records: Vec<TxnRecord>,
+    pub(crate) records: Arc<Vec<TxnRecord>>,
+    /// Hash of the records, in order (kept up to date as they are appended).
+    records_hash: u64,
     /// Per client: transactions submitted so far.
     submitted: Vec<u32>,
     /// Per client: whether a transaction is in flight.
@@ -96,7 +102,12 @@ fn hash_of(x: &impl Hash) -> u64 {
 /// Actor state as text or bytes, hashed.
 fn state_hash<P: Protocol>(sh: &Shared<P>, w: &World<P>, node: usize) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    format!("{:?}", w.rngs[node]).hash(&mut h);
+    // The generator by its next four outputs (a copy's): its Debug text, hashed
+    // before, was a tenth of the search's time.
+    let mut rng = w.rngs[node].clone();
+    for _ in 0..4 {
+        rand::RngCore::next_u64(&mut rng).hash(&mut h);
+    }
     w.timers[node].hash(&mut h);
     if node < sh.servers as usize {
         w.up[node].hash(&mut h);
@@ -127,14 +138,15 @@ impl<P: Protocol> World<P> {
         let nc = clients.len();
         let mut w = World {
             up: vec![true; servers.len()],
-            servers,
-            clients,
+            servers: servers.into_iter().map(Arc::new).collect(),
+            clients: clients.into_iter().map(Arc::new).collect(),
             rngs,
             timers: vec![BTreeMap::new(); nodes],
             net: vec![],
             next_seq: 0,
             now: 0,
-            records: vec![],
+            records: Arc::new(vec![]),
+            records_hash: 0,
             submitted: vec![0; nc],
             busy: vec![false; nc],
             left,
@@ -224,9 +236,7 @@ impl<P: Protocol> World<P> {
         msgs.hash(&mut h);
         // The whole records: two paths that leave the same actors may still differ in
         // what their transactions read, which the history check at the end judges.
-        for r in &self.records {
-            format!("{r:?}").hash(&mut h);
-        }
+        self.records_hash.hash(&mut h);
         (self.left, self.clock_steps).hash(&mut h);
         h.finish()
     }
@@ -449,7 +459,7 @@ impl<P: Protocol> World<P> {
         self.timers[n].clear();
         // What was on its way to the crashed node is lost with its connections.
         self.net.retain(|e| e.to.0 as usize != n);
-        self.servers[n].on_crash();
+        Arc::make_mut(&mut self.servers[n]).on_crash();
         if self.hashing {
             self.node_hash[n] = state_hash(sh, self, n);
         }
@@ -554,9 +564,9 @@ impl<P: Protocol> World<P> {
         {
             let mut cx = Ctx::new(self.now, node, &mut self.rngs[n], &mut out, &mut recs);
             let role = if n < sh.servers as usize {
-                Role::S(&mut self.servers[n])
+                Role::S(Arc::make_mut(&mut self.servers[n]))
             } else {
-                Role::C(&mut self.clients[n - sh.servers as usize])
+                Role::C(Arc::make_mut(&mut self.clients[n - sh.servers as usize]))
             };
             f(role, &mut cx);
         }
@@ -607,7 +617,10 @@ impl<P: Protocol> World<P> {
         let mut freed = None;
         for r in recs {
             let c = r.client.0 as usize;
-            self.records.push(r);
+            // The whole record: two paths that leave the same actors may still differ
+            // in what their transactions read, which the history check judges.
+            self.records_hash = hash_of(&(self.records_hash, format!("{r:?}")));
+            Arc::make_mut(&mut self.records).push(r);
             if c < self.busy.len() && self.busy[c] {
                 self.busy[c] = false;
                 freed = Some(c);
@@ -650,7 +663,7 @@ impl<P: Protocol> World<P> {
                 ));
             }
         }
-        for r in &self.records {
+        for r in self.records.iter() {
             let Some((c, a)) = seen.get(&r.id) else { continue };
             match r.outcome {
                 Outcome::Committed if !a.is_empty() => {
