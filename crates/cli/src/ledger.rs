@@ -14,14 +14,19 @@
 //! The file's first line names the cluster (`{"cluster":EPOCH_NS,"format":1}`); a ledger
 //! of another cluster (a cluster file brought up again) is set aside, not read. Each
 //! further line is one committed transaction, `{"txn":"3:17","writes":[...]}`. A line
-//! cut short by a killed bench is skipped with a warning (only the last line can be).
-//! Two benches run at once against one cluster append whole lines each (one `write` per
-//! run, in append mode), so neither loses the other's.
+//! cut short by a killed bench is skipped with a warning (only the last line can be),
+//! and cut off by the next append (completed, if it is whole but for its newline); a
+//! damaged line elsewhere, the header included, is an error. Appends hold the file's
+//! lock from reading its end to the sync, so two benches run at once against one
+//! cluster append whole, one after the other.
+//!
+//! A bench appends once, when its run ends: a bench killed outright (SIGKILL, a power
+//! loss) leaves its commits out of the ledger, and a later loss of them is not seen.
 
 use anyhow::{Context, Result};
 use meridian_core::{Outcome, TxnId, TxnRecord, WriteRec};
 use meridian_net::cluster::Cluster;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::PathBuf;
 
 /// The ledger's format (its header's `format`).
@@ -63,30 +68,47 @@ impl Ledger {
     }
 
     /// Every commit acknowledged to an earlier bench of this cluster. A missing ledger
-    /// is empty; one of another cluster is moved aside (with a note) and read as empty.
+    /// (or one whose header a killed bench was still writing) is empty; one of another
+    /// cluster is moved aside (with a note) and read as empty; a damaged one is an
+    /// error.
     pub fn read(&self) -> Result<Vec<Acked>> {
         let p = &self.path;
-        let text = match std::fs::read_to_string(p) {
-            Ok(t) => t,
+        let mut f = match std::fs::File::open(p) {
+            Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
             Err(e) => {
                 return Err(e).with_context(|| format!("reading the ledger of acknowledged commits {}", p.display()))
             }
         };
+        // Shared with other readers, not with a bench appending.
+        f.lock_shared().with_context(|| format!("locking {}", p.display()))?;
+        let mut text = String::new();
+        f.read_to_string(&mut text)
+            .with_context(|| format!("reading the ledger of acknowledged commits {}", p.display()))?;
+        if !text.contains('\n') {
+            // Nothing but a header a killed bench was writing: no commit is in it.
+            return Ok(vec![]);
+        }
+        let damaged = |number: usize, why: String| {
+            anyhow::anyhow!(
+                "{}: line {number} is damaged ({why}); the ledger of acknowledged commits cannot be trusted: \
+                 move it aside to run a bench that does not compare against earlier runs",
+                p.display()
+            )
+        };
         let mut lines = text.lines();
-        let header: Option<Header> = lines.next().and_then(|l| serde_json::from_str(l).ok());
-        match header {
-            Some(h) if h.cluster == self.cluster && h.format == FORMAT => {}
-            _ => {
-                let aside = p.with_extension("jsonl.old");
-                std::fs::rename(p, &aside).with_context(|| format!("moving {} aside", p.display()))?;
-                eprintln!(
-                    "note: {} belonged to another cluster (or format); moved to {} and started anew",
-                    p.display(),
-                    aside.display()
-                );
-                return Ok(vec![]);
-            }
+        let header: Header =
+            serde_json::from_str(lines.next().unwrap_or_default()).map_err(|e| damaged(1, e.to_string()))?;
+        if header.cluster != self.cluster || header.format != FORMAT {
+            drop(f);
+            let aside = p.with_extension("jsonl.old");
+            std::fs::rename(p, &aside).with_context(|| format!("moving {} aside", p.display()))?;
+            eprintln!(
+                "note: {} belonged to another cluster (or format); moved to {} and started anew",
+                p.display(),
+                aside.display()
+            );
+            return Ok(vec![]);
         }
         // A last line without its newline is one a killed bench was writing.
         let torn = !text.ends_with('\n');
@@ -99,18 +121,17 @@ impl Ledger {
                 Err(_) if torn && number == total => {
                     eprintln!("warning: {}: its last line is cut short; skipped", p.display())
                 }
-                Err(e) => anyhow::bail!(
-                    "{}: line {number} is damaged ({e}); the ledger of acknowledged commits cannot be \
-                     trusted: move it aside to run a bench that does not compare against earlier runs",
-                    p.display()
-                ),
+                Err(e) => return Err(damaged(number, e.to_string())),
             }
         }
         Ok(out)
     }
 
-    /// Appends the committed transactions of `txns` that wrote something (after
-    /// cutting off a last line a killed bench left unfinished), and forces them to disk.
+    /// Appends the committed transactions of `txns` that wrote something, and forces
+    /// them to disk, holding the file's lock throughout (two benches appending at once
+    /// each append whole, after the other). A last line a killed bench left without
+    /// its newline is completed if it is whole, and cut off if it is not (as [`Ledger::read`]
+    /// reads it).
     pub fn append(&self, txns: &[TxnRecord]) -> Result<()> {
         let p = &self.path;
         if let Some(d) = p.parent() {
@@ -122,14 +143,29 @@ impl Ledger {
             .append(true)
             .open(p)
             .with_context(|| format!("opening the ledger of acknowledged commits {}", p.display()))?;
-        let old = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
-        if !old.is_empty() && !old.ends_with(b"\n") {
-            let keep = old.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-            f.set_len(keep as u64)
-                .with_context(|| format!("cutting the torn line of {}", p.display()))?;
-        }
+        f.lock().with_context(|| format!("locking {}", p.display()))?;
+        let mut old = vec![];
+        f.read_to_end(&mut old)
+            .with_context(|| format!("reading {}", p.display()))?;
         let mut buf = vec![];
-        if old.is_empty() {
+        let mut kept = old.len();
+        if !old.is_empty() && !old.ends_with(b"\n") {
+            let start = old.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+            let last = &old[start..];
+            let whole = if start == 0 {
+                serde_json::from_slice::<Header>(last).is_ok()
+            } else {
+                serde_json::from_slice::<Acked>(last).is_ok()
+            };
+            if whole {
+                buf.push(b'\n');
+            } else {
+                f.set_len(start as u64)
+                    .with_context(|| format!("cutting the torn line of {}", p.display()))?;
+                kept = start;
+            }
+        }
+        if kept == 0 {
             serde_json::to_writer(
                 &mut buf,
                 &Header {
@@ -204,14 +240,31 @@ mod tests {
         assert_eq!(clients(&l), vec![1, 4]);
         l.append(&[rec(8, Outcome::Committed)]).expect("append");
         assert_eq!(clients(&l), vec![1, 4, 8]);
+        // A last line that is whole but for its newline is completed, not cut.
+        text = std::fs::read_to_string(&l.path).expect("ledger");
+        std::fs::write(&l.path, text.trim_end()).expect("write");
+        assert_eq!(clients(&l), vec![1, 4, 8]);
+        l.append(&[rec(9, Outcome::Committed)]).expect("append");
+        assert_eq!(clients(&l), vec![1, 4, 8, 9]);
         // A damaged line with lines after it is an error.
         text = std::fs::read_to_string(&l.path).expect("ledger");
         std::fs::write(&l.path, text.replace("\"4:1\"", "\"4:")).expect("write");
         let e = l.read().expect_err("damaged").to_string();
         assert!(e.contains("line 3 is damaged"), "{e}");
+        // A damaged header is an error too, not another cluster's ledger.
+        std::fs::write(&l.path, text.replacen("{\"cluster\"", "{\"clu", 1)).expect("write");
+        let e = l.read().expect_err("damaged header").to_string();
+        assert!(e.contains("line 1 is damaged"), "{e}");
         // Another cluster's ledger is set aside.
+        std::fs::write(&l.path, &text).expect("write");
         let other = Ledger::at(d.path(), 6);
         assert!(other.read().expect("read").is_empty());
         assert!(!l.path.exists() && l.path.with_extension("jsonl.old").exists());
+        // A header a killed bench was writing holds nothing; the next append writes a
+        // whole one.
+        std::fs::write(&l.path, "{\"cluster\":5,\"for").expect("write");
+        assert!(l.read().expect("read").is_empty());
+        l.append(&[rec(1, Outcome::Committed)]).expect("append");
+        assert_eq!(clients(&l), vec![1]);
     }
 }

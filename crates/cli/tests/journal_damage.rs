@@ -350,7 +350,7 @@ fn resync_after_damage_crossstitch() {
 }
 
 /// `--resync` is refused for a protocol whose nodes need their own log, and leaves the
-/// data directory where it was.
+/// data directory where it was; and for a node that shows no sign of having run.
 #[test]
 fn resync_refused_where_a_node_needs_its_log() {
     let c = Local::up("2pc-2pl", "us3", &["--no-delay", "--durable"]);
@@ -366,4 +366,18 @@ fn resync_refused_where_a_node_needs_its_log() {
         other => panic!("--resync was not refused: {other:?}"),
     }
     assert!(c.dir.path().join(format!("data/n{NODE}")).exists());
+    // A forgetful protocol's node with no sign of having run (its data directory and
+    // started marker gone, as with a replaced disk that took `run/` too) is refused
+    // too: started as new, it would serve as a replica that never voted.
+    let c = Local::up("hacommit", "us3", &["--no-delay", "--durable"]);
+    kill_node(&c);
+    std::fs::remove_dir_all(c.dir.path().join(format!("data/n{NODE}"))).expect("rm data");
+    std::fs::remove_file(c.dir.path().join(format!("run/n{NODE}.started"))).expect("rm marker");
+    match start_once_with(&c, &["--resync"]) {
+        Start::Refused(code, log) => {
+            assert_ne!(code, Some(0), "{log}");
+            assert!(log.contains("shows no sign of having run"), "{log}");
+        }
+        other => panic!("--resync of a node with no sign of having run was not refused: {other:?}"),
+    }
 }

@@ -325,7 +325,7 @@ impl<P: Protocol> Explorer<'_, P> {
             for (w, idx) in frontier {
                 match self.visit(&w, idx, depth, &mut |fp, _| seen.insert(fp)) {
                     strategy::Visit::Stop => return,
-                    strategy::Visit::Next(n) => next.extend(n),
+                    strategy::Visit::Next(n) => next.extend(n.into_iter().map(|(c, i, _)| (c, i))),
                 }
             }
             if next.is_empty() {

@@ -8,8 +8,9 @@ use rustc_hash::FxHashMap;
 pub(crate) enum Visit<P: Protocol> {
     /// Stop the search (a violation was recorded, or the state limit reached).
     Stop,
-    /// Its successors, each new (or reached at a smaller depth) with its tree index.
-    Next(Vec<(World<P>, u32)>),
+    /// Its successors, each new (or reached at a smaller depth) with its tree index
+    /// and fingerprint.
+    Next(Vec<(World<P>, u32, u64)>),
 }
 
 impl<P: Protocol> Explorer<'_, P> {
@@ -49,7 +50,8 @@ impl<P: Protocol> Explorer<'_, P> {
                 continue;
             }
             self.report.transitions += 1;
-            if !fresh(c.fingerprint(), depth + 1) {
+            let fp = c.fingerprint();
+            if !fresh(fp, depth + 1) {
                 continue;
             }
             self.tree.push((idx, s));
@@ -64,7 +66,7 @@ impl<P: Protocol> Explorer<'_, P> {
                 self.report.exhaustive = false;
                 return Visit::Stop;
             }
-            next.push((c, cidx));
+            next.push((c, cidx, fp));
         }
         Visit::Next(next)
     }
@@ -75,20 +77,24 @@ impl<P: Protocol> Explorer<'_, P> {
     pub(crate) fn dfs(&mut self, root: World<P>) {
         let mut seen: FxHashMap<u64, u32> = FxHashMap::default();
         seen.insert(root.fingerprint(), 0);
-        let mut stack = vec![(root, 0u32, 0u32)];
-        let mut fresh = |fp: u64, d: u32| match seen.get(&fp) {
-            Some(&old) if old <= d => false,
-            _ => {
-                seen.insert(fp, d);
-                true
+        let mut stack = vec![(root, 0u32, 0u32, 0u64)];
+        while let Some((w, idx, depth, fp)) = stack.pop() {
+            // Reached again by a shorter path while it waited: explored from there.
+            if depth > 0 && seen.get(&fp).is_some_and(|&d| d < depth) {
+                continue;
             }
-        };
-        while let Some((w, idx, depth)) = stack.pop() {
             self.report.depth_reached = self.report.depth_reached.max(depth);
+            let mut fresh = |fp: u64, d: u32| match seen.get(&fp) {
+                Some(&old) if old <= d => false,
+                _ => {
+                    seen.insert(fp, d);
+                    true
+                }
+            };
             match self.visit(&w, idx, depth, &mut fresh) {
                 Visit::Stop => return,
                 // Reversed, so the first step is explored first.
-                Visit::Next(next) => stack.extend(next.into_iter().rev().map(|(c, i)| (c, i, depth + 1))),
+                Visit::Next(next) => stack.extend(next.into_iter().rev().map(|(c, i, f)| (c, i, depth + 1, f))),
             }
         }
     }

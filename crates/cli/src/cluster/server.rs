@@ -36,11 +36,12 @@ pub struct ServerArgs {
     #[arg(long)]
     insecure: bool,
     /// Rebuild this node from the other replicas instead of from its journal (one that
-    /// is damaged, or lost): the data directory is moved aside to `DIR.resync-SECS`,
+    /// is damaged, or lost): the data directory is moved aside to `DIR.resync-NANOS`,
     /// never deleted, and the node starts with no state and re-syncs as after a
     /// reboot. For protocols whose replicas are designed to forget (hacommit,
-    /// hacommit-rc, crossstitch), within their fault tolerance; refused for the others,
-    /// whose nodes need their own log.
+    /// hacommit-rc, crossstitch), within their fault tolerance (the other replicas of
+    /// the node's shards up); refused for the others, whose nodes need their own log,
+    /// and for a node with no sign of having run (no data directory, no started marker).
     #[arg(long)]
     resync: bool,
 }

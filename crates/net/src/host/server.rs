@@ -28,12 +28,15 @@ pub struct ServerOptions {
     pub resync: bool,
 }
 
-/// `--resync`: checks that protocol `p` can rebuild a node from its peers, and moves
-/// the node's data directory (if any) aside to `DIR.resync-SECS`, so that the node
-/// starts with no state and its protocol's recovery re-syncs it from the other replicas
-/// (the path of a restart after a reboot). Nothing is deleted: the operator may still
-/// want what the damaged journal holds.
-fn resync<P: Protocol>(p: &P, node: NodeId, dir: Option<&std::path::Path>) -> Result<(), String> {
+/// `--resync`: checks that protocol `p` can rebuild a node from its peers and that the
+/// node ran in this cluster before, and moves the node's data directory (if any) aside
+/// to `DIR.resync-NANOS`, so that the node starts with no state and its protocol's
+/// recovery re-syncs it from the other replicas (the path of a restart after a
+/// reboot). Nothing is deleted: the operator may still want what the damaged journal
+/// holds. A node with no sign of having run (no data directory, no started marker: a
+/// replaced disk that took `run/` too, say) is refused rather than started as new,
+/// which would serve as a replica that never voted.
+fn resync<P: Protocol>(p: &P, cluster: &Cluster, node: NodeId, dir: Option<&std::path::Path>) -> Result<(), String> {
     if !matches!(p.fault_model(), meridian_protocols::FaultModel::Forgetful { .. }) {
         return Err(format!(
             "node {}: --resync: {} cannot rebuild a node from its peers: its nodes need their own log (a node \
@@ -43,20 +46,30 @@ fn resync<P: Protocol>(p: &P, node: NodeId, dir: Option<&std::path::Path>) -> Re
             p.name()
         ));
     }
+    // `d/` and `d` are one directory (the suffix must not go inside it).
+    let dir: Option<std::path::PathBuf> = dir.map(|d| d.components().collect());
     let Some(dir) = dir.filter(|d| d.exists()) else {
+        if !cluster.started_before(node) {
+            return Err(format!(
+                "node {}: --resync: this node shows no sign of having run in this cluster (no data directory, no \
+                 {}): if it is new, start it without --resync",
+                node.0,
+                cluster.started_marker(node).display()
+            ));
+        }
         info!(
             node = node.0,
             "--resync: no data directory to move aside; recovering from the other replicas"
         );
         return Ok(());
     };
-    let secs = std::time::SystemTime::now()
+    let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+        .map_or(0, |d| d.as_nanos());
     let mut aside = dir.as_os_str().to_owned();
-    aside.push(format!(".resync-{secs}"));
+    aside.push(format!(".resync-{nanos}"));
     let aside = std::path::PathBuf::from(aside);
-    std::fs::rename(dir, &aside).map_err(|e| {
+    std::fs::rename(&dir, &aside).map_err(|e| {
         format!(
             "node {}: --resync: cannot move {} aside to {}: {e}",
             node.0,
@@ -112,8 +125,9 @@ enum Begin {
 /// replicas are designed to forget (HACommit, CrossStitch) then recovers, re-syncing
 /// from its partners; one that needs its log across a restart (2PC, RC, replog) is
 /// refused: starting it as new would serve as if it had never voted or committed.
-fn begin_without_state<P: Protocol>(p: &P, cluster: &Cluster, node: NodeId) -> Result<Begin, String> {
-    if !cluster.started_before(node) {
+fn begin_without_state<P: Protocol>(p: &P, cluster: &Cluster, node: NodeId, resynced: bool) -> Result<Begin, String> {
+    // `--resync` checked that the node ran before (its data directory, if not its marker).
+    if !resynced && !cluster.started_before(node) {
         return Ok(Begin::Start);
     }
     match p.fault_model() {
@@ -167,7 +181,7 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
     );
     let dir = opts.data_dir.or_else(|| cluster.data_dir(node));
     if opts.resync {
-        resync(&p, node, dir.as_deref())?;
+        resync(&p, &cluster, node, dir.as_deref())?;
     }
     let now = core.clock.now();
     match dir {
@@ -177,8 +191,9 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
             // error says how to rebuild the node from them.
             let hint = match p.fault_model() {
                 meridian_protocols::FaultModel::Forgetful { .. } => format!(
-                    ". {} keeps other copies: `meridian server --cluster {} --node {} --resync` moves the \
-                     directory aside and rebuilds the node from the other replicas",
+                    ". {} keeps other copies: while the other replicas of this node's shards are up, `meridian \
+                     server --cluster {} --node {} --resync` moves the directory aside and rebuilds the node \
+                     from them",
                     p.name(),
                     cluster.path.display(),
                     node.0
@@ -190,6 +205,10 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
                     format!("node {}: refusing the journal in {}: {why}", node.0, dir.display())
                 }
                 crate::journal::JournalError::Damaged(why) => format!("node {}: {why}{hint}", node.0),
+                // An I/O error (permissions, a full disk) is no reason to throw a journal away.
+                e @ crate::journal::JournalError::Store(fjall::Error::Io(_)) => {
+                    format!("journal in {}: {e}", dir.display())
+                }
                 e => format!("journal in {}: {e}{hint}", dir.display()),
             })?;
             let restored = core
@@ -271,7 +290,7 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
                         s.on_recover(cx)
                     }
                 });
-            } else if begin_without_state(&p, &cluster, node)? == Begin::Recover {
+            } else if begin_without_state(&p, &cluster, node, opts.resync)? == Begin::Recover {
                 core.journal_input(node, Entry::Restart { now });
                 core.call(node, 0, now, |r, cx| {
                     if let Role::Server(s) = r {
@@ -289,7 +308,7 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
             core.need_sync = true;
         }
         None => {
-            if begin_without_state(&p, &cluster, node)? == Begin::Recover {
+            if begin_without_state(&p, &cluster, node, opts.resync)? == Begin::Recover {
                 core.call(node, 0, now, |r, cx| {
                     if let Role::Server(s) = r {
                         s.on_recover(cx)

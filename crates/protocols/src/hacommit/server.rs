@@ -611,8 +611,9 @@ impl Server {
 
 crate::kit::server::server_frame! {ServerTimer, start;
     fn on_crash(&mut self) {
-        // Logless: nothing survives but the two watermark words.
-        crate::kit::server::keep_only!(self = Server::new(self.env.clone(), self.me, self.rc); mark_ts, mark_ballot);
+        // Logless: nothing survives but the two watermark words (and, in test builds, a
+        // mutant switch, which is configuration).
+        crate::kit::server::keep_only!(self = Server::new(self.env.clone(), self.me, self.rc); mark_ts, mark_ballot, mutant);
     }
 
     fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {
