@@ -1,17 +1,8 @@
 //! `meridian campaign`: a clean smoke run, refusals, and the mutants it must catch.
 
-use std::process::{Command, Output};
+mod common;
 
-fn meridian(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_meridian"))
-        .args(args)
-        .output()
-        .expect("run meridian")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use common::{run as meridian, stderr};
 
 /// Issue 19's CI smoke run: a few seeds of every protocol under drawn faults, in
 /// parallel; every run must be safe, and live within its protocol's tolerance.

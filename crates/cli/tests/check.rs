@@ -1,17 +1,8 @@
 //! `meridian check`: histories from `sim`, Jepsen's format, damaged and cut-short files.
 
-use std::process::{Command, Output};
+mod common;
 
-fn meridian(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_meridian"))
-        .args(args)
-        .output()
-        .expect("run meridian")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use common::{run as meridian, stderr};
 
 #[test]
 fn test_cli_history_file_checks_and_corruption_is_reported() {

@@ -2,18 +2,8 @@
 
 mod common;
 
+use common::{run as meridian, stderr};
 use std::process::{Command, Output};
-
-fn meridian(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_meridian"))
-        .args(args)
-        .output()
-        .expect("run meridian")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 #[test]
 fn test_cli_sim_json_has_every_contract_key() {

@@ -75,6 +75,18 @@ fn start_once_with(c: &Local, args: &[&str]) -> Start {
     }
 }
 
+/// The log of a start that must have been refused (exit non-zero); `what` names the
+/// case in the failure's message.
+fn refused(start: Start, what: &str) -> String {
+    match start {
+        Start::Refused(code, log) => {
+            assert_ne!(code, Some(0), "{what}: refused with exit 0:\n{log}");
+            log
+        }
+        other => panic!("{what}: not refused: {other:?}"),
+    }
+}
+
 /// The journal file to damage: the largest file under `journals/`.
 fn journal_file(data: &Path) -> PathBuf {
     let mut files: Vec<(u64, PathBuf)> = std::fs::read_dir(data.join("journals"))
@@ -312,16 +324,11 @@ fn resync_after_damage(protocol: &str) {
     let mut bytes = std::fs::read(&file).expect("read journal");
     damage(&mut bytes, "flip in the middle");
     std::fs::write(&file, &bytes).expect("write journal");
-    match start_once(&c) {
-        Start::Refused(code, log) => {
-            assert_ne!(code, Some(0), "{protocol}: refused with exit 0:\n{log}");
-            assert!(
-                log.contains("--resync"),
-                "{protocol}: the refusal does not name --resync:\n{log}"
-            );
-        }
-        other => panic!("{protocol}: the damaged journal was not refused: {other:?}"),
-    }
+    let log = refused(start_once(&c), &format!("{protocol}, the damaged journal"));
+    assert!(
+        log.contains("--resync"),
+        "{protocol}: the refusal does not name --resync:\n{log}"
+    );
     c.restart_full(NODE, &[], &["--resync"]);
     wait_all_up(&c);
     let log = c.log(NODE);
@@ -355,16 +362,11 @@ fn resync_after_damage_crossstitch() {
 fn resync_refused_where_a_node_needs_its_log() {
     let c = Local::up("2pc-2pl", "us3", &["--no-delay", "--durable"]);
     kill_node(&c);
-    match start_once_with(&c, &["--resync"]) {
-        Start::Refused(code, log) => {
-            assert_ne!(code, Some(0), "{log}");
-            assert!(
-                log.contains("--resync: 2pc-2pl cannot rebuild a node from its peers"),
-                "{log}"
-            );
-        }
-        other => panic!("--resync was not refused: {other:?}"),
-    }
+    let log = refused(start_once_with(&c, &["--resync"]), "--resync of 2pc-2pl");
+    assert!(
+        log.contains("--resync: 2pc-2pl cannot rebuild a node from its peers"),
+        "{log}"
+    );
     assert!(c.dir.path().join(format!("data/n{NODE}")).exists());
     // A forgetful protocol's node with no sign of having run (its data directory and
     // started marker gone, as with a replaced disk that took `run/` too) is refused
@@ -373,11 +375,9 @@ fn resync_refused_where_a_node_needs_its_log() {
     kill_node(&c);
     std::fs::remove_dir_all(c.dir.path().join(format!("data/n{NODE}"))).expect("rm data");
     std::fs::remove_file(c.dir.path().join(format!("run/n{NODE}.started"))).expect("rm marker");
-    match start_once_with(&c, &["--resync"]) {
-        Start::Refused(code, log) => {
-            assert_ne!(code, Some(0), "{log}");
-            assert!(log.contains("shows no sign of having run"), "{log}");
-        }
-        other => panic!("--resync of a node with no sign of having run was not refused: {other:?}"),
-    }
+    let log = refused(
+        start_once_with(&c, &["--resync"]),
+        "--resync of a node with no sign of having run",
+    );
+    assert!(log.contains("shows no sign of having run"), "{log}");
 }

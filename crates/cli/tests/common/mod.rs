@@ -4,6 +4,21 @@ pub mod cluster;
 
 use std::process::Output;
 
+/// Runs `meridian` with `args` to its end.
+#[allow(dead_code)] // not every test binary runs it this way
+pub fn run(args: &[&str]) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_meridian"))
+        .args(args)
+        .output()
+        .expect("run meridian")
+}
+
+/// A finished process's stderr.
+#[allow(dead_code)]
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
 /// A finished process's status, stdout and stderr, for an assertion's message.
 pub fn text(o: &Output) -> String {
     format!(
