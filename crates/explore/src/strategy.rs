@@ -13,7 +13,35 @@ pub(crate) enum Visit<P: Protocol> {
     Next(Vec<(World<P>, u32, u64)>),
 }
 
+/// Where a state stands on its path.
+struct Place {
+    /// Everything answered and quiet ([`World::finished`]).
+    done: bool,
+    /// The steps it allows.
+    steps: Vec<Step>,
+    /// The path ends here and is judged: finished, at the depth bound, or nothing left
+    /// but faults.
+    ends: bool,
+}
+
 impl<P: Protocol> Explorer<'_, P> {
+    /// Where `w`, `depth` steps from the root, stands on its path.
+    fn place(&self, w: &World<P>, depth: u32) -> Place {
+        let done = w.finished(self.sh);
+        let steps = w.steps(self.sh);
+        let ends = done || depth == self.cfg.depth || !World::<P>::can_progress(&steps);
+        Place { done, steps, ends }
+    }
+
+    /// Judges the end of a path at `w` ([`Explorer::check_end`]), counting a path the
+    /// depth bound cut with steps still possible.
+    fn judge_end(&mut self, w: &World<P>, depth: u32, at: &Place) -> Option<(&'static str, String)> {
+        if depth == self.cfg.depth && !at.done && !at.steps.is_empty() {
+            self.report.cut_by_depth += 1;
+        }
+        self.check_end(w)
+    }
+
     /// The work at one state `w` (tree index `idx`, `depth` steps from the root), as
     /// breadth first does it: judge the path's end where it ends, then take every step,
     /// keeping the successors `fresh` says were not explored yet.
@@ -24,14 +52,9 @@ impl<P: Protocol> Explorer<'_, P> {
         depth: u32,
         fresh: &mut dyn FnMut(u64, u32) -> bool,
     ) -> Visit<P> {
-        let done = w.all_resolved(self.sh) && w.net.is_empty() && w.up.iter().all(|u| *u);
-        let steps = w.steps(self.sh);
-        let stuck = !World::<P>::can_progress(&steps);
-        if done || depth == self.cfg.depth || stuck {
-            if depth == self.cfg.depth && !done && !steps.is_empty() {
-                self.report.cut_by_depth += 1;
-            }
-            if let Some((kind, what)) = self.check_end(w) {
+        let at = self.place(w, depth);
+        if at.ends {
+            if let Some((kind, what)) = self.judge_end(w, depth, &at) {
                 self.found(idx, kind, what);
                 self.report.exhaustive = false;
                 return Visit::Stop;
@@ -41,8 +64,8 @@ impl<P: Protocol> Explorer<'_, P> {
             }
         }
         let mut next = vec![];
-        for s in steps {
-            if done && !matches!(s, Step::Crash(_)) {
+        for s in at.steps {
+            if at.done && !matches!(s, Step::Crash(_)) {
                 continue;
             }
             let mut c = w.clone();
@@ -115,18 +138,15 @@ impl<P: Protocol> Explorer<'_, P> {
             loop {
                 let depth = path.len() as u32;
                 self.report.depth_reached = self.report.depth_reached.max(depth);
-                let done = w.all_resolved(self.sh) && w.net.is_empty() && w.up.iter().all(|u| *u);
-                let mut steps = w.steps(self.sh);
-                if done || depth == self.cfg.depth || !World::<P>::can_progress(&steps) {
-                    if depth == self.cfg.depth && !done && !steps.is_empty() {
-                        self.report.cut_by_depth += 1;
-                    }
-                    if let Some((kind, what)) = self.check_end(&w) {
+                let at = self.place(&w, depth);
+                if at.ends {
+                    if let Some((kind, what)) = self.judge_end(&w, depth, &at) {
                         self.found_path(&path, kind, what);
                         return;
                     }
                     break;
                 }
+                let mut steps = at.steps;
                 // A step the budget refuses (a reordering beyond the bound) is drawn
                 // again from the rest.
                 let taken = loop {

@@ -175,6 +175,12 @@ impl<P: Protocol> World<P> {
         w
     }
 
+    /// Every transaction answered, nothing in flight, every server up: only a crash
+    /// (and what follows from it) can still go wrong.
+    pub(crate) fn finished(&self, sh: &Shared<P>) -> bool {
+        self.all_resolved(sh) && self.net.is_empty() && self.up.iter().all(|u| *u)
+    }
+
     /// Every transaction of every client recorded, with a known outcome.
     pub(crate) fn all_resolved(&self, sh: &Shared<P>) -> bool {
         let total: usize = sh.calls.iter().map(Vec::len).sum();
