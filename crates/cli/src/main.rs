@@ -773,7 +773,7 @@ fn main() -> ExitCode {
         Cmd::Explore(a) => explore::explore(a),
         Cmd::Report(a) => report::report(a),
         Cmd::Server(a) => cluster::server(a).map(|()| ExitCode::SUCCESS),
-        Cmd::Cluster { cmd } => cluster::cluster(cmd).map(|()| ExitCode::SUCCESS),
+        Cmd::Cluster { cmd } => cluster::cluster(cmd),
         Cmd::Bench(a) => bench::bench(a),
         Cmd::Completions { shell } => {
             use clap::CommandFactory;

@@ -16,12 +16,14 @@ use std::time::{Duration, Instant};
 
 mod certs;
 mod compose;
+mod nemesis;
 mod server;
 
 pub use certs::CertsArgs;
 use certs::{certs, secure, security_line, write_token};
 use compose::compose;
 pub use compose::ComposeArgs;
+pub use nemesis::NemesisArgs;
 pub use server::{server, ServerArgs};
 
 /// `meridian cluster` subcommands.
@@ -67,6 +69,11 @@ pub enum ClusterCmd {
     /// Write a cluster file and a Docker Compose file that run the cluster in
     /// containers, one per server, on a private network (image: scripts/docker-image.sh).
     Compose(ComposeArgs),
+    /// Run a bench against a compose cluster (`cluster compose`) while real faults hit
+    /// its containers: network cuts (nftables), kill -9 and restart, pause, slow links
+    /// (netem), on a schedule given or drawn from a seed; then check the history.
+    /// Needs root and Docker.
+    Nemesis(NemesisArgs),
     /// Issue certificates from the cluster's CA (in the cluster file's `tls_dir`): for
     /// a node or a client role, every one (`--all`), or a new CA (`--new-ca`).
     Certs(CertsArgs),
@@ -160,9 +167,17 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
 pub fn load(path: &Path) -> Result<Arc<Cluster>> {
     Ok(Arc::new(Cluster::load(path)?))
 }
-/// `meridian cluster up|down`.
-pub fn cluster(c: &ClusterCmd) -> Result<()> {
+/// `meridian cluster ...`.
+pub fn cluster(c: &ClusterCmd) -> Result<std::process::ExitCode> {
     match c {
+        ClusterCmd::Nemesis(a) => nemesis::nemesis(a),
+        other => cluster_cmd(other).map(|()| std::process::ExitCode::SUCCESS),
+    }
+}
+fn cluster_cmd(c: &ClusterCmd) -> Result<()> {
+    match c {
+        // (`cluster` runs it, for its exit code)
+        ClusterCmd::Nemesis(a) => nemesis::nemesis(a).map(|_| ()),
         ClusterCmd::Up(a) => up(a),
         ClusterCmd::Down { dir } => down(dir),
         ClusterCmd::Status {
