@@ -8,9 +8,10 @@
 //! | `dup` | `p, late` | each message is delivered twice with probability p; the copy comes up to `late` after the original (default: up to one more one-way delay, at least 1 ms), so `late=3s` sends copies that outlive the transaction they belong to |
 //! | `reorder` | `p` | each message is delayed by up to one extra one-way delay (bypassing FIFO) with probability p |
 //! | `crash` | `node, at, for` | server `node` crashes at `at` and restarts `for` later |
+//! | `pause` | `node, at, for` | server `node` stops handling anything at `at` for `for`, keeping its state: messages and timers wait for it (as `docker pause` freezes a process that keeps its sockets) |
 //! | `client-crash` | `client, at` | client `client` crashes at `at` (for good) |
 //! | `outage` | `dc, at, for` | every server of DC `dc` crashes at `at`, restarts `for` later |
-//! | `partition` | `a, b, at, for` | messages between DCs `a` and `b` are dropped for `for` |
+//! | `partition` | `a, b, at, for, clients` | messages between DCs `a` and `b` are dropped for `for`; with `clients=no` only those between servers (clients reach every server, as the container nemesis's cuts leave them) |
 //! | `random` | `crashes=3, client-crashes=1, partitions=1, outages=0, loss=0.01, dup=0.01, reorder=0.05, window=10s, serial=GAP` | draws that many faults at seeded random times in `[0, window)`; with `serial=GAP`, server crashes and outages come one at a time, each at least GAP after the previous one's restart (for protocols that tolerate one failure at a time, like a 3-replica group that loses its memory in a crash) |
 //!
 //! Times are durations (`250ms`, `2s`). Every fault heals by the end of the run's
@@ -30,6 +31,14 @@ pub enum Fault {
         /// Server.
         node: NodeId,
         /// Down time.
+        down: Time,
+    },
+    /// Freeze a server for a while: it keeps its state, and what arrives meanwhile
+    /// (messages, timers) waits for it.
+    Pause {
+        /// Server.
+        node: NodeId,
+        /// Frozen time.
         down: Time,
     },
     /// Crash a client for good.
@@ -52,6 +61,9 @@ pub enum Fault {
         b: DcId,
         /// Duration.
         down: Time,
+        /// Whether clients' messages across the cut are dropped too (the default);
+        /// `false`: only messages between servers are.
+        clients: bool,
     },
 }
 
@@ -145,10 +157,10 @@ impl FaultPlan {
             let allowed: &[&str] = match name {
                 "loss" | "reorder" => &["p"],
                 "dup" => &["p", "late"],
-                "crash" => &["node", "at", "for"],
+                "crash" | "pause" => &["node", "at", "for"],
                 "client-crash" => &["client", "at"],
                 "outage" => &["dc", "at", "for"],
-                "partition" => &["a", "b", "at", "for"],
+                "partition" => &["a", "b", "at", "for", "clients"],
                 "skew" => &["node", "client", "by", "max"],
                 "random" => &[
                     "crashes",
@@ -161,7 +173,7 @@ impl FaultPlan {
                     "window",
                     "serial",
                 ],
-                _ => return Err(err(format!("unknown fault `{name}` (known: loss, dup, reorder, crash, client-crash, outage, partition, skew, random)"))),
+                _ => return Err(err(format!("unknown fault `{name}` (known: loss, dup, reorder, crash, pause, client-crash, outage, partition, skew, random)"))),
             };
             if let Some(k) = kv.keys().find(|k| !allowed.contains(k)) {
                 return Err(err(format!(
@@ -204,20 +216,20 @@ impl FaultPlan {
                     }
                 }
                 "reorder" => plan.reorder = prob("p", 0.0)?,
-                "crash" => {
+                "crash" | "pause" => {
                     let node: u32 = need("node")?
                         .parse()
                         .map_err(|_| err("`node` must be a server number".into()))?;
                     if node >= servers {
                         return Err(err(format!("no server {node} (servers are 0..{servers})")));
                     }
-                    plan.events.push((
-                        dur("at")?,
-                        Fault::Crash {
-                            node: NodeId(node),
-                            down: dur("for")?,
-                        },
-                    ));
+                    let (node, down) = (NodeId(node), dur("for")?);
+                    let f = if name == "crash" {
+                        Fault::Crash { node, down }
+                    } else {
+                        Fault::Pause { node, down }
+                    };
+                    plan.events.push((dur("at")?, f));
                 }
                 "client-crash" => {
                     let client: u32 = need("client")?
@@ -240,12 +252,18 @@ impl FaultPlan {
                     if a == b {
                         return Err(err("a partition needs two different DCs".into()));
                     }
+                    let clients = match kv.get("clients").copied() {
+                        None | Some("yes") => true,
+                        Some("no") => false,
+                        Some(v) => return Err(err(format!("`clients={v}` must be yes or no"))),
+                    };
                     plan.events.push((
                         dur("at")?,
                         Fault::Partition {
                             a,
                             b,
                             down: dur("for")?,
+                            clients,
                         },
                     ));
                 }
@@ -348,6 +366,7 @@ impl FaultPlan {
                                 a: DcId(a),
                                 b: DcId(b),
                                 down: ms(100, 2000, rng),
+                                clients: true,
                             },
                         ));
                     }
@@ -424,11 +443,17 @@ impl FaultPlan {
         let dc = |x: DcId| topo.dcs[x.0 as usize].clone();
         match f {
             Fault::Crash { node, down } => format!("crash:node={},at={},for={}", node.0, d(at), d(*down)),
+            Fault::Pause { node, down } => format!("pause:node={},at={},for={}", node.0, d(at), d(*down)),
             Fault::ClientCrash { client } => format!("client-crash:client={client},at={}", d(at)),
             Fault::Outage { dc: x, down } => format!("outage:dc={},at={},for={}", dc(*x), d(at), d(*down)),
-            Fault::Partition { a, b, down } => {
-                format!("partition:a={},b={},at={},for={}", dc(*a), dc(*b), d(at), d(*down))
-            }
+            Fault::Partition { a, b, down, clients } => format!(
+                "partition:a={},b={},at={},for={}{}",
+                dc(*a),
+                dc(*b),
+                d(at),
+                d(*down),
+                if *clients { "" } else { ",clients=no" }
+            ),
         }
     }
 
@@ -437,7 +462,10 @@ impl FaultPlan {
         self.events
             .iter()
             .map(|(at, f)| match f {
-                Fault::Crash { down, .. } | Fault::Outage { down, .. } | Fault::Partition { down, .. } => at + down,
+                Fault::Crash { down, .. }
+                | Fault::Pause { down, .. }
+                | Fault::Outage { down, .. }
+                | Fault::Partition { down, .. } => at + down,
                 Fault::ClientCrash { .. } => *at,
             })
             .max()
@@ -501,7 +529,7 @@ impl FaultPlan {
                 .events
                 .iter()
                 .filter_map(|(at, f)| match f {
-                    Fault::Partition { a, b, down: d } => Some((*at, at + d, *a, *b)),
+                    Fault::Partition { a, b, down: d, .. } => Some((*at, at + d, *a, *b)),
                     _ => None,
                 })
                 .collect();

@@ -79,6 +79,8 @@ struct NodeRt<M> {
     /// Incarnation: bumped on crash so stale timers and arrivals are dropped.
     inc: u32,
     busy: bool,
+    /// Frozen (a `pause` fault) until then: it stays busy, and what arrives waits.
+    paused_until: Time,
     inbox: VecDeque<(Input<M>, u32)>,
     timers: HashMap<TimerId, u64>,
     timer_gen: u64,
@@ -130,7 +132,8 @@ struct Sim<'a, P: Protocol> {
     /// Each node's clock offset (clock skew faults; empty without): an actor reads
     /// `now + offset`; the history's times are corrected back to true time.
     clock_off: Vec<Time>,
-    partitions: Vec<(DcId, DcId, Time)>,
+    /// Cuts in force: (DC, DC, until, clients' messages dropped too).
+    partitions: Vec<(DcId, DcId, Time, bool)>,
     /// FIFO links: the latest arrival time queued on each link, so a later message
     /// never overtakes an earlier one. Every link has a server at one end (clients
     /// talk only to servers): `fifo[x * servers + s]` is the link from node `x` to
@@ -262,6 +265,7 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
             up: true,
             inc: 0,
             busy: false,
+            paused_until: 0,
             inbox: VecDeque::new(),
             timers: HashMap::default(),
             timer_gen: 0,
@@ -519,6 +523,12 @@ impl<P: Protocol> Sim<'_, P> {
                     if rt.inc != inc || !rt.up {
                         continue;
                     }
+                    if rt.paused_until > at {
+                        // Frozen: the work it finished is done, the next waits.
+                        let until = rt.paused_until;
+                        self.push(until, Ev::Free { node, inc });
+                        continue;
+                    }
                     rt.busy = false;
                     if let Some((input, hops)) = rt.inbox.pop_front() {
                         self.handle(node, input, hops);
@@ -544,7 +554,7 @@ impl<P: Protocol> Sim<'_, P> {
                 Ev::Heal { a, b } => {
                     let now = self.now;
                     self.partitions
-                        .retain(|(x, y, until)| !((*x, *y) == (a, b) && *until <= now));
+                        .retain(|(x, y, until, _)| !((*x, *y) == (a, b) && *until <= now));
                 }
             }
             if self.records.len() as u64 >= last_progress + 1000 {
@@ -667,9 +677,23 @@ impl<P: Protocol> Sim<'_, P> {
                     self.drain_backlog();
                 }
             }
-            Fault::Partition { a, b, down } => {
+            Fault::Pause { node, down } => {
+                let now = self.now;
+                let rt = &mut self.rt[node.0 as usize];
+                if rt.up {
+                    rt.paused_until = rt.paused_until.max(now + down);
+                    // An idle node is held busy until then; a busy one's next `Free`
+                    // is put off to then (one `Free` is pending per busy node).
+                    if !rt.busy {
+                        rt.busy = true;
+                        let (until, inc) = (rt.paused_until, rt.inc);
+                        self.push(until, Ev::Free { node, inc });
+                    }
+                }
+            }
+            Fault::Partition { a, b, down, clients } => {
                 let until = self.now + down;
-                self.partitions.push((a, b, until));
+                self.partitions.push((a, b, until, clients));
                 self.push(until, Ev::Heal { a, b });
             }
         }
@@ -682,6 +706,7 @@ impl<P: Protocol> Sim<'_, P> {
         }
         rt.up = false;
         rt.busy = false;
+        rt.paused_until = 0;
         rt.inc += 1;
         rt.inbox.clear();
         rt.timers.clear();

@@ -156,10 +156,12 @@ impl<P: Protocol> Sim<'_, P> {
         if wan {
             self.msgs_wan += 1;
         }
+        let servers = self.layout.num_servers();
+        let client_msg = from.0 >= servers || to.0 >= servers;
         if self
             .partitions
             .iter()
-            .any(|(a, b, _)| (*a, *b) == (da, db) || (*a, *b) == (db, da))
+            .any(|(a, b, _, clients)| ((*a, *b) == (da, db) || (*a, *b) == (db, da)) && (*clients || !client_msg))
         {
             return;
         }
