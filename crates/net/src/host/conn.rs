@@ -149,6 +149,16 @@ fn wire_name<M>(w: &Wire<M>) -> &'static str {
     }
 }
 
+/// Makes the kernel give up on `s` when data it sent stays unacknowledged for
+/// [`USER_TIMEOUT`] (see there); the connection's reader or writer then fails and the
+/// dialler re-dials. Best effort: a platform without the option keeps TCP's own
+/// (minutes-long) give-up time.
+pub(super) fn fail_fast(s: &TcpStream) {
+    if let Err(e) = socket2::SockRef::from(s).set_tcp_user_timeout(Some(USER_TIMEOUT)) {
+        debug!("cannot set TCP_USER_TIMEOUT: {e}");
+    }
+}
+
 /// Writes queued frames to a connection until it fails or the queue closes. Frames are
 /// batched into one `write` while more are queued.
 async fn write_loop(wr: &mut Wr, rx: &mut mpsc::Receiver<Vec<u8>>) -> Result<(), String> {
@@ -186,6 +196,12 @@ async fn dial_loop<M: serde::de::DeserializeOwned + std::fmt::Debug + Send + 'st
     } = &*d;
     let mut backoff = BACKOFF_MIN;
     let mut failures = 0u32;
+    // Whether a connection to the peer was up and failed: then what was queued for it
+    // while it was down is dropped when it is back, as a partition loses what crosses
+    // it. Delivered late instead, seconds of it at once (up to [`QUEUE`] frames),
+    // it was a flood the peer and this node had to work through, stale, before
+    // anything current.
+    let mut lost = false;
     loop {
         if rx.is_closed() {
             if failures >= DOWN_AFTER {
@@ -193,9 +209,17 @@ async fn dial_loop<M: serde::de::DeserializeOwned + std::fmt::Debug + Send + 'st
             }
             return; // the process stopped sending: nothing left to deliver
         }
-        match TcpStream::connect(addr).await {
+        let dialled = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
+            Ok(r) => r,
+            Err(_) => Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no connection within {CONNECT_TIMEOUT:?}"),
+            )),
+        };
+        match dialled {
             Ok(s) => {
                 let _ = s.set_nodelay(true);
+                fail_fast(&s);
                 if failures > 0 {
                     info!(%peer, %addr, "connected after {failures} failed attempts");
                 }
@@ -204,6 +228,17 @@ async fn dial_loop<M: serde::de::DeserializeOwned + std::fmt::Debug + Send + 'st
                 }
                 failures = 0;
                 backoff = BACKOFF_MIN;
+                if lost {
+                    let mut stale = 0u64;
+                    while rx.try_recv().is_ok() {
+                        stale += 1;
+                    }
+                    if stale > 0 {
+                        stats.dropped.fetch_add(stale, Ordering::Relaxed);
+                        info!(%peer, %addr, stale, "dropped the messages queued while the connection was down");
+                    }
+                    lost = false;
+                }
                 let s = match sec.connect(s, peer).await {
                     Ok(s) => s,
                     Err(e) => {
@@ -254,6 +289,7 @@ async fn dial_loop<M: serde::de::DeserializeOwned + std::fmt::Debug + Send + 'st
                 };
                 reader.abort();
                 stats.peers.fetch_sub(1, Ordering::Relaxed);
+                lost = true;
                 warn!(%peer, %addr, "connection lost: {why}; re-dialling");
                 if let Some(r) = why.strip_prefix("refused by peer: ") {
                     *stats.refused.lock().expect("stats lock") = Some(format!("{peer} refused the connection: {r}"));
@@ -576,4 +612,28 @@ pub async fn ask<M: serde::Serialize + serde::de::DeserializeOwned>(
     })
     .await
     .unwrap_or_else(|_| Err(format!("{addr}: no answer within {timeout:?}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both ends of a connection get the give-up time: the dialler's own writes and an
+    /// accepted connection's replies to a client alike fail once a silent network
+    /// leaves them unacknowledged for [`USER_TIMEOUT`], so the dialler re-dials instead
+    /// of waiting on TCP's back-off after the network is back.
+    #[tokio::test]
+    async fn connections_give_up_on_a_silent_network() {
+        let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = l.local_addr().expect("addr");
+        let (dialled, accepted) = tokio::join!(TcpStream::connect(addr), l.accept());
+        let (dialled, (accepted, _)) = (dialled.expect("connect"), accepted.expect("accept"));
+        for s in [&dialled, &accepted] {
+            let before = socket2::SockRef::from(s).tcp_user_timeout().expect("read the option");
+            assert_ne!(before, Some(USER_TIMEOUT), "the kernel's default is none");
+            fail_fast(s);
+            let after = socket2::SockRef::from(s).tcp_user_timeout().expect("read the option");
+            assert_eq!(after, Some(USER_TIMEOUT));
+        }
+    }
 }

@@ -14,7 +14,9 @@
 //!   The client library runs on whatever runtime its caller gives it.
 //! - **Connections.** Every process dials every server it may send to and keeps one
 //!   outgoing connection per server, re-dialled with exponential back-off (50 ms to 2 s)
-//!   when it fails. Server-to-server traffic goes only on the sender's own outgoing
+//!   when it fails, and given up when a dial does not connect within
+//!   [`CONNECT_TIMEOUT`] or sent data stays unacknowledged for [`USER_TIMEOUT`] (a
+//!   network that drops packets silently). Server-to-server traffic goes only on the sender's own outgoing
 //!   connection. Client processes have no address, so a server answers a client on the
 //!   connection the client dialled; the client's `Hello` names the slots it hosts.
 //! - **Frames** are [`crate::encode`]d [`Wire`] values. A frame that does not parse, a
@@ -69,6 +71,17 @@ const BACKOFF_MAX: Duration = Duration::from_secs(2);
 const DOWN_AFTER: u32 = 3;
 /// A dialling process must introduce itself within this long.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+/// A dial that has not connected by then is given up and tried again (after the
+/// back-off): a SYN into a network that drops it is otherwise retried by the kernel
+/// for two minutes, at growing intervals, long after the network is back.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// A connection whose sent data stays unacknowledged this long is closed by the
+/// kernel (`TCP_USER_TIMEOUT`) and re-dialled. Without it a connection across a
+/// network that silently drops packets (a partition, a paused peer) stays "up" while
+/// TCP's retransmissions back off, and after a 30 s cut healed, a DC stayed cut off
+/// for 25 s more (the container nemesis, issue 60). Long enough that a node pushing
+/// back (not reading while it catches up) is not cut off for it.
+const USER_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Cluster time: nanoseconds since the cluster's epoch.
 #[derive(Clone, Copy, Debug)]

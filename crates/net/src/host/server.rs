@@ -350,6 +350,7 @@ pub async fn serve<P: Protocol>(p: P, cluster: Arc<Cluster>, node: NodeId, opts:
             match listener.accept().await {
                 Ok((s, a)) => {
                     conn += 1;
+                    super::conn::fail_fast(&s);
                     tokio::spawn(accept_conn::<P::Msg>(s, a, conn, acceptor.clone()));
                 }
                 Err(e) => {
