@@ -10,66 +10,16 @@
 
 mod common;
 
+use common::docker::{compose_cmd, image, run, unavailable};
 use common::text;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn run(c: &mut Command) -> Output {
-    c.output().unwrap_or_else(|e| panic!("cannot run {c:?}: {e}"))
-}
-
-/// The compose command this machine has: `docker-compose` (v1) or `docker compose`.
-fn compose_cmd() -> Option<Vec<String>> {
-    let ok = |args: &[&str]| {
-        Command::new(args[0])
-            .args(&args[1..])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    if ok(&["docker-compose", "version"]) {
-        Some(vec!["docker-compose".into()])
-    } else if ok(&["docker", "compose", "version"]) {
-        Some(vec!["docker".into(), "compose".into()])
-    } else {
-        None
-    }
-}
-
-/// Why this machine cannot run the test, if it cannot.
-fn unavailable() -> Option<String> {
-    match Command::new("docker")
-        .args(["info", "--format", "{{.ServerVersion}}"])
-        .output()
-    {
-        Err(e) => return Some(format!("no docker command ({e})")),
-        Ok(o) if !o.status.success() => {
-            return Some(format!(
-                "the Docker engine does not answer: {}",
-                String::from_utf8_lossy(&o.stderr).trim()
-            ))
-        }
-        Ok(_) => {}
-    }
-    if compose_cmd().is_none() {
-        return Some("neither `docker-compose` nor `docker compose` is installed".into());
-    }
-    None
-}
 
 /// A compose project: taken down (containers, network) on drop.
 struct Project {
     compose: Vec<String>,
     name: String,
     file: PathBuf,
-}
-
-/// The test's image, removed on drop.
-struct Image(String);
-
-impl Drop for Image {
-    fn drop(&mut self) {
-        let _ = Command::new("docker").args(["rmi", "-f", &self.0]).output();
-    }
 }
 
 impl Project {
@@ -160,13 +110,7 @@ fn compose_cluster_in_containers_runs_a_bench_and_survives_restarts() {
         return;
     }
     let pid = std::process::id();
-    let image = Image(format!("meridian-test:{pid}"));
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/docker-image.sh");
-    let o =
-        run(Command::new("bash")
-            .arg(&script)
-            .args(["--binary", env!("CARGO_BIN_EXE_meridian"), "--tag", &image.0]));
-    assert!(o.status.success(), "docker-image.sh: {}", text(&o));
+    let image = image(&format!("meridian-test:{pid}"));
     let dir = tempfile::tempdir().expect("temp dir");
     // A /24 of its own for each run; another project's network may hold one already.
     let mut project = None;

@@ -1,6 +1,7 @@
 //! What the integration tests that run `meridian` processes share.
 
 pub mod cluster;
+pub mod docker;
 
 use std::process::Output;
 
