@@ -2,7 +2,9 @@
 //! CrossStitch in turn, a us3 compose cluster meets a 40-second schedule of real faults
 //! (TX cut off by nftables, a server killed with SIGKILL and started again, a server
 //! frozen with `docker pause`), and the bench's history must check clean with nothing
-//! lost, while the DCs that kept a majority went on committing through the cut.
+//! lost, while the DCs that kept a majority went on committing through the cut. Then
+//! a fourth run is interrupted (SIGINT) during its cut: it must heal, take its
+//! containers down and exit 130 with the bench's partial history.
 //!
 //! The container test is `#[ignore]`d (about three minutes): `.ci/run` runs it with
 //! `--ignored`. It skips, with the reason printed, where no Docker engine answers or
@@ -161,4 +163,60 @@ fn real_partition_kill_and_pause_lose_nothing_for_hacommit_rc_and_crossstitch() 
             text(&left)
         );
     }
+    // Ctrl-C in the middle of a cut: healed, taken down, the partial history kept.
+    let dir = tmp.path().join("interrupted");
+    let sub = format!("10.{}.{}.0/24", 200 + (pid + 7) % 50, (pid / 50 + 200) % 250);
+    compose(&dir, "hacommit", &image.0, &sub);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_meridian"))
+        .args([
+            "cluster",
+            "nemesis",
+            "--dir",
+            dir.to_str().expect("utf-8"),
+            "--duration",
+            "60s",
+            "--schedule",
+        ])
+        .arg("partition:dc=TX,at=3s,for=50s")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the nemesis");
+    // Read stderr to its end on a thread (a pipe left unread would block the nemesis),
+    // saying when the cut has started.
+    let stderr = child.stderr.take().expect("piped");
+    let (started_tx, started) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)).map_while(Result::ok) {
+            if line.contains(": partition:dc=TX") {
+                let _ = started_tx.send(());
+            }
+            all += &line;
+            all.push('\n');
+        }
+        all
+    });
+    let cut = started.recv().is_ok();
+    if !cut {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("the cut never started: {}", reader.join().unwrap_or_default());
+    }
+    // SAFETY: a signal to the child this test started and has not reaped.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+    }
+    let o = child.wait_with_output().expect("the nemesis ends");
+    let err = reader.join().unwrap_or_default();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(130), "{out}\n{err}");
+    assert!(out.contains("committed"), "the bench's partial report: {out}\n{err}");
+    let label = format!("label=com.docker.compose.project.working_dir={}", dir.display());
+    let left = run(Command::new("docker").args(["ps", "-aq", "--filter", &label]));
+    assert!(
+        String::from_utf8_lossy(&left.stdout).trim().is_empty(),
+        "containers left: {}",
+        text(&left)
+    );
 }

@@ -367,11 +367,24 @@ pub fn nemesis(a: &NemesisArgs) -> Result<ExitCode> {
     }
     if interrupted {
         clean.heal_all();
-        if let Some(b) = &clean.bench {
-            // SAFETY: kill with a pid this process spawned and has not reaped.
-            unsafe {
-                libc::kill(b.id() as libc::pid_t, libc::SIGINT);
-            }
+        for d in done.iter_mut().filter(|d| d.applied > 0 && d.healed == 0) {
+            d.healed = now();
+        }
+        // The bench's own Ctrl-C: it stops issuing, writes the history so far and its
+        // partial report. Sent to its container (a signal to `compose run` stops the
+        // container instead, and the history is lost).
+        let label = format!("label=com.docker.compose.project={}", clean.p.name);
+        let ids = run(Command::new("docker").args([
+            "ps",
+            "-q",
+            "--filter",
+            &label,
+            "--filter",
+            "label=com.docker.compose.oneoff=True",
+        ]))
+        .unwrap_or_default();
+        for id in ids.split_whitespace() {
+            let _ = run(Command::new("docker").args(["kill", "--signal", "INT", id]));
         }
     }
     let bench = clean.bench.take().expect("the bench was started above");
