@@ -358,8 +358,28 @@ pub fn run_bench(
         let mut seen = 0usize;
         let mut deadline = end + drain;
         let mut interrupted_at: Option<Duration> = None;
+        // Records already in the ledger: appended every second as the run goes, so a
+        // bench killed outright leaves its acknowledged commits for the next to check.
+        let mut ledgered = 0usize;
+        let mut last_ledger = Instant::now();
+        let mut ledger_failed = false;
         while !tasks.iter().all(|t| t.is_finished()) {
             tokio::time::sleep(Duration::from_millis(100)).await;
+            if last_ledger.elapsed() >= Duration::from_secs(1) {
+                last_ledger = Instant::now();
+                let new: Vec<TxnRecord> = {
+                    let recs = records.lock().expect("records lock");
+                    let new = recs[ledgered..].to_vec();
+                    ledgered = recs.len();
+                    new
+                };
+                if let Err(e) = ledger.append(&new) {
+                    if !ledger_failed {
+                        eprintln!("warning: {e:#}; a later bench will not know this run's commits");
+                    }
+                    ledger_failed = true;
+                }
+            }
             if interrupted_at.is_none() && stopped() {
                 interrupted_at = Some(start.elapsed());
                 deadline = deadline.min(Instant::now() + drain);
@@ -407,6 +427,8 @@ pub fn run_bench(
         let mut txns = std::mem::take(&mut *records.lock().expect("records lock"));
         txns.extend(client.host().take_earlier_attempts());
         txns.extend(client.host().in_flight().await);
+        // What the ledger does not hold yet (the records come in the order pushed).
+        let unledgered: Vec<TxnRecord> = txns[ledgered.min(txns.len())..].to_vec();
         let client_after = client.host().counters().await;
         tokio::time::sleep(settle).await;
         let (after, errs) = reports(&cluster).await;
@@ -438,10 +460,12 @@ pub fn run_bench(
                 })
                 .collect(),
         };
-        // This run's acknowledged commits, for the next bench to hold the servers to.
-        let this_runs: Vec<TxnRecord> = history.txns.iter().filter(|t| t.program != EARLIER).cloned().collect();
-        if let Err(e) = ledger.append(&this_runs) {
-            eprintln!("warning: {e:#}; a later bench will not know this run's commits");
+        // The rest of this run's acknowledged commits, for the next bench to hold the
+        // servers to.
+        if let Err(e) = ledger.append(&unledgered) {
+            if !ledger_failed {
+                eprintln!("warning: {e:#}; a later bench will not know this run's commits");
+            }
         }
         let check = meridian_check::check(&history);
         let invariant = {
@@ -507,7 +531,7 @@ pub fn run_bench(
         // The figures are this run's alone (the summary reads only the transactions).
         let this_run = History {
             meta: history.meta.clone(),
-            txns: this_runs,
+            txns: history.txns.iter().filter(|t| t.program != EARLIER).cloned().collect(),
             replicas: vec![],
         };
         let report = report::summarize(

@@ -310,6 +310,33 @@ fn a_later_bench_finds_an_earlier_acknowledged_commit_gone() {
     );
 }
 
+/// Issue 53, 1: a bench killed outright (SIGKILL, no report) has already written its
+/// acknowledged commits to the ledger, a second at a time, so the next bench still
+/// holds the servers to them. Before, the ledger was written once, at the run's end,
+/// and a killed bench left nothing.
+#[test]
+fn a_bench_killed_outright_leaves_its_acknowledged_commits_in_the_ledger() {
+    let c = Local::up("2pc-2pl", "us3", &["--no-delay", "--durable"]);
+    let mut b = c.workload_bench("ycsb", 4, "600s", "1s");
+    let ledger = c.dir.path().join("run/acknowledged.jsonl");
+    let lines = || std::fs::read_to_string(&ledger).map_or(0, |t| t.lines().count());
+    // Header and at least one acknowledged commit (60 s deadline).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while lines() < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let pid = b.id().to_string();
+    signal("-9", &pid);
+    let _ = b.wait();
+    assert!(
+        lines() >= 2,
+        "a bench running for a minute left no acknowledged commit in the ledger"
+    );
+    // The next bench reads them back and finds every one on the servers.
+    let next = finish(&c, c.workload_bench("ycsb", 2, "1s", "1s"));
+    assert!(next["check"]["durable"].as_bool().unwrap_or(false), "{next}");
+}
+
 /// Issue 53, 1: where the protocol keeps other copies, `meridian server --resync`
 /// rebuilds a node whose journal is damaged from its peers. The damaged start is
 /// refused and names `--resync`; the `--resync` start moves the directory aside (kept)
