@@ -81,6 +81,9 @@ struct NodeRt<M> {
     busy: bool,
     /// Frozen (a `pause` fault) until then: it stays busy, and what arrives waits.
     paused_until: Time,
+    /// When the one `Free` that counts for this busy node is due (an earlier one that
+    /// the end of a pause replaced is skipped).
+    free_at: Time,
     inbox: VecDeque<(Input<M>, u32)>,
     timers: HashMap<TimerId, u64>,
     timer_gen: u64,
@@ -266,6 +269,7 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
             inc: 0,
             busy: false,
             paused_until: 0,
+            free_at: 0,
             inbox: VecDeque::new(),
             timers: HashMap::default(),
             timer_gen: 0,
@@ -520,17 +524,24 @@ impl<P: Protocol> Sim<'_, P> {
                 }
                 Ev::Free { node, inc } => {
                     let rt = &mut self.rt[node.0 as usize];
-                    if rt.inc != inc || !rt.up {
+                    if rt.inc != inc || !rt.up || rt.free_at != at {
                         continue;
                     }
                     if rt.paused_until > at {
                         // Frozen: the work it finished is done, the next waits.
                         let until = rt.paused_until;
+                        rt.free_at = until;
                         self.push(until, Ev::Free { node, inc });
                         continue;
                     }
                     rt.busy = false;
-                    if let Some((input, hops)) = rt.inbox.pop_front() {
+                    // One input, as ever when handling costs CPU time (it makes the
+                    // node busy again); all of them when it costs none, which only a
+                    // pause lets pile up.
+                    while !self.rt[node.0 as usize].busy && self.rt[node.0 as usize].up {
+                        let Some((input, hops)) = self.rt[node.0 as usize].inbox.pop_front() else {
+                            break;
+                        };
                         self.handle(node, input, hops);
                     }
                 }
@@ -594,6 +605,19 @@ impl<P: Protocol> Sim<'_, P> {
     fn heal(&mut self) {
         self.healed = true;
         self.partitions.clear();
+        // Pauses end too: a frozen node is freed now (its pending `Free` is replaced).
+        let now = self.now;
+        for n in 0..self.rt.len() {
+            let rt = &mut self.rt[n];
+            if rt.up && rt.paused_until > now {
+                rt.paused_until = 0;
+                if rt.busy {
+                    rt.free_at = now;
+                    let inc = rt.inc;
+                    self.push(now, Ev::Free { node: NodeId(n as u32), inc });
+                }
+            }
+        }
         for n in 0..self.layout.num_servers() {
             if !self.rt[n as usize].up {
                 self.restart(NodeId(n));
@@ -687,6 +711,7 @@ impl<P: Protocol> Sim<'_, P> {
                     if !rt.busy {
                         rt.busy = true;
                         let (until, inc) = (rt.paused_until, rt.inc);
+                        rt.free_at = until;
                         self.push(until, Ev::Free { node, inc });
                     }
                 }

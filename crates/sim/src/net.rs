@@ -46,6 +46,7 @@ impl<P: Protocol> Sim<'_, P> {
         let inc = self.rt[ni].inc;
         if cost > 0 {
             self.rt[ni].busy = true;
+            self.rt[ni].free_at = self.now + cost;
             self.push(self.now + cost, Ev::Free { node, inc });
         }
         for cmd in out.drain(..) {
