@@ -849,6 +849,17 @@ impl Coordinator {
         let mut comps: Vec<u64> = comp_of.values().copied().collect();
         comps.sort();
         comps.dedup();
+        // Majority mode: a DC whose message for this epoch was abandoned (a decided
+        // slot, the same everywhere, known to that DC too before it schedules the
+        // epoch), or that started after it, abstains on the epoch's conflicting
+        // transactions (`majority.rs`).
+        let abstaining: Vec<DcId> = (0..self.n_dcs() as u16)
+            .map(DcId)
+            .filter(|d| {
+                self.cfg.majority
+                    && (self.is_empty_epoch(*d, e) || matches!(self.slots.decided.get(&(*d, e)), Some(None)))
+            })
+            .collect();
         for c in &comps {
             let comp = &self.comps[c];
             for k in &comp.keys {
@@ -862,6 +873,14 @@ impl Coordinator {
                 t.decision.get_or_insert(Ok(vec![]));
             } else {
                 for m in members {
+                    for d in &abstaining {
+                        if *d == self.dc {
+                            self.txns.get_mut(&m).expect("scheduled").voted = true;
+                        }
+                        let vs = self.votes.entry(m).or_default();
+                        debug_assert!(vs.get(d).is_none_or(|v| v.0.is_none()), "{d:?} voted on {m:?}");
+                        vs.entry(*d).or_insert((None, 0));
+                    }
                     self.check_decision(m);
                 }
             }

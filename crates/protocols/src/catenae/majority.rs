@@ -43,9 +43,22 @@
 //!   messages likewise, so a slow coordinator's revocation still learns every value a
 //!   majority holds. A revocation of a slot older than that is refused.
 //!
-//! Conflicting transactions still need a majority of equal votes; while a DC is out,
-//! a transaction the two others executed differently waits for its vote (its message
-//! cannot be abandoned for it: the vote may exist).
+//! Conflicting transactions still need a majority of equal votes. A DC whose message
+//! for epoch `e` was abandoned abstains on `e`'s conflicting transactions: every DC
+//! learns the slot's decision before it schedules `e` (that DC included, before it
+//! could execute and vote), so all count the same abstention. So does a DC for the
+//! epochs before its coordinator started (`Started`): such a slot may be decided here
+//! by a revocation (abandoned) and there by `Started` (empty), and the owner itself
+//! counts it empty without learning of any revocation. Without it, a transaction
+//! of `e` that the two other DCs of three executed differently waited for the vote of a
+//! DC cut off for good (it cannot schedule `e` while cut off), and every later
+//! transaction on its keys behind it: the majority stopped committing until the cut
+//! healed. The paper (§VIII-B) proceeds on a majority's messages and corrects with
+//! the majority's dependencies; it does not say what a left-out DC votes, nor what a
+//! split of the rest does; here the left-out DC is out of that epoch's validation and
+//! a split aborts (§VI-E: no majority). Still open: a transaction of an epoch just
+//! before a cut (its message not abandoned) whose vote the cut DC sent after the cut
+//! and that the other two split on waits for that vote (it may exist).
 
 use super::coordinator::Coordinator;
 use super::*;
@@ -594,8 +607,15 @@ impl Coordinator {
     }
 
     /// Answers a `SlotNack`: the values of `owner`'s slots from `eid` on that are
-    /// decided here: by a revocation, or scheduled here (an epoch is scheduled only once
-    /// all its slots are decided, so a message held for it was chosen at ballot zero).
+    /// decided here: by a revocation, scheduled here (an epoch is scheduled only once
+    /// all its slots are decided, so a message held for it was chosen at ballot zero),
+    /// or held here at ballot zero with a majority's acceptance known here (with three
+    /// DCs: the owner's and ours). The last matters to the owner itself: it counts its
+    /// own message decided only from acknowledgements, and an acknowledgement run ends
+    /// at the newest message held, so one lost, or a later hole of abandoned slots,
+    /// can leave a slot it never covers. Every DC could then wait at the same epoch
+    /// for its own slot while the others, holding it, neither revoke it (not late for
+    /// them) nor answered for it (not scheduled yet).
     pub(super) fn mj_on_slot_nack(&mut self, from: NodeId, owner: DcId, eid: u64, cx: &mut Ctx<'_, Msg>) {
         if !self.cfg.majority {
             return;
@@ -607,7 +627,7 @@ impl Coordinator {
                 v.clone()
             } else if e < self.next_sched && self.is_empty_epoch(owner, e) {
                 None
-            } else if e < self.next_sched && owner != self.dc {
+            } else if owner != self.dc && (e < self.next_sched || self.mj_decided(owner, e, true)) {
                 match self.slots.held.get(&(owner, e)) {
                     Some(p) => Some(p.clone()),
                     None => break,

@@ -102,7 +102,10 @@
 //!   must schedule an epoch with the same batch, so leaving a message out is agreed
 //!   first, and a DC's own transactions wait for one acknowledgement of its message
 //!   (no extra latency from EU on gcp3; about one more one-way trip to the nearest DC
-//!   from US and AS). With fewer than three DCs majority mode is the default mode.
+//!   from US and AS). A DC whose message for an epoch was abandoned abstains on that
+//!   epoch's conflicting transactions, so a split of the others aborts instead of
+//!   waiting for a DC that is cut off. With fewer than three DCs majority mode is the
+//!   default mode.
 //! - **Abstentions (not in the paper).** A DC votes with its own execution, so a DC
 //!   that cannot execute a conflicting transaction (one of its chain servers is down or
 //!   cut off; the paper gives chain servers no fail-over) never votes. When the other
