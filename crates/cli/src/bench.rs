@@ -367,17 +367,20 @@ pub fn run_bench(
             tokio::time::sleep(Duration::from_millis(100)).await;
             if last_ledger.elapsed() >= Duration::from_secs(1) {
                 last_ledger = Instant::now();
-                let new: Vec<TxnRecord> = {
+                let (new, upto): (Vec<TxnRecord>, usize) = {
                     let recs = records.lock().expect("records lock");
-                    let new = recs[ledgered..].to_vec();
-                    ledgered = recs.len();
-                    new
+                    (recs[ledgered..].to_vec(), recs.len())
                 };
-                if let Err(e) = ledger.append(&new) {
-                    if !ledger_failed {
-                        eprintln!("warning: {e:#}; a later bench will not know this run's commits");
+                // Counted as in the ledger once written: a failed append is tried
+                // again with the next second's.
+                match ledger.append(&new) {
+                    Ok(()) => ledgered = upto,
+                    Err(e) => {
+                        if !ledger_failed {
+                            eprintln!("warning: {e:#}; trying again (a later bench may not know this run's commits)");
+                        }
+                        ledger_failed = true;
                     }
-                    ledger_failed = true;
                 }
             }
             if interrupted_at.is_none() && stopped() {

@@ -20,8 +20,8 @@
 //! lock from reading its end to the sync, so two benches run at once against one
 //! cluster append whole, one after the other.
 //!
-//! A bench appends once, when its run ends: a bench killed outright (SIGKILL, a power
-//! loss) leaves its commits out of the ledger, and a later loss of them is not seen.
+//! A bench appends every second as it runs, and the rest when its run ends: a bench
+//! killed outright (SIGKILL, a power loss) leaves out at most its last second.
 
 use anyhow::{Context, Result};
 use meridian_core::{Outcome, TxnId, TxnRecord, WriteRec};
@@ -144,14 +144,27 @@ impl Ledger {
             .open(p)
             .with_context(|| format!("opening the ledger of acknowledged commits {}", p.display()))?;
         f.lock().with_context(|| format!("locking {}", p.display()))?;
-        let mut old = vec![];
-        f.read_to_end(&mut old)
-            .with_context(|| format!("reading {}", p.display()))?;
+        // Only the end is read (a bench appends every second; the ledger grows): the
+        // last 64 KiB, or the whole file if its last line is longer.
+        let len = f.metadata().with_context(|| format!("reading {}", p.display()))?.len();
+        let mut from = len.saturating_sub(64 * 1024);
+        let old = loop {
+            use std::io::Seek as _;
+            let mut tail = vec![];
+            f.seek(std::io::SeekFrom::Start(from))
+                .and_then(|_| f.read_to_end(&mut tail))
+                .with_context(|| format!("reading {}", p.display()))?;
+            if from == 0 || tail.contains(&b'\n') {
+                break tail;
+            }
+            from = 0;
+        };
         let mut buf = vec![];
-        let mut kept = old.len();
+        let mut kept = len;
         if !old.is_empty() && !old.ends_with(b"\n") {
             let start = old.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
             let last = &old[start..];
+            let start = from as usize + start;
             let whole = if start == 0 {
                 serde_json::from_slice::<Header>(last).is_ok()
             } else {
@@ -162,7 +175,7 @@ impl Ledger {
             } else {
                 f.set_len(start as u64)
                     .with_context(|| format!("cutting the torn line of {}", p.display()))?;
-                kept = start;
+                kept = start as u64;
             }
         }
         if kept == 0 {
@@ -187,6 +200,9 @@ impl Ledger {
                 },
             )?;
             buf.push(b'\n');
+        }
+        if buf.is_empty() {
+            return Ok(()); // nothing committed since the last append: no write, no sync
         }
         f.write_all(&buf)
             .and_then(|_| f.sync_data())
@@ -266,5 +282,35 @@ mod tests {
         assert!(l.read().expect("read").is_empty());
         l.append(&[rec(1, Outcome::Committed)]).expect("append");
         assert_eq!(clients(&l), vec![1]);
+    }
+
+    /// An append reads only the ledger's end: past 64 KiB, a torn last line is still
+    /// cut off (and one longer than the 64 KiB read is found by reading it all), and an
+    /// append of nothing committed writes nothing.
+    #[test]
+    fn appends_to_a_long_ledger_read_only_its_end() {
+        let d = tempfile::tempdir().expect("tmp");
+        let l = Ledger::at(d.path(), 5);
+        let many: Vec<TxnRecord> = (1..=2000).map(|c| rec(c, Outcome::Committed)).collect();
+        l.append(&many).expect("append");
+        let size = std::fs::metadata(&l.path).expect("ledger").len();
+        assert!(size > 64 * 1024, "{size} bytes");
+        l.append(&[rec(1, Outcome::Aborted)]).expect("append nothing");
+        assert_eq!(
+            std::fs::metadata(&l.path).expect("ledger").len(),
+            size,
+            "nothing committed: nothing written"
+        );
+        let count = |l: &Ledger| l.read().expect("read").len();
+        let text = std::fs::read_to_string(&l.path).expect("ledger");
+        std::fs::write(&l.path, format!("{text}{{\"txn\":\"7:")).expect("write");
+        l.append(&[rec(3000, Outcome::Committed)]).expect("append");
+        assert_eq!(count(&l), 2001);
+        // A torn line longer than the part read.
+        let text = std::fs::read_to_string(&l.path).expect("ledger");
+        std::fs::write(&l.path, format!("{text}{{\"txn\":\"7:{}", "9".repeat(70 * 1024))).expect("write");
+        l.append(&[rec(3001, Outcome::Committed)]).expect("append");
+        assert_eq!(count(&l), 2002);
+        assert!(std::fs::read_to_string(&l.path).expect("ledger").ends_with("}\n"));
     }
 }

@@ -614,7 +614,13 @@ impl<P: Protocol> Sim<'_, P> {
                 if rt.busy {
                     rt.free_at = now;
                     let inc = rt.inc;
-                    self.push(now, Ev::Free { node: NodeId(n as u32), inc });
+                    self.push(
+                        now,
+                        Ev::Free {
+                            node: NodeId(n as u32),
+                            inc,
+                        },
+                    );
                 }
             }
         }

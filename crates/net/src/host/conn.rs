@@ -228,17 +228,6 @@ async fn dial_loop<M: serde::de::DeserializeOwned + std::fmt::Debug + Send + 'st
                 }
                 failures = 0;
                 backoff = BACKOFF_MIN;
-                if lost {
-                    let mut stale = 0u64;
-                    while rx.try_recv().is_ok() {
-                        stale += 1;
-                    }
-                    if stale > 0 {
-                        stats.dropped.fetch_add(stale, Ordering::Relaxed);
-                        info!(%peer, %addr, stale, "dropped the messages queued while the connection was down");
-                    }
-                    lost = false;
-                }
                 let s = match sec.connect(s, peer).await {
                     Ok(s) => s,
                     Err(e) => {
@@ -254,6 +243,17 @@ async fn dial_loop<M: serde::de::DeserializeOwned + std::fmt::Debug + Send + 'st
                 let (rd, mut wr) = s;
                 if wr.write_all(hello).await.is_err() || wr.flush().await.is_err() {
                     continue;
+                }
+                // Up again (TLS and the Hello through): what waited is stale.
+                if lost {
+                    let mut stale = 0u64;
+                    while rx.try_recv().is_ok() {
+                        stale += 1;
+                    }
+                    if stale > 0 {
+                        stats.dropped.fetch_add(stale, Ordering::Relaxed);
+                        info!(%peer, %addr, stale, "dropped the messages queued while the connection was down");
+                    }
                 }
                 stats.peers.fetch_add(1, Ordering::Relaxed);
                 // The server answers clients on this connection; it may also refuse it.

@@ -15,7 +15,7 @@
 //! - **Connections.** Every process dials every server it may send to and keeps one
 //!   outgoing connection per server, re-dialled with exponential back-off (50 ms to 2 s)
 //!   when it fails, and given up when a dial does not connect within
-//!   [`CONNECT_TIMEOUT`] or sent data stays unacknowledged for [`USER_TIMEOUT`] (a
+//!   `CONNECT_TIMEOUT` (2 s) or sent data stays unacknowledged for `USER_TIMEOUT` (5 s) (a
 //!   network that drops packets silently). Server-to-server traffic goes only on the sender's own outgoing
 //!   connection. Client processes have no address, so a server answers a client on the
 //!   connection the client dialled; the client's `Hello` names the slots it hosts.
@@ -77,10 +77,14 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// A connection whose sent data stays unacknowledged this long is closed by the
 /// kernel (`TCP_USER_TIMEOUT`) and re-dialled. Without it a connection across a
-/// network that silently drops packets (a partition, a paused peer) stays "up" while
-/// TCP's retransmissions back off, and after a 30 s cut healed, a DC stayed cut off
-/// for 25 s more (the container nemesis, issue 60). Long enough that a node pushing
-/// back (not reading while it catches up) is not cut off for it.
+/// network that silently drops packets (a partition) stays "up" while TCP's
+/// retransmissions back off, and after a 30 s cut healed, a DC stayed cut off for 25 s
+/// more (the container nemesis, issue 60). On Linux 5.11 and later it also closes a
+/// connection whose receiver has kept a zero window that long: a peer that has not
+/// read for 5 s (frozen, or so overloaded that its event loop's inbox stayed full)
+/// loses its incoming connections, and what was queued for it is dropped as lost
+/// (protocols re-send what they must, as under the simulator's loss). A checkpoint's
+/// pause (under 1.2 s at 150 s of load, MEASUREMENTS.md) stays well inside it.
 const USER_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Cluster time: nanoseconds since the cluster's epoch.

@@ -29,7 +29,11 @@ pub struct Project {
 
 /// Runs a command; its output, or an error with what it printed.
 pub fn run(c: &mut Command) -> Result<String> {
+    use std::os::unix::process::CommandExt as _;
+    // In a process group of its own: a Ctrl-C at the terminal reaches the nemesis
+    // alone, which then heals and cleans up in order.
     let o = c
+        .process_group(0)
         .stdin(Stdio::null())
         .output()
         .with_context(|| format!("cannot run {c:?}"))?;
@@ -153,7 +157,8 @@ impl Project {
                         );
                     }
                     rules += "}\n";
-                    let pid = self.running_pid(n)?;
+                    // A killed node gets the rules when it is started again.
+                    let Some(pid) = self.running_pid(n)? else { continue };
                     nsenter(pid, "nft", &["-f", "-"], &rules).with_context(|| format!("cutting node {n}'s links"))?;
                 }
             }
@@ -162,14 +167,14 @@ impl Project {
                     if out.is_empty() || only.is_some_and(|o| o != n) {
                         continue;
                     }
-                    let pid = self.running_pid(n)?;
+                    let Some(pid) = self.running_pid(n)? else { continue };
                     if *loss_pct > 0.0 {
-                        // Loss by nftables' random numbers, in hundredths of a percent.
+                        // Loss by nftables' random numbers, in parts per million.
                         let rules = format!(
                             "table inet meridian_nemesis_{k} {{\n  chain out {{ type filter hook output priority 0; policy accept; \
-                             ip daddr {{ {} }} numgen random mod 10000 < {} drop; }}\n}}\n",
+                             ip daddr {{ {} }} numgen random mod 1000000 < {} drop; }}\n}}\n",
                             self.set(&out),
-                            (loss_pct * 100.0).round() as u32
+                            (loss_pct * 10_000.0).round() as u32
                         );
                         nsenter(pid, "nft", &["-f", "-"], &rules)
                             .with_context(|| format!("adding loss to node {n}'s links"))?;
@@ -212,40 +217,58 @@ impl Project {
                 run(Command::new("docker").args(["unpause", &self.ids[*n as usize]]))?;
             }
             Fault::Cut(links) => {
+                // Every node, whatever one of them answers (an error is kept for the
+                // end): a node the cut never reached has no table to delete.
+                let mut first = None;
                 for n in by_node(links).into_keys() {
-                    let pid = self.pid(n)?;
-                    if pid == 0 {
-                        continue;
-                    }
-                    nsenter(
-                        pid,
-                        "nft",
-                        &["delete", "table", "inet", &format!("meridian_nemesis_{k}")],
-                        "",
-                    )
-                    .with_context(|| format!("healing node {n}'s links"))?;
-                }
-            }
-            Fault::Slow { links, delay, loss_pct } => {
-                for (n, (out, _)) in by_node(links) {
-                    let pid = self.pid(n)?;
-                    if out.is_empty() || pid == 0 {
-                        continue;
-                    }
-                    if *loss_pct > 0.0 {
-                        nsenter(
+                    let r = self.running_pid(n).and_then(|pid| match pid {
+                        Some(pid) => nsenter(
                             pid,
                             "nft",
                             &["delete", "table", "inet", &format!("meridian_nemesis_{k}")],
                             "",
                         )
-                        .with_context(|| format!("healing node {n}'s lossy links"))?;
+                        .with_context(|| format!("healing node {n}'s links")),
+                        None => Ok(()),
+                    });
+                    if let Err(e) = r {
+                        first.get_or_insert(e);
                     }
-                    if !delay.is_zero() {
-                        let dev = self.iface(n, pid)?;
-                        nsenter(pid, "tc", &["qdisc", "del", "dev", &dev, "root"], "")
-                            .with_context(|| format!("healing node {n}'s slow links"))?;
+                }
+                if let Some(e) = first {
+                    return Err(e);
+                }
+            }
+            Fault::Slow { links, delay, loss_pct } => {
+                let mut first = None;
+                for (n, (out, _)) in by_node(links) {
+                    if out.is_empty() {
+                        continue;
                     }
+                    let r = self.running_pid(n).and_then(|pid| {
+                        let Some(pid) = pid else { return Ok(()) };
+                        if *loss_pct > 0.0 {
+                            nsenter(
+                                pid,
+                                "nft",
+                                &["delete", "table", "inet", &format!("meridian_nemesis_{k}")],
+                                "",
+                            )
+                            .with_context(|| format!("healing node {n}'s lossy links"))?;
+                        }
+                        if !delay.is_zero() {
+                            let dev = self.iface(n, pid)?;
+                            nsenter(pid, "tc", &["qdisc", "del", "dev", &dev, "root"], "")
+                                .with_context(|| format!("healing node {n}'s slow links"))?;
+                        }
+                        Ok(())
+                    });
+                    if let Err(e) = r {
+                        first.get_or_insert(e);
+                    }
+                }
+                if let Some(e) = first {
+                    return Err(e);
                 }
             }
         }
@@ -261,11 +284,9 @@ impl Project {
             .join(", ")
     }
 
-    fn running_pid(&self, n: u32) -> Result<u32> {
-        match self.pid(n)? {
-            0 => bail!("node {n}'s container is not running"),
-            p => Ok(p),
-        }
+    /// Node `n`'s pid, or `None` while its container is not running.
+    fn running_pid(&self, n: u32) -> Result<Option<u32>> {
+        Ok(Some(self.pid(n)?).filter(|p| *p != 0))
     }
 }
 

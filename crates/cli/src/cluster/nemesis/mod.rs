@@ -31,8 +31,11 @@ use meridian_check::History;
 use meridian_core::{Outcome, Time};
 use schedule::{Fault, Shape};
 use std::collections::BTreeMap;
+use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// `meridian cluster nemesis` flags.
@@ -43,7 +46,8 @@ pub struct NemesisArgs {
     dir: PathBuf,
     /// The faults, `;`-separated: partition:dc=NAME | partition:node=N |
     /// oneway:from=DC,to=DC | bridge:dc=NAME | kill:node=N | pause:node=N |
-    /// slow:a=DC,b=DC,delay=T,loss=P; each with at=T,for=T from the bench's start.
+    /// slow:a=DC,b=DC,delay=T,loss=P; each with at=T,for=T from the start of the
+    /// bench's container (its first transaction comes about 1-2 s later).
     /// Default: a schedule drawn from --seed.
     #[arg(long)]
     schedule: Option<String>,
@@ -117,6 +121,86 @@ fn preflight() -> Result<Vec<String>> {
     compose_cmd().ok_or_else(|| anyhow::anyhow!("the nemesis needs `docker-compose` or `docker compose`"))
 }
 
+/// SIGINT, SIGTERM and SIGHUP set the returned flag, however often they come: the
+/// nemesis must heal and take its containers down whatever stops it (the CLI's own
+/// Ctrl-C handler quits at a second Ctrl-C, which would leave containers paused).
+fn stop_flag() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let f = flag.clone();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+            let _ = ready_tx.send(());
+            return;
+        };
+        rt.block_on(async move {
+            use tokio::signal::unix::{signal, SignalKind};
+            let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::terminate()),
+                signal(SignalKind::hangup()),
+            ) else {
+                let _ = ready_tx.send(());
+                return;
+            };
+            let _ = ready_tx.send(());
+            loop {
+                tokio::select! {
+                    _ = int.recv() => {}
+                    _ = term.recv() => {}
+                    _ = hup.recv() => {}
+                }
+                if !f.swap(true, Ordering::Relaxed) {
+                    eprintln!(
+                        "\nnemesis: stopping: healing every fault, interrupting the bench, taking the cluster down"
+                    );
+                }
+            }
+        });
+    });
+    let _ = ready_rx.recv();
+    flag
+}
+
+/// Signals the bench's container(s) of project `name` (INT: the bench writes its
+/// history so far and reports; KILL: gone).
+fn signal_bench(name: &str, signal: &str) {
+    let label = format!("label=com.docker.compose.project={name}");
+    let ids = run(Command::new("docker").args([
+        "ps",
+        "-q",
+        "--filter",
+        &label,
+        "--filter",
+        "label=com.docker.compose.oneoff=True",
+    ]))
+    .unwrap_or_default();
+    for id in ids.split_whitespace() {
+        let _ = run(Command::new("docker").args(["kill", "--signal", signal, id]));
+    }
+}
+
+/// `docker-compose down`, retried while Docker still detaches a just-ended `run --rm`
+/// container from the network ("active endpoints").
+fn down(p: &Project) {
+    for _ in 0..15 {
+        match run(&mut p.cmd(&["down", "--remove-orphans", "-t", "5"])) {
+            Ok(_) => return,
+            Err(e) if e.to_string().contains("active endpoints") => std::thread::sleep(Duration::from_secs(2)),
+            Err(e) => {
+                eprintln!("nemesis: warning: taking the cluster down: {e:#}");
+                return;
+            }
+        }
+    }
+    eprintln!(
+        "nemesis: warning: the cluster's network is still in use; take it down by hand: {} -p {} -f {} down",
+        p.compose.join(" "),
+        p.name,
+        p.file.display()
+    );
+}
+
 fn unix_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -145,24 +229,14 @@ impl Cleanup<'_> {
 impl Drop for Cleanup<'_> {
     fn drop(&mut self) {
         if let Some(mut b) = self.bench.take() {
+            // The bench's container first (killing `compose run` alone may leave it).
+            signal_bench(&self.p.name, "KILL");
             let _ = b.kill();
             let _ = b.wait();
         }
         self.heal_all();
-        if self.keep {
-            return;
-        }
-        // Docker may still be detaching a just-ended `run --rm` container from the
-        // network and refuse to remove it ("active endpoints"): retried.
-        for _ in 0..10 {
-            match run(&mut self.p.cmd(&["down", "--remove-orphans", "-t", "5"])) {
-                Ok(_) => return,
-                Err(e) if e.to_string().contains("active endpoints") => std::thread::sleep(Duration::from_secs(2)),
-                Err(e) => {
-                    eprintln!("nemesis: warning: taking the cluster down: {e:#}");
-                    return;
-                }
-            }
+        if !self.keep {
+            down(self.p);
         }
     }
 }
@@ -250,15 +324,26 @@ pub fn nemesis(a: &NemesisArgs) -> Result<ExitCode> {
         steps.len(),
         total.as_secs_f64()
     );
-    let interrupt = crate::interrupt_flag();
-    run(&mut project.cmd(&["up", "-d"])).context("starting the cluster")?;
-    for n in 0..shape.servers() {
-        let id = run(&mut project.cmd(&["ps", "-q", &format!("n{n}")]))?;
-        let id = id.trim();
-        if id.is_empty() {
-            bail!("compose started no container for node {n}");
+    let interrupt = stop_flag();
+    let started = run(&mut project.cmd(&["up", "-d"]))
+        .context("starting the cluster")
+        .and_then(|_| {
+            let mut ids = vec![];
+            for n in 0..shape.servers() {
+                let id = run(&mut project.cmd(&["ps", "-q", &format!("n{n}")]))?;
+                match id.trim() {
+                    "" => bail!("compose started no container for node {n}"),
+                    id => ids.push(id.to_string()),
+                }
+            }
+            Ok(ids)
+        });
+    match started {
+        Ok(ids) => project.ids = ids,
+        Err(e) => {
+            down(&project);
+            return Err(e);
         }
-        project.ids.push(id.to_string());
     }
     let mut clean = Cleanup {
         p: &project,
@@ -306,6 +391,7 @@ pub fn nemesis(a: &NemesisArgs) -> Result<ExitCode> {
         ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
+        .process_group(0)
         .spawn()
         .context("cannot start the bench")?;
     let t0 = Instant::now();
@@ -340,15 +426,18 @@ pub fn nemesis(a: &NemesisArgs) -> Result<ExitCode> {
         }
         let s = &steps[k];
         if apply {
+            // In force before it is applied: a step applied half way is healed too.
+            clean.active.insert(k, s.fault.clone());
             clean
                 .p
                 .apply(k, &s.fault, None)
                 .with_context(|| format!("applying `{}`", s.text))?;
-            clean.active.insert(k, s.fault.clone());
             done[k].applied = now();
             eprintln!("nemesis {:>5.1}s: {}", t0.elapsed().as_secs_f64(), s.text);
-        } else if let Some(f) = clean.active.remove(&k) {
+        } else if let Some(f) = clean.active.get(&k).cloned() {
+            // Healed on every node it reached before it leaves the steps in force.
             clean.p.heal(k, &f).with_context(|| format!("healing `{}`", s.text))?;
+            clean.active.remove(&k);
             done[k].healed = now();
             eprintln!("nemesis {:>5.1}s: healed {}", t0.elapsed().as_secs_f64(), s.text);
             // A restarted container came back in a new namespace: the cuts and slow
@@ -373,19 +462,7 @@ pub fn nemesis(a: &NemesisArgs) -> Result<ExitCode> {
         // The bench's own Ctrl-C: it stops issuing, writes the history so far and its
         // partial report. Sent to its container (a signal to `compose run` stops the
         // container instead, and the history is lost).
-        let label = format!("label=com.docker.compose.project={}", clean.p.name);
-        let ids = run(Command::new("docker").args([
-            "ps",
-            "-q",
-            "--filter",
-            &label,
-            "--filter",
-            "label=com.docker.compose.oneoff=True",
-        ]))
-        .unwrap_or_default();
-        for id in ids.split_whitespace() {
-            let _ = run(Command::new("docker").args(["kill", "--signal", "INT", id]));
-        }
+        signal_bench(&clean.p.name, "INT");
     }
     let bench = clean.bench.take().expect("the bench was started above");
     let out = bench.wait_with_output().context("waiting for the bench")?;

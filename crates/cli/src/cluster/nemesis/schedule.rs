@@ -82,7 +82,8 @@ pub enum Fault {
 /// One step of a schedule.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Step {
-    /// When the fault starts, from the bench's start.
+    /// When the fault starts, from the start of the bench's container (its first
+    /// transaction comes about 1-2 s later).
     pub at: Duration,
     /// How long it lasts.
     pub for_: Duration,
@@ -161,6 +162,9 @@ fn parse_step(raw: &str, shape: &Shape) -> Result<Step> {
             }
             (None, Some(n)) => {
                 let n = shape.node(&n)?;
+                if shape.servers() < 2 {
+                    bail!("a node partition needs two servers or more");
+                }
                 let mut links = vec![];
                 for o in (0..shape.servers()).filter(|o| *o != n) {
                     links.push((n, o));
@@ -211,6 +215,9 @@ fn parse_step(raw: &str, shape: &Shape) -> Result<Step> {
                         .map_err(|_| anyhow::anyhow!("bad `loss={v}`: want a percentage such as 5"))?;
                     if !(0.0..=100.0).contains(&p) {
                         bail!("`loss={v}` is not between 0 and 100");
+                    }
+                    if p > 0.0 && p < 0.0001 {
+                        bail!("`loss={v}` is below the 0.0001% nftables is given (parts per million)");
                     }
                     p
                 }
@@ -386,6 +393,7 @@ mod tests {
             ("slow:a=NY,b=CA,at=1s,for=1s", "delay=T or loss=P"),
             ("kill:node=1,at=1s,for=5s;pause:node=1,at=3s,for=1s", "overlap"),
             ("kill:node=1,color=red,at=1s,for=5s", "unknown key `color`"),
+            ("slow:a=NY,b=CA,loss=0.00001,at=1s,for=1s", "below the 0.0001%"),
             ("", "no steps"),
         ] {
             let e = parse(bad, &s, t).unwrap_err().to_string();
