@@ -452,13 +452,11 @@ pub(crate) fn create_output(path: Option<&std::path::Path>) -> Result<Option<std
         .transpose()
 }
 
-/// Ctrl-C (SIGINT) sets the returned flag instead of killing the process, so a long
-/// run can stop issuing, finish what is in flight and report what it did; a second
-/// Ctrl-C exits at once (130). Watched on a thread of its own.
-pub fn interrupt_flag() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    let flag = std::sync::Arc::new(AtomicBool::new(false));
-    let f = flag.clone();
+/// Watches `kinds` of signal on a thread of its own (a current-thread runtime) and
+/// calls `on` with how many of them have come so far, one call per signal; returns
+/// once the handlers are in place, so the run that follows is covered. Where the
+/// signals cannot be watched, nothing is called.
+pub fn watch_signals(kinds: Vec<tokio::signal::unix::SignalKind>, mut on: impl FnMut(u32) + Send + 'static) {
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
@@ -466,23 +464,45 @@ pub fn interrupt_flag() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
             return;
         };
         rt.block_on(async move {
-            let mut sig = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) {
-                Ok(s) => s,
-                Err(_) => {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            for k in kinds {
+                let Ok(mut sig) = tokio::signal::unix::signal(k) else {
                     let _ = ready_tx.send(());
                     return;
-                }
-            };
+                };
+                let tx = tx.clone();
+                tokio::spawn(async move {
+                    while sig.recv().await.is_some() {
+                        let _ = tx.send(());
+                    }
+                });
+            }
             let _ = ready_tx.send(());
-            sig.recv().await;
-            f.store(true, Ordering::Relaxed);
-            eprintln!("\ninterrupted: finishing the transactions in flight and reporting (Ctrl-C again to quit now)");
-            sig.recv().await;
-            std::process::exit(130);
+            let mut n = 0;
+            while rx.recv().await.is_some() {
+                n += 1;
+                on(n);
+            }
         });
     });
-    // The handler is in place before the run starts.
     let _ = ready_rx.recv();
+}
+
+/// Ctrl-C (SIGINT) sets the returned flag instead of killing the process, so a long
+/// run can stop issuing, finish what is in flight and report what it did; a second
+/// Ctrl-C exits at once (130). Watched on a thread of its own.
+pub fn interrupt_flag() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let flag = std::sync::Arc::new(AtomicBool::new(false));
+    let f = flag.clone();
+    watch_signals(vec![tokio::signal::unix::SignalKind::interrupt()], move |n| {
+        if n == 1 {
+            f.store(true, Ordering::Relaxed);
+            eprintln!("\ninterrupted: finishing the transactions in flight and reporting (Ctrl-C again to quit now)");
+        } else {
+            std::process::exit(130);
+        }
+    });
     flag
 }
 

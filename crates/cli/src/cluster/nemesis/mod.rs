@@ -125,40 +125,16 @@ fn preflight() -> Result<Vec<String>> {
 /// nemesis must heal and take its containers down whatever stops it (the CLI's own
 /// Ctrl-C handler quits at a second Ctrl-C, which would leave containers paused).
 fn stop_flag() -> Arc<AtomicBool> {
+    use tokio::signal::unix::SignalKind;
     let flag = Arc::new(AtomicBool::new(false));
     let f = flag.clone();
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
-            let _ = ready_tx.send(());
-            return;
-        };
-        rt.block_on(async move {
-            use tokio::signal::unix::{signal, SignalKind};
-            let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
-                signal(SignalKind::interrupt()),
-                signal(SignalKind::terminate()),
-                signal(SignalKind::hangup()),
-            ) else {
-                let _ = ready_tx.send(());
-                return;
-            };
-            let _ = ready_tx.send(());
-            loop {
-                tokio::select! {
-                    _ = int.recv() => {}
-                    _ = term.recv() => {}
-                    _ = hup.recv() => {}
-                }
-                if !f.swap(true, Ordering::Relaxed) {
-                    eprintln!(
-                        "\nnemesis: stopping: healing every fault, interrupting the bench, taking the cluster down"
-                    );
-                }
-            }
-        });
+    let kinds = vec![SignalKind::interrupt(), SignalKind::terminate(), SignalKind::hangup()];
+    crate::watch_signals(kinds, move |n| {
+        f.store(true, Ordering::Relaxed);
+        if n == 1 {
+            eprintln!("\nnemesis: stopping: healing every fault, interrupting the bench, taking the cluster down");
+        }
     });
-    let _ = ready_rx.recv();
     flag
 }
 
