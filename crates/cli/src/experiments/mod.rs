@@ -1,8 +1,8 @@
 //! Paper experiments (`meridian compare --experiment NAME`), one file per paper (or
-//! baseline), each declaring its [`EXPERIMENTS`](rc::EXPERIMENTS); [`all`] is the
-//! registry `--experiment list` reads. Adding a paper's figures is adding one file
-//! here and one line to [`all`]. This module also holds what every experiment shares:
-//! a checked run and its verdict column.
+//! baseline; a folder for one that outgrew a file, like `hierval/`), each declaring its
+//! [`EXPERIMENTS`](rc::EXPERIMENTS); [`all`] is the registry `--experiment list` reads.
+//! Adding a paper's figures is adding one file here and one line to [`all`]. This module
+//! also holds what every experiment shares: a checked run and its verdict column.
 
 pub mod catenae;
 pub mod cluster;
