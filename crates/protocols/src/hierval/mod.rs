@@ -23,10 +23,14 @@
 //!     writes) held until the decision; two levels (leaves and one root); commit
 //!     timestamp = max of the children's; leaves generate `max(clock, snapshot) + 1`
 //!     (§III-C1).
-//!   - `hier-ts`: any depth (`fanout=F`: F children per inner validator, built bottom
-//!     up); every inner validator re-validates with the max timestamp of its children
-//!     (§III-B5) against the committed writes it knows; leaves use pre-assigned
-//!     round-robin timestamps (leaf i of L owns i+1, i+1+L, ...; §III-C2).
+//!   - `hier-ts`: no locks; any depth (`fanout=F`: F children per inner validator,
+//!     built bottom up); leaves validate against committed versions and *assume* that
+//!     the pending distributed transactions they validated commit (§III-B5), with
+//!     pre-assigned round-robin timestamps (leaf i of L owns i+1, i+1+L, ...;
+//!     §III-C2); every inner validator re-validates with the max timestamp of its
+//!     children against the writes and reads it validated, and may abort there
+//!     (`pending.rs` gives the rules and why they are serializable). Its messages up
+//!     the tree carry the keys read and written (the paper's bigger messages).
 //!   - Every data node moves its clock past every commit timestamp it applies
 //!     (§III-C1); the clock also moves past every snapshot it serves (see below).
 //! - **Batching** (§III-D, `batch.rs`): on validator → validator and validator →
@@ -74,15 +78,18 @@
 //!   Without this, a transaction validated later at a node whose clock lags could commit
 //!   below a snapshot that already read past it, and a reader's stale read would pass
 //!   validation (the paper does not say; it is the classic Clock-SI rule).
-//! - **Pending transactions conflict at the leaves, in both variants.** §III-B5 says
-//!   leaves assume a locally validated distributed transaction will commit above; we
-//!   take that literally for `hier-ts` too: a transaction pending at a leaf holds its
-//!   keys (reads shared, writes exclusive) until the decision, and a conflicting newcomer
-//!   is aborted. Otherwise a local transaction could write, below a pending one's final
-//!   (raised) timestamp, a key the pending one read, and no inner validator would see
-//!   it. Under this rule `hier-ts`'s inner re-validation can never find a violation the
-//!   leaves missed; it is still done and charged (it checks the writes the validator has
-//!   decided), as the paper does.
+//! - **`hier-ts`: a writer of a key a pending transaction read** (the paper is silent).
+//!   A local writer, or one decided below the pending reader's decider, is aborted at
+//!   the leaf: otherwise it could commit between the reader's leaf timestamp and its
+//!   raised final one, and no validator above would know. A distributed writer that
+//!   goes at least as high passes, and the reader's decider orders the two
+//!   (`pending.rs`). Until stop 72, `hier-ts`'s leaves held locks like `hier-lock`'s,
+//!   so its re-validation could never abort and the variant behaved like `hier-lock`.
+//! - **`hier-ts`'s inner validators log what they validated** (`Rec::Validated`),
+//!   forced before a result is passed up (a decider's goes with its forced decision):
+//!   their per-key timestamps are what makes the re-validation safe, so they survive a
+//!   crash. This is one forced write per transaction per level below its decider, for
+//!   trees of more than two levels (the paper considers no crashes).
 //! - **Read-only transactions** cannot be known in advance (programs are code): a read
 //!   answered in the past marks the transaction; if it ends with writes it aborts
 //!   before any commit message, if it ends read-only it commits with no commit
@@ -137,7 +144,8 @@
 //! validation 1 per distinct key read or written (one lock and one version check: a
 //! key both read and written is locked exclusive once, not shared and then upgraded;
 //! until stop 33 it was charged twice); 1 per tentative version and 1 per installed
-//! write; `hier-ts`'s re-validation 1 per distinct key at each inner validator; and,
+//! write; `hier-ts`'s leaf checks are charged like the lock variant's (1 per distinct
+//! key: one index lookup and one version check); `hier-ts`'s re-validation 1 per distinct key at each inner validator; and,
 //! for a batch of more than one item, 1 per item unpacked. Validation
 //! and commit work (all but reads and unpacking) is serial unless `pipeline=on`. With
 //! `validate=off` only the unpacking is charged (it is message handling).
@@ -146,6 +154,7 @@ mod batch;
 mod client;
 mod data;
 mod msg;
+mod pending;
 mod server;
 mod validator;
 
@@ -438,3 +447,5 @@ impl HierVal {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod ts_tests;

@@ -179,9 +179,11 @@ pub struct Up {
     pub nodes: Vec<NodeId>,
     /// The client node.
     pub client: NodeId,
-    /// Keys read and written in the sender's subtree (`hier-ts` re-validates them;
-    /// `hier-lock` sends none).
-    pub keys: Vec<Key>,
+    /// Keys only read in the sender's subtree (`hier-ts` re-validates them; `hier-lock`
+    /// sends none).
+    pub reads: Vec<Key>,
+    /// Keys written in the sender's subtree (`hier-ts`; `hier-lock` sends none).
+    pub writes: Vec<Key>,
 }
 
 impl Msg {

@@ -70,6 +70,23 @@ pub(super) enum Rec {
         /// Commit timestamp.
         ts: u64,
     },
+    /// `hier-ts`: inner validator `vid` validated `txn` at `ts` (forced before it is
+    /// passed up; a decider's is forced with its `Decided`). Replayed into the
+    /// validator's per-key timestamps (`pending.rs`).
+    Validated {
+        /// The validator.
+        vid: Vid,
+        /// Transaction.
+        txn: TxnId,
+        /// Its timestamp at `vid`.
+        ts: u64,
+        /// `vid` decides it.
+        decides: bool,
+        /// Keys it read below `vid`.
+        reads: Vec<Key>,
+        /// Keys it wrote below `vid`.
+        writes: Vec<Key>,
+    },
 }
 
 impl LogRecord for Rec {
@@ -82,6 +99,9 @@ impl LogRecord for Rec {
                         .map(|(k, _, v)| 16 + (k.len() + v.0.len()) as u64)
                         .sum::<u64>()
             }
+            Rec::Validated { reads, writes, .. } => {
+                40 + reads.iter().chain(writes).map(|k| k.len() as u64).sum::<u64>()
+            }
             _ => 24,
         }
     }
@@ -92,6 +112,8 @@ impl LogRecord for Rec {
 pub(super) struct Prep {
     pub(super) snap: u64,
     pub(super) ts: u64,
+    /// Keys read here (`hier-ts` keeps them in its pending index until the decision).
+    pub(super) reads: Vec<Key>,
     pub(super) writes: Vec<(Key, VersionId, Value)>,
     pub(super) nodes: Vec<NodeId>,
     pub(super) client: NodeId,
@@ -123,7 +145,9 @@ pub(super) struct Gather {
     pub(super) snap: u64,
     pub(super) nodes: Vec<NodeId>,
     pub(super) client: NodeId,
-    pub(super) keys: Vec<Key>,
+    /// `hier-ts`: keys read and keys written in the subtrees heard from so far.
+    pub(super) reads: Vec<Key>,
+    pub(super) writes: Vec<Key>,
 }
 
 crate::kit::server::server_struct! {
@@ -149,9 +173,15 @@ crate::kit::server::server_struct! {
         pub(super) gathers: HashMap<(Vid, TxnId), Gather>,
         /// Decisions taken here (as decider), from the log.
         pub(super) decisions: HashMap<TxnId, (bool, u64)>,
-        /// `hier-ts` inner re-validation: per validator, the largest committed write
-        /// timestamp it decided per key.
+        /// `hier-ts` leaf: the pending distributed transactions' reads and writes.
+        pub(super) pending: super::pending::Pending,
+        /// `hier-ts` inner re-validation: per validator and key, the largest timestamp
+        /// of a write it validated (committed, or passed up: assumed to commit).
         pub(super) written: HashMap<(Vid, Key), u64>,
+        /// `hier-ts` inner re-validation: per validator and key, the largest commit
+        /// timestamp of a read it decided.
+        pub(super) read_ts: HashMap<(Vid, Key), u64>,
+        pub(super) ts_stats: super::pending::TsStats,
         pub(super) batcher: Batcher,
     }
 }
@@ -177,7 +207,10 @@ impl Server {
             outcomes: vec![],
             gathers: HashMap::default(),
             decisions: HashMap::default(),
+            pending: Default::default(),
             written: HashMap::default(),
+            read_ts: HashMap::default(),
+            ts_stats: Default::default(),
             batcher,
         }
     }
@@ -239,7 +272,7 @@ impl Server {
                     txn,
                     snap,
                     ts,
-                    reads: _,
+                    reads,
                     writes,
                     nodes,
                     client,
@@ -249,6 +282,7 @@ impl Server {
                         Prep {
                             snap: *snap,
                             ts: *ts,
+                            reads: reads.clone(),
                             writes: writes.clone(),
                             nodes: nodes.clone(),
                             client: *client,
@@ -270,29 +304,32 @@ impl Server {
                         p.frozen = true;
                     }
                 }
+                Rec::Validated { .. } => {}
             }
         }
+        self.replay_validated();
         // The clock restarts at the reservation: above every timestamp and snapshot
         // this node handed out before the crash.
         self.clock = self.reserved;
-        let recs: Vec<Rec> = self.log.records().to_vec();
+        let ts_mode = self.sh.p.mode == Mode::Ts;
         for (txn, p) in preps {
-            let reads = recs
-                .iter()
-                .find_map(|r| match r {
-                    Rec::Prepared { txn: t, reads, .. } if *t == txn => Some(reads.clone()),
-                    _ => None,
-                })
-                .unwrap_or_default();
-            for k in &reads {
-                let _ = self
-                    .locks
-                    .acquire(txn, (p.ts, txn), k, meridian_storage::LockMode::Shared);
+            if ts_mode {
+                let level = self.decider_level(&p.nodes).unwrap_or(0);
+                let writes: Vec<Key> = p.writes.iter().map(|w| w.0.clone()).collect();
+                self.pending.add(txn, level, p.ts, &p.reads, &writes);
+            } else {
+                for k in &p.reads {
+                    let _ = self
+                        .locks
+                        .acquire(txn, (p.ts, txn), k, meridian_storage::LockMode::Shared);
+                }
+                for (k, _, _) in &p.writes {
+                    let _ = self
+                        .locks
+                        .acquire(txn, (p.ts, txn), k, meridian_storage::LockMode::Exclusive);
+                }
             }
             for (k, v, val) in &p.writes {
-                let _ = self
-                    .locks
-                    .acquire(txn, (p.ts, txn), k, meridian_storage::LockMode::Exclusive);
                 self.store.write_tentative(k, *v, val.clone(), p.snap + 1);
             }
             self.prepared.insert(txn, p);
@@ -355,7 +392,9 @@ crate::kit::server::server_frame! {ServerTimer, tick;
         self.done.clear();
         self.gathers.clear();
         self.decisions.clear();
+        self.pending.clear();
         self.written.clear();
+        self.read_ts.clear();
         self.batcher.clear();
         self.clock = 0;
         self.reserved = 0;
@@ -366,9 +405,20 @@ crate::kit::server::server_frame! {ServerTimer, tick;
     }
 }
 
-crate::kit::replica! {;
+impl crate::Replica for Server {
+    fn snapshot(&self) -> meridian_core::ReplicaSnapshot {
+        crate::kit::snapshot(self.me, &self.store)
+    }
+    /// Keys locked (`hier-lock`, `2pc-deferred`) or with a pending reader or writer
+    /// (`hier-ts`, which holds no locks).
+    fn locked_keys(&self) -> Option<usize> {
+        Some(self.locks.len() + self.pending.len())
+    }
     fn outcomes(&self) -> Option<Vec<(TxnId, bool)>> {
         Some(self.outcomes.clone())
+    }
+    fn stats(&self) -> Option<Vec<(String, f64)>> {
+        (self.sh.p.mode == Mode::Ts).then(|| self.ts_stats.report())
     }
 }
 

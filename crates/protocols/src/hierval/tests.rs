@@ -15,7 +15,7 @@ use super::client::ClientTimer;
 
 /// One DC, 8 shards on nodes 0..8, `nodes - 8` spare nodes for inner validators, and a
 /// client node right after the servers.
-fn env(nodes: u32) -> Env {
+pub(super) fn env(nodes: u32) -> Env {
     let t = Topology::uniform("t", &["L"], 0.0, 0.1, nodes, 8);
     let mut layout = Layout::new(
         t,
@@ -29,13 +29,13 @@ fn env(nodes: u32) -> Env {
     ycsb_env(Arc::new(layout))
 }
 
-fn proto(spec: &str) -> HierVal {
+pub(super) fn proto(spec: &str) -> HierVal {
     let s = meridian_core::spec::parse_spec(spec).unwrap();
     crate::named::hierval_for(&s).unwrap()
 }
 
 /// A net of `nodes` servers with one client (node `nodes`).
-fn net(p: &HierVal, nodes: u32) -> Net<HierVal> {
+pub(super) fn net(p: &HierVal, nodes: u32) -> Net<HierVal> {
     let env = env(nodes);
     let servers = (0..nodes).map(|i| p.server(&env, NodeId(i))).collect();
     let client = p.client(&env, NodeId(nodes), ClientId(0));
@@ -44,22 +44,22 @@ fn net(p: &HierVal, nodes: u32) -> Net<HierVal> {
 
 /// A net of `nodes` servers and no client actor: the test plays the client (node
 /// `nodes`), whose messages land in `outside`.
-fn bare(p: &HierVal, nodes: u32) -> Net<HierVal> {
+pub(super) fn bare(p: &HierVal, nodes: u32) -> Net<HierVal> {
     let env = env(nodes);
     Net::new((0..nodes).map(|i| p.server(&env, NodeId(i))).collect())
 }
 
-fn txn(seq: u32) -> TxnId {
+pub(super) fn txn(seq: u32) -> TxnId {
     TxnId { client: 0, seq }
 }
 
-fn vid(t: TxnId) -> VersionId {
+pub(super) fn vid(t: TxnId) -> VersionId {
     VersionId { txn: t, seq: 0 }
 }
 
 /// A commit request for `t` at snapshot 0 that writes `value` to `key` (as `t`'s
 /// version) and reads nothing, `nodes` being every data node involved.
-fn write_req(t: TxnId, key: &str, value: &[u8], nodes: &[u32]) -> Commit {
+pub(super) fn write_req(t: TxnId, key: &str, value: &[u8], nodes: &[u32]) -> Commit {
     Commit {
         txn: t,
         snap: 0,

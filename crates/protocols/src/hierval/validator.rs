@@ -9,16 +9,19 @@ use meridian_core::{Ctx, Key, NodeId, TxnId, Value, VersionId};
 use meridian_storage::{Acquired, LockMode};
 
 impl Server {
-    /// The leaf validation of §III-B5: lock every key read (shared) and written
-    /// (exclusive), NO_WAIT; check that no key has a committed version newer than the
-    /// snapshot; generate the leaf's commit timestamp (§III-C). Returns the timestamp,
-    /// or `None` (locks released) when the transaction must abort.
+    /// The leaf validation of §III-B5. `hier-lock` and `2pc-deferred`: lock every key
+    /// read (shared) and written (exclusive), NO_WAIT, and check that no key has a
+    /// committed version newer than the snapshot. `hier-ts`: no locks; the same check
+    /// and the checks against pending transactions of `pending.rs`. Then generate the
+    /// leaf's commit timestamp (§III-C). Returns the timestamp, or `None` (locks
+    /// released) when the transaction must abort.
     pub(super) fn leaf_validate(
         &mut self,
         txn: TxnId,
         snap: u64,
         reads: &[Key],
         writes: &[(Key, VersionId, Value)],
+        nodes: &[NodeId],
         cx: &mut Ctx<'_, Msg>,
     ) -> Option<u64> {
         // One lock and one version check per distinct key: a key both read and
@@ -27,6 +30,19 @@ impl Server {
         let written = |k: &Key| writes.iter().any(|(w, _, _)| w == k);
         let read_only = reads.iter().filter(|k| !written(k));
         self.charge_validation(read_only.clone().count() + writes.len(), cx);
+        if self.sh.p.mode == Mode::Ts {
+            let wkeys: Vec<Key> = writes.iter().map(|w| w.0.clone()).collect();
+            let level = self.decider_level(nodes);
+            if !self.ts_leaf_check(snap, reads, &wkeys, level) {
+                if level.is_some() {
+                    self.ts_stats.leaf_aborts += 1;
+                }
+                return None;
+            }
+            let ts = self.gen_ts(snap);
+            self.bump_clock(ts, cx);
+            return Some(ts);
+        }
         let prio = (snap, txn);
         let mut ok = true;
         for (k, mode) in read_only
@@ -77,17 +93,13 @@ impl Server {
         let Some(to) = self.sh.tree.parent_of_leaf(self.me) else {
             return;
         };
-        let keys = if self.sh.p.mode == Mode::Ts {
-            // Each key once: a read-modify-write key is re-validated once, not twice.
-            c.reads
-                .iter()
-                .filter(|k| !c.writes.iter().any(|w| w.0 == **k))
-                .cloned()
-                .chain(c.writes.iter().map(|w| w.0.clone()))
-                .collect()
+        let (reads, writes) = if self.sh.p.mode == Mode::Ts {
+            (c.reads.clone(), c.writes.iter().map(|w| w.0.clone()).collect())
         } else {
-            vec![]
+            (vec![], vec![])
         };
+        self.ts_stats.keys_up += (reads.len() + writes.len()) as u64;
+        self.ts_stats.votes_up += 1;
         let host = self.sh.tree.inner[to.0 as usize].host;
         let item = Item::Up(Up {
             to,
@@ -98,7 +110,8 @@ impl Server {
             snap: c.snap,
             nodes: c.nodes,
             client,
-            keys,
+            reads,
+            writes,
         });
         self.route(host, item, cx);
     }
@@ -120,14 +133,16 @@ impl Server {
             snap: up.snap,
             nodes: up.nodes.clone(),
             client: up.client,
-            keys: vec![],
+            reads: vec![],
+            writes: vec![],
         });
         if !g.got.insert(up.from) {
             return; // duplicate
         }
         g.ok &= up.ok;
         g.ts = g.ts.max(up.ts);
-        g.keys.extend(up.keys);
+        g.reads.extend(up.reads);
+        g.writes.extend(up.writes);
         let expected = tree.involved_children(v, &g.nodes);
         let complete = expected.iter().all(|c| g.got.contains(c));
         let decider = tree.decider(&g.nodes) == Some(v);
@@ -146,25 +161,14 @@ impl Server {
         }
         let mut g = self.gathers.remove(&(v, txn)).expect("present");
         if self.sh.p.mode == Mode::Ts {
-            // §III-B5: validate again with the new (max) timestamp against the
-            // committed writes this validator decided.
-            self.charge_validation(g.keys.len(), cx);
-            let stale = g
-                .keys
-                .iter()
-                .any(|k| self.written.get(&(v, k.clone())).is_some_and(|w| *w > g.snap));
-            if stale {
-                g.ok = false;
+            // §III-B5: validate again with the new (max) timestamp (`pending.rs`).
+            g.ok = self.inner_check(v, &g, cx);
+            if g.ok {
+                self.inner_record(v, txn, &g, decider, cx);
             }
         }
         if decider {
             let (ok, ts) = (g.ok, g.ts);
-            if ok && self.sh.p.mode == Mode::Ts {
-                for k in &g.keys {
-                    let e = self.written.entry((v, k.clone())).or_insert(0);
-                    *e = (*e).max(ts);
-                }
-            }
             self.decide(txn, ok, if ok { ts } else { 0 }, g.nodes, g.client, cx);
         } else {
             let (ok, ts) = (g.ok, g.ts);
@@ -176,6 +180,8 @@ impl Server {
         let Some(parent) = self.sh.tree.inner[v.0 as usize].parent else {
             return;
         };
+        self.ts_stats.keys_up += (g.reads.len() + g.writes.len()) as u64;
+        self.ts_stats.votes_up += 1;
         let host = self.sh.tree.inner[parent.0 as usize].host;
         let item = Item::Up(Up {
             to: parent,
@@ -186,7 +192,8 @@ impl Server {
             snap: g.snap,
             nodes: g.nodes,
             client: g.client,
-            keys: g.keys,
+            reads: g.reads,
+            writes: g.writes,
         });
         self.route(host, item, cx);
     }
