@@ -225,24 +225,25 @@ fn fig6(cx: &mut Ctx) -> Result<()> {
         ]);
         pts.push((e as f64, l.mean, l.p50));
     }
-    // Flat: every epoch below 20 ms within 20% of the 10 ms mean (the first point's in
-    // quick mode); rising: every epoch above 20 ms at least 15% above it.
+    // Flat: every epoch up to 20 ms (the paper's "up to": 20 is on the flat side) within
+    // 20% of the 10 ms mean (the first point's in quick mode); rising: every epoch above
+    // 20 ms at least 15% above it. Until stop 72, 20 ms was on neither side.
     let b = base.unwrap_or(pts[0].1);
-    let below: Vec<f64> = pts.iter().filter(|p| p.0 < 20.0).map(|p| p.1 / b).collect();
+    let below: Vec<f64> = pts.iter().filter(|p| p.0 <= 20.0).map(|p| p.1 / b).collect();
     let above: Vec<f64> = pts.iter().filter(|p| p.0 > 20.0).map(|p| p.1 / b).collect();
     let holds = below.iter().all(|r| (r - 1.0).abs() <= 0.2) && !above.is_empty() && above.iter().all(|r| *r >= 1.15);
     let list = |v: &[f64]| v.iter().map(|r| format!("{r:.2}")).collect::<Vec<_>>().join(", ");
     cx.claim(Claim::shape(
         PAPER,
         "§VII-C, Fig. 6",
-        "commit latency flat up to 20 ms epochs, higher beyond (here: within 20% of 10 ms below 20, >= 1.15x above)",
+        "commit latency flat up to 20 ms epochs, higher beyond (here: within 20% of 10 ms up to 20, >= 1.15x above)",
         "yes",
-        format!("mean / 10 ms: below 20 ms {}; above {}", list(&below), list(&above)),
+        format!("mean / 10 ms: up to 20 ms {}; above {}", list(&below), list(&above)),
         holds,
         &format!(
             "no knee: the mean grows steadily, {:.2} ms per ms of epoch from {:.0} to {:.0} ms (a transaction waits \
              for its epoch to close before its message leaves, and read-only ones no longer spin, issue 54), so it \
-             stays flat enough below 20 ms but rises less than 15% above; the paper names no cost that starts at 20 ms",
+             stays flat enough up to 20 ms but rises less than 15% above; the paper names no cost that starts at 20 ms",
             slope(&pts),
             pts[0].0,
             pts[pts.len() - 1].0

@@ -42,15 +42,19 @@
 //! its saturation reading and batching's gain against the per-item cost, `hv-fig3`
 //! latency, `hv-fig4` latency against batch size); `validation.rs` §IV-C, validation on
 //! (`hv-fig5` throughput, `hv-fig6` latency), serial as in the paper and pipelined
-//! beyond it.
+//! beyond it; `contention.rs` `hv-contention` (beyond the paper's figures): `hier-ts`
+//! against `hier-lock` and 2PC as the key space shrinks, with `hier-ts`'s aborts per
+//! level and the keys its votes carry.
 
 mod analysis;
+mod contention;
 mod network;
 mod sweep;
 mod validation;
 
 use super::Experiment;
 use analysis::analysis;
+use contention::contention;
 use network::{fig2, fig3, fig4};
 use validation::{fig5, fig6};
 
@@ -93,6 +97,12 @@ pub const EXPERIMENTS: &[Experiment] = &[
         name: "hv-fig6",
         about: "hierarchical-validation.md Fig. 6: latency vs clients, validation on, serial and pipelined",
         run: fig6,
+        sim: true,
+    },
+    Experiment {
+        name: "hv-contention",
+        about: "hierarchical-validation.md §III-B5 (beyond its figures): hier-ts vs hier-lock vs 2PC as contention grows, aborts per level",
+        run: contention,
         sim: true,
     },
 ];
