@@ -38,9 +38,9 @@
 //!   flush timeout (`flush=`, default 10 ms) so a partial batch never waits forever.
 //! - **Pipelined validation** (`pipeline=on`, beyond the paper; §IV-C/D found its
 //!   prototypes limited by validating serially). The state machine is the same: leaf
-//!   validation takes per-key NO_WAIT locks, so conflicting transactions are ordered
-//!   per key and non-conflicting ones share nothing; what changes is where the work
-//!   runs. Off (the paper), validation and commit work is charged on the node's one
+//!   validation takes per-key NO_WAIT locks (`hier-ts`: looks up and updates a per-key
+//!   index of pending reads and writes), so conflicting transactions are ordered per
+//!   key and non-conflicting ones share nothing; what changes is where the work runs. Off (the paper), validation and commit work is charged on the node's one
 //!   serial thread (`Ctx::charge_serial_ops`); on, it is spread over the node's cores
 //!   like message handling (in a multi-threaded server: per-key latches taken in key
 //!   order, the clock a shared atomic maximum).
