@@ -246,10 +246,21 @@ fn protocols(spec: &str) -> Vec<String> {
         v.extend(VARIANTS.iter().map(|s| s.to_string()));
         v
     } else {
-        spec.split(',')
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .collect()
+        // A part `key=value` without a `:` continues the spec before it, so a protocol
+        // with several parameters can be named in the list
+        // (`hier-ts:fanout=2,batch=4,hier-lock` is two protocols). Until stop 72 every
+        // comma started a protocol, and `batch=4` was refused as an unknown one.
+        let mut out: Vec<String> = vec![];
+        for part in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            match out.last_mut() {
+                Some(prev) if part.contains('=') && !part.contains(':') && prev.contains(':') => {
+                    prev.push(',');
+                    prev.push_str(part);
+                }
+                _ => out.push(part.to_string()),
+            }
+        }
+        out
     }
 }
 
@@ -782,5 +793,22 @@ mod tests {
         assert_eq!(a, draw("replog", 7, None).repro("replog"));
         assert_ne!(a, draw("replog", 8, None).repro("replog"));
         println!("{a}");
+    }
+
+    #[test]
+    fn a_protocol_with_several_parameters_is_one_protocol_of_the_list() {
+        assert_eq!(
+            protocols("hier-ts:fanout=2,batch=4, hier-lock,hacommit:replicas=5,2pc-2pl"),
+            [
+                "hier-ts:fanout=2,batch=4",
+                "hier-lock",
+                "hacommit:replicas=5",
+                "2pc-2pl"
+            ]
+        );
+        // A stray `key=value` with no protocol before it stays a name of its own (and
+        // is refused as an unknown protocol, with its name).
+        assert_eq!(protocols("batch=4,hier-lock"), ["batch=4", "hier-lock"]);
+        assert_eq!(protocols("hier-lock,batch=4"), ["hier-lock", "batch=4"]);
     }
 }
