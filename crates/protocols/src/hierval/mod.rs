@@ -136,7 +136,8 @@
 //! - **`2pc-deferred`'s client reports a commit after every participant's result**
 //!   (§II-B counts 4 steps: prepare, prepare result, commit, result); an abort is
 //!   reported at once. A one-node transaction is decided by its node (2 messages).
-//! - Tombstones of finished transactions (`done`, decisions) are kept for the run.
+//! - Tombstones of finished transactions (`done`, decisions, and what an inner validator
+//!   passed up, `finished`) are kept for the run.
 //!
 //! # CPU work charged (the simulator's cost model)
 //!

@@ -54,6 +54,24 @@
 //! above B's clock when P read (reads move the clock), so P meets (a) and aborts: an
 //! abort at a level above the leaves, the behaviour §III-B5 describes.
 //!
+//! **The rest of the argument** (a review's points, stop 72). Final timestamps are
+//! unique (each is some leaf's own pre-assigned one, and a leaf's clock only rises, across
+//! restarts too through its reservation), so write-write and write-read edges run forward
+//! in timestamp order, and (b)'s strict `>` loses nothing; what needs the rules is the
+//! read-write edge: P read k at leaf B at snapshot `s`, W writes k, and W's version must
+//! land above P's final timestamp. At B, W was validated either
+//! - before P's commit request arrived: P meets rule 1 (W committed above `s`) or rule 2
+//!   (W pending); if W's version is at or below `s`, P's read waited for it (below);
+//! - while P was pending there: rule 3, then P's decider orders the two (above);
+//! - after P's decision reached B: `apply` moved B's clock past P's final timestamp (it
+//!   does so even when P wrote nothing at B: `install` bumps the clock), so W's is above.
+//!
+//! The other half of "serializable at `c`", that a read at a snapshot at or above `c`
+//! sees T's writes: T's tentative version sits at its snapshot + 1, a read whose
+//! newest version at or below its snapshot is tentative waits for the decision
+//! (§III-B2), rule 2 keeps a pending write the key's newest version, and a read moves
+//! the clock, so anything validated later is above it.
+//!
 //! **Crashes** (the paper considers none): an inner validator's timestamps are load
 //! bearing, so each validation that passes is logged (`Rec::Validated`), forced before
 //! the result leaves (a decider's is forced with its decision) and replayed on restart.

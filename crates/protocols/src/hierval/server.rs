@@ -173,6 +173,11 @@ crate::kit::server::server_struct! {
         pub(super) gathers: HashMap<(Vid, TxnId), Gather>,
         /// Decisions taken here (as decider), from the log.
         pub(super) decisions: HashMap<TxnId, (bool, u64)>,
+        /// Transactions an inner validator hosted here passed up (or refused and passed
+        /// the "no" up) below their decider: tombstones, so that a late or duplicated
+        /// vote neither validates them again (`hier-ts` would find its own write
+        /// timestamp and send a false "no") nor starts a gather that never completes.
+        pub(super) finished: rustc_hash::FxHashSet<(Vid, TxnId)>,
         /// `hier-ts` leaf: the pending distributed transactions' reads and writes.
         pub(super) pending: super::pending::Pending,
         /// `hier-ts` inner re-validation: per validator and key, the largest timestamp
@@ -207,6 +212,7 @@ impl Server {
             outcomes: vec![],
             gathers: HashMap::default(),
             decisions: HashMap::default(),
+            finished: Default::default(),
             pending: Default::default(),
             written: HashMap::default(),
             read_ts: HashMap::default(),
@@ -392,6 +398,7 @@ crate::kit::server::server_frame! {ServerTimer, tick;
         self.done.clear();
         self.gathers.clear();
         self.decisions.clear();
+        self.finished.clear();
         self.pending.clear();
         self.written.clear();
         self.read_ts.clear();

@@ -241,3 +241,25 @@ fn test_a_blind_write_over_a_pending_write_aborts_even_above_its_timestamp() {
     n.send(CLIENT, NodeId(1), Msg::Commit(blind));
     assert_eq!(outcomes(&mut n), vec![(2, false, 0)]);
 }
+
+#[test]
+fn test_a_duplicated_vote_below_the_decider_is_not_validated_again() {
+    // fanout=2: leaf 1's level-1 validator (on spare node 8) passes T up toward the
+    // root. A duplicate of leaf 1's vote reached it again and was re-validated against
+    // T's own write timestamp, so a false "no" went up (a reordered network could
+    // have delivered it first and aborted T) and a gather could outlive it. Now the
+    // validator keeps a tombstone of what it passed up.
+    let mut n = bare(&proto("hier-ts:fanout=2"), 9);
+    n.duplicate_once = Some(Box::new(|from, to, m| {
+        from == NodeId(1) && to == NodeId(8) && matches!(m, Msg::Batch(_))
+    }));
+    let t = txn(1);
+    n.send(CLIENT, NodeId(1), Msg::Commit(write_req(t, "#1/a", b"x", &[1, 4])));
+    n.send(CLIENT, NodeId(4), Msg::Commit(write_req(t, "#4/d", b"x", &[1, 4])));
+    assert_eq!(outcomes(&mut n), vec![(1, true, 5)]);
+    assert_eq!(stat(&n, "inner_aborts_level_1"), 0.0);
+    assert_eq!(stat(&n, "inner_aborts_level_2"), 0.0);
+    for s in &n.servers {
+        assert!(s.gathers.is_empty(), "a gather left at node {}", s.me.0);
+    }
+}

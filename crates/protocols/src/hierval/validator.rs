@@ -119,8 +119,8 @@ impl Server {
     /// An inner validator receives a child's partial validation.
     pub(super) fn on_up(&mut self, up: Up, cx: &mut Ctx<'_, Msg>) {
         let (v, txn) = (up.to, up.txn);
-        if self.decisions.contains_key(&txn) {
-            return; // decided already (an early abort, or a duplicate)
+        if self.decisions.contains_key(&txn) || self.finished.contains(&(v, txn)) {
+            return; // decided or passed up already (an early abort, or a duplicate)
         }
         let tree = &self.sh.tree;
         if tree.inner.get(v.0 as usize).is_none_or(|i| i.host != self.me) {
@@ -177,6 +177,7 @@ impl Server {
     }
 
     fn pass_up(&mut self, v: Vid, txn: TxnId, ok: bool, ts: u64, g: Gather, cx: &mut Ctx<'_, Msg>) {
+        self.finished.insert((v, txn));
         let Some(parent) = self.sh.tree.inner[v.0 as usize].parent else {
             return;
         };
