@@ -99,7 +99,13 @@ impl Server {
             return;
         }
         let local = c.nodes.len() == 1;
-        let ts = self.leaf_validate(txn, snap, &c.reads, &c.writes, &c.nodes, cx);
+        // The level of the transaction's decider (`hier-ts` only; `None`: local).
+        let decider = if self.sh.p.mode == Mode::Ts {
+            self.decider_level(&c.nodes)
+        } else {
+            None
+        };
+        let ts = self.leaf_validate(txn, snap, &c.reads, &c.writes, decider, cx);
         let Some(ts) = ts else {
             // Validation failed: nothing is kept; the "no" travels like a yes would.
             self.done.insert(txn, (false, 0));
@@ -148,10 +154,8 @@ impl Server {
             },
             cx,
         );
-        if self.sh.p.mode == Mode::Ts {
-            let level = self.decider_level(&c.nodes).unwrap_or(0);
-            let writes: Vec<Key> = c.writes.iter().map(|w| w.0.clone()).collect();
-            self.pending.add(txn, level, ts, &c.reads, &writes);
+        if let Some(level) = decider {
+            self.pending.add(txn, level, &c.reads, &c.writes);
         }
         self.prepared.insert(
             txn,
@@ -219,10 +223,10 @@ impl Server {
                 }
             }
             self.locks.release_all(txn);
-            let keys: Vec<Key> = p.writes.iter().map(|w| w.0.clone()).collect();
-            self.pending.remove(txn, &p.reads, &keys);
+            self.pending.remove(txn, &p.reads, &p.writes);
             self.done.insert(txn, (commit, ts));
             self.outcomes.push((txn, commit));
+            let keys: Vec<Key> = p.writes.iter().map(|w| w.0.clone()).collect();
             self.unblock(&keys, cx);
         } else if let Some(&(was, _)) = self.done.get(&txn) {
             if was != commit && !(two_pc && from != self.me) {

@@ -79,7 +79,7 @@
 
 use super::server::{Gather, Rec};
 use super::*;
-use meridian_core::{Ctx, Key, TxnId};
+use meridian_core::{Ctx, Key, TxnId, Value, VersionId};
 use rustc_hash::FxHashMap as HashMap;
 
 /// The distributed transactions a leaf validated that await their decision, per key.
@@ -92,27 +92,30 @@ pub(super) struct Pending {
 struct PendKey {
     /// Pending readers and the level of their decider.
     readers: Vec<(TxnId, u32)>,
-    /// Pending writers and their leaf timestamp.
-    writers: Vec<(TxnId, u64)>,
+    /// Pending writers.
+    writers: Vec<TxnId>,
 }
 
+/// A commit request's writes (key, version, value); only the keys matter here.
+type Writes = [(Key, VersionId, Value)];
+
 impl Pending {
-    /// Notes `txn` (decided at `level`, leaf timestamp `ts`) as pending on its keys.
-    pub(super) fn add(&mut self, txn: TxnId, level: u32, ts: u64, reads: &[Key], writes: &[Key]) {
+    /// Notes `txn` (decided at `level`) as pending on its keys.
+    pub(super) fn add(&mut self, txn: TxnId, level: u32, reads: &[Key], writes: &Writes) {
         for k in reads {
             self.keys.entry(k.clone()).or_default().readers.push((txn, level));
         }
-        for k in writes {
-            self.keys.entry(k.clone()).or_default().writers.push((txn, ts));
+        for (k, _, _) in writes {
+            self.keys.entry(k.clone()).or_default().writers.push(txn);
         }
     }
 
     /// Forgets `txn` on its keys (its decision arrived).
-    pub(super) fn remove(&mut self, txn: TxnId, reads: &[Key], writes: &[Key]) {
-        for k in reads.iter().chain(writes) {
+    pub(super) fn remove(&mut self, txn: TxnId, reads: &[Key], writes: &Writes) {
+        for k in reads.iter().chain(writes.iter().map(|w| &w.0)) {
             if let Some(e) = self.keys.get_mut(k) {
                 e.readers.retain(|(t, _)| *t != txn);
-                e.writers.retain(|(t, _)| *t != txn);
+                e.writers.retain(|t| *t != txn);
                 if e.readers.is_empty() && e.writers.is_empty() {
                     self.keys.remove(k);
                 }
@@ -184,15 +187,15 @@ impl TsStats {
 impl Server {
     /// `hier-ts`'s leaf validation (rules 1–3 above). `decider`: the level of the
     /// transaction's decider (`None`: local).
-    pub(super) fn ts_leaf_check(&mut self, snap: u64, reads: &[Key], writes: &[Key], decider: Option<u32>) -> bool {
+    pub(super) fn ts_leaf_check(&mut self, snap: u64, reads: &[Key], writes: &Writes, decider: Option<u32>) -> bool {
         let committed_after = |s: &Self, k: &Key| s.store.versions(k).iter().any(|v| !v.tentative && v.wts > snap);
-        for k in reads.iter().chain(writes) {
+        for k in reads.iter().chain(writes.iter().map(|w| &w.0)) {
             if committed_after(self, k) || self.pending.write_pending(k) {
                 return false;
             }
         }
         let mut passed = false;
-        for k in writes {
+        for (k, _, _) in writes {
             if self.pending.read_above(k, decider) {
                 return false;
             }

@@ -321,8 +321,7 @@ impl Server {
         for (txn, p) in preps {
             if ts_mode {
                 let level = self.decider_level(&p.nodes).unwrap_or(0);
-                let writes: Vec<Key> = p.writes.iter().map(|w| w.0.clone()).collect();
-                self.pending.add(txn, level, p.ts, &p.reads, &writes);
+                self.pending.add(txn, level, &p.reads, &p.writes);
             } else {
                 for k in &p.reads {
                     let _ = self

@@ -21,7 +21,7 @@ impl Server {
         snap: u64,
         reads: &[Key],
         writes: &[(Key, VersionId, Value)],
-        nodes: &[NodeId],
+        decider: Option<u32>,
         cx: &mut Ctx<'_, Msg>,
     ) -> Option<u64> {
         // One lock and one version check per distinct key: a key both read and
@@ -31,10 +31,8 @@ impl Server {
         let read_only = reads.iter().filter(|k| !written(k));
         self.charge_validation(read_only.clone().count() + writes.len(), cx);
         if self.sh.p.mode == Mode::Ts {
-            let wkeys: Vec<Key> = writes.iter().map(|w| w.0.clone()).collect();
-            let level = self.decider_level(nodes);
-            if !self.ts_leaf_check(snap, reads, &wkeys, level) {
-                if level.is_some() {
+            if !self.ts_leaf_check(snap, reads, writes, decider) {
+                if decider.is_some() {
                     self.ts_stats.leaf_aborts += 1;
                 }
                 return None;

@@ -10,7 +10,7 @@
 
 use super::sweep::{paper_cfg, PER_ITEM_NS, PER_MSG_NS};
 use super::PAPER;
-use crate::experiments::{f, Claim, Ctx, Figure};
+use crate::experiments::{f, ok, Claim, Ctx, Figure};
 use anyhow::Result;
 use meridian_core::Topology;
 use meridian_sim::{CpuModel, SimOutput};
@@ -23,10 +23,18 @@ const KEY_LABELS: [&str; 5] = ["800k", "80k", "8k", "2k", "800"];
 const CLIENTS: u32 = 60;
 const SYSTEMS: [&str; 3] = ["2pc-deferred", "hier-lock", "hier-ts"];
 
+/// Transactions that reached an outcome (at least 1, to divide by).
+fn finished(o: &SimOutput) -> f64 {
+    (o.report.committed + o.report.aborted).max(1) as f64
+}
+
 fn abort_rate(o: &SimOutput) -> f64 {
-    let r = &o.report;
-    let done = (r.committed + r.aborted).max(1) as f64;
-    r.aborted as f64 / done
+    o.report.aborted as f64 / finished(o)
+}
+
+/// Counter `name` per finished transaction, as a percentage cell.
+fn share(o: &SimOutput, name: &str) -> String {
+    format!("{:.1}%", 100.0 * stat(o, name) / finished(o))
 }
 
 fn stat(o: &SimOutput, name: &str) -> f64 {
@@ -61,7 +69,7 @@ pub(super) fn contention(cx: &mut Ctx) -> Result<()> {
     for (p, row) in SYSTEMS.iter().zip(&runs) {
         let mut cells = vec![p.to_string()];
         cells.extend(row.iter().map(|o| f(o.report.throughput_tps, 0)));
-        cells.push(ok(row));
+        cells.push(all_ok(row));
         cx.row(cells);
     }
     cx.say("abort rate (aborted / finished):");
@@ -69,7 +77,7 @@ pub(super) fn contention(cx: &mut Ctx) -> Result<()> {
     for (p, row) in SYSTEMS.iter().zip(&runs) {
         let mut cells = vec![p.to_string()];
         cells.extend(row.iter().map(|o| format!("{:.1}%", 100.0 * abort_rate(o))));
-        cells.push(ok(row));
+        cells.push(all_ok(row));
         cx.row(cells);
     }
     let ts = &runs[2];
@@ -77,17 +85,13 @@ pub(super) fn contention(cx: &mut Ctx) -> Result<()> {
     let mut h2 = vec!["hier-ts \\ objects"];
     h2.extend(labels.iter().copied());
     cx.table(&h2);
-    let per = |o: &SimOutput, n: &str| {
-        let done = (o.report.committed + o.report.aborted).max(1) as f64;
-        format!("{:.1}%", 100.0 * stat(o, n) / done)
-    };
     for (name, what) in [
         ("leaf_aborts", "refused at a leaf"),
         ("inner_aborts_level_1", "refused at the root"),
         ("passed_pending_readers", "writer passed a pending reader"),
     ] {
         let mut cells = vec![what.to_string()];
-        cells.extend(ts.iter().map(|o| per(o, name)));
+        cells.extend(ts.iter().map(|o| share(o, name)));
         cx.row(cells);
     }
     let mut cells = vec!["keys per vote up the tree".to_string()];
@@ -190,23 +194,19 @@ fn three_levels(cx: &mut Ctx, keys: &[u32], labels: &[&str]) -> Result<String> {
         c.cores = vec![2, 2, 2, 2, 2, 2, 2, 2, 4, 4, 4];
         outs.push(cx.run("hier-ts:fanout=4", &c)?);
     }
-    let per = |o: &SimOutput, n: &str| {
-        let done = (o.report.committed + o.report.aborted).max(1) as f64;
-        100.0 * stat(o, n) / done
-    };
     for (name, what) in [
         ("leaf_aborts", "refused at a leaf"),
         ("inner_aborts_level_1", "refused at level 1"),
         ("inner_aborts_level_2", "refused at the root"),
     ] {
         let mut cells = vec![what.to_string()];
-        cells.extend(outs.iter().map(|o| format!("{:.1}%", per(o, name))));
+        cells.extend(outs.iter().map(|o| share(o, name)));
         cells.push(String::new());
         cx.row(cells);
     }
     let mut cells = vec!["abort rate".to_string()];
     cells.extend(outs.iter().map(|o| format!("{:.1}%", 100.0 * abort_rate(o))));
-    cells.push(ok(&outs));
+    cells.push(all_ok(&outs));
     cx.row(cells);
     let o = outs.last().expect("a run");
     Ok(format!(
@@ -216,10 +216,7 @@ fn three_levels(cx: &mut Ctx, keys: &[u32], labels: &[&str]) -> Result<String> {
     ))
 }
 
-fn ok(runs: &[SimOutput]) -> String {
-    if runs.iter().all(|o| o.report.check.ok()) {
-        "ok".into()
-    } else {
-        "FAIL".into()
-    }
+/// The check column over several runs: `FAIL` if any run failed, else `ok`.
+fn all_ok(runs: &[SimOutput]) -> String {
+    runs.iter().map(ok).find(|v| *v != "ok").unwrap_or("ok").to_string()
 }
