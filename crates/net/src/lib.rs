@@ -34,8 +34,11 @@ use serde::Serialize;
 /// replog's coordinators ask a silent shard for its vote (`VoteQuery`), a replog vote
 /// says whether it is sent again (`Prepared::again`), and a hierarchical-validation
 /// query whether an undecided decider decides (`Query::decide`). 13: a pc-2pl lock
-/// request may ask for the key's value too (`Lock::read`, stop 68).
-pub const VERSION: u8 = 13;
+/// request may ask for the key's value too (`Lock::read`, stop 68). 14: hier-ts votes
+/// carry the keys read and written apart (`Up::reads`/`writes`, stop 72, which did not
+/// bump the version), and Catenae's chains execute the programs (`ChainTxn::call`,
+/// `Backward::pre`/`spec`, `Finished::spec`, `Temp`, `CatchUp`, `CaughtUp`).
+pub const VERSION: u8 = 14;
 
 /// The largest frame accepted (length field), 16 MiB.
 pub const MAX_FRAME: usize = 16 << 20;

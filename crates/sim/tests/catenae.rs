@@ -100,6 +100,14 @@ fn contention_checks_clean() {
             assert_clean_and_live(w, &r);
             assert!(r.committed > 400, "{w} seed {seed}: {r:?}");
             assert_eq!(r.protocol_stats["dominant_mismatch"], 0.0);
+            assert_eq!(r.protocol_stats["catch_up_divergent"], 0.0);
+            // The chain servers executed the programs: most commits took their DC's
+            // speculative result.
+            assert!(
+                r.protocol_stats["spec_valid"] > r.protocol_stats["spec_redone"],
+                "{w} seed {seed}: {:?}",
+                r.protocol_stats
+            );
         }
     }
 }

@@ -1,9 +1,12 @@
 //! The chain server (§VI-C): footprints of the forward pass, the backward pass under
 //! Rule 1 and Rule 2, the resolver's implicit dependencies, the modelled time a
-//! transaction holds a record, and the committed multi-versioned store.
+//! transaction holds a record, and the committed multi-versioned store. The
+//! speculative execution of the programs along the backward pass is in `spec.rs`.
 
 use super::*;
 use rand::Rng as _;
+
+mod spec;
 
 /// Where a transaction stands at this chain server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -31,6 +34,19 @@ struct CTxn {
     stalled: bool,
     hops: u32,
     timer: u64,
+    /// The values it read at the servers its backward pass left and here (§VI-C).
+    #[serde(default)]
+    pre: Vec<RoRead>,
+    /// Its speculative execution as far as it went (here or before).
+    #[serde(default)]
+    spec: Spec,
+    /// Its temporary versions of this server's keys are known (the program ran to its
+    /// end): transactions ordered behind it may read them (Rule 2 with values).
+    #[serde(default)]
+    valued: bool,
+    /// Those temporary versions.
+    #[serde(default)]
+    tmp: Vec<(Key, VersionId, Value)>,
 }
 
 impl CTxn {
@@ -65,6 +81,9 @@ fn pass_forward(chain: &Arc<ChainTxn>, pos: usize, hops: u32, cx: &mut Ctx<'_, M
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Chain {
     cfg: Arc<Catenae>,
+    /// The cluster's environment (the program registry): not in an image.
+    #[serde(skip, default = "crate::kit::image::env")]
+    env: Env,
     pub(super) me: NodeId,
     /// Committed versions, ordered by commit timestamp.
     pub(super) store: MvStore,
@@ -100,9 +119,10 @@ pub struct Chain {
 
 impl Chain {
     /// The chain server on `me`.
-    pub fn new(cfg: Arc<Catenae>, me: NodeId, acks_to: Vec<NodeId>) -> Chain {
+    pub fn new(cfg: Arc<Catenae>, env: Env, me: NodeId, acks_to: Vec<NodeId>) -> Chain {
         Chain {
             cfg,
+            env,
             me,
             store: MvStore::new(),
             keys: HashMap::default(),
@@ -153,7 +173,15 @@ impl Chain {
                 self.retry_waiting(cx);
             }
             Msg::Forward { chain, pos, hops } => self.on_forward(chain, pos, hops, cx),
-            Msg::Backward { chain, pos, deps, hops } => self.on_backward(chain, pos, deps, hops, cx),
+            Msg::Backward {
+                chain,
+                pos,
+                deps,
+                hops,
+                pre,
+                spec,
+            } => self.on_backward(chain, pos, deps, hops, (pre, spec), cx),
+            Msg::Temp { txn, writes } => self.on_temp(txn, writes, cx),
             Msg::Resolved { txn, wait_for } => {
                 if let Some(t) = self.txns.get_mut(&txn) {
                     if t.st == St::Resolving {
@@ -286,6 +314,7 @@ impl Chain {
                         txn: id,
                         deps: vec![],
                         hops,
+                        spec: Spec::Incomplete,
                     },
                     hops,
                 );
@@ -300,6 +329,7 @@ impl Chain {
             // A re-sent forward pass (the coordinator's retransmission after a loss):
             // pass on whatever this server already did.
             let (st, deps, h) = (t.st, t.deps.iter().copied().collect::<Vec<_>>(), t.hops);
+            let (pre, spec) = (t.pre.clone(), t.spec.clone());
             match st {
                 St::Footprint if pos + 1 < chain.servers.len() => pass_forward(&chain, pos, hops, cx),
                 St::Precommitted if pos > 0 => cx.send_on_chain(
@@ -309,10 +339,21 @@ impl Chain {
                         pos: pos - 1,
                         deps,
                         hops: h,
+                        pre,
+                        spec,
                     },
                     h,
                 ),
-                St::Precommitted => cx.send_on_chain(chain.coord, Msg::Finished { txn: id, deps, hops: h }, h),
+                St::Precommitted => cx.send_on_chain(
+                    chain.coord,
+                    Msg::Finished {
+                        txn: id,
+                        deps,
+                        hops: h,
+                        spec,
+                    },
+                    h,
+                ),
                 _ => {}
             }
             return;
@@ -334,6 +375,10 @@ impl Chain {
                 stalled: false,
                 hops,
                 timer: 0,
+                pre: vec![],
+                spec: Spec::Running,
+                valued: false,
+                tmp: vec![],
             },
         );
         let below = self.complete_below;
@@ -342,7 +387,7 @@ impl Chain {
             pass_forward(&chain, pos, hops, cx);
         } else {
             // The last server of the chain turns the forward pass into the backward pass.
-            self.on_backward(chain, pos, vec![], hops, cx);
+            self.on_backward(chain, pos, vec![], hops, (vec![], Spec::Running), cx);
         }
         // A new footprint only adds constraints, so a waiting transaction can start
         // now only if the epoch boundary moved (see `retry_touching`).
@@ -352,13 +397,23 @@ impl Chain {
         }
     }
 
-    fn on_backward(&mut self, chain: Arc<ChainTxn>, pos: usize, deps: Vec<TxnId>, hops: u32, cx: &mut Ctx<'_, Msg>) {
+    fn on_backward(
+        &mut self,
+        chain: Arc<ChainTxn>,
+        pos: usize,
+        deps: Vec<TxnId>,
+        hops: u32,
+        (pre, spec): (Vec<RoRead>, Spec),
+        cx: &mut Ctx<'_, Msg>,
+    ) {
         let id = chain.id;
         let Some(t) = self.txns.get_mut(&id) else { return };
         if t.st != St::Footprint || t.pos != pos {
             return; // a duplicate
         }
         t.deps.extend(deps);
+        t.pre = pre;
+        t.spec = spec;
         t.hops = t.hops.max(hops);
         t.st = St::Waiting;
         self.waiting.push(id);
@@ -386,6 +441,11 @@ impl Chain {
                 let xw = q.fps.get(x).map(|f| f.1).unwrap_or(true);
                 if *x != id && (*w || xw) && self.txns.get(x).is_some_and(|o| o.st == St::Holding) {
                     return; // Rule 2: a transaction in the middle of accessing the key
+                }
+                if *x != id && xw && !t.stalled && self.txns.get(x).is_some_and(|o| !o.valued) {
+                    // Rule 2 with values: a writer ahead whose program has not run to
+                    // its end has no temporary version to read yet.
+                    return;
                 }
             }
             for (x, (xe, xw)) in &q.fps {
@@ -457,6 +517,9 @@ impl Chain {
         t.timer = T_HOLD + n;
         self.timers.insert(T_HOLD + n, id);
         self.waiting.retain(|w| *w != id);
+        // It reads its keys here as they are now (its place in their order is taken)
+        // and runs its program as far as the values read so far allow.
+        self.execute(id, cx);
         if hold == 0 {
             // A zero-cost access model (unit tests): pre-commit at once.
             self.timers.remove(&(T_HOLD + n));
@@ -499,6 +562,7 @@ impl Chain {
         x.st = St::Precommitted;
         let deps: Vec<TxnId> = x.deps.iter().copied().collect();
         let (chain, pos, hops) = (x.chain.clone(), x.pos, x.hops);
+        let (pre, spec) = (x.pre.clone(), x.spec.clone());
         if !deps.is_empty() {
             cx.send(
                 chain.coord,
@@ -516,11 +580,22 @@ impl Chain {
                     pos: pos - 1,
                     deps,
                     hops,
+                    pre,
+                    spec,
                 },
                 hops,
             );
         } else {
-            cx.send_on_chain(chain.coord, Msg::Finished { txn: id, deps, hops }, hops);
+            cx.send_on_chain(
+                chain.coord,
+                Msg::Finished {
+                    txn: id,
+                    deps,
+                    hops,
+                    spec,
+                },
+                hops,
+            );
         }
         let keys: Vec<Key> = chain.keys[pos].iter().map(|(k, _)| k.clone()).collect();
         self.retry_touching(keys, cx);

@@ -31,6 +31,10 @@ pub(super) struct CoTxn {
     /// This DC's vote for it went into an epoch payload (an execution result or an
     /// abstention): it never votes again.
     pub(super) voted: bool,
+    /// This DC's speculative execution of it (chain servers), once finished, if the
+    /// program ran to its end there.
+    #[serde(default)]
+    pub(super) spec: Option<Arc<SpecResult>>,
 }
 
 /// Transactions of one epoch connected by conflicting accesses (the "conflicting
@@ -44,6 +48,14 @@ pub(super) struct Comp {
     /// component on one of its keys was not finalized yet (it waits for that one).
     #[serde(default)]
     pub(super) blocked_since: Option<Time>,
+    /// Once every member is decided and executed here: the members still to commit, in
+    /// commit order with their timestamps (a catch-up waiting for another DC's
+    /// update operations holds the rest).
+    #[serde(default)]
+    pub(super) plan: Option<Vec<(TxnId, u64)>>,
+    /// The most WAN hops behind a member committed so far.
+    #[serde(default)]
+    pub(super) hops: u32,
 }
 
 /// Counters the experiments read.
@@ -73,6 +85,30 @@ pub(super) struct Stats {
     /// epoch's component on a shared key, and the sum of those waits in ms (cat-fig5).
     pub(super) blocked: u64,
     pub(super) blocked_ms: f64,
+    /// Committed (or aborted by their program) with this DC's speculative result: every
+    /// value it read speculatively is the committed one.
+    #[serde(default)]
+    pub(super) spec_valid: u64,
+    /// Re-executed here at commit: this DC's execution had the chosen dependencies
+    /// (or none were voted on) but read a value that is not the committed one (a
+    /// dependency caught up, or the stall valve), or did not run to its end.
+    #[serde(default)]
+    pub(super) spec_redone: u64,
+    /// Catch-ups whose answerer no longer kept the result: re-executed here.
+    #[serde(default)]
+    pub(super) catch_up_gone: u64,
+    /// Catch-ups whose fetched update operations differ from what re-executing here
+    /// gives (a safety bug if ever non-zero: the DCs' programs are deterministic).
+    #[serde(default)]
+    pub(super) catch_up_divergent: u64,
+    /// Home-DC results of non-conflicting transactions that differ from this DC's
+    /// speculative result (§VI-D1).
+    #[serde(default)]
+    pub(super) dominant_spec_mismatch: u64,
+    /// Executions reported here that did not run to their end at the chain (a row of
+    /// a range on a server the pass had left).
+    #[serde(default)]
+    pub(super) spec_incomplete: u64,
 }
 
 /// A DC's coordinator.
@@ -129,6 +165,9 @@ pub struct Coordinator {
     /// Manifest counts of the newest scheduled epochs.
     pub(super) manifests: BTreeMap<u64, BTreeMap<NodeId, u32>>,
     pub(super) stats: Stats,
+    /// Catch-ups (`catchup.rs`).
+    #[serde(default)]
+    pub(super) catch: super::catchup::CatchUps,
     /// Majority mode's consensus slots (`majority.rs`).
     pub(super) slots: super::majority::Slots,
     /// The secondary coordinator's state (`secondary.rs`).
@@ -181,6 +220,7 @@ impl Coordinator {
             unacked: BTreeMap::new(),
             manifests: BTreeMap::new(),
             stats: Stats::default(),
+            catch: Default::default(),
             slots: Default::default(),
             sec: super::secondary::Sec::new(secondary, standby),
         }
@@ -215,6 +255,12 @@ impl Coordinator {
             ("spec_held".into(), s.spec_held as f64),
             ("blocked".into(), s.blocked as f64),
             ("blocked_ms".into(), s.blocked_ms),
+            ("spec_valid".into(), s.spec_valid as f64),
+            ("spec_redone".into(), s.spec_redone as f64),
+            ("catch_up_gone".into(), s.catch_up_gone as f64),
+            ("catch_up_divergent".into(), s.catch_up_divergent as f64),
+            ("dominant_spec_mismatch".into(), s.dominant_spec_mismatch as f64),
+            ("spec_incomplete".into(), s.spec_incomplete as f64),
             ("implicit".into(), self.resolver.implicit as f64),
             ("abandoned".into(), self.slots.abandoned as f64),
             ("takeovers".into(), self.sec.takeovers as f64),
@@ -246,6 +292,7 @@ impl Coordinator {
     /// servers pass on what they already did), commits and aborts are re-sent until
     /// acknowledged, and the newest manifests go out again.
     fn sweep(&mut self, cx: &mut Ctx<'_, Msg>) {
+        self.catch_up_sweep(cx);
         if !self.leads() {
             cx.set_timer(self.env.timeouts.sweep, ServerTimer::Sweep);
             return;
@@ -569,7 +616,9 @@ impl Coordinator {
                     );
                 }
             }
-            Msg::Finished { txn, deps, hops } => self.on_finished(txn, deps, hops, cx),
+            Msg::Finished { txn, deps, hops, spec } => self.on_finished(txn, deps, hops, spec, cx),
+            Msg::CatchUp { txn, hops } => self.on_catch_up(from, txn, hops, cx),
+            Msg::CaughtUp { txn, result, hops } => self.on_caught_up(txn, result, hops, cx),
             Msg::ManifestNack { eid } => {
                 let counts: Vec<(u64, u32)> = self
                     .manifests
@@ -799,6 +848,7 @@ impl Coordinator {
                     servers,
                     coord: self.me,
                     term: self.sec.term,
+                    call: t.call.clone(),
                 })
             });
             let c = self.comps.entry(comp).or_insert_with(|| Comp {
@@ -806,6 +856,8 @@ impl Coordinator {
                 members: vec![],
                 keys: vec![],
                 blocked_since: None,
+                plan: None,
+                hops: 0,
             });
             c.members.push(t.id);
             for (k, _) in &keys {
@@ -827,6 +879,7 @@ impl Coordinator {
                     hops: *hops,
                     sched: cx.now(),
                     voted: false,
+                    spec: None,
                 },
             );
             if let Some(ch) = chain.filter(|_| leads) {

@@ -4,8 +4,8 @@
 //! # Why abandoning needs agreement here
 //!
 //! The paper proceeds on a majority of epoch messages and lets the validation phase
-//! correct the divergent executions. Our coordinators re-derive values in an order that
-//! is a function of each epoch's batch (module docs of `catenae`), so every DC must
+//! correct the divergent executions. Our coordinators commit in an order that is a
+//! function of each epoch's batch (module docs of `catenae`), so every DC must
 //! schedule an epoch with the *same* batch: a late message may be left out only if
 //! every DC leaves it out. Each DC's message for epoch `e` is therefore a consensus slot
 //! `(owner, e)`, as in Mencius: the owner proposes its message at ballot zero (sending

@@ -28,8 +28,10 @@
 //!   transaction waits (Rule 2) while a conflicting transaction is in the middle of
 //!   accessing one of its keys, or while a dependency (Rule 1), an implicit dependency
 //!   or a transaction of an earlier epoch has a footprint there and has not accessed it
-//!   yet; then every conflicting transaction that accessed the key before becomes a
-//!   dependency, and it holds its records for the modelled access time. The resolver
+//!   yet, or while a writer ahead of it on one of its keys has no temporary value yet
+//!   (Rule 2 with values); then every conflicting transaction that accessed the key
+//!   before becomes a dependency, and it holds its records for the modelled access
+//!   time. The resolver
 //!   is asked when the Fig. 4 pattern forms (a transaction with dependencies about to
 //!   precede footprints of its own epoch); it answers with the candidates its
 //!   repository orders before it (implicit dependencies).
@@ -37,23 +39,37 @@
 //!   size(key)` (sizes 64 B..4 KiB drawn from the key, the same in every DC) times a
 //!   per-access CPU jitter from the node's rng (±`jitter`). Orders differ between DCs
 //!   only through those jitters and the network's; nothing sets the success rate.
+//! - **Speculative execution (§VI-C).** Chains execute the programs: at each server a
+//!   transaction reads its declared keys as its place in their order there has them
+//!   (the temporary version of the last unresolved writer ahead of it, else the newest
+//!   committed version), the values travel with the backward pass, and the program is
+//!   run against them until it ends; its writes are then the transaction's temporary
+//!   versions at its chain servers (`chain/spec.rs`). What the DC computed is its
+//!   result, reported with the dependencies when the pass ends.
 //! - **Validation (§VI-D, E).** A transaction alone in its epoch's conflict set (a static
 //!   analysis of the batch, the same in every DC) needs no validation: its home DC
-//!   answers as soon as it committed it and sends a dominant result (a digest of its
-//!   writes) that the others check (`dominant_mismatch`, always 0 in the tests). A
-//!   transaction of a conflict set is voted on: each DC's vote is the set of same-epoch
-//!   dependencies it executed with (Paxos phase 2 among coordinators; a DC accepts one
-//!   value, its own execution); a value with a majority is chosen, and when none can
-//!   reach a majority the transaction aborts. A DC whose vote lost catches up: it
-//!   commits with the majority's order.
+//!   answers with its own result as soon as it committed it, and sends a dominant
+//!   result (a digest of its writes) that the others check (`dominant_mismatch` must
+//!   stay 0; `dominant_spec_mismatch` counts DCs whose own speculation differed and
+//!   that re-executed). A transaction of a conflict set is voted on: each DC's vote is
+//!   the set of same-epoch dependencies it executed with (Paxos phase 2 among
+//!   coordinators; a DC accepts one value, its own execution); a value with a
+//!   majority is chosen, and when none can reach a majority the transaction aborts.
+//!   A DC whose execution lost catches up: it applies the update operations of a DC
+//!   that executed it with the chosen dependencies, asked for when its turn to commit
+//!   comes (`catchup.rs`; one more round trip).
 //! - **Commit.** A conflict set commits once all its members are decided and executed
 //!   here and every earlier epoch's transactions on its keys are done. Its members are
 //!   ordered by a topological sort of the decided dependencies (ties by id); members on
 //!   a cycle of decided dependencies abort. The commit timestamp is (epoch, rank).
-//!   Each transaction's program is re-run at the coordinator against the committed
-//!   state (its reads supplied, any undeclared key refused), and the writes go to the
-//!   chain servers, which install them by timestamp in their multi-version store (the
-//!   replica the checker reads).
+//!   Each transaction commits with this DC's speculative result where that execution
+//!   had the chosen dependencies and every value it read is the committed one; with
+//!   the program re-executed against the committed state where it had the chosen
+//!   dependencies but read a value that changed (a dependency caught up: "the
+//!   transaction will need to catch up as well"); with another DC's update operations
+//!   where its execution lost (`validate.rs` module docs). The writes go to the chain
+//!   servers, which install them by timestamp in their multi-version store (the
+//!   replica the checker reads) and drop the temporary versions.
 //! - **Read-only (§VI-F)** transactions read, concurrently at the local chain servers,
 //!   the snapshot of the last scheduled epoch; a key with an unresolved writer of an
 //!   epoch up to the snapshot (inside its decision period) makes the client retry
@@ -67,27 +83,43 @@
 //!
 //! Critical path (WAN one-way trips, asserted in tests): read-only 0; non-conflicting 1
 //! (the other DCs' epoch messages, then local execution); conflicting 2 (the home's
-//! epoch message out, the other DCs' votes back: one RTT to the nearest majority).
+//! epoch message out, the other DCs' votes back: one RTT to the nearest majority);
+//! conflicting where the home DC's execution lost the vote, or read a dependency's
+//! value that a catch-up changed, 4 (§VIII-A's two RTTs: the vote, then the update
+//! operations of a DC of the majority).
 //!
 //! # Where this departs from the paper, and why
 //!
-//! - **Values are re-derived at commit.** Chain servers order transactions and collect
-//!   dependencies but keep no speculative values; the coordinator re-runs each program
-//!   in commit order with reads supplied from the committed state (the brief allows
-//!   this). Because the commit order is a deterministic function of the batches and the
-//!   Paxos-chosen votes, every DC installs the same versions in the same order, and the
-//!   history is a serial execution in timestamp order, whatever the speculation did.
-//!   Consequence: catch-up is local, so the catch-up path takes one RTT, not the two of
-//!   §VIII-A (test `a_minority_dc_catches_up_with_the_majority_order` asserts 2 trips).
+//! - **A speculative result stands only where its reads are the committed values.**
+//!   The paper commits a DC's temporary values once the chosen dependencies equal its
+//!   own and its dependencies committed; here the coordinator checks each value the
+//!   execution read against the committed state (the same condition, made exact: a
+//!   stalled transaction or a dependency that caught up shows as a changed read) and
+//!   re-executes the program otherwise. The commit order is a deterministic function of
+//!   the batches and the chosen votes, so every DC installs the same versions in the
+//!   same order, and the history is a serial execution in timestamp order, whatever
+//!   the speculation did.
+//! - **Chain servers read every declared key at access** (they cannot know which keys a
+//!   program reads before it ran), so a blind writer waits for the value of the writer
+//!   ahead of it too; a program reading a row of a range on a server its pass already
+//!   left has no speculative result (`chain/spec.rs`).
 //! - **Votes carry same-epoch dependencies only**, and across epochs a chain server
 //!   keeps transactions in epoch order on a shared key (each server learns per epoch how
 //!   many footprints to expect: `Manifest`). Across-epoch orders are therefore equal in
 //!   every DC by construction; speculation (and Fig. 1's success rate) is about the
 //!   races inside an epoch. The paper leaves cross-epoch races to validation.
 //! - **Decision periods** are computed (current epoch plus the farthest one-way delay,
-//!   width `tolerance`) and travel with votes, but the commit timestamp is (epoch, rank)
-//!   rather than the maximum epoch of their intersection: with the order fixed per epoch
-//!   the rank is what keeps per-key orders equal. Read-only snapshots use epoch ids.
+//!   width `tolerance`) and travel with votes, but the commit timestamp is (scheduled
+//!   epoch, rank) rather than the maximum epoch of their intersection, which would be
+//!   unsafe here: (1) a transaction is decided on a majority of votes, so the DCs
+//!   deciding it hold different sets of decision periods and would compute different
+//!   timestamps, and install the same versions at different places in their
+//!   multi-version stores; (2) a transaction scheduled later on a key can have votes
+//!   with smaller periods (its voters were less loaded) and so a lower timestamp than
+//!   the writer it is ordered behind, so a snapshot between the two would see the
+//!   later write without the earlier one. (epoch, rank) is the same in every DC and
+//!   grows along every key's commit order by construction. Read-only snapshots use
+//!   epoch ids; the decision periods remain in the votes, unused.
 //! - **Acyclicity.** Rule 1 waits and the resolver's implicit dependencies keep each DC's
 //!   order acyclic in the common case; the resolver stores only edges it enforces.
 //!   Because its repository is updated asynchronously a cycle can still form; a
@@ -140,6 +172,7 @@
 //! - **Not strict:** a read-only transaction may miss a commit another DC already
 //!   acknowledged (its snapshot is this DC's last scheduled epoch).
 
+mod catchup;
 mod chain;
 mod client;
 mod coordinator;
@@ -384,7 +417,7 @@ impl Server {
         let is_coord = first == node || (cfg.secondary && second == node && second != first);
         let acks_to = if cfg.secondary { vec![first, second] } else { vec![] };
         Server {
-            chain: Chain::new(cfg.clone(), node, acks_to),
+            chain: Chain::new(cfg.clone(), env.clone(), node, acks_to),
             coord: is_coord.then(|| Coordinator::new(cfg, env, node)),
         }
     }
@@ -407,7 +440,8 @@ impl Actor for Server {
             | Msg::Commit { .. }
             | Msg::Abort { .. }
             | Msg::RoRead { .. }
-            | Msg::Resolved { .. } => self.chain.on_message(from, msg, cx),
+            | Msg::Resolved { .. }
+            | Msg::Temp { .. } => self.chain.on_message(from, msg, cx),
             Msg::Edges { txn, deps } => {
                 if let Some(c) = self.coord.as_mut() {
                     c.resolver.add_edges(txn, &deps);
@@ -442,7 +476,9 @@ impl Actor for Server {
             | Msg::Deposed { .. }
             | Msg::Probe { .. }
             | Msg::ProbeReply { .. }
-            | Msg::Finished { .. } => {
+            | Msg::Finished { .. }
+            | Msg::CatchUp { .. }
+            | Msg::CaughtUp { .. } => {
                 if let Some(c) = self.coord.as_mut() {
                     c.on_message(from, msg, cx);
                 }

@@ -9,6 +9,42 @@ pub type RoRead = (Key, Option<VersionId>, Option<Value>);
 /// A committed execution: reads (key, version) and writes (program order).
 pub type Executed = (Vec<(Key, Option<VersionId>)>, Vec<(Key, Value)>);
 
+/// One DC's speculative execution of a read-write transaction at its chain servers
+/// (§VI-C): what the program read there (in program order, with the version and
+/// value each read saw, speculative writes of the dependencies included) and what it
+/// wrote, or why the program stopped.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SpecResult {
+    /// The program's reads, in the order it made them.
+    pub reads: Vec<RoRead>,
+    /// Its writes in program order, or the abort its program ended in.
+    pub outcome: Result<Vec<(Key, Value)>, AbortReason>,
+}
+
+/// Where a transaction's speculative execution stands as its backward pass moves on.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub enum Spec {
+    /// The program still needs reads from servers further down the pass.
+    #[default]
+    Running,
+    /// The program ran to its end.
+    Done(Arc<SpecResult>),
+    /// The program needs a row (inside a declared range) of a server the pass already
+    /// left, or it went ahead of an unvalued dependency (the stall valve): no result
+    /// here; the commit re-executes it.
+    Incomplete,
+}
+
+impl Spec {
+    /// The result, once the program ran to its end.
+    pub fn result(&self) -> Option<&Arc<SpecResult>> {
+        match self {
+            Spec::Done(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
 /// One transaction as the transaction-distribution payload carries it (§V-A).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TxnEntry {
@@ -106,6 +142,8 @@ pub struct ChainTxn {
     /// server follows the dispatch of the newest term, so a successor's passes reach
     /// it; always 0 otherwise).
     pub term: u32,
+    /// The program and its arguments: the chain servers execute it speculatively.
+    pub call: Call,
 }
 
 /// Catenae messages.
@@ -244,6 +282,11 @@ pub enum Msg {
         deps: Vec<TxnId>,
         /// WAN hops.
         hops: u32,
+        /// The values read so far: every declared key of the servers passed, as each
+        /// saw it when the transaction accessed it.
+        pre: Vec<RoRead>,
+        /// The speculative execution so far.
+        spec: Spec,
     },
     /// First chain server → coordinator: the backward pass ended; these dependencies.
     Finished {
@@ -251,6 +294,36 @@ pub enum Msg {
         txn: TxnId,
         /// Every dependency it executed with here.
         deps: Vec<TxnId>,
+        /// WAN hops.
+        hops: u32,
+        /// This DC's speculative execution.
+        spec: Spec,
+    },
+    /// Chain server → a chain server the backward pass already left: the program ran to
+    /// its end, and these are its temporary versions of your keys (possibly none: then
+    /// readers behind it read what it found). Readers ordered behind a writer wait for
+    /// this (Rule 2 with values).
+    Temp {
+        /// Transaction.
+        txn: TxnId,
+        /// Its writes of the receiver's keys.
+        writes: Vec<(Key, VersionId, Value)>,
+    },
+    /// Coordinator → a coordinator whose DC executed `txn` with the chosen dependencies
+    /// (§VI-E catch up): send the update operations it committed.
+    CatchUp {
+        /// Transaction.
+        txn: TxnId,
+        /// WAN hops on the asker's chain.
+        hops: u32,
+    },
+    /// Answer to `CatchUp`: the committed execution (reads and writes), or the abort
+    /// its program ended in; `None` when the answerer no longer keeps it.
+    CaughtUp {
+        /// Transaction.
+        txn: TxnId,
+        /// The committed result.
+        result: Option<Result<Executed, AbortReason>>,
         /// WAN hops.
         hops: u32,
     },
@@ -333,6 +406,8 @@ pub enum Msg {
         txn: TxnId,
         /// Same-component dependencies it executed with here.
         deps: Vec<TxnId>,
+        /// This DC's speculative execution of it.
+        spec: Spec,
     },
     /// Standby taking over (`secondary=on`) → every other DC's coordinator nodes and its
     /// old coordinator: refuse this DC's messages of older terms, and send what you hold
@@ -466,6 +541,9 @@ impl Msg {
             | Msg::Forward { .. }
             | Msg::Backward { .. }
             | Msg::Finished { .. }
+            | Msg::Temp { .. }
+            | Msg::CatchUp { .. }
+            | Msg::CaughtUp { .. }
             | Msg::Edges { .. }
             | Msg::Resolve { .. }
             | Msg::Resolved { .. }

@@ -304,7 +304,7 @@ impl Coordinator {
                 self.try_schedule(cx);
             }
             Msg::Scheduled { term, eid, payloads } if peer => self.on_scheduled(term, eid, payloads, cx),
-            Msg::Local { term, txn, deps } if peer => self.on_local(term, txn, deps, cx),
+            Msg::Local { term, txn, deps, spec } if peer => self.on_local(term, txn, deps, spec, cx),
             Msg::SchedNack { eid } if self.leads() => {
                 for (e, ps) in self.sec.sched_kept.range(eid..).take(RESEND) {
                     cx.send(
@@ -448,9 +448,9 @@ impl Coordinator {
     }
 
     /// Standby: the coordinator's chain of `txn` finished with `deps`.
-    fn on_local(&mut self, term: u32, txn: TxnId, deps: Vec<TxnId>, cx: &mut Ctx<'_, Msg>) {
+    fn on_local(&mut self, term: u32, txn: TxnId, deps: Vec<TxnId>, spec: Spec, cx: &mut Ctx<'_, Msg>) {
         if self.standby_hears(term, cx) {
-            self.set_local(txn, deps, cx);
+            self.set_local(txn, deps, spec, cx);
         }
     }
 
@@ -592,7 +592,7 @@ impl Coordinator {
         for id in ids {
             let own_vote = self.votes.get(&id).and_then(|v| v.get(&self.dc)).map(|v| v.0.clone());
             if let Some(Some(deps)) = own_vote {
-                self.set_local(id, deps, cx);
+                self.set_local(id, deps, Spec::Incomplete, cx);
                 continue;
             }
             if let Some((ch, hops)) = self.rechain(id) {

@@ -197,6 +197,7 @@ fn no_majority_aborts() {
                 keys: vec![vec![(k.clone(), true)]],
                 coord: NodeId(coord),
                 term: 0,
+                call: ycsb_call(&[(&kname, b"v")]),
             });
             net.send(NodeId(coord), server, Msg::Forward { chain, pos: 0, hops: 1 });
         }
@@ -419,3 +420,5 @@ fn a_read_only_read_waits_for_its_epoch_to_complete_instead_of_being_refused() {
     let eff = fire(&mut s, ms(4.0) + client::RO_RETRY, NodeId(1), TimerId(T_RO_PARK));
     assert_eq!(replies(eff.sent()), vec![(2, false)]);
 }
+
+mod spec;

@@ -1,19 +1,43 @@
 //! Validation and commit at a coordinator (catenae.md §VI-D, E): this DC's execution
 //! results as votes (Paxos phase 2 among the coordinators) and abstentions, the
 //! decision of each conflicting transaction, and the commit of a conflict set in its
-//! decided order (programs re-run against the committed state), or its abort.
+//! decided order, or its abort.
+//!
+//! # What a commit installs (§VI-D, E)
+//!
+//! Each member of a conflict set commits, in the decided order, with:
+//! - this DC's speculative result, when its execution had the chosen dependencies
+//!   (or it was non-conflicting) and every value it read speculatively is the one
+//!   committed before it (`spec_valid`): the temporary versions become committed;
+//! - else, when its execution had the chosen dependencies but read a value that
+//!   changed (a dependency caught up, so "the transaction will need to catch up as
+//!   well", or it went ahead through the stall valve) or its program did not run to
+//!   its end at the chain, the program re-executed here against the committed state
+//!   (`spec_redone`);
+//! - else (its execution lost the vote) the update operations of a DC that executed it
+//!   with the chosen dependencies, asked for with `CatchUp` (`catchup.rs`): the
+//!   paper's catch up, one more round trip, so a home DC whose execution lost answers
+//!   its client after two RTTs (§VIII-A).
+//!
+//! Safety does not rest on the speculation: every DC commits the same members in the
+//! same order, and a speculative result stands only where its reads equal the
+//! committed state, so what it installs is what a serial run in timestamp order gives.
 
-use super::coordinator::{server_of, CoTxn, Comp, Coordinator, Vote};
+use super::coordinator::{server_of, CoTxn, Coordinator, Vote};
 use super::*;
 use std::hash::{Hash, Hasher};
 
 impl Coordinator {
-    pub(super) fn on_finished(&mut self, txn: TxnId, deps: Vec<TxnId>, hops: u32, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn on_finished(&mut self, txn: TxnId, deps: Vec<TxnId>, hops: u32, spec: Spec, cx: &mut Ctx<'_, Msg>) {
         let Some(t) = self.txns.get_mut(&txn) else { return };
         if t.local.is_some() {
             return;
         }
         t.hops = t.hops.max(hops);
+        t.spec = spec.result().cloned();
+        if t.spec.is_none() {
+            self.stats.spec_incomplete += 1;
+        }
         self.unfinished.remove(&txn);
         let comp = &self.comps[&t.comp];
         let mut local: Vec<TxnId> = deps.into_iter().filter(|d| comp.members.contains(d)).collect();
@@ -28,6 +52,7 @@ impl Coordinator {
                     term: self.sec.term,
                     txn,
                     deps: local.clone(),
+                    spec,
                 },
             );
         }
@@ -37,15 +62,17 @@ impl Coordinator {
             // Not when this DC already abstained: a DC votes once.
             self.cast_vote(txn, eid, Some(local), hops, cx);
         }
+        self.catch_up_early(txn, cx);
         self.try_finalize(c, cx);
     }
 
     /// Marks `txn` finished here with same-component dependencies `deps` (no vote).
-    pub(super) fn set_local(&mut self, txn: TxnId, deps: Vec<TxnId>, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn set_local(&mut self, txn: TxnId, deps: Vec<TxnId>, spec: Spec, cx: &mut Ctx<'_, Msg>) {
         let Some(t) = self.txns.get_mut(&txn) else { return };
         if t.local.is_some() {
             return;
         }
+        t.spec = spec.result().cloned();
         self.unfinished.remove(&txn);
         let comp = &self.comps[&t.comp];
         let mut local: Vec<TxnId> = deps.into_iter().filter(|d| comp.members.contains(d)).collect();
@@ -53,6 +80,7 @@ impl Coordinator {
         local.dedup();
         t.local = Some(local);
         let c = t.comp;
+        self.catch_up_early(txn, cx);
         self.try_finalize(c, cx);
     }
 
@@ -181,6 +209,7 @@ impl Coordinator {
         }
         if let Some(c) = self.txns.get(&txn).map(|t| t.comp) {
             self.check_decision(txn);
+            self.catch_up_early(txn, cx);
             self.try_finalize(c, cx);
         }
     }
@@ -213,33 +242,42 @@ impl Coordinator {
 
     /// A component commits once every member is decided and finished here, and every
     /// earlier epoch's transactions on its keys are done (§VI-E: dependencies first).
+    /// A member waiting for a catch-up holds the members after it, and every later
+    /// component on its keys.
     pub(super) fn try_finalize(&mut self, first: u64, cx: &mut Ctx<'_, Msg>) {
         let mut work = vec![first];
         while let Some(c) = work.pop() {
             let Some(comp) = self.comps.get(&c) else { continue };
-            let done_here = comp.members.iter().all(|m| {
-                let t = &self.txns[m];
-                t.decision.is_some() && t.local.is_some()
-            });
-            let first = comp.keys.iter().all(|k| {
-                self.pending
-                    .get(k)
-                    .and_then(|s| s.first())
-                    .is_some_and(|(e, _)| *e == comp.eid)
-            });
-            if done_here && !first && comp.blocked_since.is_none() {
-                let now = cx.now();
-                self.comps.get_mut(&c).expect("present").blocked_since = Some(now);
+            if comp.plan.is_none() {
+                let done_here = comp.members.iter().all(|m| {
+                    let t = &self.txns[m];
+                    t.decision.is_some() && t.local.is_some()
+                });
+                let first = comp.keys.iter().all(|k| {
+                    self.pending
+                        .get(k)
+                        .and_then(|s| s.first())
+                        .is_some_and(|(e, _)| *e == comp.eid)
+                });
+                let (since, n) = (comp.blocked_since, comp.members.len());
+                if done_here && !first && since.is_none() {
+                    let now = cx.now();
+                    self.comps.get_mut(&c).expect("present").blocked_since = Some(now);
+                }
+                if !(done_here && first) {
+                    continue;
+                }
+                if let Some(since) = since {
+                    self.stats.blocked += n as u64;
+                    self.stats.blocked_ms += n as f64 * (cx.now() - since) as f64 / 1e6;
+                }
+                let plan = self.plan(c, cx);
+                self.comps.get_mut(&c).expect("present").plan = Some(plan);
             }
-            if !(done_here && first) {
-                continue;
+            if !self.run_plan(c, cx) {
+                continue; // a member waits for a catch-up
             }
             let comp = self.comps.remove(&c).expect("present");
-            if let Some(since) = comp.blocked_since {
-                self.stats.blocked += comp.members.len() as u64;
-                self.stats.blocked_ms += comp.members.len() as f64 * (cx.now() - since) as f64 / 1e6;
-            }
-            self.finalize(&comp, cx);
             let mut next: BTreeSet<u64> = BTreeSet::new();
             for k in &comp.keys {
                 if let Some(s) = self.pending.get_mut(k) {
@@ -257,27 +295,29 @@ impl Coordinator {
     }
 
     /// Orders a component by its decided dependencies (a topological sort, ties by
-    /// transaction id), aborts what lies on or behind a cycle, and commits the rest
-    /// in that order: each transaction's program runs against the committed state
-    /// with its reads supplied, and its writes go to the chain servers with commit
-    /// timestamp (epoch, rank).
-    fn finalize(&mut self, comp: &Comp, cx: &mut Ctx<'_, Msg>) {
+    /// transaction id) and aborts what lies on or behind a cycle, or was decided to
+    /// abort: the rest, in commit order with timestamps (epoch, rank).
+    fn plan(&mut self, c: u64, cx: &mut Ctx<'_, Msg>) -> Vec<(TxnId, u64)> {
+        let (members, eid) = {
+            let comp = &self.comps[&c];
+            (comp.members.clone(), comp.eid)
+        };
         let mut indeg: BTreeMap<TxnId, usize> = BTreeMap::new();
         let mut out: BTreeMap<TxnId, Vec<TxnId>> = BTreeMap::new();
         let mut aborts: Vec<(TxnId, AbortReason)> = vec![];
-        if comp.members.len() > 1 {
-            self.stats.spec_needed += comp.members.len() as u64;
+        if members.len() > 1 {
+            self.stats.spec_needed += members.len() as u64;
         }
-        for m in &comp.members {
+        for m in &members {
             match &self.txns[m].decision {
                 Some(Ok(_)) => {
                     indeg.insert(*m, 0);
                 }
                 Some(Err(r)) => aborts.push((*m, r.clone())),
-                None => unreachable!("finalize runs on decided components"),
+                None => unreachable!("plan runs on decided components"),
             }
         }
-        for m in &comp.members {
+        for m in &members {
             if let Some(Ok(deps)) = &self.txns[m].decision {
                 for d in deps {
                     if indeg.contains_key(d) {
@@ -314,33 +354,120 @@ impl Coordinator {
             }
         }
         debug_assert_eq!(order.len(), indeg.len(), "only cycle members are left out");
-        let lone = comp.members.len() == 1;
-        for (rank, t) in order.into_iter().enumerate() {
-            let ts = (comp.eid << RANK_BITS) | (rank as u64 + 1);
-            self.commit(t, ts, lone, cx);
-        }
         aborts.sort();
         for (t, r) in aborts {
             self.abort(t, r, cx);
         }
-    }
-
-    fn commit(&mut self, txn: TxnId, ts: u64, lone: bool, cx: &mut Ctx<'_, Msg>) {
-        let t = self.txns.remove(&txn).expect("scheduled");
-        self.resolver.forget(txn);
-        if let (Some(Ok(dec)), Some(local)) = (&t.decision, &t.local) {
-            if dec != local {
-                self.stats.caught_up += 1; // this DC executed it with other dependencies
+        // Every member whose execution here lost the vote asks for its update
+        // operations now, together, rather than each once the one before committed.
+        if members.len() > 1 {
+            for t in &order {
+                let x = &self.txns[t];
+                if x.local.as_ref() != x.decision.as_ref().and_then(|d| d.as_ref().ok()) {
+                    self.ask_catch_up(*t, cx);
+                }
             }
         }
-        let run = rederive(&self.env, &t, &self.view);
+        order
+            .into_iter()
+            .enumerate()
+            .map(|(rank, t)| (t, (eid << RANK_BITS) | (rank as u64 + 1)))
+            .collect()
+    }
+
+    /// Commits the planned members of component `c` in order; false while one waits for
+    /// a catch-up.
+    fn run_plan(&mut self, c: u64, cx: &mut Ctx<'_, Msg>) -> bool {
+        let lone = self.comps[&c].members.len() == 1;
+        loop {
+            let Some(&(t, ts)) = self.comps[&c].plan.as_ref().and_then(|p| p.first()) else {
+                return true;
+            };
+            // Its commit here comes after the commits before it (a catch-up among them
+            // delays it by the round trip it waited for).
+            let floor = self.comps[&c].hops;
+            if let Some(x) = self.txns.get_mut(&t) {
+                x.hops = x.hops.max(floor);
+            }
+            let Some(h) = self.commit(t, ts, lone, cx) else {
+                return false;
+            };
+            let comp = self.comps.get_mut(&c).expect("planned");
+            comp.hops = comp.hops.max(h);
+            comp.plan.as_mut().expect("planned").remove(0);
+        }
+    }
+
+    /// What `txn` commits with here (module docs), or `None` while it waits for the
+    /// update operations of another DC (asked for here).
+    fn committed_result(
+        &mut self,
+        txn: TxnId,
+        lone: bool,
+        cx: &mut Ctx<'_, Msg>,
+    ) -> Option<Result<Executed, AbortReason>> {
+        let t = &self.txns[&txn];
+        let Some(Ok(chosen)) = &t.decision else {
+            unreachable!("only members decided to commit are planned")
+        };
+        if !lone && t.local.as_ref() != Some(chosen) {
+            // This DC executed it with other dependencies: catch up (§VI-E).
+            return match self.catch.fetched.remove(&txn) {
+                Some(Some(theirs)) => {
+                    self.stats.caught_up += 1;
+                    if rederive(&self.env, t, &self.view) != theirs {
+                        self.stats.catch_up_divergent += 1;
+                        debug_assert!(
+                            false,
+                            "{txn:?}: a catch-up fetched other writes than a re-execution gives"
+                        );
+                    }
+                    Some(theirs)
+                }
+                Some(None) => {
+                    self.stats.caught_up += 1;
+                    self.stats.catch_up_gone += 1;
+                    Some(rederive(&self.env, t, &self.view))
+                }
+                None if self.ask_catch_up(txn, cx) => None,
+                None => {
+                    self.stats.caught_up += 1;
+                    self.stats.catch_up_gone += 1;
+                    Some(rederive(&self.env, &self.txns[&txn], &self.view))
+                }
+            };
+        }
+        if let Some(s) = t.spec.as_ref().filter(|s| holds(s, &self.view)) {
+            self.stats.spec_valid += 1;
+            let reads = s.reads.iter().map(|(k, v, _)| (k.clone(), *v)).collect();
+            return Some(s.outcome.clone().map(|w| (reads, w)));
+        }
+        self.stats.spec_redone += 1;
+        if lone && t.entry.home != self.dc {
+            // The home DC's dominant result is the committed one (§VI-D1); this DC's
+            // speculation differed from it.
+            self.stats.dominant_spec_mismatch += 1;
+        }
+        Some(rederive(&self.env, t, &self.view))
+    }
+
+    /// Commits `txn` at `ts` (or aborts it, if its program aborted), giving the WAN
+    /// hops of its causal chain; `None` while it waits for a catch-up.
+    fn commit(&mut self, txn: TxnId, ts: u64, lone: bool, cx: &mut Ctx<'_, Msg>) -> Option<u32> {
+        let run = self.committed_result(txn, lone, cx)?;
+        let t = self.txns.remove(&txn).expect("scheduled");
+        self.resolver.forget(txn);
         cx.charge_ops((t.keys.len() as u32).max(1));
+        if !lone {
+            self.keep_result(txn, t.eid, &run, t.hops, cx);
+        }
         let (reads, writes) = match run {
             Ok(rw) => rw,
             Err(r) => {
+                let hops = t.hops;
                 self.txns.insert(txn, t);
                 self.abort(txn, r, cx);
-                return;
+                return Some(hops);
             }
         };
         self.stats.committed += 1;
@@ -405,6 +532,7 @@ impl Coordinator {
                 cx.send_on_chain(t.entry.client, msg, t.hops);
             }
         }
+        Some(t.hops)
     }
 
     /// Commit or abort messages sent (or, on a standby, that its coordinator sent) and
@@ -458,6 +586,15 @@ fn tally(vs: &BTreeMap<DcId, Vote>) -> BTreeMap<&Vec<TxnId>, (usize, u32)> {
     count
 }
 
+/// Whether every value a speculative execution read is the committed one now (the
+/// version and the value: a dependency that caught up keeps its version ids).
+fn holds(s: &SpecResult, view: &HashMap<Key, (VersionId, Value)>) -> bool {
+    s.reads.iter().all(|(k, v, val)| match view.get(k) {
+        Some((cv, cval)) => *v == Some(*cv) && val.as_ref() == Some(cval),
+        None => v.is_none() && val.is_none(),
+    })
+}
+
 /// Whether `to` is reachable from `from` by one or more edges of `out`.
 fn reaches(out: &BTreeMap<TxnId, Vec<TxnId>>, from: TxnId, to: TxnId) -> bool {
     let mut seen: BTreeSet<TxnId> = BTreeSet::new();
@@ -477,7 +614,7 @@ fn reaches(out: &BTreeMap<TxnId, Vec<TxnId>>, from: TxnId, to: TxnId) -> bool {
 /// supplied), refusing any key outside its declaration: its reads (with versions)
 /// and its writes in program order.
 #[allow(clippy::type_complexity)]
-fn rederive(env: &Env, t: &CoTxn, view: &HashMap<Key, (VersionId, Value)>) -> Result<Executed, AbortReason> {
+pub(super) fn rederive(env: &Env, t: &CoTxn, view: &HashMap<Key, (VersionId, Value)>) -> Result<Executed, AbortReason> {
     let mut exec = Execution::new(t.entry.call.clone());
     let mut reads = vec![];
     loop {
