@@ -37,7 +37,7 @@ use serde::Serialize;
 /// request may ask for the key's value too (`Lock::read`, stop 68). 14: hier-ts votes
 /// carry the keys read and written apart (`Up::reads`/`writes`, stop 72, which did not
 /// bump the version), and Catenae's chains execute the programs (`ChainTxn::call`,
-/// `Backward::pre`/`spec`, `Finished::spec`, `Temp`, `CatchUp`, `CaughtUp`).
+/// `Backward::pre`/`spec`, `Finished::spec`, `Temp`, `TempReq`, `CatchUp`, `CaughtUp`).
 pub const VERSION: u8 = 14;
 
 /// The largest frame accepted (length field), 16 MiB.

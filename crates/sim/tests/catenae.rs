@@ -490,6 +490,38 @@ fn secondary_campaign_seeds_stay_live() {
     }
 }
 
+/// Stop 73's campaign failures with a secondary coordinator (each `not-durable` before
+/// the fix): a coordinator waiting for a catch-up's answer stepped down, a standby
+/// drops its asks (it re-executes instead), and the commits that waited for them were
+/// never resumed; the standby had already answered the client.
+#[test]
+fn a_stepped_down_coordinator_resumes_the_commits_its_catch_ups_held() {
+    for (topo, txns, clients, seed, faults) in [
+        (
+            "us3",
+            300,
+            8,
+            1140807,
+            "random:crashes=5,client-crashes=2,partitions=2,outages=1",
+        ),
+        (
+            "world3",
+            500,
+            32,
+            1141097,
+            "random:crashes=5,client-crashes=2,partitions=2,outages=1;skew:max=500ms",
+        ),
+    ] {
+        let mut c = SimConfig::new(Topology::preset(topo).unwrap(), "ycsb");
+        c.txns = txns;
+        c.clients = clients;
+        c.seed = seed;
+        c.faults = faults.into();
+        let r = sim("catenae:secondary=on", &c).report;
+        assert_clean_and_live(&format!("seed {seed}"), &r);
+    }
+}
+
 /// Same seed, same run.
 #[test]
 fn deterministic() {

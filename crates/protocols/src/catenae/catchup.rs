@@ -47,7 +47,7 @@ impl Coordinator {
     /// operations; false when no other DC voted the chosen value (it cannot happen for
     /// a decided commit whose vote here differs, but then the commit re-executes).
     pub(super) fn ask_catch_up(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) -> bool {
-        if self.catch.asking.contains_key(&txn) {
+        if self.catch.asking.contains_key(&txn) || self.catch.fetched.contains_key(&txn) {
             return true; // asked already
         }
         let Some(to) = self.catch_up_target(txn, 0) else {
@@ -65,11 +65,44 @@ impl Coordinator {
     /// `txn` waits for here meanwhile (earlier components on its keys).
     pub(super) fn catch_up_early(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
         let Some(t) = self.txns.get(&txn) else { return };
-        let (Some(Ok(chosen)), Some(local)) = (&t.decision, &t.local) else {
+        if !matches!(t.decision, Some(Ok(_))) || t.local.is_none() || !self.leads() {
             return;
-        };
-        if local != chosen && self.comps.get(&t.comp).is_some_and(|c| c.members.len() > 1) {
+        }
+        if self.comps.get(&t.comp).is_some_and(|c| c.members.len() > 1) && self.lost_vote(txn) {
             self.ask_catch_up(txn, cx);
+        }
+    }
+
+    /// Whether this DC's execution of the decided `txn` lost: neither its execution
+    /// here nor its vote (they differ only after a coordinator's take-over, which may
+    /// know the vote without the execution) is the chosen value. A DC whose vote is
+    /// the chosen value never asks, so the DCs a catch-up asks never wait on another.
+    pub(super) fn lost_vote(&self, txn: TxnId) -> bool {
+        let Some(t) = self.txns.get(&txn) else { return false };
+        let Some(Ok(chosen)) = &t.decision else { return false };
+        let voted = self
+            .votes
+            .get(&txn)
+            .and_then(|v| v.get(&self.dc))
+            .is_some_and(|v| v.0.as_ref() == Some(chosen));
+        t.local.as_ref() != Some(chosen) && !voted
+    }
+
+    /// `txn` aborted here: a catch-up asked for it is moot, and those who asked this DC
+    /// are told it has nothing (they abort it too: the decision is the same).
+    pub(super) fn catch_up_forget(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        self.catch.asking.remove(&txn);
+        self.catch.fetched.remove(&txn);
+        for (n, h) in self.catch.waiting.remove(&txn).unwrap_or_default() {
+            cx.send_on_chain(
+                n,
+                Msg::CaughtUp {
+                    txn,
+                    result: None,
+                    hops: h,
+                },
+                h,
+            );
         }
     }
 
@@ -158,14 +191,29 @@ impl Coordinator {
             };
             cx.send_on_chain(n, m, hops);
         }
-        self.catch.kept.insert(txn, (eid, run.clone(), hops));
-        self.catch.kept_by_epoch.entry(eid).or_default().push(txn);
+        // Kept from now (the open epoch), not from the transaction's own epoch: a commit
+        // that waited long (an outage) is kept as long as any other.
+        let now_e = self.cur.max(eid);
+        self.catch.kept.insert(txn, (now_e, run.clone(), hops));
+        self.catch.kept_by_epoch.entry(now_e).or_default().push(txn);
     }
 
     /// From the sweep: unanswered catch-ups are asked again (of the next DC that voted
     /// the chosen value), and results older than the keeping time are dropped.
     pub(super) fn catch_up_sweep(&mut self, cx: &mut Ctx<'_, Msg>) {
         let now = cx.now();
+        if !self.leads() {
+            // A standby re-executes (`committed_result`): what this node asked while it
+            // led (it stepped down since) is moot, and the commits that waited for it
+            // go on now.
+            let comps: BTreeSet<u64> = std::mem::take(&mut self.catch.asking)
+                .into_keys()
+                .filter_map(|t| self.txns.get(&t).map(|x| x.comp))
+                .collect();
+            for c in comps {
+                self.try_finalize(c, cx);
+            }
+        }
         let max_one_way = (0..self.n_dcs())
             .map(|d| self.env.layout.topology.one_way(self.dc, DcId(d as u16)))
             .max()
@@ -181,6 +229,7 @@ impl Coordinator {
         for txn in stale {
             let n = self.catch.asking[&txn].1 + 1;
             let Some(to) = self.catch_up_target(txn, n) else {
+                self.catch.asking.remove(&txn); // no longer decided here to commit
                 continue;
             };
             let hops = self.txns.get(&txn).map(|t| t.hops).unwrap_or(0);

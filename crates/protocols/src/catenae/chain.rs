@@ -47,6 +47,12 @@ struct CTxn {
     /// Those temporary versions.
     #[serde(default)]
     tmp: Vec<(Key, VersionId, Value)>,
+    /// Waiting for a writer's value: how many times the writers' values were asked for
+    /// (`TempReq`), and whether that check is armed.
+    #[serde(default)]
+    value_asks: u32,
+    #[serde(default)]
+    value_timer: bool,
 }
 
 impl CTxn {
@@ -103,6 +109,10 @@ pub struct Chain {
     pub(super) stalls: u64,
     /// Resolver queries sent.
     pub(super) resolves: u64,
+    /// Readers that went ahead without the value of a writer ahead of them, having
+    /// waited `VALUE_CHECKS` checks for it.
+    #[serde(default)]
+    pub(super) value_waits_cut: u64,
     /// With a secondary coordinator: both coordinator nodes of the DC, each told when a
     /// commit or abort is applied (the standby keeps what its successor would re-send).
     acks_to: Vec<NodeId>,
@@ -135,6 +145,7 @@ impl Chain {
             done: HashSet::default(),
             stalls: 0,
             resolves: 0,
+            value_waits_cut: 0,
             acks_to,
             ro_parked: vec![],
         }
@@ -182,6 +193,7 @@ impl Chain {
                 spec,
             } => self.on_backward(chain, pos, deps, hops, (pre, spec), cx),
             Msg::Temp { txn, writes } => self.on_temp(txn, writes, cx),
+            Msg::TempReq { txn } => self.on_temp_req(from, txn, cx),
             Msg::Resolved { txn, wait_for } => {
                 if let Some(t) = self.txns.get_mut(&txn) {
                     if t.st == St::Resolving {
@@ -379,6 +391,8 @@ impl Chain {
                 spec: Spec::Running,
                 valued: false,
                 tmp: vec![],
+                value_asks: 0,
+                value_timer: false,
             },
         );
         let below = self.complete_below;
@@ -442,9 +456,11 @@ impl Chain {
                 if *x != id && (*w || xw) && self.txns.get(x).is_some_and(|o| o.st == St::Holding) {
                     return; // Rule 2: a transaction in the middle of accessing the key
                 }
-                if *x != id && xw && !t.stalled && self.txns.get(x).is_some_and(|o| !o.valued) {
+                let value_wait = !t.stalled && t.value_asks < spec::VALUE_CHECKS;
+                if *x != id && xw && value_wait && self.txns.get(x).is_some_and(|o| !o.valued) {
                     // Rule 2 with values: a writer ahead whose program has not run to
                     // its end has no temporary version to read yet.
+                    self.arm_value_check(id, cx);
                     return;
                 }
             }
@@ -532,6 +548,12 @@ impl Chain {
     pub(super) fn on_timer(&mut self, t: TimerId, cx: &mut Ctx<'_, Msg>) {
         if t.0 == T_RO_PARK {
             self.ro_unpark(true, cx);
+            return;
+        }
+        if t.0 >= T_VALUE {
+            if let Some(id) = self.timers.remove(&t.0) {
+                self.value_check(id, cx);
+            }
             return;
         }
         let Some(id) = self.timers.remove(&t.0) else { return };
@@ -673,6 +695,7 @@ impl Chain {
             let n = self.next_timer;
             self.next_timer += 1;
             let t = self.txns.get_mut(&id).expect("present");
+            t.value_timer = false;
             match t.st {
                 St::Holding => {
                     t.timer = T_HOLD + n;

@@ -101,12 +101,15 @@ pub(super) struct Stats {
     /// gives (a safety bug if ever non-zero: the DCs' programs are deterministic).
     #[serde(default)]
     pub(super) catch_up_divergent: u64,
-    /// Home-DC results of non-conflicting transactions that differ from this DC's
-    /// speculative result (§VI-D1).
+    /// Non-conflicting transactions of another home DC whose speculative result here
+    /// did not stand (a value read was not the committed one, or the execution had no
+    /// result): this DC re-executed, which gives the home DC's dominant result
+    /// (§VI-D1; `dominant_mismatch` checks the digests).
     #[serde(default)]
     pub(super) dominant_spec_mismatch: u64,
-    /// Executions reported here that did not run to their end at the chain (a row of
-    /// a range on a server the pass had left).
+    /// Executions reported here without a result: the program needed a row of a range
+    /// on a server the pass had left, or a successor coordinator learned of a chain
+    /// that finished under its predecessor.
     #[serde(default)]
     pub(super) spec_incomplete: u64,
 }

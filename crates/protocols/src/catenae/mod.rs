@@ -56,8 +56,8 @@
 //!   coordinators; a DC accepts one value, its own execution); a value with a
 //!   majority is chosen, and when none can reach a majority the transaction aborts.
 //!   A DC whose execution lost catches up: it applies the update operations of a DC
-//!   that executed it with the chosen dependencies, asked for when its turn to commit
-//!   comes (`catchup.rs`; one more round trip).
+//!   that voted the chosen dependencies, asked for as soon as the transaction is
+//!   decided (`catchup.rs`; one more round trip).
 //! - **Commit.** A conflict set commits once all its members are decided and executed
 //!   here and every earlier epoch's transactions on its keys are done. Its members are
 //!   ordered by a topological sort of the decided dependencies (ties by id); members on
@@ -103,6 +103,21 @@
 //!   program reads before it ran), so a blind writer waits for the value of the writer
 //!   ahead of it too; a program reading a row of a range on a server its pass already
 //!   left has no speculative result (`chain/spec.rs`).
+//! - **Rule 2 holds a key until the writer's value exists**, which can be after the
+//!   writer's remaining backward pass (the paper releases it at pre-commit, with values
+//!   computed per partition). A reader asks again for a value it waited an epoch for
+//!   (a lost `Temp`), and after three epochs goes ahead reading what is older
+//!   (`value_waits_cut`): a writer held by a Rule 1 or resolver wait would otherwise
+//!   spread that wait, up to the 500 ms stall bound, to every key it already left.
+//! - **A reader of an aborted dependency re-executes** at commit (§VI-E aborts it
+//!   unless it only write-depends on it): its reads are checked against the committed
+//!   state like any other, so the abort is not needed for safety.
+//! - **The catch-up's round trip is the paper's, not a necessity here:** programs are
+//!   deterministic and every DC commits the same transactions in the same order, so a
+//!   DC whose execution lost could re-execute at no WAN cost (the fetched answer is
+//!   checked against exactly that, `catch_up_divergent`). We ask a DC of the majority
+//!   as §VI-E and §VIII-A describe, so the figures show what a disagreement costs in the
+//!   paper. A standby coordinator (`secondary=on`) re-executes instead of asking.
 //! - **Votes carry same-epoch dependencies only**, and across epochs a chain server
 //!   keeps transactions in epoch order on a shared key (each server learns per epoch how
 //!   many footprints to expect: `Manifest`). Across-epoch orders are therefore equal in
@@ -397,6 +412,8 @@ pub(crate) const T_HOLD: u64 = 2 << 40;
 pub(crate) const T_STALL: u64 = 3 << 40;
 /// A chain server's check of read-only reads parked for an incomplete epoch.
 pub(crate) const T_RO_PARK: u64 = 4 << 40;
+/// Timer base of a chain server's checks on a reader waiting for a writer's value.
+pub(crate) const T_VALUE: u64 = 5 << 40;
 
 /// A Catenae server node: a chain server for its shards, and on the first node of each
 /// DC also the DC's coordinator and transaction resolver (§VII-B co-locates them).
@@ -441,7 +458,8 @@ impl Actor for Server {
             | Msg::Abort { .. }
             | Msg::RoRead { .. }
             | Msg::Resolved { .. }
-            | Msg::Temp { .. } => self.chain.on_message(from, msg, cx),
+            | Msg::Temp { .. }
+            | Msg::TempReq { .. } => self.chain.on_message(from, msg, cx),
             Msg::Edges { txn, deps } => {
                 if let Some(c) = self.coord.as_mut() {
                     c.resolver.add_edges(txn, &deps);
@@ -523,6 +541,7 @@ impl Replica for Server {
         let mut s = self.coord.as_ref().map(|c| c.stats()).unwrap_or_default();
         s.push(("stalls".into(), self.chain.stalls as f64));
         s.push(("resolves".into(), self.chain.resolves as f64));
+        s.push(("value_waits_cut".into(), self.chain.value_waits_cut as f64));
         Some(s)
     }
 }

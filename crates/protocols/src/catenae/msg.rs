@@ -30,8 +30,8 @@ pub enum Spec {
     /// The program ran to its end.
     Done(Arc<SpecResult>),
     /// The program needs a row (inside a declared range) of a server the pass already
-    /// left, or it went ahead of an unvalued dependency (the stall valve): no result
-    /// here; the commit re-executes it.
+    /// left, or the execution is not known (a coordinator's successor learning that a
+    /// chain finished under its predecessor): no result here; the commit re-executes.
     Incomplete,
 }
 
@@ -309,8 +309,15 @@ pub enum Msg {
         /// Its writes of the receiver's keys.
         writes: Vec<(Key, VersionId, Value)>,
     },
-    /// Coordinator → a coordinator whose DC executed `txn` with the chosen dependencies
-    /// (§VI-E catch up): send the update operations it committed.
+    /// Chain server → the first server of `txn`'s chain (the last of its backward
+    /// pass, where its execution is final): a reader here has waited for its temporary
+    /// versions for a while (the `Temp` may have been lost); send them again.
+    TempReq {
+        /// The writer.
+        txn: TxnId,
+    },
+    /// Coordinator → a coordinator whose DC voted `txn`'s chosen dependencies (§VI-E
+    /// catch up): send the update operations it committed.
     CatchUp {
         /// Transaction.
         txn: TxnId,
@@ -542,6 +549,7 @@ impl Msg {
             | Msg::Backward { .. }
             | Msg::Finished { .. }
             | Msg::Temp { .. }
+            | Msg::TempReq { .. }
             | Msg::CatchUp { .. }
             | Msg::CaughtUp { .. }
             | Msg::Edges { .. }

@@ -359,13 +359,11 @@ impl Coordinator {
             self.abort(t, r, cx);
         }
         // Every member whose execution here lost the vote asks for its update
-        // operations now, together, rather than each once the one before committed.
+        // operations now, together, rather than each once the one before committed
+        // (most asked already, when they were decided).
         if members.len() > 1 {
             for t in &order {
-                let x = &self.txns[t];
-                if x.local.as_ref() != x.decision.as_ref().and_then(|d| d.as_ref().ok()) {
-                    self.ask_catch_up(*t, cx);
-                }
+                self.catch_up_early(*t, cx);
             }
         }
         order
@@ -407,11 +405,18 @@ impl Coordinator {
         cx: &mut Ctx<'_, Msg>,
     ) -> Option<Result<Executed, AbortReason>> {
         let t = &self.txns[&txn];
-        let Some(Ok(chosen)) = &t.decision else {
-            unreachable!("only members decided to commit are planned")
-        };
-        if !lone && t.local.as_ref() != Some(chosen) {
-            // This DC executed it with other dependencies: catch up (§VI-E).
+        assert!(
+            matches!(t.decision, Some(Ok(_))),
+            "only members decided to commit are planned"
+        );
+        if !lone && self.lost_vote(txn) {
+            // This DC executed it with other dependencies: catch up (§VI-E). A standby
+            // (`secondary=on`) mirrors its coordinator without a WAN round of its own:
+            // it re-executes, which gives the same writes.
+            if !self.leads() {
+                self.stats.caught_up += 1;
+                return Some(rederive(&self.env, &self.txns[&txn], &self.view));
+            }
             return match self.catch.fetched.remove(&txn) {
                 Some(Some(theirs)) => {
                     self.stats.caught_up += 1;
@@ -549,6 +554,7 @@ impl Coordinator {
     fn abort(&mut self, txn: TxnId, reason: AbortReason, cx: &mut Ctx<'_, Msg>) {
         let Some(t) = self.txns.remove(&txn) else { return };
         self.resolver.forget(txn);
+        self.catch_up_forget(txn, cx);
         let leads = self.leads();
         if let Some(ch) = &t.chain {
             let mut msgs = BTreeMap::new();

@@ -27,6 +27,10 @@
 
 use super::*;
 
+/// Checks of a reader waiting for a writer's value before it goes ahead without it: at
+/// one epoch it asks for the value again (a lost `Temp`), at three it goes ahead.
+pub(super) const VALUE_CHECKS: u32 = 2;
+
 impl Chain {
     /// `id` started accessing its records here: read its declared keys, run its program
     /// as far as the values read allow, and note its temporary versions of this
@@ -81,6 +85,78 @@ impl Chain {
         t.tmp = writes;
         let keys: Vec<Key> = t.keys().iter().map(|(k, _)| k.clone()).collect();
         self.retry_touching(keys, cx);
+    }
+
+    /// Arms the check on `id`, waiting here for a writer's value, unless armed: after an
+    /// epoch, doubling up to the stall bound.
+    pub(super) fn arm_value_check(&mut self, id: TxnId, cx: &mut Ctx<'_, Msg>) {
+        let Some(t) = self.txns.get_mut(&id) else { return };
+        if t.value_timer {
+            return;
+        }
+        t.value_timer = true;
+        let after = (self.cfg.epoch << t.value_asks.min(16)).min(self.cfg.stall);
+        let n = self.next_timer;
+        self.next_timer += 1;
+        self.timers.insert(T_VALUE + n, id);
+        cx.set_timer(after, TimerId(T_VALUE + n));
+    }
+
+    /// `id` has waited for a writer's value since the check was armed: every writer
+    /// ahead of it without its value here is asked for it at the first server of its
+    /// chain (the `Temp` may have been lost; the stall valve would otherwise be the
+    /// only way on), and the check is armed again.
+    pub(super) fn value_check(&mut self, id: TxnId, cx: &mut Ctx<'_, Msg>) {
+        let Some(t) = self.txns.get_mut(&id) else { return };
+        t.value_timer = false;
+        if t.st != St::Waiting {
+            return;
+        }
+        t.value_asks += 1;
+        if t.value_asks >= VALUE_CHECKS {
+            // Waited long enough: the writer ahead is itself held (a Rule 1 or resolver
+            // wait, up to the stall bound). Go ahead reading what is older, rather than
+            // spread that wait to every key it left; the commit re-executes if the
+            // writer's value was needed.
+            self.value_waits_cut += 1;
+            self.try_start(id, cx);
+            return;
+        }
+        let keys: Vec<Key> = t.keys().iter().map(|(k, _)| k.clone()).collect();
+        let mut asked: BTreeSet<TxnId> = BTreeSet::new();
+        for k in &keys {
+            let Some(q) = self.keys.get(k) else { continue };
+            for x in &q.started {
+                let Some(w) = self.txns.get(x) else { continue };
+                if *x != id && !w.valued && q.fps.get(x).is_some_and(|f| f.1) && asked.insert(*x) {
+                    let first = w.chain.servers[0];
+                    if first != self.me {
+                        cx.send(first, Msg::TempReq { txn: *x });
+                    }
+                }
+            }
+        }
+        if !asked.is_empty() {
+            self.arm_value_check(id, cx);
+        }
+    }
+
+    /// A server where `txn` is waited on asks for its temporary versions again: answered
+    /// once its execution is final here (the first server of its chain).
+    pub(super) fn on_temp_req(&mut self, from: NodeId, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        let Some(t) = self.txns.get(&txn) else { return };
+        if matches!(t.spec, Spec::Running) {
+            return;
+        }
+        if let Some(p) = t.chain.servers.iter().position(|n| *n == from) {
+            cx.send(
+                from,
+                Msg::Temp {
+                    txn,
+                    writes: share(&t.chain, p, &t.spec),
+                },
+            );
+        }
     }
 
     /// The value of `key` (declared as `decl` here: the key itself or a range covering

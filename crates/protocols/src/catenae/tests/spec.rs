@@ -144,3 +144,130 @@ fn a_dependency_that_caught_up_makes_its_reader_re_execute() {
     assert_eq!(stat(&net, 0, "spec_valid"), 3.0);
     snapshots_agree(&net);
 }
+
+/// A hand-driven chain server of `k` (EU), with a reader `txn(2)` of `k` ordered behind
+/// a writer `txn(1)` whose program still needs `a` (a lower shard, later in its
+/// backward pass), so the writer has no value here yet. Returns the server, its node,
+/// the writer's first server, the armed value check's timer and `k`.
+fn reader_behind_an_unvalued_writer() -> (Server, NodeId, NodeId, TimerId, Key) {
+    use crate::testing::deliver;
+    let (e, l) = (env(), env().layout);
+    let key_on = |shard: u32| {
+        (0..)
+            .map(|i| Key::new(format!("k{i}")))
+            .find(|k| l.shard_of(k).0 == shard)
+            .unwrap()
+    };
+    let (a, k) = (key_on(1), key_on(2));
+    let name = |k: &Key| String::from_utf8(k.as_bytes().to_vec()).unwrap();
+    let (s0, s1) = (l.replicas(l.shard_of(&a))[0], l.replicas(l.shard_of(&k))[0]);
+    let mut s = proto().server(&e, s1);
+    deliver(&mut s, 0, s1, NodeId(0), Msg::Manifest { counts: vec![(0, 2)] });
+    let writer = Arc::new(ChainTxn {
+        id: txn(1),
+        eid: 0,
+        servers: vec![s0, s1],
+        keys: vec![vec![(a.clone(), false)], vec![(k.clone(), true)]],
+        coord: NodeId(0),
+        term: 0,
+        call: ycsb_call(&[(&name(&a), b""), (&name(&k), b"v")]),
+    });
+    deliver(
+        &mut s,
+        0,
+        s1,
+        s0,
+        Msg::Forward {
+            chain: writer,
+            pos: 1,
+            hops: 1,
+        },
+    );
+    let reader = Arc::new(ChainTxn {
+        id: txn(2),
+        eid: 0,
+        servers: vec![s1],
+        keys: vec![vec![(k.clone(), false)]],
+        coord: NodeId(0),
+        term: 0,
+        call: ycsb_call(&[(&name(&k), b"")]),
+    });
+    let eff = deliver(
+        &mut s,
+        0,
+        s1,
+        NodeId(0),
+        Msg::Forward {
+            chain: reader,
+            pos: 0,
+            hops: 1,
+        },
+    );
+    assert!(
+        !eff.sent().iter().any(|(_, m)| matches!(m, Msg::Finished { .. })),
+        "the reader waits for the writer's value"
+    );
+    (s, s1, s0, value_timer(&eff.commands), k)
+}
+
+/// The value check the reader's server armed.
+fn value_timer(commands: &[meridian_core::Command<Msg>]) -> TimerId {
+    commands
+        .iter()
+        .find_map(|c| match c {
+            meridian_core::Command::SetTimer { id, .. } if id.0 >= T_VALUE => Some(*id),
+            _ => None,
+        })
+        .expect("a value check is armed")
+}
+
+/// The reader's speculative reads, from the `Finished` its server sent.
+fn finished_reads(sent: Vec<(NodeId, &Msg)>) -> Option<Vec<RoRead>> {
+    sent.into_iter().find_map(|(_, m)| match m {
+        Msg::Finished { txn: t, spec, .. } if *t == txn(2) => spec.result().map(|r| r.reads.clone()),
+        _ => None,
+    })
+}
+
+/// A reader waiting for a writer's value asks for it again after an epoch, at the
+/// writer's first server (its `Temp` may have been lost), and reads it when it comes:
+/// not after the 500 ms stall valve.
+#[test]
+fn a_reader_asks_again_for_a_value_it_waits_for() {
+    use crate::testing::{deliver, fire};
+    let (mut s, me, first, t, key) = reader_behind_an_unvalued_writer();
+    let eff = fire(&mut s, ms(10.0), me, t);
+    let asked: Vec<NodeId> = eff
+        .sent()
+        .into_iter()
+        .filter(|(_, m)| matches!(m, Msg::TempReq { txn: w } if *w == txn(1)))
+        .map(|(to, _)| to)
+        .collect();
+    assert_eq!(asked, vec![first]);
+    let v = VersionId { txn: txn(1), seq: 1 };
+    let temp = Msg::Temp {
+        txn: txn(1),
+        writes: vec![(key.clone(), v, Value(b"v".to_vec()))],
+    };
+    let eff = deliver(&mut s, ms(11.0), me, first, temp);
+    assert_eq!(
+        finished_reads(eff.sent()),
+        Some(vec![(key, Some(v), Some(Value(b"v".to_vec())))])
+    );
+}
+
+/// A reader whose writer stays without a value (held further down its chain) goes
+/// ahead after three epochs, reading what is older, rather than waiting up to the
+/// 500 ms stall valve; the commit re-executes it if the value was needed.
+#[test]
+fn a_reader_goes_ahead_without_a_value_that_does_not_come() {
+    use crate::testing::fire;
+    let (mut s, me, _, t, _) = reader_behind_an_unvalued_writer();
+    let eff = fire(&mut s, ms(10.0), me, t);
+    assert!(finished_reads(eff.sent()).is_none(), "one check: it asks, and waits on");
+    let eff = fire(&mut s, ms(30.0), me, value_timer(&eff.commands));
+    let reads = finished_reads(eff.sent()).expect("it went ahead");
+    assert_eq!(reads.len(), 1);
+    assert_eq!((reads[0].1, &reads[0].2), (None, &None), "nothing committed yet");
+    assert_eq!(s.chain.value_waits_cut, 1);
+}
