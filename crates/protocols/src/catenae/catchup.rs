@@ -1,8 +1,9 @@
 //! Transaction catch up (catenae.md §VI-E, §VIII-A): a DC whose execution of a
 //! conflicting transaction lost the vote applies the update operations of a DC that
-//! executed it with the chosen dependencies, and commits them when the transaction's
-//! turn comes here (its dependencies are committed here by then, in the chosen order). The answer is one more round trip, so a home DC whose execution lost
-//! answers its client after two RTTs, the paper's figure for a disagreement.
+//! voted the chosen dependencies, and commits them when the transaction's turn comes
+//! here (its dependencies are committed here by then, in the chosen order). The answer
+//! is one more round trip, so a home DC whose execution lost answers its client after
+//! two RTTs, the paper's figure for a disagreement.
 //!
 //! Choices where the paper is silent:
 //! - The votes carry dependencies, not values (an epoch message carrying every
@@ -11,9 +12,11 @@
 //!   been executed here otherwise, from the nearest DC that voted the chosen value
 //!   (then the next, on a retry). Asking then rather than at its turn to commit
 //!   overlaps the round trip with its wait for earlier transactions on its keys.
-//! - The answerer sends what it committed, once it committed it (its own execution had
-//!   the chosen dependencies, so it never asks in turn: no ring of DCs waits on each
-//!   other).
+//! - The answerer sends what it committed, once it committed it. Its vote is the chosen
+//!   value, so it never asks in turn (`lost_vote`): no ring of DCs waits on each other.
+//! - A standby coordinator (`secondary=on`) does not ask: it re-executes, which gives
+//!   the same writes without a second WAN round; a coordinator that steps down while
+//!   it waits for an answer resumes those commits the same way.
 //! - A DC keeps what it committed for others' catch-ups for `KEEP` (at least ten
 //!   seconds, and four fail-over timeouts); asked later, it says it no longer has it
 //!   and the asker re-executes the program against its committed state (counted as
@@ -43,7 +46,7 @@ pub(super) struct CatchUps {
 }
 
 impl Coordinator {
-    /// Asks a DC that executed `txn` with the chosen dependencies for its update
+    /// Asks a DC that voted `txn`'s chosen dependencies for its update
     /// operations; false when no other DC voted the chosen value (it cannot happen for
     /// a decided commit whose vote here differs, but then the commit re-executes).
     pub(super) fn ask_catch_up(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) -> bool {

@@ -14,10 +14,10 @@
 //!   well", or it went ahead through the stall valve) or its program did not run to
 //!   its end at the chain, the program re-executed here against the committed state
 //!   (`spec_redone`);
-//! - else (its execution lost the vote) the update operations of a DC that executed it
-//!   with the chosen dependencies, asked for with `CatchUp` (`catchup.rs`): the
-//!   paper's catch up, one more round trip, so a home DC whose execution lost answers
-//!   its client after two RTTs (§VIII-A).
+//! - else (its execution lost the vote) the update operations of a DC that voted the
+//!   chosen dependencies, asked for with `CatchUp` (`catchup.rs`): the paper's catch
+//!   up, one more round trip, so a home DC whose execution lost answers its client
+//!   after two RTTs (§VIII-A). A standby coordinator re-executes instead.
 //!
 //! Safety does not rest on the speculation: every DC commits the same members in the
 //! same order, and a speculative result stands only where its reads equal the
