@@ -460,6 +460,16 @@ fn secondary_under_every_fault() {
     }
 }
 
+/// A campaign run of `w` on `topo`, as its replay command gives it.
+fn seeded(topo: &str, w: &str, txns: u64, clients: u32, seed: u64, faults: &str) -> SimConfig {
+    let mut c = SimConfig::new(Topology::preset(topo).unwrap(), w);
+    c.txns = txns;
+    c.clients = clients;
+    c.seed = seed;
+    c.faults = faults.into();
+    c
+}
+
 /// The secondary coordinator's campaign failures (each stalled before its fix, each
 /// shrunk by the campaign), on one DC where only the standby can hold a coordinator's
 /// payloads: a lost `Held` (seed 41), a standby down for 2.8 s (seed 19): payloads it
@@ -479,12 +489,7 @@ fn secondary_campaign_seeds_stay_live() {
             "skew:node=0,by=-45.689601ms;crash:node=0,at=500ms,for=10000ms",
         ),
     ] {
-        let mut c = SimConfig::new(Topology::preset("lan").unwrap(), w);
-        c.txns = txns;
-        c.clients = clients;
-        c.seed = seed;
-        c.faults = faults.into();
-        let r = sim("catenae:secondary=on", &c).report;
+        let r = sim("catenae:secondary=on", &seeded("lan", w, txns, clients, seed, faults)).report;
         assert_clean_and_live(&format!("seed {seed}"), &r);
         assert_eq!(r.committed + r.aborted, txns, "seed {seed}");
     }
@@ -512,12 +517,11 @@ fn a_stepped_down_coordinator_resumes_the_commits_its_catch_ups_held() {
             "random:crashes=5,client-crashes=2,partitions=2,outages=1;skew:max=500ms",
         ),
     ] {
-        let mut c = SimConfig::new(Topology::preset(topo).unwrap(), "ycsb");
-        c.txns = txns;
-        c.clients = clients;
-        c.seed = seed;
-        c.faults = faults.into();
-        let r = sim("catenae:secondary=on", &c).report;
+        let r = sim(
+            "catenae:secondary=on",
+            &seeded(topo, "ycsb", txns, clients, seed, faults),
+        )
+        .report;
         assert_clean_and_live(&format!("seed {seed}"), &r);
     }
 }

@@ -74,6 +74,20 @@ fn assert_committed(net: &Net<Catenae>, txns: &[u32], hops: u32) {
     }
 }
 
+/// The first key `k0`, `k1`, ... whose shard passes `pick`.
+fn key_on(pick: impl Fn(u32) -> bool) -> Key {
+    let l = env().layout;
+    (0..)
+        .map(|i| Key::new(format!("k{i}")))
+        .find(|k| pick(l.shard_of(k).0))
+        .unwrap()
+}
+
+/// A key as the text a YCSB call names it by.
+fn name(k: &Key) -> String {
+    String::from_utf8(k.as_bytes().to_vec()).unwrap()
+}
+
 fn stat(net: &Net<Catenae>, coord: usize, name: &str) -> f64 {
     net.servers[coord]
         .coord
@@ -174,11 +188,8 @@ fn no_majority_aborts() {
     let mut net = net();
     let l = env().layout;
     // A key off shard 0, so its chain servers are not the coordinators.
-    let k = (0..)
-        .map(|i| Key::new(format!("k{i}")))
-        .find(|k| l.shard_of(k).0 != 0)
-        .unwrap();
-    let kname = String::from_utf8(k.as_bytes().to_vec()).unwrap();
+    let k = key_on(|s| s != 0);
+    let kname = name(&k);
     let (us, asia) = (l.replicas(l.shard_of(&k))[1], l.replicas(l.shard_of(&k))[2]);
     net.down.insert(us);
     net.down.insert(asia);

@@ -106,11 +106,8 @@ fn a_dependency_that_caught_up_makes_its_reader_re_execute() {
     let mut net = net();
     let l = env().layout;
     // A key off shard 0, so its chain servers are not the coordinators.
-    let k = (0..)
-        .map(|i| Key::new(format!("k{i}")))
-        .find(|k| l.shard_of(k).0 != 0)
-        .unwrap();
-    let kname = String::from_utf8(k.as_bytes().to_vec()).unwrap();
+    let k = key_on(|s| s != 0);
+    let kname = name(&k);
     let asia = l.replicas(l.shard_of(&k))[2];
     net.down.insert(asia);
     submit(&mut net, 0, 1, &[(&kname, b"1")]);
@@ -152,14 +149,7 @@ fn a_dependency_that_caught_up_makes_its_reader_re_execute() {
 fn reader_behind_an_unvalued_writer() -> (Server, NodeId, NodeId, TimerId, Key) {
     use crate::testing::deliver;
     let (e, l) = (env(), env().layout);
-    let key_on = |shard: u32| {
-        (0..)
-            .map(|i| Key::new(format!("k{i}")))
-            .find(|k| l.shard_of(k).0 == shard)
-            .unwrap()
-    };
-    let (a, k) = (key_on(1), key_on(2));
-    let name = |k: &Key| String::from_utf8(k.as_bytes().to_vec()).unwrap();
+    let (a, k) = (key_on(|s| s == 1), key_on(|s| s == 2));
     let (s0, s1) = (l.replicas(l.shard_of(&a))[0], l.replicas(l.shard_of(&k))[0]);
     let mut s = proto().server(&e, s1);
     deliver(&mut s, 0, s1, NodeId(0), Msg::Manifest { counts: vec![(0, 2)] });
