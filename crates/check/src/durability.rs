@@ -67,6 +67,10 @@ impl<'h> Checker<'h> {
         let mut shards: Vec<u32> = vec![u32::MAX; self.keys.len()];
         let mut found = vec![];
         let mut missing: std::collections::BTreeSet<NodeId> = Default::default();
+        // Per (replica, key) whose chain's start was collected without ids: the
+        // committed versions it does not list, taken as collected while they are no
+        // more than it says it collected.
+        let mut collected: BTreeMap<(usize, u32), Vec<(TxnId, String)>> = BTreeMap::new();
         // Acknowledged commits, and unknown outcomes counted as committed (installed
         // somewhere, or read by a committed transaction): all their writes must be held.
         for t in &self.txn_of {
@@ -109,12 +113,28 @@ impl<'h> Checker<'h> {
                         }
                         _ => false,
                     };
-                    if !held {
-                        found.push((
-                            t.id,
-                            format!("committed {}{inferred} wrote {key}={v} but replica {n} lacks it", t.id),
-                        ));
+                    let what = || format!("committed {}{inferred} wrote {key}={v} but replica {n} lacks it", t.id);
+                    if held {
+                        continue;
                     }
+                    if h.replicas[ri].pruned.get(key).is_some_and(|p| *p > 0) {
+                        collected.entry((ri, k)).or_default().push((t.id, what()));
+                    } else {
+                        found.push((t.id, what()));
+                    }
+                }
+            }
+        }
+        for ((ri, k), lacks) in collected {
+            let key = self.keys.key(k);
+            let p = h.replicas[ri].pruned[key];
+            let m = lacks.len();
+            if m as u64 > p {
+                for (t, d) in lacks {
+                    found.push((
+                        t,
+                        format!("{d} ({m} of the key's committed versions are not there, and it collected only {p})"),
+                    ));
                 }
             }
         }

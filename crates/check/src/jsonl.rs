@@ -311,6 +311,8 @@ fn parse_as<T: serde::de::DeserializeOwned>(l: &str, line: impl FnOnce(T) -> Lin
 struct VersionsOnly {
     node: meridian_core::NodeId,
     keys: std::collections::BTreeMap<meridian_core::Key, KeyVersions>,
+    #[serde(default)]
+    pruned: std::collections::BTreeMap<meridian_core::Key, u64>,
 }
 
 #[derive(Deserialize)]
@@ -333,6 +335,7 @@ impl From<VersionsOnly> for ReplicaSnapshot {
                     (k, state)
                 })
                 .collect(),
+            pruned: r.pruned,
         }
     }
 }

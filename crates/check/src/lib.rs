@@ -142,6 +142,10 @@ struct Checker<'h> {
     /// Per replica (as in `h.replicas`), per key number: whether it holds the key's
     /// whole version order (`FULL`), a part of it (`PART`) or nothing (0).
     holds: Vec<Vec<u8>>,
+    /// Per key number: its order from the replicas is only the end of the key's chain
+    /// (every replica's chain is, for version GC collected its start without keeping
+    /// ids: `ReplicaSnapshot::pruned`); every version it lacks comes before it.
+    suffix: Vec<bool>,
     /// Keys whose versions no replica orders and the history orders only partly:
     /// the versions and `before[a][b]` (version a precedes b in every order the
     /// history allows).
@@ -477,6 +481,7 @@ impl<'h> Checker<'h> {
             read_off,
             read_keys,
             holds: vec![],
+            suffix: vec![],
             node: vec![u32::MAX; h.txns.len()],
             txn_of: vec![],
             finals,
@@ -662,3 +667,5 @@ fn fmt_versions(v: &[VersionId]) -> String {
 mod tests;
 #[cfg(test)]
 mod tests_jsonl;
+#[cfg(test)]
+mod tests_gc;

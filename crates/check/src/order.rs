@@ -3,6 +3,17 @@
 
 use super::*;
 
+/// What a known chain of a key's versions is of its order.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// Its first versions (a list-append read).
+    Prefix,
+    /// Its last versions (the replicas collected the start).
+    Suffix,
+    /// Some of them, in order (a replica that lacks some).
+    Sub,
+}
+
 impl<'h> Checker<'h> {
     /// Version order per key from the replicas; replicas of a key must agree. The
     /// longest chain is the order; a replica whose chain is a subsequence of it merely
@@ -19,11 +30,13 @@ impl<'h> Checker<'h> {
             .collect();
         let n = self.keys.len();
         let mut first: Vec<Option<(NodeId, &'h [VersionId])>> = vec![None; n];
+        self.suffix = vec![false; n];
         for (r, ids) in h.replicas.iter().zip(&ids) {
-            for (st, &k) in r.keys.values().zip(ids) {
+            for ((key, st), &k) in r.keys.iter().zip(ids) {
                 let f = &mut first[k as usize];
                 if f.is_none_or(|(_, v0)| st.versions.len() > v0.len()) {
                     *f = Some((r.node, &st.versions));
+                    self.suffix[k as usize] = r.pruned.get(key).is_some_and(|p| *p > 0);
                 }
             }
         }
@@ -31,10 +44,12 @@ impl<'h> Checker<'h> {
         self.holds = Vec::with_capacity(h.replicas.len());
         for (r, ids) in h.replicas.iter().zip(&ids) {
             let mut holds = vec![0u8; n];
-            for (st, &k) in r.keys.values().zip(ids) {
+            for ((key, st), &k) in r.keys.iter().zip(ids) {
                 let (n0, v0) = first[k as usize].expect("every replica key has a longest chain");
                 let same = v0 == st.versions.as_slice();
-                holds[k as usize] = if same { FULL } else { PART };
+                // A chain whose start was collected is never the whole order.
+                let whole = same && !r.pruned.contains_key(key) && !self.suffix[k as usize];
+                holds[k as usize] = if whole { FULL } else { PART };
                 let agrees = same || (is_subsequence(&st.versions, v0) && !has_duplicate(v0));
                 if !agrees && !divergent[k as usize] {
                     divergent[k as usize] = true;
@@ -141,16 +156,18 @@ impl<'h> Checker<'h> {
         if writes.is_empty() {
             return;
         }
-        // (chain, is a prefix): a list-append read lists the key's first versions; a
-        // replica's chain is only a subsequence of the order.
-        let mut chains: HashMap<u32, Vec<(&[VersionId], bool)>> = HashMap::default();
+        // A list-append read lists the key's first versions (a prefix); a replica's
+        // chain is only a subsequence of the order, or its end where the replicas
+        // collected the start (a suffix).
+        let mut chains: HashMap<u32, Vec<(&[VersionId], Part)>> = HashMap::default();
         for (k, c) in self.chains {
             if let Some(k) = self.keys.get(k) {
-                chains.entry(k).or_default().push((c, true));
+                chains.entry(k).or_default().push((c, Part::Prefix));
             }
         }
         for (k, c) in &reopened {
-            chains.entry(*k).or_default().push((c, false));
+            let part = if self.suffix[*k as usize] { Part::Suffix } else { Part::Sub };
+            chains.entry(*k).or_default().push((c, part));
         }
         for (k, (mut vs, writers)) in writes {
             vs.sort_unstable();
@@ -167,24 +184,35 @@ impl<'h> Checker<'h> {
             let n = vs.len();
             let ix: HashMap<VersionId, usize> = vs.iter().enumerate().map(|(i, v)| (*v, i)).collect();
             let mut before = vec![vec![false; n]; n];
-            for (chain, prefix) in chains.get(&k).into_iter().flatten() {
+            for (chain, part) in chains.get(&k).into_iter().flatten() {
                 // Consecutive among the versions being ordered (a replica's chain may
                 // hold versions of writers not counted committed).
                 let known: Vec<usize> = chain.iter().filter_map(|v| ix.get(v).copied()).collect();
                 for w in known.windows(2) {
                     before[w[0]][w[1]] = true;
                 }
-                if *prefix {
+                let mut listed = vec![false; n];
+                for &a in &known {
+                    listed[a] = true;
+                }
+                match part {
                     // Every version it does not list comes after the ones it does.
-                    let mut listed = vec![false; n];
-                    for &a in &known {
-                        listed[a] = true;
-                    }
-                    if let Some(&last) = known.last() {
-                        for b in (0..n).filter(|b| !listed[*b]) {
-                            before[last][b] = true;
+                    Part::Prefix => {
+                        if let Some(&last) = known.last() {
+                            for b in (0..n).filter(|b| !listed[*b]) {
+                                before[last][b] = true;
+                            }
                         }
                     }
+                    // Every version it does not list comes before the ones it does.
+                    Part::Suffix => {
+                        if let Some(&head) = known.first() {
+                            for a in (0..n).filter(|a| !listed[*a]) {
+                                before[a][head] = true;
+                            }
+                        }
+                    }
+                    Part::Sub => {}
                 }
             }
             for ti in writers {
@@ -231,7 +259,11 @@ impl<'h> Checker<'h> {
                 self.sorted_keys.push(k);
             } else {
                 if !cyclic {
-                    let why = if reopened.contains_key(&k) {
+                    let why = if self.suffix[k as usize] {
+                        format!(
+                            "its replicas collected the start of its chain (version GC) without ids, and the history does not fix the order of its {n} versions"
+                        )
+                    } else if reopened.contains_key(&k) {
                         format!(
                             "a committed write is in no replica's record of it, and the history does not fix the order of its {n} versions"
                         )

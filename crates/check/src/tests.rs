@@ -60,6 +60,7 @@ pub(crate) fn replica(node: u32, order: &[(&str, &[VersionId])]) -> ReplicaSnaps
                 )
             })
             .collect::<BTreeMap<_, _>>(),
+        pruned: BTreeMap::new(),
     }
 }
 

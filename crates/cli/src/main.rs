@@ -191,6 +191,11 @@ pub struct RunArgs {
     /// 1h (default: no limit; a run this stops says so and exits 4).
     #[arg(long)]
     max_time: Option<String>,
+    /// Version GC: a superseded version is collected after this much virtual time, in
+    /// the protocols that collect (`off`: never). The simulator keeps the collected
+    /// versions' ids, so the checker sees every chain whole either way.
+    #[arg(long, default_value = "1s")]
+    version_ttl: String,
     /// No progress on stderr (it is drawn only on a terminal in any case).
     #[arg(long, short)]
     quiet: bool,
@@ -276,6 +281,10 @@ impl RunArgs {
                 .map_err(anyhow::Error::msg)
                 .with_context(|| flag.to_string())
         };
+        cfg.version_ttl = match self.version_ttl.trim() {
+            "off" => u64::MAX,
+            v => dur("--version-ttl", v)?,
+        };
         cfg.cpu = meridian_sim::CpuModel {
             per_msg: dur("--cpu-msg", &self.cpu_msg)?,
             per_op: dur("--cpu-op", &self.cpu_op)?,
@@ -312,6 +321,9 @@ impl RunArgs {
         }
         if self.think != "0ms" {
             s += &format!(" --think {}", self.think);
+        }
+        if self.version_ttl != "1s" {
+            s += &format!(" --version-ttl {}", self.version_ttl);
         }
         if self.jitter != 0.02 {
             s += &format!(" --jitter {}", self.jitter);

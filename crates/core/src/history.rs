@@ -97,4 +97,11 @@ pub struct ReplicaSnapshot {
     pub node: NodeId,
     /// Every key it holds.
     pub keys: BTreeMap<Key, KeyState>,
+    /// Per key, how many of its oldest versions the replica collected (superseded
+    /// long enough ago to be garbage, docs/CLUSTER.md "Version GC") without keeping
+    /// their ids: its `versions` are then the end of its chain, after that many
+    /// others. Empty where nothing was collected or the ids were kept (the simulator
+    /// keeps them, so its checker sees every chain whole).
+    #[serde(default)]
+    pub pruned: BTreeMap<Key, u64>,
 }

@@ -515,6 +515,9 @@ impl<P: Protocol> Explorer<'_, P> {
             layout: Arc::new(self.layout.clone()),
             registry: Arc::new(meridian_workload::registry()),
             timeouts: Timeouts::default(),
+            // Abstract time: a version's install time would split equal states, and
+            // a configuration of a few transactions never reaches a collection pass.
+            retention: meridian_protocols::Retention::KEEP_ALL,
         };
         let p = &self.sh.proto;
         let servers = (0..self.layout.num_servers())

@@ -109,6 +109,10 @@ pub struct ClusterFile {
     /// [`crate::host::CHECKPOINT_EVERY`]; 0: never). See [`crate::journal`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint_every: Option<u64>,
+    /// Version GC: how long a superseded version is kept, as a duration (`"60s"`, the
+    /// default; `"off"`: never collect). docs/CLUSTER.md, "Version GC".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_ttl: Option<String>,
     /// Plaintext connections with no authentication (`cluster up --insecure`): anyone
     /// who can reach a port can act as any node. Exclusive with `tls_dir`.
     #[serde(default, skip_serializing_if = "is_false")]
@@ -133,6 +137,17 @@ fn one() -> u64 {
 }
 fn slots() -> u32 {
     256
+}
+
+/// The version GC of a cluster file's `version_ttl` (none: 60 s; `off`: never).
+pub fn retention_of(ttl: Option<&str>) -> Result<meridian_protocols::Retention, String> {
+    let ttl = match ttl.map(str::trim) {
+        None => return Ok(meridian_protocols::Retention::default()),
+        Some("off") => u64::MAX,
+        Some(t) => meridian_core::time::parse_duration(t)
+            .map_err(|e| format!("version_ttl `{t}`: {e} (a duration such as `60s`, or `off`)"))?,
+    };
+    Ok(meridian_protocols::Retention { ttl, record: false })
 }
 
 /// A validated cluster file.
@@ -201,6 +216,9 @@ impl Cluster {
                 "client_slots must be 1..={MAX_CLIENT_SLOTS}, got {}",
                 file.client_slots
             )));
+        }
+        if let Err(e) = retention_of(file.version_ttl.as_deref()) {
+            return Err(invalid(e));
         }
         let home = match &file.data_dc {
             None => HomeRule::Spread,
@@ -412,6 +430,7 @@ impl Cluster {
             data_dc: None,
             data_dir: None,
             checkpoint_every: None,
+            version_ttl: None,
             insecure: false,
             tls_dir: None,
             nodes: (0..n)

@@ -38,7 +38,10 @@ use serde::Serialize;
 /// carry the keys read and written apart (`Up::reads`/`writes`, stop 72, which did not
 /// bump the version), and Catenae's chains execute the programs (`ChainTxn::call`,
 /// `Backward::pre`/`spec`, `Finished::spec`, `Temp`, `TempReq`, `CatchUp`, `CaughtUp`).
-pub const VERSION: u8 = 14;
+/// 15: version GC (stop 74): a replica's state dump says how many versions of each key
+/// it collected (`ReplicaSnapshot::pruned`), and a HACommit replica's sync state what
+/// it collected (`SyncState::collected`).
+pub const VERSION: u8 = 15;
 
 /// The largest frame accepted (length field), 16 MiB.
 pub const MAX_FRAME: usize = 16 << 20;

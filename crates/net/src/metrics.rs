@@ -299,6 +299,15 @@ pub(crate) fn render(node: NodeId, st: &Status) -> String {
             l as i64,
         );
     }
+    if let Some((live, collected)) = st.versions {
+        gauge(&mut r, "versions", "Versions its store holds (committed and tentative)", live as i64);
+        counter(
+            &mut r,
+            "versions_collected",
+            "Versions version GC collected since the process started",
+            collected,
+        );
+    }
     if let Some(j) = st.journal_entries {
         gauge(&mut r, "journal_entries", "Entries in the input journal", j as i64);
     }
@@ -397,8 +406,13 @@ mod tests {
             applied: Some((30, 4)),
             journal_entries: None,
             journal_syncs: None,
+            versions: Some((1500, 68_000)),
         };
         let t = render(NodeId(3), &st);
+        assert!(
+            t.contains("meridian_versions_collected_total{node=\"3\",protocol=\"replog\"} 68000"),
+            "{t}"
+        );
         assert!(t.contains("# TYPE meridian_inputs counter"), "{t}");
         assert!(
             t.contains("meridian_inputs_total{node=\"3\",protocol=\"replog\"} 100"),

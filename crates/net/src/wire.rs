@@ -97,6 +97,10 @@ pub struct Status {
     /// Times its journal was fsynced since it started (with `--durable`).
     #[serde(default)]
     pub journal_syncs: Option<u64>,
+    /// Versions its store holds and versions version GC has collected since it
+    /// started, where the protocol keeps a multi-version store.
+    #[serde(default)]
+    pub versions: Option<(u64, u64)>,
 }
 
 /// A server's state at the end of a benchmark: what the checker needs, and counters.

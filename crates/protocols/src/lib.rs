@@ -20,6 +20,7 @@ use meridian_core::{
     Actor, ClientId, Ctx, HomeRule, Layout, NodeId, Placement, ReplicaSnapshot, Time, TxnId, TxnRecord,
 };
 use meridian_txn::{Arg, Call, Registry};
+pub use meridian_storage::Retention;
 use std::fmt::Debug;
 use std::sync::Arc;
 
@@ -127,6 +128,9 @@ pub struct Env {
     pub registry: Arc<Registry>,
     /// Timeouts.
     pub timeouts: Timeouts,
+    /// How long superseded versions are kept (version GC, in the protocols that
+    /// collect; docs/CLUSTER.md "Version GC").
+    pub retention: Retention,
 }
 
 /// A client role: accepts transactions to run and records each one's outcome through
@@ -183,6 +187,12 @@ pub trait Replica {
     /// if the protocol tracks it: the runtime checks that no transaction is committed
     /// at one participant and aborted at another.
     fn outcomes(&self) -> Option<Vec<(TxnId, bool)>> {
+        None
+    }
+    /// Versions its store holds, and versions version GC has collected from it (since
+    /// the store began: a restart from a checkpoint carries the count on), if the
+    /// protocol keeps a multi-version store.
+    fn versions(&self) -> Option<(u64, u64)> {
         None
     }
     /// Protocol-specific counters (name, value), summed over servers into the run's

@@ -338,6 +338,7 @@ pub fn ycsb_env(layout: std::sync::Arc<Layout>) -> Env {
         layout,
         registry: std::sync::Arc::new(ycsb_registry()),
         timeouts: Default::default(),
+        retention: Default::default(),
     }
 }
 

@@ -25,6 +25,10 @@ impl Default for CpuModel {
     }
 }
 
+/// The simulator's default version TTL: short, so every run of a few seconds
+/// collects versions (and its campaigns test each protocol against collection).
+pub const DEFAULT_VERSION_TTL: Time = 1_000_000_000;
+
 /// Everything that defines one simulation.
 #[derive(Clone, Debug)]
 pub struct SimConfig {
@@ -54,6 +58,10 @@ pub struct SimConfig {
     pub rate: Option<f64>,
     /// Protocol timeouts.
     pub timeouts: Timeouts,
+    /// Version GC (in the protocols that collect): how long a superseded version is
+    /// kept, in virtual time. The simulator always records the collected ids, so the
+    /// replicas' chains reach the checker whole (docs/SIMULATOR.md, "Version GC").
+    pub version_ttl: Time,
     /// Virtual time at which the safety phase stops even if transactions are left
     /// (default `Time::MAX`: none; the run goes on until every transaction asked for is
     /// answered, or a stall ends it). A run this stops reports it in
@@ -104,6 +112,7 @@ impl SimConfig {
             think: 0,
             rate: None,
             timeouts: Timeouts::default(),
+            version_ttl: DEFAULT_VERSION_TTL,
             max_time: Time::MAX,
             settle: secs(30.0),
             cores: vec![],

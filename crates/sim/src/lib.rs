@@ -232,6 +232,10 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
         layout: layout.clone(),
         registry: Arc::new(meridian_workload::registry()),
         timeouts: cfg.timeouts.clone(),
+        retention: meridian_protocols::Retention {
+            ttl: cfg.version_ttl,
+            record: true,
+        },
     };
     let mut fault_rng = rng_for(cfg.seed, u64::MAX - 2);
     let plan = FaultPlan::parse(

@@ -17,4 +17,4 @@ pub mod occ;
 
 pub use locks::{Acquired, Grant, LockMode, LockTable, Policy, Prio};
 pub use log::{Log, LogRecord};
-pub use mvstore::{MvStore, MvtoRead, Version};
+pub use mvstore::{Collected, MvStore, MvtoRead, Retention, Version};

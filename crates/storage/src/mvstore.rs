@@ -4,6 +4,38 @@
 //! initial version has `wts = 0`, no value and no id. Committed versions are visible
 //! to plain reads; tentative ones only to MVTO reads that choose to see them. The chain
 //! order is the per-key version order the checker uses.
+//!
+//! # Version GC
+//!
+//! [`MvStore::collect`] drops the versions nobody can read any more: a committed
+//! version whose committed successor was installed at least `ttl` ago (by the store's
+//! clock, [`MvStore::tick`]), from the front of the chain, never past a tentative
+//! version and never the newest committed one. The rule suits protocols whose reads
+//! see only the newest committed version of a key (lock-based and validation-based
+//! ones): for them a superseded version is garbage at once, and the `ttl` only keeps
+//! a window of recent chains for whoever inspects them (the bench's checker, an
+//! operator's state dump). A protocol that reads older versions (MVTO, snapshots at a
+//! timestamp) must not call it without its own low-water mark; which protocols
+//! collect, and why that is safe for each, is in docs/CLUSTER.md ("Version GC").
+//!
+//! What was collected is remembered per key as a count, or, with
+//! [`Retention::record`] (the simulator), as the collected ids themselves, so a
+//! snapshot lists the whole chain and the checker judges it as if nothing had gone.
+//! The values are dropped either way. Collection never changes what a protocol reads:
+//! `contains` and every read look at the versions still held. So a version collected
+//! and later installed again (a protocol that re-applies an old decision) comes back as
+//! a second copy; with recorded ids the snapshot then lists it twice, which the checker
+//! reports as divergent: that is how the simulator's campaigns test each protocol's
+//! idempotence against collection.
+//!
+//! # Installs below the floor
+//!
+//! [`MvStore::install`] at a write timestamp at or below the newest collected one's
+//! (the key's floor) installs nothing: the version is either one collected already (a
+//! decision applied again, a log replayed over the store that survived the crash) or a
+//! late one that newer versions superseded long ago. Either way no read may see it; with
+//! recorded ids a new one joins the collected ids in its place. [`MvStore::install_latest`]
+//! has no timestamp to compare: protocols that use it must not install a version twice.
 
 use meridian_core::{Key, KeyState, Value, VersionId};
 use rustc_hash::FxHashMap as HashMap;
@@ -22,6 +54,8 @@ pub struct Version {
     pub rts: u64,
     /// Written but not yet committed.
     pub tentative: bool,
+    /// When it was installed (the store's clock, [`MvStore::tick`]).
+    pub at: u64,
 }
 
 #[derive(Default, Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -29,12 +63,83 @@ struct Chain {
     versions: Vec<Version>,
     /// Read timestamp of the implicit initial version.
     init_rts: u64,
+    /// What version GC took from the front of this chain (none: `None`).
+    collected: Option<Box<Collected>>,
+}
+
+/// The versions collected from the front of one key's chain.
+#[derive(Default, Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Collected {
+    /// How many.
+    pub count: u64,
+    /// The write timestamp of the newest one: a version installed later at or below
+    /// it belongs to the collected part (module docs, "Installs below the floor").
+    pub floor: u64,
+    /// Their ids and write timestamps, oldest first, when the store records them
+    /// ([`Retention::record`]).
+    pub ids: Vec<(VersionId, u64)>,
+}
+
+impl Collected {
+    /// Takes note of version `id` at `wts`, at or below the floor: already one of the
+    /// collected (a re-install), or new and superseded already (recorded, where ids are).
+    fn below_floor(&mut self, id: VersionId, wts: u64, record: bool) {
+        if record && !self.ids.iter().any(|(v, _)| *v == id) {
+            let at = self.ids.partition_point(|(_, w)| *w <= wts);
+            self.ids.insert(at, (id, wts));
+            self.count += 1;
+        }
+    }
+}
+
+/// How long superseded versions are kept, and whether collected ids are recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Retention {
+    /// A committed version is collected once its committed successor has been
+    /// installed this long (nanoseconds of the store's clock). `u64::MAX`: never.
+    pub ttl: u64,
+    /// Keep the ids of collected versions (not their values), so snapshots list every
+    /// chain whole. The simulator does; a real server does not (bounded state).
+    pub record: bool,
+}
+
+impl Default for Retention {
+    /// 60 s, ids not recorded: a real server's default.
+    fn default() -> Self {
+        Retention {
+            ttl: 60_000_000_000,
+            record: false,
+        }
+    }
+}
+
+impl Retention {
+    /// Never collect.
+    pub const KEEP_ALL: Retention = Retention {
+        ttl: u64::MAX,
+        record: false,
+    };
+}
+
+/// The store's clock and collection bookkeeping.
+#[derive(Default, Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct Gc {
+    /// The time of the last [`MvStore::tick`].
+    now: u64,
+    /// Versions held (committed and tentative).
+    live: u64,
+    /// Versions installed since the last collection pass.
+    fresh: u64,
+    /// Versions collected so far, over every key.
+    collected: u64,
+    /// The last pass recorded collected ids ([`Retention::record`]).
+    record: bool,
 }
 
 impl Chain {
     /// Inserts a new version written at `wts` (and read at it) after every version
     /// written at or before `wts`, keeping the chain in write-timestamp order.
-    fn insert(&mut self, id: VersionId, value: Value, wts: u64, tentative: bool) {
+    fn insert(&mut self, id: VersionId, value: Value, wts: u64, tentative: bool, at: u64) {
         let pos = self.versions.partition_point(|v| v.wts <= wts);
         self.versions.insert(
             pos,
@@ -44,8 +149,33 @@ impl Chain {
                 wts,
                 rts: wts,
                 tentative,
+                at,
             },
         );
+    }
+
+    /// Drops the collectable versions at the front (see the module docs); how many.
+    fn collect(&mut self, cutoff: u64, record: bool) -> usize {
+        let n = self
+            .versions
+            .windows(2)
+            .take_while(|w| !w[0].tentative && !w[1].tentative && w[1].at <= cutoff)
+            .count();
+        if n > 0 {
+            let c = self.collected.get_or_insert_with(Default::default);
+            c.count += n as u64;
+            c.floor = c.floor.max(self.versions[n - 1].wts);
+            if record {
+                c.ids.extend(self.versions[..n].iter().map(|v| (v.id, v.wts)));
+            }
+            self.versions.drain(..n);
+        }
+        n
+    }
+
+    /// Whether an install at `wts` falls in the collected part of the chain.
+    fn below_floor(&self, wts: u64) -> bool {
+        self.collected.as_deref().is_some_and(|c| wts <= c.floor)
     }
 }
 
@@ -64,6 +194,7 @@ pub struct MvtoRead {
 #[derive(Default, Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct MvStore {
     keys: HashMap<Key, Chain>,
+    gc: Gc,
 }
 
 impl MvStore {
@@ -119,7 +250,19 @@ impl MvStore {
             wts,
             rts: wts,
             tentative: false,
+            at: self.gc.now,
         });
+        self.gc.live += 1;
+        self.gc.fresh += 1;
+    }
+
+    /// Whether `key` has version `id` at `wts`, or a version at `wts` would fall in the
+    /// part of its chain version GC collected (module docs, "Installs below the floor"):
+    /// for an idempotence check before [`Self::install`], which would install nothing.
+    pub fn has_or_collected(&self, key: &Key, id: VersionId, wts: u64) -> bool {
+        self.keys
+            .get(key)
+            .is_some_and(|c| c.below_floor(wts) || c.versions.iter().any(|v| v.id == id))
     }
 
     /// Whether `key` has version `id` (committed or tentative).
@@ -133,10 +276,20 @@ impl MvStore {
     pub fn install(&mut self, key: &Key, id: VersionId, value: Value, wts: u64) {
         let chain = self.keys.entry(key.clone()).or_default();
         if let Some(v) = chain.versions.iter_mut().find(|v| v.id == id) {
-            v.tentative = false;
+            if v.tentative {
+                v.tentative = false;
+                v.at = self.gc.now;
+            }
             return;
         }
-        chain.insert(id, value, wts, false);
+        if chain.below_floor(wts) {
+            let record = self.gc.record;
+            chain.collected.as_deref_mut().expect("a floor").below_floor(id, wts, record);
+            return;
+        }
+        chain.insert(id, value, wts, false, self.gc.now);
+        self.gc.live += 1;
+        self.gc.fresh += 1;
     }
 
     /// MVTO read at timestamp `ts`: the version with the largest `wts <= ts` (tentative
@@ -194,7 +347,9 @@ impl MvStore {
         if chain.versions.iter().any(|v| v.id == id) {
             return;
         }
-        chain.insert(id, value, ts, true);
+        chain.insert(id, value, ts, true, self.gc.now);
+        self.gc.live += 1;
+        self.gc.fresh += 1;
     }
 
     /// Makes a tentative version committed.
@@ -205,7 +360,10 @@ impl MvStore {
             .and_then(|c| c.versions.iter_mut().find(|v| v.id == id))
         {
             Some(v) => {
-                v.tentative = false;
+                if v.tentative {
+                    v.tentative = false;
+                    v.at = self.gc.now;
+                }
                 true
             }
             None => false,
@@ -219,7 +377,75 @@ impl MvStore {
         };
         let before = chain.versions.len();
         chain.versions.retain(|v| !(v.id == id && v.tentative));
-        chain.versions.len() != before
+        let gone = before - chain.versions.len();
+        self.gc.live -= gone as u64;
+        gone > 0
+    }
+
+    /// Sets the store's clock: versions installed from now on carry this time.
+    /// Protocols that collect tick it with every input they handle.
+    pub fn tick(&mut self, now: u64) {
+        self.gc.now = now;
+    }
+
+    /// Version GC (module docs): drops every committed version whose committed
+    /// successor was installed at least `r.ttl` before the store's clock. A pass visits
+    /// every key, so it runs only once the versions installed since the last pass
+    /// number at least half of those held (and 64): amortized, a constant per install.
+    /// Returns how many versions it dropped.
+    pub fn collect(&mut self, r: &Retention) -> usize {
+        if r.ttl == u64::MAX || self.gc.fresh < 64 || self.gc.fresh * 2 < self.gc.live {
+            return 0;
+        }
+        self.gc.fresh = 0;
+        self.gc.record = r.record;
+        let Some(cutoff) = self.gc.now.checked_sub(r.ttl) else {
+            return 0;
+        };
+        let mut n = 0;
+        for c in self.keys.values_mut() {
+            if c.versions.len() > 1 {
+                n += c.collect(cutoff, r.record);
+            }
+        }
+        self.gc.live -= n as u64;
+        self.gc.collected += n as u64;
+        n
+    }
+
+    /// Versions held now (committed and tentative), over every key.
+    pub fn live(&self) -> u64 {
+        self.gc.live
+    }
+
+    /// Versions version GC has dropped so far, over every key.
+    pub fn collected(&self) -> u64 {
+        self.gc.collected
+    }
+
+    /// What GC took from the front of `key`'s chain, if anything.
+    pub fn collected_of(&self, key: &Key) -> Option<&Collected> {
+        self.keys.get(key).and_then(|c| c.collected.as_deref())
+    }
+
+    /// Every key with something collected, with what.
+    pub fn collected_keys(&self) -> impl Iterator<Item = (&Key, &Collected)> {
+        self.keys.iter().filter_map(|(k, c)| c.collected.as_deref().map(|x| (k, x)))
+    }
+
+    /// Takes on a peer's record of what was collected from `key`'s chain (a replica
+    /// rebuilt from a peer's versions, which lack what the peer collected): the peer's
+    /// count and ids where they are more than this store's.
+    pub fn adopt_collected(&mut self, key: &Key, from: &Collected) {
+        let chain = self.keys.entry(key.clone()).or_default();
+        let c = chain.collected.get_or_insert_with(Default::default);
+        if from.count > c.count {
+            **c = from.clone();
+        }
+        let floor = c.floor;
+        let before = chain.versions.len();
+        chain.versions.retain(|v| v.tentative || v.wts > floor);
+        self.gc.live -= (before - chain.versions.len()) as u64;
     }
 
     /// Every key with its versions (committed and tentative), in no particular order.
@@ -232,22 +458,38 @@ impl MvStore {
         self.keys.get(key).map_or(&[], |c| &c.versions)
     }
 
-    /// The committed state of every key: version order and latest value.
+    /// The committed state of every key: version order (the collected versions' ids
+    /// first, where recorded) and latest value.
     pub fn snapshot(&self) -> BTreeMap<Key, KeyState> {
         self.keys
             .iter()
             .filter_map(|(k, c)| {
                 let committed: Vec<&Version> = c.versions.iter().filter(|v| !v.tentative).collect();
                 let last = committed.last()?;
+                let before = c.collected.as_deref().map_or(&[][..], |x| &x.ids[..]);
                 Some((
                     k.clone(),
                     KeyState {
-                        versions: committed.iter().map(|v| v.id).collect(),
+                        versions: before.iter().map(|(v, _)| *v).chain(committed.iter().map(|v| v.id)).collect(),
                         value: Some(last.value.clone()),
                     },
                 ))
             })
             .collect()
+    }
+
+    /// The snapshot of a replica at node `me`: [`Self::snapshot`], with the count of
+    /// collected versions whose ids were not recorded, per key.
+    pub fn replica(&self, me: meridian_core::NodeId) -> meridian_core::ReplicaSnapshot {
+        meridian_core::ReplicaSnapshot {
+            node: me,
+            keys: self.snapshot(),
+            pruned: self
+                .collected_keys()
+                .filter(|(_, c)| c.count > c.ids.len() as u64)
+                .map(|(k, c)| (k.clone(), c.count - c.ids.len() as u64))
+                .collect(),
+        }
     }
 }
 
@@ -275,6 +517,124 @@ mod tests {
         assert!(s.commit_tentative(&k, vid(2)));
         assert_eq!(s.latest(&k).0, Some(vid(2)));
         assert_eq!(s.snapshot()[&k].versions, vec![vid(1), vid(2)]);
+    }
+
+    fn vid_n(c: u32, n: u32) -> VersionId {
+        VersionId {
+            txn: TxnId { client: c, seq: n },
+            seq: 0,
+        }
+    }
+
+    /// Installs versions 1..=n of `k` at times 1..=n seconds (write timestamp = i).
+    fn chain(s: &mut MvStore, k: &Key, n: u32) {
+        for i in 1..=n {
+            s.tick(i as u64 * 1_000_000_000);
+            s.install(k, vid_n(1, i), Value::from_u64(i as u64), i as u64);
+        }
+    }
+
+    const SEC: u64 = 1_000_000_000;
+
+    #[test]
+    fn collection_keeps_the_newest_committed_and_what_was_superseded_within_the_ttl() {
+        let mut s = MvStore::new();
+        let k = Key::from("k");
+        chain(&mut s, &k, 100);
+        s.tick(101 * SEC);
+        let r = Retention { ttl: 10 * SEC, record: false };
+        // Versions 1..=90 were superseded by one installed at 91 s or before (the cutoff).
+        assert_eq!(s.collect(&r), 90);
+        let left: Vec<u64> = s.versions(&k).iter().map(|v| v.wts).collect();
+        assert_eq!(left, (91..=100).collect::<Vec<_>>());
+        assert_eq!((s.live(), s.collected()), (10, 90));
+        assert_eq!(s.latest(&k).0, Some(vid_n(1, 100)));
+        // A snapshot lists what is held and counts what was collected.
+        let snap = s.replica(meridian_core::NodeId(0));
+        assert_eq!(snap.keys[&k].versions.len(), 10);
+        assert_eq!(snap.pruned[&k], 90);
+        // Long after, everything but the newest goes; the newest never does.
+        s.tick(1000 * SEC);
+        for i in 101..=200 {
+            s.install(&Key::from("other"), vid_n(2, i), Value::default(), i as u64);
+        }
+        s.collect(&r);
+        assert_eq!(s.versions(&k).len(), 1);
+        assert_eq!(s.latest(&k), (Some(vid_n(1, 100)), Some(&Value::from_u64(100))));
+    }
+
+    #[test]
+    fn collection_waits_for_enough_new_versions_and_stops_at_a_tentative_one() {
+        let mut s = MvStore::new();
+        let k = Key::from("k");
+        let r = Retention { ttl: SEC, record: false };
+        chain(&mut s, &k, 10);
+        s.tick(100 * SEC);
+        // Ten installs are fewer than a pass needs (64): nothing yet.
+        assert_eq!(s.collect(&r), 0);
+        s.write_tentative(&k, vid_n(9, 1), Value::default(), 50);
+        for i in 11..=100 {
+            s.install(&k, vid_n(1, i), Value::from_u64(i as u64), 100 + i as u64);
+        }
+        s.tick(1000 * SEC);
+        // Versions 1..=9 go; version 10 is followed by the tentative one, which stays.
+        assert_eq!(s.collect(&r), 9);
+        assert_eq!(s.versions(&k)[0].wts, 10);
+        assert!(s.versions(&k)[1].tentative);
+        // Never, whatever the load.
+        let mut t = MvStore::new();
+        chain(&mut t, &k, 200);
+        t.tick(u64::MAX / 2);
+        assert_eq!(t.collect(&Retention::KEEP_ALL), 0);
+        assert_eq!(t.versions(&k).len(), 200);
+    }
+
+    #[test]
+    fn recorded_ids_keep_the_snapshot_whole_and_an_install_below_the_floor_installs_nothing() {
+        let mut s = MvStore::new();
+        let k = Key::from("k");
+        chain(&mut s, &k, 100);
+        let whole = s.snapshot();
+        s.tick(1000 * SEC);
+        let r = Retention { ttl: SEC, record: true };
+        assert_eq!(s.collect(&r), 99);
+        assert_eq!(s.versions(&k).len(), 1);
+        assert_eq!(s.snapshot(), whole, "the collected ids come first, in order");
+        assert!(s.replica(meridian_core::NodeId(0)).pruned.is_empty());
+        // A version collected already, installed again: nothing changes.
+        s.install(&k, vid_n(1, 40), Value::from_u64(40), 40);
+        assert_eq!(s.snapshot(), whole);
+        assert!(s.has_or_collected(&k, vid_n(1, 40), 40));
+        // One never held, superseded long ago: not held, but recorded in its place.
+        s.install(&k, vid_n(7, 1), Value::from_u64(7), 40);
+        assert_eq!(s.versions(&k).len(), 1);
+        let ids = &s.snapshot()[&k].versions;
+        assert_eq!(ids.len(), 101);
+        assert_eq!(ids[40], vid_n(7, 1));
+        assert_eq!(s.latest(&k).0, Some(vid_n(1, 100)));
+        // Above the floor, an install is an install.
+        assert!(!s.has_or_collected(&k, vid_n(8, 1), 150));
+    }
+
+    #[test]
+    fn a_replica_rebuilt_from_a_peer_adopts_what_the_peer_collected() {
+        let mut peer = MvStore::new();
+        let k = Key::from("k");
+        chain(&mut peer, &k, 100);
+        peer.tick(1000 * SEC);
+        peer.collect(&Retention { ttl: SEC, record: false });
+        let mut fresh = MvStore::new();
+        // It had an old version of its own, from before its crash.
+        fresh.install(&k, vid_n(1, 3), Value::from_u64(3), 3);
+        fresh.adopt_collected(&k, peer.collected_of(&k).unwrap());
+        for v in peer.versions(&k) {
+            fresh.install(&k, v.id, v.value.clone(), v.wts);
+        }
+        assert_eq!(fresh.versions(&k).len(), 1, "the old version is below the peer's floor");
+        assert_eq!(fresh.live(), 1);
+        let snap = fresh.replica(meridian_core::NodeId(1));
+        assert_eq!(snap.pruned[&k], 99);
+        assert_eq!(snap.keys[&k].versions, vec![vid_n(1, 100)]);
     }
 
     #[derive(Debug, Clone)]

@@ -253,13 +253,13 @@ fn status(path: &Path, json: bool) -> Result<()> {
         println!("{}", serde_json::to_string(&nodes)?);
     } else {
         println!(
-            "{:>4} {:6} {:21} {:5} {:>5} {:>6} {:>6} {:>10} {:>10} {:>8}  role",
-            "node", "dc", "addr", "state", "peers", "locked", "queued", "inputs", "sent", "uptime"
+            "{:>4} {:6} {:21} {:5} {:>5} {:>6} {:>6} {:>10} {:>10} {:>9} {:>8}  role",
+            "node", "dc", "addr", "state", "peers", "locked", "queued", "inputs", "sent", "versions", "uptime"
         );
         for n in &nodes {
             match &n.status {
                 Some(s) => println!(
-                    "{:>4} {:6} {:21} {:5} {:>5} {:>6} {:>6} {:>10} {:>10} {:>7}s  {}",
+                    "{:>4} {:6} {:21} {:5} {:>5} {:>6} {:>6} {:>10} {:>10} {:>9} {:>7}s  {}",
                     n.node,
                     n.dc,
                     n.addr,
@@ -269,6 +269,7 @@ fn status(path: &Path, json: bool) -> Result<()> {
                     s.queued,
                     s.counters.inputs,
                     s.counters.sent,
+                    s.versions.map_or("-".to_string(), |(live, _)| live.to_string()),
                     s.uptime_ms / 1000,
                     s.role.as_deref().unwrap_or("-")
                 ),

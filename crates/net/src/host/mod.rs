@@ -314,6 +314,7 @@ pub fn env_for<P: Protocol>(p: &P, cluster: &Cluster) -> Result<Env, String> {
         layout: Arc::new(layout),
         registry: Arc::new(registry()),
         timeouts: Timeouts::default(),
+        retention: crate::cluster::retention_of(cluster.file.version_ttl.as_deref())?,
     })
 }
 
@@ -725,6 +726,7 @@ impl<P: Protocol> Core<P> {
                     }),
                     journal_entries: self.journal.as_ref().map(|j| j.len()),
                     journal_syncs: self.journal.as_ref().map(|_| self.syncs),
+                    versions: server.and_then(|s| s.versions()),
                 };
                 let _ = reply.try_send(encode(&Wire::<P::Msg>::Status(st)));
             }

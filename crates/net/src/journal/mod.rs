@@ -163,8 +163,11 @@ pub enum Entry<M> {
 /// `Comp::blocked_since`), and a pc-2pl home keeps a pre-declared transaction's first
 /// round (`HPhase::Prelocking`, `HTxn::pre`, `xlocked`, `Holder::waiting`'s `Want`).
 /// A HACommit replica keeps its own acceptance apart from adopted ones (`Txn::own`).
-/// All of it is in FORMAT 13: no build between these changes was released.
-pub const FORMAT: u32 = 13;
+/// All of it is in FORMAT 13: no build between these changes was released. 14: version
+/// GC (stop 74): every server's store keeps each version's install time
+/// (`Version::at`), what was collected from each chain (`Collected`) and its clock and
+/// counts; and Catenae's chains keep speculative values (stop 73).
+pub const FORMAT: u32 = 14;
 
 /// What a journal says about itself (its `meta` partition).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -534,6 +534,9 @@ impl Replica for Server {
     fn snapshot(&self) -> ReplicaSnapshot {
         crate::kit::snapshot(self.chain.me, &self.chain.store)
     }
+    fn versions(&self) -> Option<(u64, u64)> {
+        Some((self.chain.store.live(), self.chain.store.collected()))
+    }
     fn locked_keys(&self) -> Option<usize> {
         Some(self.chain.unresolved_keys())
     }

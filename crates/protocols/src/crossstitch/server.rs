@@ -738,6 +738,9 @@ impl Replica for Server {
     fn snapshot(&self) -> ReplicaSnapshot {
         crate::kit::snapshot(self.me, &self.store)
     }
+    fn versions(&self) -> Option<(u64, u64)> {
+        Some((self.store.live(), self.store.collected()))
+    }
     fn role(&self) -> Option<String> {
         let l = &self.env.layout;
         let roles = l.shards_of(self.me).into_iter().map(|s| {

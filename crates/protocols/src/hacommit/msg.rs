@@ -366,6 +366,8 @@ pub struct SyncState {
     pub view: u64,
     /// Every committed version of the shard's keys, with its sequence number.
     pub versions: Vec<(Key, VersionId, Value, u64)>,
+    /// What version GC collected from the shard's keys (the versions above lack it).
+    pub collected: Vec<(Key, meridian_storage::Collected)>,
     /// Undecided transactions.
     pub pending: Vec<PendingInfo>,
     /// Recently decided transactions.

@@ -381,6 +381,7 @@ impl Server {
 
     pub(super) fn sweep(&mut self, cx: &mut Ctx<'_, Msg>) {
         let now = cx.now();
+        crate::kit::server::collect(&mut self.store, &self.env);
         let to = self.env.timeouts.clone();
         self.heartbeat_and_failover(cx);
         // Leaders: unvoted transactions whose client went silent abort unilaterally

@@ -42,6 +42,13 @@ impl Server {
             }
         }
         versions.sort_by(|a, b| (&a.0, a.3).cmp(&(&b.0, b.3)));
+        let mut collected: Vec<(Key, meridian_storage::Collected)> = self
+            .store
+            .collected_keys()
+            .filter(|(k, _)| layout.shard_of(k) == shard)
+            .map(|(k, c)| (k.clone(), c.clone()))
+            .collect();
+        collected.sort_by(|a, b| a.0.cmp(&b.0));
         cx.charge_ops(versions.len() as u32);
         let (pending, done, seq) = self.my_state(shard, cx.now());
         cx.send(
@@ -50,6 +57,7 @@ impl Server {
                 shard,
                 view,
                 versions,
+                collected,
                 pending,
                 done,
                 seq,
@@ -71,6 +79,9 @@ impl Server {
         // state alone could miss an acceptance only another replica holds.
         let back = g.synced_from.len() >= g.majority();
         cx.charge_ops(m.versions.len() as u32);
+        for (k, c) in &m.collected {
+            self.store.adopt_collected(k, c);
+        }
         for (k, v, val, wts) in m.versions {
             self.store.install(&k, v, val, wts);
         }

@@ -45,6 +45,7 @@ fn lan_env(k: u32, registry: Registry) -> (Env, NodeId) {
         layout: Arc::new(layout),
         registry: Arc::new(registry),
         timeouts: Default::default(),
+        retention: Default::default(),
     };
     (env, client)
 }

@@ -415,6 +415,9 @@ impl crate::Replica for Server {
     fn snapshot(&self) -> meridian_core::ReplicaSnapshot {
         crate::kit::snapshot(self.me, &self.store)
     }
+    fn versions(&self) -> Option<(u64, u64)> {
+        Some((self.store.live(), self.store.collected()))
+    }
     /// Keys locked (`hier-lock`, `2pc-deferred`) or with a pending reader or writer
     /// (`hier-ts`, which holds no locks).
     fn locked_keys(&self) -> Option<usize> {

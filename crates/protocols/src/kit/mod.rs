@@ -43,6 +43,9 @@ macro_rules! replica {
             fn locked_keys(&self) -> Option<usize> {
                 Some(self.locks.len())
             }
+            fn versions(&self) -> Option<(u64, u64)> {
+                Some((self.store.live(), self.store.collected()))
+            }
             $(
                 fn lock_holds(&self) -> Option<&$crate::HoldStats> {
                     Some(&self.$holds)
@@ -56,10 +59,7 @@ pub(crate) use replica;
 
 /// The committed state of `store` at node `me`, as [`crate::Replica::snapshot`] reports it.
 pub fn snapshot(me: NodeId, store: &MvStore) -> ReplicaSnapshot {
-    ReplicaSnapshot {
-        node: me,
-        keys: store.snapshot(),
-    }
+    store.replica(me)
 }
 
 /// Notes for the operator (issue 53, 4) that a sweep gave up on transactions whose

@@ -31,6 +31,7 @@ macro_rules! server_frame {
     };
     (@timer $timer:ident tick) => {
         fn on_timer(&mut self, t: meridian_core::TimerId, cx: &mut meridian_core::Ctx<'_, Msg>) {
+            $crate::kit::server::tick(&mut self.store, &self.env, cx.now());
             match $timer::of(t) {
                 Some($timer::Sweep) => {
                     self.sweep(cx);
@@ -43,6 +44,7 @@ macro_rules! server_frame {
     };
     (@timer $timer:ident $($form:ident)?) => {
         fn on_timer(&mut self, t: meridian_core::TimerId, cx: &mut meridian_core::Ctx<'_, Msg>) {
+            $crate::kit::server::tick(&mut self.store, &self.env, cx.now());
             if $timer::of(t) == Some($timer::Sweep) {
                 self.sweep(cx);
                 cx.set_timer(self.env.timeouts.sweep, $timer::Sweep);
@@ -54,6 +56,7 @@ macro_rules! server_frame {
             type Msg = Msg;
 
             fn on_message(&mut self, from: meridian_core::NodeId, msg: Msg, cx: &mut meridian_core::Ctx<'_, Msg>) {
+                $crate::kit::server::tick(&mut self.store, &self.env, cx.now());
                 self.receive(from, msg, cx);
             }
 
@@ -64,6 +67,22 @@ macro_rules! server_frame {
     };
 }
 pub(crate) use server_frame;
+
+/// Sets the store's clock for version GC (`MvStore::tick`), where the deployment
+/// collects (a TTL other than "never"): every input a server handles does, so each
+/// version carries the time it was installed.
+pub fn tick(store: &mut meridian_storage::MvStore, env: &crate::Env, now: meridian_core::Time) {
+    if env.retention.ttl != u64::MAX {
+        store.tick(now);
+    }
+}
+
+/// One version GC pass where one is due (`MvStore::collect`), from the sweep of a
+/// server whose protocol reads only the newest committed version of a key (the
+/// collecting protocols: docs/CLUSTER.md, "Version GC").
+pub fn collect(store: &mut meridian_storage::MvStore, env: &crate::Env) {
+    store.collect(&env.retention);
+}
 
 /// A crash: `$server` starts over as `$fresh` (a server built anew) but for the fields
 /// named, which it keeps as they were (its disk, and anything else the protocol says

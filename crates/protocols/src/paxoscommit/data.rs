@@ -27,7 +27,7 @@ impl Server {
     }
 
     /// Installs a commit's writes in timestamp order, forces the record, acknowledges.
-    /// Idempotent: a re-sent install finds its versions in place.
+    /// Idempotent: a re-sent install finds its versions in place (or collected).
     pub(super) fn on_install(
         &mut self,
         from: NodeId,
@@ -36,13 +36,20 @@ impl Server {
         writes: Vec<(Key, VersionId, Value)>,
         cx: &mut Ctx<'_, Msg>,
     ) {
-        let fresh = writes.iter().any(|(k, v, _)| !self.store.contains(k, *v));
+        let fresh = writes.iter().any(|(k, v, _)| !self.store.has_or_collected(k, *v, ts));
         if fresh {
             cx.charge_ops(writes.len() as u32);
             for (k, v, val) in &writes {
                 self.store.install(k, *v, val.clone(), ts);
             }
             self.log.append_sync(Rec::Installed { txn, ts, writes }, cx);
+        } else {
+            // Every version is here, or falls where version GC collected: newer ones
+            // superseded it long ago, so nothing is installed; a store that records
+            // collected ids still notes one it never held.
+            for (k, v, val) in writes {
+                self.store.install(&k, v, val, ts);
+            }
         }
         cx.send(from, Msg::Installed { txn });
     }

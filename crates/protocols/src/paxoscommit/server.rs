@@ -190,6 +190,7 @@ impl Server {
 
     pub(super) fn sweep(&mut self, cx: &mut Ctx<'_, Msg>) {
         let now = cx.now();
+        crate::kit::server::collect(&mut self.store, &self.env);
         let to = self.env.timeouts.clone();
         if self.is_coord {
             // Home: transactions waiting too long for locks or reads abort.

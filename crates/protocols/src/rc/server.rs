@@ -132,6 +132,7 @@ impl Server {
 impl Server {
     pub(super) fn sweep(&mut self, cx: &mut Ctx<'_, Msg>) {
         let now = cx.now();
+        crate::kit::server::collect(&mut self.store, &self.env);
         let to = self.env.timeouts.clone();
         let mut idle: Vec<TxnId> = self
             .readers

@@ -252,6 +252,7 @@ impl Server {
 impl Server {
     pub(super) fn sweep(&mut self, cx: &mut Ctx<'_, Msg>) {
         let now = cx.now();
+        crate::kit::server::collect(&mut self.store, &self.env);
         let to = self.env.timeouts.clone();
         let shards: Vec<ShardId> = self.groups.keys().copied().collect();
         for s in shards {
@@ -420,6 +421,9 @@ crate::kit::server::server_frame! {ServerTimer, start;
 impl Replica for Server {
     fn snapshot(&self) -> ReplicaSnapshot {
         crate::kit::snapshot(self.me, &self.store)
+    }
+    fn versions(&self) -> Option<(u64, u64)> {
+        Some((self.store.live(), self.store.collected()))
     }
     fn lock_holds(&self) -> Option<&HoldStats> {
         Some(&self.holds)

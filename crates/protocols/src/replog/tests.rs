@@ -20,6 +20,7 @@ fn net(topo: &str, leader: impl Fn(&Layout, ShardId) -> NodeId) -> (Net<Replicat
         layout: layout.clone(),
         registry: Arc::new(Registry::new()),
         timeouts: Default::default(),
+        retention: Default::default(),
     };
     let servers = (0..layout.num_servers())
         .map(|n| Server::new(env.clone(), NodeId(n), leaders.clone(), Policy::WoundWait))

@@ -103,13 +103,11 @@ impl Server {
                 Rec::Committed { txn } => {
                     // Still in the log, so recent: a late PREPARE of it may yet come.
                     self.committed.insert(txn, cx.now());
-                    if let Some(p) = prepared.remove(&txn) {
-                        for (k, v, val) in p.writes {
-                            if !self.store.contains(&k, v) {
-                                self.store.install_latest(&k, v, val);
-                            }
-                        }
-                    }
+                    // Its writes are in the store, which survived the crash: they
+                    // were installed in the step that forced this record. Installing
+                    // them again would put a version that version GC collected since
+                    // after newer ones (`install_latest` cannot tell it is old).
+                    prepared.remove(&txn);
                 }
                 Rec::Aborted { txn } => {
                     prepared.remove(&txn);

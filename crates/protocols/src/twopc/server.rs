@@ -125,6 +125,7 @@ impl Server {
 impl Server {
     pub(super) fn sweep(&mut self, cx: &mut Ctx<'_, Msg>) {
         let now = cx.now();
+        crate::kit::server::collect(&mut self.store, &self.env);
         let to = self.env.timeouts.clone();
         // Participant: idle active transactions abort; prepared ones ask.
         let mut idle = vec![];

@@ -29,6 +29,7 @@ fn env() -> Env {
         layout: Arc::new(l),
         registry: Arc::new(meridian_workload::registry()),
         timeouts: crate::Timeouts::default(),
+        retention: Default::default(),
     }
 }
 

@@ -1,0 +1,82 @@
+//! Replica chains whose start version GC collected without keeping ids (a real
+//! cluster's state dump, `ReplicaSnapshot::pruned`): the chain is the end of the key's
+//! order; the versions it lacks are taken as collected while they are no more than the
+//! replica says it collected, and come before it in the order.
+
+use super::tests::{hist, txn, v};
+use super::*;
+
+/// Read-modify-write of `x` by 1..=n in turn: each reads its predecessor's version.
+fn rmw(n: u32) -> Vec<TxnRecord> {
+    (1..=n)
+        .map(|c| {
+            let prev = if c == 1 { None } else { Some(v(c - 1, 0)) };
+            txn(c, &[("x", prev)], &["x"])
+        })
+        .collect()
+}
+
+fn collected(order: &[VersionId], pruned: u64, txns: Vec<TxnRecord>) -> History {
+    let mut h = hist(txns, &[("x", order)]);
+    h.replicas[0].pruned.insert(Key::from("x"), pruned);
+    h
+}
+
+#[test]
+fn a_collected_start_is_durable_and_the_order_is_inferred_before_the_chain() {
+    // Five versions; the replica holds the last two and collected three.
+    let h = collected(&[v(4, 0), v(5, 0)], 3, rmw(5));
+    let r = check(&h);
+    assert!(r.ok(), "{:?}", r.anomalies);
+    assert!(r.durable && r.serializable, "{r:?}");
+    assert!(r.unknown.is_empty(), "reads-from fixes the collected versions' order: {:?}", r.unknown);
+}
+
+#[test]
+fn a_replica_that_lacks_more_than_it_collected_is_not_durable() {
+    // Five versions; it lists the last one and says it collected only two: two of
+    // the four it lacks were lost.
+    let h = collected(&[v(5, 0)], 2, rmw(5));
+    let r = check(&h);
+    assert!(!r.durable, "{r:?}");
+    assert!(r.kinds().iter().all(|k| *k == Kind::NotDurable), "{:?}", r.anomalies);
+    assert!(
+        r.anomalies[0].detail.contains("4 of the key's committed versions are not there, and it collected only 2"),
+        "{}",
+        r.anomalies[0].detail
+    );
+    // Without the count, each lacking version is reported as before.
+    let mut h = h;
+    h.replicas[0].pruned.clear();
+    let r = check(&h);
+    assert_eq!(r.anomalies.iter().filter(|a| a.kind == Kind::NotDurable).count(), 4, "{:?}", r.anomalies);
+}
+
+#[test]
+fn a_collected_start_does_not_hide_a_lost_update() {
+    // 3 and 2 both read 1's version and wrote x: a lost update, whatever the order of
+    // the collected versions. The replica holds only 3's version and collected two.
+    let txns = vec![
+        txn(1, &[("x", None)], &["x"]),
+        txn(2, &[("x", Some(v(1, 0)))], &["x"]),
+        txn(3, &[("x", Some(v(1, 0)))], &["x"]),
+    ];
+    let h = collected(&[v(3, 0)], 2, txns);
+    let r = check(&h);
+    assert!(!r.serializable, "{r:?}");
+    assert!(r.durable, "{:?}", r.anomalies);
+}
+
+#[test]
+fn the_versions_a_chain_lacks_come_before_it() {
+    // Two blind writes: only the replica's chain orders them, and it holds the second
+    // and collected one. The first comes first; without the count, nothing orders them.
+    let txns = vec![txn(1, &[], &["x"]), txn(2, &[], &["x"]), txn(3, &[("x", Some(v(2, 0)))], &[])];
+    let h = collected(&[v(2, 0)], 1, txns);
+    let r = check(&h);
+    assert!(r.ok() && r.unknown.is_empty(), "{:?} {:?}", r.anomalies, r.unknown);
+    let mut h = h;
+    h.replicas[0].pruned.clear();
+    let r = check(&h);
+    assert!(!r.durable, "without the count the replica lacks version 1:0");
+}
