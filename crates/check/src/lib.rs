@@ -666,6 +666,6 @@ fn fmt_versions(v: &[VersionId]) -> String {
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
-mod tests_jsonl;
-#[cfg(test)]
 mod tests_gc;
+#[cfg(test)]
+mod tests_jsonl;

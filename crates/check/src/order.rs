@@ -166,7 +166,11 @@ impl<'h> Checker<'h> {
             }
         }
         for (k, c) in &reopened {
-            let part = if self.suffix[*k as usize] { Part::Suffix } else { Part::Sub };
+            let part = if self.suffix[*k as usize] {
+                Part::Suffix
+            } else {
+                Part::Sub
+            };
             chains.entry(*k).or_default().push((c, part));
         }
         for (k, (mut vs, writers)) in writes {

@@ -29,7 +29,11 @@ fn a_collected_start_is_durable_and_the_order_is_inferred_before_the_chain() {
     let r = check(&h);
     assert!(r.ok(), "{:?}", r.anomalies);
     assert!(r.durable && r.serializable, "{r:?}");
-    assert!(r.unknown.is_empty(), "reads-from fixes the collected versions' order: {:?}", r.unknown);
+    assert!(
+        r.unknown.is_empty(),
+        "reads-from fixes the collected versions' order: {:?}",
+        r.unknown
+    );
 }
 
 #[test]
@@ -41,7 +45,9 @@ fn a_replica_that_lacks_more_than_it_collected_is_not_durable() {
     assert!(!r.durable, "{r:?}");
     assert!(r.kinds().iter().all(|k| *k == Kind::NotDurable), "{:?}", r.anomalies);
     assert!(
-        r.anomalies[0].detail.contains("4 of the key's committed versions are not there, and it collected only 2"),
+        r.anomalies[0]
+            .detail
+            .contains("4 of the key's committed versions are not there, and it collected only 2"),
         "{}",
         r.anomalies[0].detail
     );
@@ -49,7 +55,12 @@ fn a_replica_that_lacks_more_than_it_collected_is_not_durable() {
     let mut h = h;
     h.replicas[0].pruned.clear();
     let r = check(&h);
-    assert_eq!(r.anomalies.iter().filter(|a| a.kind == Kind::NotDurable).count(), 4, "{:?}", r.anomalies);
+    assert_eq!(
+        r.anomalies.iter().filter(|a| a.kind == Kind::NotDurable).count(),
+        4,
+        "{:?}",
+        r.anomalies
+    );
 }
 
 #[test]

@@ -300,7 +300,12 @@ pub(crate) fn render(node: NodeId, st: &Status) -> String {
         );
     }
     if let Some((live, collected)) = st.versions {
-        gauge(&mut r, "versions", "Versions its store holds (committed and tentative)", live as i64);
+        gauge(
+            &mut r,
+            "versions",
+            "Versions its store holds (committed and tentative)",
+            live as i64,
+        );
         counter(
             &mut r,
             "versions_collected",

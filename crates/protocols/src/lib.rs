@@ -19,8 +19,8 @@ pub mod twopc;
 use meridian_core::{
     Actor, ClientId, Ctx, HomeRule, Layout, NodeId, Placement, ReplicaSnapshot, Time, TxnId, TxnRecord,
 };
-use meridian_txn::{Arg, Call, Registry};
 pub use meridian_storage::Retention;
+use meridian_txn::{Arg, Call, Registry};
 use std::fmt::Debug;
 use std::sync::Arc;
 

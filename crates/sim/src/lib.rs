@@ -376,10 +376,16 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
     };
     let stats = {
         let mut m = BTreeMap::new();
+        let mut collected = 0;
         for s in &sim.servers {
             for (k, v) in s.stats().unwrap_or_default() {
                 *m.entry(k).or_insert(0.0) += v;
             }
+            collected += s.versions().map_or(0, |(_, c)| c);
+        }
+        // Version GC (the protocols that collect), where it collected anything.
+        if collected > 0 {
+            m.insert("versions_collected".into(), collected as f64);
         }
         m
     };

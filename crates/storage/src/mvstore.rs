@@ -284,7 +284,11 @@ impl MvStore {
         }
         if chain.below_floor(wts) {
             let record = self.gc.record;
-            chain.collected.as_deref_mut().expect("a floor").below_floor(id, wts, record);
+            chain
+                .collected
+                .as_deref_mut()
+                .expect("a floor")
+                .below_floor(id, wts, record);
             return;
         }
         chain.insert(id, value, wts, false, self.gc.now);
@@ -430,7 +434,9 @@ impl MvStore {
 
     /// Every key with something collected, with what.
     pub fn collected_keys(&self) -> impl Iterator<Item = (&Key, &Collected)> {
-        self.keys.iter().filter_map(|(k, c)| c.collected.as_deref().map(|x| (k, x)))
+        self.keys
+            .iter()
+            .filter_map(|(k, c)| c.collected.as_deref().map(|x| (k, x)))
     }
 
     /// Takes on a peer's record of what was collected from `key`'s chain (a replica
@@ -470,7 +476,11 @@ impl MvStore {
                 Some((
                     k.clone(),
                     KeyState {
-                        versions: before.iter().map(|(v, _)| *v).chain(committed.iter().map(|v| v.id)).collect(),
+                        versions: before
+                            .iter()
+                            .map(|(v, _)| *v)
+                            .chain(committed.iter().map(|v| v.id))
+                            .collect(),
                         value: Some(last.value.clone()),
                     },
                 ))
@@ -542,7 +552,10 @@ mod tests {
         let k = Key::from("k");
         chain(&mut s, &k, 100);
         s.tick(101 * SEC);
-        let r = Retention { ttl: 10 * SEC, record: false };
+        let r = Retention {
+            ttl: 10 * SEC,
+            record: false,
+        };
         // Versions 1..=90 were superseded by one installed at 91 s or before (the cutoff).
         assert_eq!(s.collect(&r), 90);
         let left: Vec<u64> = s.versions(&k).iter().map(|v| v.wts).collect();
@@ -567,7 +580,10 @@ mod tests {
     fn collection_waits_for_enough_new_versions_and_stops_at_a_tentative_one() {
         let mut s = MvStore::new();
         let k = Key::from("k");
-        let r = Retention { ttl: SEC, record: false };
+        let r = Retention {
+            ttl: SEC,
+            record: false,
+        };
         chain(&mut s, &k, 10);
         s.tick(100 * SEC);
         // Ten installs are fewer than a pass needs (64): nothing yet.
@@ -622,7 +638,10 @@ mod tests {
         let k = Key::from("k");
         chain(&mut peer, &k, 100);
         peer.tick(1000 * SEC);
-        peer.collect(&Retention { ttl: SEC, record: false });
+        peer.collect(&Retention {
+            ttl: SEC,
+            record: false,
+        });
         let mut fresh = MvStore::new();
         // It had an old version of its own, from before its crash.
         fresh.install(&k, vid_n(1, 3), Value::from_u64(3), 3);

@@ -126,6 +126,10 @@ pub struct UpArgs {
     /// file; default 100000, 0: never).
     #[arg(long, value_name = "N", requires = "durable")]
     checkpoint_every: Option<u64>,
+    /// Version GC: a superseded version is dropped once its successor is this old, e.g.
+    /// 60s (the default), or `off` (written to the cluster file as `version_ttl`).
+    #[arg(long, value_name = "DURATION")]
+    version_ttl: Option<String>,
     /// Home DC of every shard (default: shard s in DC s mod #DCs).
     #[arg(long)]
     data_dc: Option<String>,
@@ -331,6 +335,7 @@ fn up(a: &UpArgs) -> Result<()> {
         file.data_dir = Some(PathBuf::from("data"));
     }
     file.checkpoint_every = a.checkpoint_every;
+    file.version_ttl = a.version_ttl.clone();
     let path = dir.join("cluster.toml");
     // Validate everything (protocol included) before starting a process.
     let cluster = Cluster::validate(file.clone(), &path)?;
