@@ -15,8 +15,9 @@
 #   scripts/state-growth.sh                                   # 10 minutes each, four protocols
 #   PROTOCOLS=replog DUR=150 scripts/state-growth.sh          # the issue's replog repro
 #
-# Without version GC (not built) memory, disk and the checkpoint pause grow with the
-# run; the script is the yardstick GC will be measured with (docs/MEASUREMENTS.md).
+# Servers collect superseded versions after `version_ttl` (60 s by default; VTTL sets
+# it, e.g. VTTL=off for the run before version GC) in the protocols that collect
+# (docs/CLUSTER.md, "Version GC"); docs/MEASUREMENTS.md has the curves.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 M=${MERIDIAN:-target/release/meridian}
@@ -27,6 +28,7 @@ EVERY=${EVERY:-30}
 CLIENTS=${CLIENTS:-16}
 CKPT=${CKPT:-20000}
 WL=${WL:-ycsb:ops=4,reads=0.5,keys=1500}
+VTTL=${VTTL:-60s}
 WORK=$(mktemp -d /tmp/state-growth.XXXXXX)
 trap 'for d in "$WORK"/c-*; do [ -f "$d/cluster.toml" ] && $M cluster down --dir "$d" >/dev/null 2>&1; done; true' EXIT
 run=0
@@ -34,7 +36,7 @@ for p in "${PROTOCOLS[@]}"; do
     run=$((run + 1))
     d=$WORK/c-$run
     if ! $M cluster up --protocol "$p" --topology us3 --dir "$d" --base-port $((27000 + 20 * run)) \
-        --durable --checkpoint-every "$CKPT" --no-delay --insecure >"$d.up" 2>&1; then
+        --durable --checkpoint-every "$CKPT" --no-delay --insecure --version-ttl "$VTTL" >"$d.up" 2>&1; then
         echo "$p: cluster up failed: $(tail -1 "$d.up")"
         continue
     fi
@@ -83,7 +85,7 @@ if pauses:
           f"{max(sizes)/2**20:.2f} MB largest; pause p50 {q(0.5)} ms, p99 {q(0.99)} ms, max {s[-1]} ms")
 else:
     print("checkpoints: none logged")
-most, keys, node = 0, 0, None
+most, keys, node, pruned = 0, 0, None, 0
 try:
     for line in open(f"{d}/h.jsonl"):
         if line.startswith('{"type":"replica"'):
@@ -91,7 +93,8 @@ try:
             n = sum(len(k["versions"]) for k in r["keys"].values())
             if n > most:
                 most, keys, node = n, len(r["keys"]), r["node"]
-    print(f"versions at the end: {most} on node {node}, over {keys} keys")
+                pruned = sum(r.get("pruned", {}).values())
+    print(f"versions at the end: {most} on node {node}, over {keys} keys ({pruned} collected there)")
 except FileNotFoundError:
     print("versions: no history written")
 try:
