@@ -15,7 +15,7 @@
 #   scripts/state-growth.sh                                   # 10 minutes each, four protocols
 #   PROTOCOLS=replog DUR=150 scripts/state-growth.sh          # the replog repro
 #
-# Servers collect superseded versions after `version_ttl` (60 s by default; VTTL sets
+# Servers collect superseded versions after `version_ttl` (5 s by default; VTTL sets
 # it, e.g. VTTL=off for the run before version GC) in the protocols that collect
 # (docs/CLUSTER.md, "Version GC"); docs/MEASUREMENTS.md has the curves.
 set -uo pipefail
@@ -28,7 +28,7 @@ EVERY=${EVERY:-30}
 CLIENTS=${CLIENTS:-16}
 CKPT=${CKPT:-20000}
 WL=${WL:-ycsb:ops=4,reads=0.5,keys=1500}
-VTTL=${VTTL:-60s}
+VTTL=${VTTL:-5s}
 WORK=$(mktemp -d /tmp/state-growth.XXXXXX)
 trap 'for d in "$WORK"/c-*; do [ -f "$d/cluster.toml" ] && $M cluster down --dir "$d" >/dev/null 2>&1; done; true' EXIT
 run=0

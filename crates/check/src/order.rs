@@ -3,6 +3,16 @@
 
 use super::*;
 
+/// Whether `chain` agrees with `order`, a chain whose start was collected: the versions
+/// of `chain` that `order` lists are in its order, and those it does not list come
+/// first (`order`'s replica collected them; this one has not yet).
+fn collected_start_agrees(chain: &[VersionId], order: &[VersionId]) -> bool {
+    let listed = |v: &VersionId| order.contains(v);
+    let start = chain.iter().take_while(|v| !listed(v)).count();
+    let rest = &chain[start..];
+    rest.iter().all(listed) && is_subsequence(rest, order) && !has_duplicate(chain)
+}
+
 /// What a known chain of a key's versions is of its order.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Part {
@@ -19,7 +29,9 @@ impl<'h> Checker<'h> {
     /// longest chain is the order; a replica whose chain is a subsequence of it merely
     /// lacks versions (a lost or not-yet-applied write, which the durability check
     /// reports for every committed one); one whose chain orders versions differently,
-    /// or holds a version twice, diverges.
+    /// or holds a version twice, diverges. Where replicas collected the start of their
+    /// chains without ids, the chain that reaches furthest (listed plus collected) is
+    /// the order's end, and another agrees if what it lists beyond it comes first.
     pub(crate) fn version_order(&mut self) {
         let h = self.h;
         // Each replica's keys by number, in its order.
@@ -29,14 +41,24 @@ impl<'h> Checker<'h> {
             .map(|r| r.keys.keys().map(|k| self.keys.id(k)).collect())
             .collect();
         let n = self.keys.len();
+        // The chain that reaches furthest: the most versions listed plus collected (a
+        // replica that collected more may list fewer and still be the most recent).
         let mut first: Vec<Option<(NodeId, &'h [VersionId])>> = vec![None; n];
+        let mut reach = vec![0u64; n];
         self.suffix = vec![false; n];
         for (r, ids) in h.replicas.iter().zip(&ids) {
             for ((key, st), &k) in r.keys.iter().zip(ids) {
+                let pruned = if r.pruned.is_empty() {
+                    0
+                } else {
+                    r.pruned.get(key).copied().unwrap_or(0)
+                };
+                let total = st.versions.len() as u64 + pruned;
                 let f = &mut first[k as usize];
-                if f.is_none_or(|(_, v0)| st.versions.len() > v0.len()) {
+                if f.is_none() || total > reach[k as usize] {
                     *f = Some((r.node, &st.versions));
-                    self.suffix[k as usize] = r.pruned.get(key).is_some_and(|p| *p > 0);
+                    reach[k as usize] = total;
+                    self.suffix[k as usize] = pruned > 0;
                 }
             }
         }
@@ -50,7 +72,9 @@ impl<'h> Checker<'h> {
                 // A chain whose start was collected is never the whole order.
                 let whole = same && !r.pruned.contains_key(key) && !self.suffix[k as usize];
                 holds[k as usize] = if whole { FULL } else { PART };
-                let agrees = same || (is_subsequence(&st.versions, v0) && !has_duplicate(v0));
+                let agrees = same
+                    || (is_subsequence(&st.versions, v0) && !has_duplicate(v0))
+                    || (self.suffix[k as usize] && collected_start_agrees(&st.versions, v0));
                 if !agrees && !divergent[k as usize] {
                     divergent[k as usize] = true;
                     let d = format!(

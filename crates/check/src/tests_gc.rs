@@ -101,3 +101,33 @@ fn the_versions_a_chain_lacks_come_before_it() {
     assert!(!r.serializable, "{r:?}");
     assert!(r.durable, "{:?}", r.anomalies);
 }
+
+#[test]
+fn replicas_that_collected_different_amounts_agree_and_the_lagging_one_lacks_the_newest() {
+    // x: 1..=6, each read-modify-write. Replica 0 collected two and holds [3, 4, 5]:
+    // it lost 6. Replica 1 collected four and holds [5, 6]. They agree (the order is
+    // taken from replica 1, which reaches furthest), and 0's loss is reported.
+    let mut h = collected(&[v(3, 0), v(4, 0), v(5, 0)], 2, rmw(6));
+    h.meta.shard_replicas = vec![vec![NodeId(0), NodeId(1)]];
+    let mut r1 = h.replicas[0].clone();
+    r1.node = NodeId(1);
+    r1.keys.get_mut(&Key::from("x")).unwrap().versions = vec![v(5, 0), v(6, 0)];
+    r1.pruned.insert(Key::from("x"), 4);
+    h.replicas.push(r1);
+    let r = check(&h);
+    assert!(!r.kinds().contains(&Kind::Divergent), "{:?}", r.anomalies);
+    // It lacks three (1, 2 and 6) and collected two: which two it cannot say, so each
+    // of the three is reported, 6 among them.
+    assert!(r.kinds().iter().all(|k| *k == Kind::NotDurable), "{:?}", r.anomalies);
+    assert_eq!(r.anomalies.len(), 3, "{:?}", r.anomalies);
+    assert!(
+        r.anomalies.iter().all(|a| a.detail.contains("replica n0 lacks it")),
+        "{:?}",
+        r.anomalies
+    );
+    assert!(
+        r.anomalies.iter().any(|a| a.detail.contains(&format!("x={}", v(6, 0)))),
+        "{:?}",
+        r.anomalies
+    );
+}

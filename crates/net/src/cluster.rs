@@ -109,7 +109,7 @@ pub struct ClusterFile {
     /// [`crate::host::CHECKPOINT_EVERY`]; 0: never). See [`crate::journal`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint_every: Option<u64>,
-    /// Version GC: how long a superseded version is kept, as a duration (`"60s"`, the
+    /// Version GC: how long a superseded version is kept, as a duration (`"5s"`, the
     /// default; `"off"`: never collect). docs/CLUSTER.md, "Version GC".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version_ttl: Option<String>,
@@ -139,7 +139,7 @@ fn slots() -> u32 {
     256
 }
 
-/// The version GC of a cluster file's `version_ttl` (none: 60 s; `off`: never).
+/// The version GC of a cluster file's `version_ttl` (none: 5 s; `off`: never).
 pub fn retention_of(ttl: Option<&str>) -> Result<meridian_protocols::Retention, String> {
     let ttl = match ttl.map(str::trim) {
         None => return Ok(meridian_protocols::Retention::default()),

@@ -309,7 +309,7 @@ pub(crate) fn render(node: NodeId, st: &Status) -> String {
         counter(
             &mut r,
             "versions_collected",
-            "Versions version GC collected since the process started",
+            "Versions version GC collected (carried across restarts by the journal)",
             collected,
         );
     }

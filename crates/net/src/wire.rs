@@ -97,8 +97,9 @@ pub struct Status {
     /// Times its journal was fsynced since it started (with `--durable`).
     #[serde(default)]
     pub journal_syncs: Option<u64>,
-    /// Versions its store holds and versions version GC has collected since it
-    /// started, where the protocol keeps a multi-version store.
+    /// Versions its store holds and versions version GC has collected from it (a
+    /// restart from its journal carries the count on), where the protocol keeps a
+    /// multi-version store.
     #[serde(default)]
     pub versions: Option<(u64, u64)>,
 }

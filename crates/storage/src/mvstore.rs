@@ -22,20 +22,24 @@
 //! [`Retention::record`] (the simulator), as the collected ids themselves, so a
 //! snapshot lists the whole chain and the checker judges it as if nothing had gone.
 //! The values are dropped either way. Collection never changes what a protocol reads:
-//! `contains` and every read look at the versions still held. So a version collected
-//! and later installed again (a protocol that re-applies an old decision) comes back as
-//! a second copy; with recorded ids the snapshot then lists it twice, which the checker
-//! reports as divergent: that is how the simulator's campaigns test each protocol's
-//! idempotence against collection.
+//! `contains` and every read look at the versions still held.
 //!
 //! # Installs below the floor
 //!
 //! [`MvStore::install`] at a write timestamp at or below the newest collected one's
 //! (the key's floor) installs nothing: the version is either one collected already (a
-//! decision applied again, a log replayed over the store that survived the crash) or a
-//! late one that newer versions superseded long ago. Either way no read may see it; with
-//! recorded ids a new one joins the collected ids in its place. [`MvStore::install_latest`]
-//! has no timestamp to compare: protocols that use it must not install a version twice.
+//! decision applied again) or a late one that newer versions superseded long ago (a
+//! commit that reached a replica late). No read may see either. A late one is counted
+//! as collected (with recorded ids, it joins them in its place); the store cannot tell
+//! a re-delivered one from it without the ids, so a protocol must keep re-deliveries
+//! from reaching `install` once its version may be collected (they would be counted
+//! twice), and a log replayed over the store that survived a crash goes through
+//! [`MvStore::replay_install`], which never counts. [`MvStore::install_latest`] has no
+//! timestamp to compare: a version it installs again would land on top of newer ones,
+//! so protocols that use it must never install a version twice. With recorded ids, a
+//! version installed twice is listed twice, and the checker reports it as divergent:
+//! that is how the simulator's campaigns test each protocol's idempotence against
+//! collection.
 
 use meridian_core::{Key, KeyState, Value, VersionId};
 use rustc_hash::FxHashMap as HashMap;
@@ -81,14 +85,30 @@ pub struct Collected {
 }
 
 impl Collected {
-    /// Takes note of version `id` at `wts`, at or below the floor: already one of the
-    /// collected (a re-install), or new and superseded already (recorded, where ids are).
+    /// Takes note of version `id` at `wts`, at or below the floor, installed live: new
+    /// and superseded already, or (recorded ids tell) one of the collected.
     fn below_floor(&mut self, id: VersionId, wts: u64, record: bool) {
-        if record && !self.ids.iter().any(|(v, _)| *v == id) {
+        if !record {
+            self.count += 1;
+        } else if !self.ids.iter().any(|(v, _)| *v == id) {
             let at = self.ids.partition_point(|(_, w)| *w <= wts);
             self.ids.insert(at, (id, wts));
             self.count += 1;
         }
+    }
+
+    /// Takes on what a peer collected from the same key: the higher floor and count,
+    /// and the union of the recorded ids.
+    fn merge(&mut self, from: &Collected) {
+        self.floor = self.floor.max(from.floor);
+        self.count = self.count.max(from.count);
+        for &(id, wts) in &from.ids {
+            if !self.ids.iter().any(|(v, _)| *v == id) {
+                let at = self.ids.partition_point(|(_, w)| *w <= wts);
+                self.ids.insert(at, (id, wts));
+            }
+        }
+        self.count = self.count.max(self.ids.len() as u64);
     }
 }
 
@@ -104,10 +124,10 @@ pub struct Retention {
 }
 
 impl Default for Retention {
-    /// 60 s, ids not recorded: a real server's default.
+    /// 5 s, ids not recorded: a real server's default.
     fn default() -> Self {
         Retention {
-            ttl: 60_000_000_000,
+            ttl: 5_000_000_000,
             record: false,
         }
     }
@@ -134,6 +154,8 @@ struct Gc {
     collected: u64,
     /// The last pass recorded collected ids ([`Retention::record`]).
     record: bool,
+    /// The store's clock at the last pass.
+    last_pass: u64,
 }
 
 impl Chain {
@@ -231,8 +253,9 @@ impl MvStore {
     }
 
     /// Installs a committed version after every existing one (for protocols whose
-    /// version order is their commit order). The caller guarantees `id` is new (use
-    /// [`Self::contains`] when replaying a log); this keeps commits O(1) on hot keys.
+    /// version order is their commit order). The caller guarantees `id` was never
+    /// installed here: [`Self::contains`] cannot tell, since a collected version is no
+    /// longer held (module docs). This keeps commits O(1) on hot keys.
     pub fn install_latest(&mut self, key: &Key, id: VersionId, value: Value) {
         let chain = match self.keys.get_mut(key) {
             Some(c) => c,
@@ -272,8 +295,21 @@ impl MvStore {
             .is_some_and(|c| c.versions.iter().any(|v| v.id == id))
     }
 
-    /// Installs a committed version at write timestamp `wts` (kept sorted). Idempotent.
+    /// Installs a committed version at write timestamp `wts` (kept sorted). Idempotent
+    /// for a version held; one at or below the key's floor is counted as collected
+    /// (module docs, "Installs below the floor").
     pub fn install(&mut self, key: &Key, id: VersionId, value: Value, wts: u64) {
+        self.install_as(key, id, value, wts, true);
+    }
+
+    /// [`Self::install`] for a log replayed over the store that survived the crash:
+    /// every version it installs was installed before, so one at or below the floor
+    /// was collected already and is not counted again.
+    pub fn replay_install(&mut self, key: &Key, id: VersionId, value: Value, wts: u64) {
+        self.install_as(key, id, value, wts, false);
+    }
+
+    fn install_as(&mut self, key: &Key, id: VersionId, value: Value, wts: u64, live: bool) {
         let chain = self.keys.entry(key.clone()).or_default();
         if let Some(v) = chain.versions.iter_mut().find(|v| v.id == id) {
             if v.tentative {
@@ -283,12 +319,14 @@ impl MvStore {
             return;
         }
         if chain.below_floor(wts) {
-            let record = self.gc.record;
-            chain
-                .collected
-                .as_deref_mut()
-                .expect("a floor")
-                .below_floor(id, wts, record);
+            if live {
+                let record = self.gc.record;
+                chain
+                    .collected
+                    .as_deref_mut()
+                    .expect("a floor")
+                    .below_floor(id, wts, record);
+            }
             return;
         }
         chain.insert(id, value, wts, false, self.gc.now);
@@ -386,22 +424,28 @@ impl MvStore {
         gone > 0
     }
 
-    /// Sets the store's clock: versions installed from now on carry this time.
-    /// Protocols that collect tick it with every input they handle.
-    pub fn tick(&mut self, now: u64) {
+    /// Sets the store's clock (versions installed from now on carry this time) and
+    /// whether it records collected ids. Protocols that collect tick it with every
+    /// input they handle.
+    pub fn tick(&mut self, now: u64, r: &Retention) {
         self.gc.now = now;
+        self.gc.record = r.record;
     }
 
     /// Version GC (module docs): drops every committed version whose committed
     /// successor was installed at least `r.ttl` before the store's clock. A pass visits
-    /// every key, so it runs only once the versions installed since the last pass
-    /// number at least half of those held (and 64): amortized, a constant per install.
-    /// Returns how many versions it dropped.
+    /// every key, so it runs only once at least 64 versions were installed since the
+    /// last pass, and either half as many as are held or `r.ttl / 2` has passed since:
+    /// amortized, a constant per install, and what is held stays within about one and
+    /// a half `ttl`s' worth of writes (plus one version per key). Returns how many
+    /// versions it dropped.
     pub fn collect(&mut self, r: &Retention) -> usize {
-        if r.ttl == u64::MAX || self.gc.fresh < 64 || self.gc.fresh * 2 < self.gc.live {
+        let due = self.gc.fresh * 2 >= self.gc.live || self.gc.now.saturating_sub(self.gc.last_pass) >= r.ttl / 2;
+        if r.ttl == u64::MAX || self.gc.fresh < 64 || !due {
             return 0;
         }
         self.gc.fresh = 0;
+        self.gc.last_pass = self.gc.now;
         self.gc.record = r.record;
         let Some(cutoff) = self.gc.now.checked_sub(r.ttl) else {
             return 0;
@@ -440,17 +484,16 @@ impl MvStore {
     }
 
     /// Takes on a peer's record of what was collected from `key`'s chain (a replica
-    /// rebuilt from a peer's versions, which lack what the peer collected): the peer's
-    /// count and ids where they are more than this store's.
+    /// rebuilt from a peer's versions, which lack what the peer collected): the higher
+    /// floor and count, the union of the recorded ids; what it holds at or below the
+    /// floor goes (the peer collected it, or it is older still).
     pub fn adopt_collected(&mut self, key: &Key, from: &Collected) {
         let chain = self.keys.entry(key.clone()).or_default();
         let c = chain.collected.get_or_insert_with(Default::default);
-        if from.count > c.count {
-            **c = from.clone();
-        }
+        c.merge(from);
         let floor = c.floor;
         let before = chain.versions.len();
-        chain.versions.retain(|v| v.tentative || v.wts > floor);
+        chain.versions.retain(|v| v.wts > floor);
         self.gc.live -= (before - chain.versions.len()) as u64;
     }
 
@@ -539,7 +582,7 @@ mod tests {
     /// Installs versions 1..=n of `k` at times 1..=n seconds (write timestamp = i).
     fn chain(s: &mut MvStore, k: &Key, n: u32) {
         for i in 1..=n {
-            s.tick(i as u64 * 1_000_000_000);
+            s.tick(i as u64 * 1_000_000_000, &Retention::default());
             s.install(k, vid_n(1, i), Value::from_u64(i as u64), i as u64);
         }
     }
@@ -551,7 +594,7 @@ mod tests {
         let mut s = MvStore::new();
         let k = Key::from("k");
         chain(&mut s, &k, 100);
-        s.tick(101 * SEC);
+        s.tick(101 * SEC, &Retention::default());
         let r = Retention {
             ttl: 10 * SEC,
             record: false,
@@ -567,7 +610,7 @@ mod tests {
         assert_eq!(snap.keys[&k].versions.len(), 10);
         assert_eq!(snap.pruned[&k], 90);
         // Long after, everything but the newest goes; the newest never does.
-        s.tick(1000 * SEC);
+        s.tick(1000 * SEC, &Retention::default());
         for i in 101..=200 {
             s.install(&Key::from("other"), vid_n(2, i), Value::default(), i as u64);
         }
@@ -585,14 +628,14 @@ mod tests {
             record: false,
         };
         chain(&mut s, &k, 10);
-        s.tick(100 * SEC);
+        s.tick(100 * SEC, &Retention::default());
         // Ten installs are fewer than a pass needs (64): nothing yet.
         assert_eq!(s.collect(&r), 0);
         s.write_tentative(&k, vid_n(9, 1), Value::default(), 50);
         for i in 11..=100 {
             s.install(&k, vid_n(1, i), Value::from_u64(i as u64), 100 + i as u64);
         }
-        s.tick(1000 * SEC);
+        s.tick(1000 * SEC, &Retention::default());
         // Versions 1..=9 go; version 10 is followed by the tentative one, which stays.
         assert_eq!(s.collect(&r), 9);
         assert_eq!(s.versions(&k)[0].wts, 10);
@@ -600,7 +643,7 @@ mod tests {
         // Never, whatever the load.
         let mut t = MvStore::new();
         chain(&mut t, &k, 200);
-        t.tick(u64::MAX / 2);
+        t.tick(u64::MAX / 2, &Retention::default());
         assert_eq!(t.collect(&Retention::KEEP_ALL), 0);
         assert_eq!(t.versions(&k).len(), 200);
     }
@@ -611,7 +654,7 @@ mod tests {
         let k = Key::from("k");
         chain(&mut s, &k, 100);
         let whole = s.snapshot();
-        s.tick(1000 * SEC);
+        s.tick(1000 * SEC, &Retention::default());
         let r = Retention { ttl: SEC, record: true };
         assert_eq!(s.collect(&r), 99);
         assert_eq!(s.versions(&k).len(), 1);
@@ -637,7 +680,7 @@ mod tests {
         let mut peer = MvStore::new();
         let k = Key::from("k");
         chain(&mut peer, &k, 100);
-        peer.tick(1000 * SEC);
+        peer.tick(1000 * SEC, &Retention::default());
         peer.collect(&Retention {
             ttl: SEC,
             record: false,

@@ -127,7 +127,7 @@ pub struct UpArgs {
     #[arg(long, value_name = "N", requires = "durable")]
     checkpoint_every: Option<u64>,
     /// Version GC: a superseded version is dropped once its successor is this old, e.g.
-    /// 60s (the default), or `off` (written to the cluster file as `version_ttl`).
+    /// 5s (the default), or `off` (written to the cluster file as `version_ttl`).
     #[arg(long, value_name = "DURATION")]
     version_ttl: Option<String>,
     /// Home DC of every shard (default: shard s in DC s mod #DCs).

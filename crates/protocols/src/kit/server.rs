@@ -73,7 +73,7 @@ pub(crate) use server_frame;
 /// version carries the time it was installed.
 pub fn tick(store: &mut meridian_storage::MvStore, env: &crate::Env, now: meridian_core::Time) {
     if env.retention.ttl != u64::MAX {
-        store.tick(now);
+        store.tick(now, &env.retention);
     }
 }
 

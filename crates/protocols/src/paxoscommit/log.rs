@@ -88,7 +88,7 @@ impl Server {
             match r {
                 Rec::Installed { ts, writes, .. } => {
                     for (k, v, val) in writes {
-                        self.store.install(&k, v, val, ts);
+                        self.store.replay_install(&k, v, val, ts);
                     }
                 }
                 Rec::Voted { txn, accept, value } => {

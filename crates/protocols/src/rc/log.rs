@@ -98,7 +98,7 @@ impl Server {
                 Rec::Committed { txn, ts, writes } => {
                     prepared.remove(&txn);
                     for (k, v, val) in writes {
-                        self.store.install(&k, v, val, ts);
+                        self.store.replay_install(&k, v, val, ts);
                     }
                     self.applied.insert(txn, (true, now));
                 }
