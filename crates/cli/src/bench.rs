@@ -650,14 +650,36 @@ pub const EARLIER: &str = "(earlier run)";
 /// its writes are those versions (in the order it wrote them), before any of this
 /// run's transactions in real time. An acknowledged write no server holds any more is
 /// then a committed write the checker finds missing.
+///
+/// Version GC (docs/CLUSTER.md): an acknowledged write of a key whose replicas had
+/// collected the start of its chain before this run, and that none of them held, was
+/// collected before the run began; it is left out, since no transaction of this run
+/// may read it (one that does reads a version of no recorded writer, which the
+/// checker reports) and its durability was judged by the count the servers keep. The
+/// versions held before the run keep their order through reads: each record reads the
+/// version its write follows in the longest chain held, so the order stays fixed for
+/// the checker once the servers collect those versions during this run.
 fn earlier_writers(before: &[Option<NodeReport>], acked: &[crate::ledger::Acked]) -> Vec<TxnRecord> {
-    use std::collections::BTreeMap;
+    use std::collections::{BTreeMap, HashSet};
+    let mut chain: BTreeMap<&meridian_core::Key, &[meridian_core::VersionId]> = BTreeMap::new();
+    let mut collected: HashSet<&meridian_core::Key> = HashSet::new();
+    for r in before.iter().flatten() {
+        for (k, st) in &r.snapshot.keys {
+            let c = chain.entry(k).or_insert(&[]);
+            if st.versions.len() > c.len() {
+                *c = &st.versions;
+            }
+        }
+        collected.extend(r.snapshot.pruned.iter().filter(|(_, n)| **n > 0).map(|(k, _)| k));
+    }
     let mut by_txn: BTreeMap<meridian_core::TxnId, BTreeMap<meridian_core::VersionId, meridian_core::Key>> =
         BTreeMap::new();
     for a in acked {
-        let e = by_txn.entry(a.txn).or_default();
         for w in &a.writes {
-            e.insert(w.version, w.key.clone());
+            let gone = collected.contains(&w.key) && !chain.get(&w.key).is_some_and(|c| c.contains(&w.version));
+            if !gone {
+                by_txn.entry(a.txn).or_default().insert(w.version, w.key.clone());
+            }
         }
     }
     for r in before.iter().flatten() {
@@ -680,7 +702,18 @@ fn earlier_writers(before: &[Option<NodeReport>], acked: &[crate::ledger::Acked]
             end: Some(0),
             outcome: meridian_core::Outcome::Committed,
             abort_reason: None,
-            reads: vec![],
+            reads: writes
+                .iter()
+                .filter_map(|(v, k)| {
+                    let c = chain.get(k)?;
+                    let i = c.iter().position(|x| x == v)?;
+                    let prev = *c.get(i.checked_sub(1)?)?;
+                    Some(meridian_core::ReadRec {
+                        key: k.clone(),
+                        version: Some(prev),
+                    })
+                })
+                .collect(),
             writes: writes
                 .into_iter()
                 .map(|(version, key)| meridian_core::WriteRec { key, version })
