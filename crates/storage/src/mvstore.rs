@@ -217,6 +217,9 @@ pub struct MvtoRead {
 pub struct MvStore {
     keys: HashMap<Key, Chain>,
     gc: Gc,
+    /// The keys that held two versions or more at some install since the last pass:
+    /// the only ones a pass visits (most keys of a large run hold one version).
+    multi: rustc_hash::FxHashSet<Key>,
 }
 
 impl MvStore {
@@ -275,6 +278,9 @@ impl MvStore {
             tentative: false,
             at: self.gc.now,
         });
+        if chain.versions.len() == 2 {
+            self.multi.insert(key.clone());
+        }
         self.gc.live += 1;
         self.gc.fresh += 1;
     }
@@ -330,6 +336,9 @@ impl MvStore {
             return;
         }
         chain.insert(id, value, wts, false, self.gc.now);
+        if chain.versions.len() == 2 {
+            self.multi.insert(key.clone());
+        }
         self.gc.live += 1;
         self.gc.fresh += 1;
     }
@@ -390,6 +399,9 @@ impl MvStore {
             return;
         }
         chain.insert(id, value, ts, true, self.gc.now);
+        if chain.versions.len() == 2 {
+            self.multi.insert(key.clone());
+        }
         self.gc.live += 1;
         self.gc.fresh += 1;
     }
@@ -451,11 +463,16 @@ impl MvStore {
             return 0;
         };
         let mut n = 0;
-        for c in self.keys.values_mut() {
-            if c.versions.len() > 1 {
-                n += c.collect(cutoff, r.record);
+        let keys = &mut self.keys;
+        self.multi.retain(|k| match keys.get_mut(k) {
+            Some(c) => {
+                if c.versions.len() > 1 {
+                    n += c.collect(cutoff, r.record);
+                }
+                c.versions.len() > 1
             }
-        }
+            None => false,
+        });
         self.gc.live -= n as u64;
         self.gc.collected += n as u64;
         n
