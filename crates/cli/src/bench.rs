@@ -672,11 +672,17 @@ fn earlier_writers(before: &[Option<NodeReport>], acked: &[crate::ledger::Acked]
         }
         collected.extend(r.snapshot.pruned.iter().filter(|(_, n)| **n > 0).map(|(k, _)| k));
     }
+    // Each version held, with the one before it in its key's longest chain (looked up
+    // once per write below: chains of a cluster that keeps every version are long).
+    let prev: HashMap<meridian_core::VersionId, Option<meridian_core::VersionId>> = chain
+        .values()
+        .flat_map(|c| c.iter().enumerate().map(|(i, v)| (*v, i.checked_sub(1).map(|j| c[j]))))
+        .collect();
     let mut by_txn: BTreeMap<meridian_core::TxnId, BTreeMap<meridian_core::VersionId, meridian_core::Key>> =
         BTreeMap::new();
     for a in acked {
         for w in &a.writes {
-            let gone = collected.contains(&w.key) && !chain.get(&w.key).is_some_and(|c| c.contains(&w.version));
+            let gone = collected.contains(&w.key) && !prev.contains_key(&w.version);
             if !gone {
                 by_txn.entry(a.txn).or_default().insert(w.version, w.key.clone());
             }
@@ -705,12 +711,10 @@ fn earlier_writers(before: &[Option<NodeReport>], acked: &[crate::ledger::Acked]
             reads: writes
                 .iter()
                 .filter_map(|(v, k)| {
-                    let c = chain.get(k)?;
-                    let i = c.iter().position(|x| x == v)?;
-                    let prev = *c.get(i.checked_sub(1)?)?;
+                    let p = (*prev.get(v)?)?;
                     Some(meridian_core::ReadRec {
                         key: k.clone(),
-                        version: Some(prev),
+                        version: Some(p),
                     })
                 })
                 .collect(),

@@ -88,13 +88,20 @@ impl Collected {
     /// Takes note of version `id` at `wts`, at or below the floor, installed live: new
     /// and superseded already, or (recorded ids tell) one of the collected.
     fn below_floor(&mut self, id: VersionId, wts: u64, record: bool) {
-        if !record {
-            self.count += 1;
-        } else if !self.ids.iter().any(|(v, _)| *v == id) {
-            let at = self.ids.partition_point(|(_, w)| *w <= wts);
-            self.ids.insert(at, (id, wts));
+        if !record || self.record(id, wts) {
             self.count += 1;
         }
+    }
+
+    /// Records id `id` at `wts` in its place among the recorded ids, unless it is
+    /// there already; whether it was new.
+    fn record(&mut self, id: VersionId, wts: u64) -> bool {
+        if self.ids.iter().any(|(v, _)| *v == id) {
+            return false;
+        }
+        let at = self.ids.partition_point(|(_, w)| *w <= wts);
+        self.ids.insert(at, (id, wts));
+        true
     }
 
     /// Takes on what a peer collected from the same key: the higher floor and count,
@@ -103,10 +110,7 @@ impl Collected {
         self.floor = self.floor.max(from.floor);
         self.count = self.count.max(from.count);
         for &(id, wts) in &from.ids {
-            if !self.ids.iter().any(|(v, _)| *v == id) {
-                let at = self.ids.partition_point(|(_, w)| *w <= wts);
-                self.ids.insert(at, (id, wts));
-            }
+            self.record(id, wts);
         }
         self.count = self.count.max(self.ids.len() as u64);
     }
@@ -278,11 +282,8 @@ impl MvStore {
             tentative: false,
             at: self.gc.now,
         });
-        if chain.versions.len() == 2 {
-            self.multi.insert(key.clone());
-        }
-        self.gc.live += 1;
-        self.gc.fresh += 1;
+        let held = chain.versions.len();
+        self.added(key, held);
     }
 
     /// Whether `key` has version `id` at `wts`, or a version at `wts` would fall in the
@@ -336,11 +337,8 @@ impl MvStore {
             return;
         }
         chain.insert(id, value, wts, false, self.gc.now);
-        if chain.versions.len() == 2 {
-            self.multi.insert(key.clone());
-        }
-        self.gc.live += 1;
-        self.gc.fresh += 1;
+        let held = chain.versions.len();
+        self.added(key, held);
     }
 
     /// MVTO read at timestamp `ts`: the version with the largest `wts <= ts` (tentative
@@ -399,11 +397,8 @@ impl MvStore {
             return;
         }
         chain.insert(id, value, ts, true, self.gc.now);
-        if chain.versions.len() == 2 {
-            self.multi.insert(key.clone());
-        }
-        self.gc.live += 1;
-        self.gc.fresh += 1;
+        let held = chain.versions.len();
+        self.added(key, held);
     }
 
     /// Makes a tentative version committed.
@@ -434,6 +429,17 @@ impl MvStore {
         let gone = before - chain.versions.len();
         self.gc.live -= gone as u64;
         gone > 0
+    }
+
+    /// Bookkeeping after a version was added to `key`'s chain, which now holds `held`:
+    /// one more version held and installed since the last pass, and a key that reaches
+    /// two versions is one the next pass visits.
+    fn added(&mut self, key: &Key, held: usize) {
+        if held == 2 {
+            self.multi.insert(key.clone());
+        }
+        self.gc.live += 1;
+        self.gc.fresh += 1;
     }
 
     /// Sets the store's clock (versions installed from now on carry this time) and
