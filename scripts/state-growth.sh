@@ -7,8 +7,9 @@
 #
 #   a curve, one row per sample: seconds, RSS of the largest server and of all six
 #   (MB), data directories (MB)
-#   the checkpoints every server logged (`checkpointed the journal ... ms=`): how many,
-#   the image size first and last (MB), the pause p50 / p99 / max (ms)
+#   the checkpoints every server logged (`checkpointed the journal ... pause_us=`): how many,
+#   the image size first and last (MB), the event loop's pause p50 / p99 / max (ms: the
+#   copy of the server state) and how long the background thread took to encode and write
 #   the versions the servers held at the end (from the bench's history): the most on
 #   one server, over how many keys
 #
@@ -70,19 +71,21 @@ for p in "${PROTOCOLS[@]}"; do
     python3 - "$d" <<'EOF'
 import glob, json, re, sys
 d = sys.argv[1]
-pauses, sizes = [], []
+pauses, sizes, behind = [], [], []
 for log in sorted(glob.glob(f"{d}/n*.log")):
     for line in open(log, errors="replace"):
         if "checkpointed the journal" in line:
-            m = re.search(r"bytes=(\d+).* ms=(\d+)", line)
+            m = re.search(r"bytes=(\d+).* pause_us=(\d+) encode_ms=(\d+) write_ms=(\d+)", line)
             if m:
                 sizes.append(int(m.group(1)))
-                pauses.append(int(m.group(2)))
+                pauses.append(int(m.group(2)) / 1000)
+                behind.append(int(m.group(3)) + int(m.group(4)))
 if pauses:
-    s = sorted(pauses)
-    q = lambda f: s[min(len(s) - 1, int(f * len(s)))]
+    s, t = sorted(pauses), sorted(behind)
+    q = lambda s, f: s[min(len(s) - 1, int(f * len(s)))]
     print(f"checkpoints {len(pauses)}: image {sizes[0]/2**20:.2f} MB first, {sizes[-1]/2**20:.2f} MB last, "
-          f"{max(sizes)/2**20:.2f} MB largest; pause p50 {q(0.5)} ms, p99 {q(0.99)} ms, max {s[-1]} ms")
+          f"{max(sizes)/2**20:.2f} MB largest; event-loop pause p50 {q(s, 0.5):.1f} ms, p99 {q(s, 0.99):.1f} ms, "
+          f"max {s[-1]:.1f} ms; encoded and written in the background in p50 {q(t, 0.5)} ms, max {t[-1]} ms")
 else:
     print("checkpoints: none logged")
 most, keys, node, pruned = 0, 0, None, 0

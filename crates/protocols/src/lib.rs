@@ -355,6 +355,10 @@ pub trait Protocol: Clone + Send + Sync + 'static {
     fn image(&self, _s: &Self::Server) -> Option<Vec<u8>> {
         None
     }
+    /// Whether [`Protocol::image`] gives an image (without building one).
+    fn has_image(&self) -> bool {
+        false
+    }
     /// Rebuilds server `node` from an [`image`](Protocol::image) taken in a cluster
     /// with environment `env`.
     fn restore(&self, _env: &Env, node: NodeId, _image: &[u8]) -> Result<Self::Server, String> {

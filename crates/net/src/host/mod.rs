@@ -280,6 +280,8 @@ struct Core<P: Protocol> {
     journal: Option<Journal>,
     /// Checkpoint the journal every this many inputs (0: never).
     checkpoint_every: u64,
+    /// How long the event loop paused for the last checkpoint (to copy the server).
+    checkpoint_pause: std::time::Duration,
     /// Replaying the journal: effects are discarded.
     replaying: bool,
     need_sync: bool,
@@ -340,6 +342,7 @@ impl<P: Protocol> Core<P> {
             outbox: vec![],
             journal: None,
             checkpoint_every: 0,
+            checkpoint_pause: std::time::Duration::ZERO,
             replaying: false,
             need_sync: false,
             forces_every_step: false,
@@ -578,14 +581,17 @@ impl<P: Protocol> Core<P> {
 
     /// Checkpoints the (only) server node's journal: its image, random generator and
     /// armed timers, after which the inputs before it are dropped. A protocol without
-    /// an image never checkpoints.
+    /// an image never checkpoints. The event loop pauses only to copy the server
+    /// (the protocol's state, in memory); the image is encoded, written and forced to
+    /// disk on a second thread ([`Journal::start_checkpoint`]), and
+    /// [`Core::checkpoint_done`] logs it when it is there. No second checkpoint starts
+    /// while one is being written.
     fn checkpoint(&mut self) {
         let Some((&node, local)) = self.locals.iter().next() else {
             return;
         };
         let Role::Server(s) = &local.role else { return };
-        let t0 = std::time::Instant::now();
-        let Some(server) = self.proto.image(s) else {
+        if !self.proto.has_image() {
             info!(
                 protocol = self.proto.name(),
                 "this protocol has no server image: its journal is never checkpointed, and a restart \
@@ -593,7 +599,11 @@ impl<P: Protocol> Core<P> {
             );
             self.checkpoint_every = 0;
             return;
-        };
+        }
+        if self.journal.as_ref().is_none_or(|j| j.checkpointing()) {
+            return;
+        }
+        let t0 = std::time::Instant::now();
         let mut timers: Vec<(u64, Time)> = self
             .due
             .iter()
@@ -603,27 +613,43 @@ impl<P: Protocol> Core<P> {
             })
             .collect();
         timers.sort_unstable();
-        let ck = Checkpoint {
-            server,
-            rng: local.rng.clone(),
-            timers,
+        let (server, rng, proto) = (s.clone(), local.rng.clone(), self.proto.clone());
+        let make = move || {
+            let ck = Checkpoint {
+                server: proto.image(&server).expect("the protocol has an image"),
+                rng,
+                timers,
+            };
+            postcard::to_stdvec(&ck).expect("checkpoints serialize")
         };
-        let bytes = postcard::to_stdvec(&ck).expect("checkpoints serialize");
-        let encoded = t0.elapsed();
         let Some(j) = &mut self.journal else { return };
-        let dropped = j.since_checkpoint();
-        if let Err(err) = j.checkpoint(&bytes) {
+        if let Err(err) = j.start_checkpoint(make) {
             panic_free_exit(&format!("journal checkpoint failed: {err}"));
         }
-        self.syncs += 1;
-        info!(
-            node = node.0,
-            bytes = bytes.len(),
-            inputs_dropped = dropped,
-            ms = t0.elapsed().as_millis() as u64,
-            encode_ms = encoded.as_millis() as u64,
-            "checkpointed the journal"
-        );
+        self.checkpoint_pause = t0.elapsed();
+    }
+
+    /// Logs a checkpoint written in the background once it is on disk (and makes it
+    /// the journal's: [`Journal::poll_checkpoint`]).
+    fn checkpoint_done(&mut self) {
+        let Some(j) = &mut self.journal else { return };
+        match j.poll_checkpoint(false) {
+            Ok(None) => {}
+            Ok(Some(done)) => {
+                self.syncs += 1;
+                let node = self.locals.keys().next().map_or(0, |n| n.0);
+                info!(
+                    node,
+                    bytes = done.bytes,
+                    inputs_dropped = done.inputs_dropped,
+                    pause_us = self.checkpoint_pause.as_micros() as u64,
+                    encode_ms = done.make.as_millis() as u64,
+                    write_ms = (done.total - done.make).as_millis() as u64,
+                    "checkpointed the journal"
+                );
+            }
+            Err(err) => panic_free_exit(&format!("journal checkpoint failed: {err}")),
+        }
     }
 
     fn journal_input(&mut self, node: NodeId, e: Entry<P::Msg>) {
@@ -657,7 +683,9 @@ impl<P: Protocol> Core<P> {
             if let Err(err) = res {
                 panic_free_exit(&format!("journal sync failed: {err}"));
             }
-            if self.checkpoint_every > 0 && j.since_checkpoint() >= self.checkpoint_every {
+            if j.checkpointing() {
+                self.checkpoint_done();
+            } else if self.checkpoint_every > 0 && j.since_checkpoint() >= self.checkpoint_every {
                 self.checkpoint();
             }
         }

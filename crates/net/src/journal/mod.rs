@@ -91,6 +91,11 @@
 //! 4 never creates or drops a partition after the first open; formats 5 to 8 keep that
 //! layout and changed only server images and journalled messages ([`FORMAT`] says which).
 //!
+//! A server's checkpoint is written in the background ([`Journal::start_checkpoint`],
+//! `checkpoint.rs`): the event loop copies the server and goes on; a second thread
+//! encodes the copy, writes and forces it; the previous generation stays current
+//! until then, so a crash meanwhile costs only a longer replay.
+//!
 //! A protocol without an image (`Protocol::image` is `None`) never checkpoints: its
 //! journal grows with the node's age, and restart replays all of it.
 
@@ -166,8 +171,10 @@ pub enum Entry<M> {
 /// All of it is in FORMAT 13: no build between these changes was released. 14: version
 /// GC (stop 74): every server's store keeps each version's install time
 /// (`Version::at`), what was collected from each chain (`Collected`) and its clock and
-/// counts; and Catenae's chains keep speculative values (stop 73).
-pub const FORMAT: u32 = 14;
+/// counts; and Catenae's chains keep speculative values (stop 73). 15: a HACommit
+/// replica's decided transactions are a persistent map with a queue of those that
+/// still keep their writes (`Server::expiring`), after the map (stop 75).
+pub const FORMAT: u32 = 15;
 
 /// What a journal says about itself (its `meta` partition).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -344,11 +351,13 @@ pub struct Journal {
     synced: std::fs::File,
     /// The thread deleting what the last checkpoint replaced.
     dropping: Option<std::thread::JoinHandle<()>>,
+    /// A checkpoint being written on a second thread.
+    writing: Option<checkpoint::Writing>,
 }
 
 impl Drop for Journal {
     fn drop(&mut self) {
-        self.join_dropping();
+        self.join_all();
     }
 }
 
@@ -357,52 +366,6 @@ fn image_key(gen: u64, chunk: u32) -> [u8; 12] {
     k[..8].copy_from_slice(&gen.to_be_bytes());
     k[8..].copy_from_slice(&chunk.to_be_bytes());
     k
-}
-
-/// Deletes inputs `from..to` and the images of generations before `gen`, in batches,
-/// then records it in `meta` (unsynced: a crash before it is durable only means the
-/// next open deletes them again).
-fn drop_before(
-    ks: &fjall::Keyspace,
-    meta: &fjall::PartitionHandle,
-    inputs: &fjall::PartitionHandle,
-    images: &fjall::PartitionHandle,
-    from: u64,
-    to: u64,
-    gen: u64,
-) -> Result<(), fjall::Error> {
-    const BATCH: u64 = 4096;
-    let mut seq = from;
-    while seq < to {
-        let end = (seq + BATCH).min(to);
-        let mut b = ks.batch();
-        for k in seq..end {
-            b.remove(inputs, k.to_be_bytes());
-        }
-        b.commit()?;
-        seq = end;
-    }
-    let mut b = ks.batch();
-    for kv in images.range(..image_key(gen, 0)) {
-        b.remove(images, kv?.0);
-    }
-    let done = Dropped {
-        inputs: to,
-        images: gen,
-    };
-    b.insert(meta, "dropped", postcard::to_stdvec(&done).expect("numbers serialize"));
-    b.commit()?;
-    ks.persist(fjall::PersistMode::Buffer)?;
-    // Seal the memtables (inputs, their tombstones, the image) so that they are
-    // flushed and the store's write-ahead log behind them can go: fjall's open
-    // replays that log, so without this a restart read every input and tombstone
-    // since the last flush (0.5 s after 30 s of load) however recent the checkpoint.
-    // `rotate_memtable` is fjall's hidden API (the crate's tests use it); the lock
-    // file pins the version.
-    for p in [inputs, images, meta] {
-        p.rotate_memtable()?;
-    }
-    Ok(())
 }
 
 impl Journal {
@@ -491,40 +454,12 @@ impl Journal {
             pending: vec![],
             synced,
             dropping: None,
+            writing: None,
         };
         // A checkpoint that was on disk before what it replaced was deleted: delete
         // it now (on the second thread, as after a checkpoint).
         j.drop_replaced()?;
         Ok(j)
-    }
-
-    /// Deletes, on a second thread, the inputs before the current image and the images
-    /// of earlier generations, if any are left.
-    fn drop_replaced(&mut self) -> Result<(), JournalError> {
-        // What the last deletion recorded, once it is over (one that failed recorded
-        // nothing, and this one starts where it did).
-        self.join_dropping();
-        let done = match self.meta.get("dropped")? {
-            Some(b) => postcard::from_bytes::<Dropped>(&b).map_err(|e| JournalError::Header(e.to_string()))?,
-            None => Dropped::default(),
-        };
-        let at = self.first();
-        if done.inputs >= at && done.images >= self.gen {
-            return Ok(());
-        }
-        let (ks, meta, inputs, images) = (
-            self.ks.clone(),
-            self.meta.clone(),
-            self.part.clone(),
-            self.images.clone(),
-        );
-        let (from, gen) = (done.inputs, self.gen);
-        self.dropping = Some(std::thread::spawn(move || {
-            if let Err(e) = drop_before(&ks, &meta, &inputs, &images, from, at, gen) {
-                tracing::warn!("cannot delete the journal's inputs behind a checkpoint (the next one will): {e}");
-            }
-        }));
-        Ok(())
     }
 
     /// The image of the current checkpoint, if there is one (the inputs
@@ -557,50 +492,6 @@ impl Journal {
             )));
         }
         Ok(Some(out))
-    }
-
-    /// Makes `image` (the server's state after every input appended so far) the
-    /// journal's checkpoint and drops the inputs before it: written and forced to disk
-    /// atomically with a new generation of inputs, after which the previous
-    /// generation's partitions go (module docs, "Checkpoints").
-    pub fn checkpoint(&mut self, image: &[u8]) -> Result<(), JournalError> {
-        self.write()?;
-        let gen = self.gen + 1;
-        let m = ImageMeta {
-            at: self.next,
-            len: image.len() as u64,
-            chunks: image.chunks(IMAGE_CHUNK).count() as u32,
-            crc: crc32fast::hash(image),
-        };
-        let mut b = self.ks.batch();
-        for (i, c) in image.chunks(IMAGE_CHUNK).enumerate() {
-            b.insert(&self.images, image_key(gen, i as u32), c);
-        }
-        b.insert(
-            &self.meta,
-            "image",
-            postcard::to_stdvec(&m).expect("image headers serialize"),
-        );
-        b.insert(
-            &self.meta,
-            "current",
-            postcard::to_stdvec(&gen).expect("numbers serialize"),
-        );
-        b.commit()?;
-        self.ks.persist(fjall::PersistMode::SyncAll)?;
-        // The checkpoint is on disk: what it replaced goes, on a second thread, off
-        // the caller's event loop. A crash before that is done leaves it for the next
-        // `open` to delete.
-        self.gen = gen;
-        self.image = Some(m);
-        self.drop_replaced()
-    }
-
-    /// Waits until what the last checkpoint replaced is deleted.
-    fn join_dropping(&mut self) {
-        if let Some(h) = self.dropping.take() {
-            let _ = h.join();
-        }
     }
 
     /// The sequence number of the first input after the checkpoint (0 without one).
@@ -769,6 +660,9 @@ fn drop_cut_off_partitions(dir: &Path) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+mod checkpoint;
+pub use checkpoint::CheckpointDone;
 
 #[cfg(test)]
 mod tests;

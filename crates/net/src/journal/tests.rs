@@ -221,6 +221,54 @@ fn a_checkpoint_keeps_its_image_and_only_the_inputs_after_it() {
     assert_eq!(keys(&j.images), [2, 2, 2]);
 }
 
+/// A checkpoint written in the background: inputs appended meanwhile stay after it;
+/// the previous checkpoint stays current until it is on disk; no second one starts
+/// while it is written; and one whose image cannot be built leaves the previous one
+/// current and the journal working.
+#[test]
+fn a_checkpoint_in_the_background_covers_what_came_before_it_and_nothing_after() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut j = Journal::open(dir.path(), &header()).unwrap();
+        for i in 0..10 {
+            j.append(&msg(i)).unwrap();
+        }
+        j.checkpoint(b"first").unwrap();
+        for i in 10..100 {
+            j.append(&msg(i)).unwrap();
+        }
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        assert!(j
+            .start_checkpoint(move || {
+                wait.recv().unwrap();
+                b"second".to_vec()
+            })
+            .unwrap());
+        for i in 100..130 {
+            j.append(&msg(i)).unwrap();
+        }
+        j.flush().unwrap();
+        assert!(j.checkpointing());
+        assert!(!j.start_checkpoint(|| b"third".to_vec()).unwrap(), "one at a time");
+        assert!(j.poll_checkpoint(false).unwrap().is_none(), "still being built");
+        assert_eq!(j.since_checkpoint(), 120, "the first stays current");
+        assert_eq!(j.image().unwrap().as_deref(), Some(&b"first"[..]));
+        go.send(()).unwrap();
+        let done = j.poll_checkpoint(true).unwrap().expect("written");
+        assert_eq!((done.bytes, done.inputs_dropped), (6, 90));
+        assert_eq!(j.since_checkpoint(), 30);
+        // An image that cannot be built: an error, the second stays current.
+        assert!(j.start_checkpoint(|| panic!("no image")).unwrap());
+        assert!(j.poll_checkpoint(true).is_err());
+        assert!(!j.checkpointing());
+        j.append(&msg(130)).unwrap();
+        j.sync().unwrap();
+    }
+    let j = Journal::open(dir.path(), &header()).unwrap();
+    assert_eq!(j.image().unwrap().as_deref(), Some(&b"second"[..]));
+    assert_eq!(replayed(&j), (100..131).collect::<Vec<_>>());
+}
+
 /// A `kill -9` while fjall created a partition left a folder with the tree's
 /// `manifest` and no `levels`; fjall then failed every later open (`No such file or
 /// directory`), and the node could never restart (seen on a cluster test, when

@@ -58,6 +58,9 @@ macro_rules! serde_image {
         fn image(&self, s: &Self::Server) -> Option<Vec<u8>> {
             Some($crate::kit::image::encode(s))
         }
+        fn has_image(&self) -> bool {
+            true
+        }
         fn restore(
             &self,
             env: &$crate::Env,
