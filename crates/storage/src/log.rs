@@ -5,8 +5,14 @@
 //! [`Log::crash`] drops the unsynced tail, which is what a crash does to a real log.
 //! The in-memory form here is what the simulator uses; the cost of each call is
 //! charged to the actor's context so that the simulator bills it.
+//!
+//! Records are kept behind [`Arc`]s, so that copying a log (a real cluster's
+//! checkpoint copies the server on its event loop and encodes the copy on a second
+//! thread) copies a pointer per record rather than its contents; serde sees through
+//! the `Arc`, so an image holds the records themselves.
 
 use meridian_core::Ctx;
+use std::sync::Arc;
 
 /// A log record that knows its encoded size (for cost accounting).
 pub trait LogRecord {
@@ -17,7 +23,7 @@ pub trait LogRecord {
 /// The log of one node.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Log<R> {
-    records: Vec<R>,
+    records: Vec<Arc<R>>,
     synced: usize,
 }
 
@@ -30,7 +36,7 @@ impl<R> Default for Log<R> {
     }
 }
 
-impl<R: LogRecord> Log<R> {
+impl<R: LogRecord + Clone> Log<R> {
     /// An empty log.
     pub fn new() -> Self {
         Self::default()
@@ -39,19 +45,19 @@ impl<R: LogRecord> Log<R> {
     /// Appends without syncing (lost on crash unless a sync follows).
     pub fn append<M>(&mut self, rec: R, cx: &mut Ctx<'_, M>) {
         cx.charge_log_append(rec.size());
-        self.records.push(rec);
+        self.records.push(Arc::new(rec));
     }
 
     /// Appends and syncs (the record and everything before it survive a crash).
     pub fn append_sync<M>(&mut self, rec: R, cx: &mut Ctx<'_, M>) {
         cx.charge_log_sync(rec.size());
-        self.records.push(rec);
+        self.records.push(Arc::new(rec));
         self.synced = self.records.len();
     }
 
     /// All records, oldest first.
-    pub fn records(&self) -> &[R] {
-        &self.records
+    pub fn records(&self) -> impl DoubleEndedIterator<Item = &R> + ExactSizeIterator + '_ {
+        self.records.iter().map(|r| &**r)
     }
 
     /// Number of records in the synced prefix (those a crash keeps).
@@ -80,7 +86,7 @@ impl<R: LogRecord> Log<R> {
         let mut i = 0;
         let old_synced = self.synced;
         self.records.retain(|r| {
-            let k = keep(r);
+            let k = keep(&**r);
             if k && i < old_synced {
                 synced += 1;
             }
@@ -90,10 +96,15 @@ impl<R: LogRecord> Log<R> {
         self.synced = synced;
     }
 
-    /// Rewrites records in place (checkpointing that shrinks records); keeps order and
-    /// the synced prefix.
-    pub fn rewrite(&mut self, mut f: impl FnMut(&mut R)) {
-        self.records.iter_mut().for_each(&mut f);
+    /// Rewrites with `f` the records `which` picks, in place (checkpointing that shrinks
+    /// records); keeps order and the synced prefix. A picked record that a copy of the
+    /// log still shares is copied first; the others are left alone.
+    pub fn rewrite(&mut self, mut which: impl FnMut(&R) -> bool, mut f: impl FnMut(&mut R)) {
+        for r in &mut self.records {
+            if which(r) {
+                f(Arc::make_mut(r));
+            }
+        }
     }
 }
 
@@ -125,7 +136,7 @@ mod tests {
             let syncs = ops.iter().filter(|s| **s).count() as u32;
             prop_assert_eq!(cx.work(), Work { key_ops: 0, log_syncs: syncs, log_bytes: 4 * ops.len() as u64, serial_ops: 0 });
             log.crash();
-            prop_assert_eq!(log.records(), &(0..last_sync as u32).collect::<Vec<_>>()[..]);
+            prop_assert_eq!(log.records().copied().collect::<Vec<_>>(), (0..last_sync as u32).collect::<Vec<_>>());
         }
     }
 }

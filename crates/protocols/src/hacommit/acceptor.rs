@@ -26,7 +26,7 @@ impl Server {
                 promised: 0,
                 accepted: None,
                 chosen: Some(d.commit),
-                ctx: d.ctx.clone(),
+                ctx: d.ctx.as_deref().cloned(),
             });
             return cx.send(from, reply);
         }
@@ -258,7 +258,7 @@ impl Server {
             let done = DoneInfo {
                 txn,
                 commit: d.commit,
-                ctx: d.ctx.clone(),
+                ctx: d.ctx.as_deref().cloned(),
             };
             return cx.send(
                 from,
@@ -353,11 +353,14 @@ impl Server {
             self.holds.add(h, cx.hops());
         }
         self.release(shard, txn, cx);
+        if ctx.is_some() {
+            self.expiring.push_back((cx.now(), key));
+        }
         self.done.insert(
             key,
             Done {
                 commit,
-                ctx,
+                ctx: ctx.map(std::sync::Arc::new),
                 at: cx.now(),
             },
         );

@@ -63,7 +63,7 @@ impl Server {
                 batches.entry(*f).or_default().push(DoneInfo {
                     txn: *txn,
                     commit: d.commit,
-                    ctx: d.ctx.clone(),
+                    ctx: d.ctx.as_deref().cloned(),
                 });
             }
         }

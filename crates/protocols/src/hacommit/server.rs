@@ -138,9 +138,29 @@ impl Txn {
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Done {
     pub(super) commit: bool,
-    pub(super) ctx: Option<TCtx>,
+    /// Shared, so that a change to the map copies a pointer per decided transaction
+    /// in the nodes it touches, not its reads and writes (an image stores it whole).
+    pub(super) ctx: Option<std::sync::Arc<TCtx>>,
     pub(super) at: Time,
 }
+
+/// Decided transactions, in a persistent map: a copy of the server (a real
+/// cluster's checkpoint takes one on its event loop and encodes it on a second
+/// thread) shares the map's nodes instead of copying a hundred thousand entries, and
+/// a later change copies only the path to what it changes. Hashed with Fx, so that
+/// iteration is deterministic (the simulator).
+pub(super) type DoneMap = imbl::GenericHashMap<
+    (ShardId, TxnId),
+    Done,
+    std::hash::BuildHasherDefault<rustc_hash::FxHasher>,
+    imbl::shared_ptr::DefaultSharedPtr,
+>;
+
+/// Decided transactions that still keep their writes ([`Done::ctx`]), oldest
+/// first, with the time they were decided: the sweep drops the writes of those past
+/// the tombstone period from the front, without visiting every decided transaction
+/// (which, in a persistent map, would also copy every node).
+pub(super) type Expiring = imbl::Vector<(Time, (ShardId, TxnId))>;
 
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(super) enum Status {
@@ -198,7 +218,8 @@ crate::kit::server::server_struct! {
         pub(super) locks: LockTable,
         pub(super) groups: BTreeMap<ShardId, Group>,
         pub(super) txns: HashMap<(ShardId, TxnId), Txn>,
-        pub(super) done: HashMap<(ShardId, TxnId), Done>,
+        pub(super) done: DoneMap,
+        pub(super) expiring: Expiring,
         pub(super) tombstones: HashMap<(ShardId, TxnId), Time>,
         pub(super) proposals: HashMap<TxnId, Proposal>,
         pub(super) max_ballot: Ballot,
@@ -267,7 +288,8 @@ impl Server {
             locks: LockTable::new(Policy::WoundWait),
             groups,
             txns: HashMap::default(),
-            done: HashMap::default(),
+            done: DoneMap::default(),
+            expiring: Expiring::new(),
             tombstones: HashMap::default(),
             proposals: HashMap::default(),
             max_ballot: 0,
@@ -524,9 +546,16 @@ impl Server {
         }
         self.tombstones.retain(|_, t| now.saturating_sub(*t) < to.tombstone);
         // Decided transactions keep their writes only while a new leader might need them.
-        for d in self.done.values_mut() {
-            if d.ctx.is_some() && now.saturating_sub(d.at) >= to.tombstone {
-                d.ctx = None;
+        while let Some(&(at, key)) = self.expiring.front() {
+            if now.saturating_sub(at) < to.tombstone {
+                break;
+            }
+            self.expiring.pop_front();
+            if let Some(d) = self.done.get_mut(&key) {
+                // (Decided again later: that entry's own turn comes.)
+                if d.at == at {
+                    d.ctx = None;
+                }
             }
         }
     }

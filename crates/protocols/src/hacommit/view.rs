@@ -20,7 +20,7 @@ impl Server {
             .map(|((_, id), d)| DoneInfo {
                 txn: *id,
                 commit: d.commit,
-                ctx: d.ctx.clone(),
+                ctx: d.ctx.as_deref().cloned(),
             })
             .collect();
         done.sort_by_key(|d| d.txn);

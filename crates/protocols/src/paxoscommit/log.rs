@@ -72,17 +72,18 @@ impl Server {
         // A home keeps its own transactions' values: a client whose answer was lost
         // (or whose home restarted) asks again and must learn what it read and wrote.
         let me = self.me;
-        self.log.rewrite(|r| {
-            if let Rec::Decided { txn, value, .. } = r {
-                if ended.contains(txn) && value.as_ref().is_none_or(|v| v.home != me) {
+        self.log.rewrite(
+            |r| matches!(r, Rec::Decided { txn, value: Some(v), .. } if ended.contains(txn) && v.home != me),
+            |r| {
+                if let Rec::Decided { value, .. } = r {
                     *value = None;
                 }
-            }
-        });
+            },
+        );
     }
 
     pub(super) fn replay(&mut self, cx: &mut Ctx<'_, Msg>) {
-        let recs = self.log.records().to_vec();
+        let recs = self.log.records().cloned().collect::<Vec<_>>();
         let now = cx.now();
         for r in recs {
             match r {

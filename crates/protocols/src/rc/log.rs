@@ -77,17 +77,18 @@ impl Server {
             Rec::Decided { .. } => true,
             Rec::Ended { txn } => !ended.contains(txn),
         });
-        self.log.rewrite(|r| {
-            if let Rec::Decided { txn, value, .. } = r {
-                if ended.contains(txn) {
+        self.log.rewrite(
+            |r| matches!(r, Rec::Decided { txn, value: Some(_), .. } if ended.contains(txn)),
+            |r| {
+                if let Rec::Decided { value, .. } = r {
                     *value = None;
                 }
-            }
-        });
+            },
+        );
     }
 
     pub(super) fn replay(&mut self, cx: &mut Ctx<'_, Msg>) {
-        let recs = self.log.records().to_vec();
+        let recs = self.log.records().cloned().collect::<Vec<_>>();
         let mut prepared: BTreeMap<TxnId, Rec> = BTreeMap::new();
         let now = cx.now();
         for r in recs {

@@ -62,7 +62,7 @@ impl Server {
         let synced = self.log.synced_len();
         let mut finished: rustc_hash::FxHashSet<TxnId> = Default::default();
         let mut fold: rustc_hash::FxHashSet<TxnId> = Default::default();
-        for (i, r) in self.log.records().iter().enumerate() {
+        for (i, r) in self.log.records().enumerate() {
             match r {
                 Rec::Committed { txn } | Rec::Aborted { txn } => {
                     finished.insert(*txn);
@@ -92,7 +92,7 @@ impl Server {
         for txn in &self.ended {
             self.done.insert(*txn, true);
         }
-        let recs = self.log.records().to_vec();
+        let recs = self.log.records().cloned().collect::<Vec<_>>();
         let mut prepared: BTreeMap<TxnId, PreparedRec> = BTreeMap::new();
         let mut decided: BTreeMap<TxnId, Rec> = BTreeMap::new();
         for r in recs {
