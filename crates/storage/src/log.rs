@@ -6,13 +6,13 @@
 //! The in-memory form here is what the simulator uses; the cost of each call is
 //! charged to the actor's context so that the simulator bills it.
 //!
-//! Records are kept behind [`Arc`]s, so that copying a log (a real cluster's
-//! checkpoint copies the server on its event loop and encodes the copy on a second
-//! thread) copies a pointer per record rather than its contents; serde sees through
-//! the `Arc`, so an image holds the records themselves.
+//! Records are kept in a persistent vector ([`imbl::Vector`]), so that copying a log
+//! (a real cluster's checkpoint copies the server on its event loop and encodes the
+//! copy on a second thread) shares its nodes instead of copying every record, and a
+//! later change copies only the nodes it touches. It encodes as a sequence, as a
+//! `Vec` would.
 
 use meridian_core::Ctx;
-use std::sync::Arc;
 
 /// A log record that knows its encoded size (for cost accounting).
 pub trait LogRecord {
@@ -22,15 +22,16 @@ pub trait LogRecord {
 
 /// The log of one node.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(bound(deserialize = "R: serde::Deserialize<'de> + Clone"))]
 pub struct Log<R> {
-    records: Vec<Arc<R>>,
+    records: imbl::Vector<R>,
     synced: usize,
 }
 
 impl<R> Default for Log<R> {
     fn default() -> Self {
         Log {
-            records: Vec::new(),
+            records: imbl::Vector::new(),
             synced: 0,
         }
     }
@@ -45,19 +46,19 @@ impl<R: LogRecord + Clone> Log<R> {
     /// Appends without syncing (lost on crash unless a sync follows).
     pub fn append<M>(&mut self, rec: R, cx: &mut Ctx<'_, M>) {
         cx.charge_log_append(rec.size());
-        self.records.push(Arc::new(rec));
+        self.records.push_back(rec);
     }
 
     /// Appends and syncs (the record and everything before it survive a crash).
     pub fn append_sync<M>(&mut self, rec: R, cx: &mut Ctx<'_, M>) {
         cx.charge_log_sync(rec.size());
-        self.records.push(Arc::new(rec));
+        self.records.push_back(rec);
         self.synced = self.records.len();
     }
 
     /// All records, oldest first.
     pub fn records(&self) -> impl DoubleEndedIterator<Item = &R> + ExactSizeIterator + '_ {
-        self.records.iter().map(|r| &**r)
+        self.records.iter()
     }
 
     /// Number of records in the synced prefix (those a crash keeps).
@@ -86,7 +87,7 @@ impl<R: LogRecord + Clone> Log<R> {
         let mut i = 0;
         let old_synced = self.synced;
         self.records.retain(|r| {
-            let k = keep(&**r);
+            let k = keep(r);
             if k && i < old_synced {
                 synced += 1;
             }
@@ -97,13 +98,18 @@ impl<R: LogRecord + Clone> Log<R> {
     }
 
     /// Rewrites with `f` the records `which` picks, in place (checkpointing that shrinks
-    /// records); keeps order and the synced prefix. A picked record that a copy of the
-    /// log still shares is copied first; the others are left alone.
+    /// records); keeps order and the synced prefix. Only the nodes of picked records
+    /// are copied (where a copy of the log still shares them).
     pub fn rewrite(&mut self, mut which: impl FnMut(&R) -> bool, mut f: impl FnMut(&mut R)) {
-        for r in &mut self.records {
-            if which(r) {
-                f(Arc::make_mut(r));
-            }
+        let picked: Vec<usize> = self
+            .records
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| which(r))
+            .map(|(i, _)| i)
+            .collect();
+        for i in picked {
+            f(self.records.get_mut(i).expect("an index of the log"));
         }
     }
 }

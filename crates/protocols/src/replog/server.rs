@@ -21,7 +21,9 @@ pub(super) struct Group {
     pub(super) replicas: Vec<NodeId>,
     // --- durable (acceptor state and applied data) ---
     pub(super) promised: Ballot,
-    pub(super) log: BTreeMap<u64, (Ballot, Entry)>,
+    /// A persistent map (imbl), so that a copy of the server (a real cluster's
+    /// checkpoint) shares it rather than copying every slot; ordered as a `BTreeMap`.
+    pub(super) log: imbl::OrdMap<u64, (Ballot, Entry)>,
     pub(super) applied: u64,
     /// Writes of applied PREPARE entries not yet committed or aborted.
     pub(super) writes: HashMap<TxnId, Arc<PrepareEntry>>,
@@ -194,7 +196,7 @@ impl Server {
                 Group {
                     replicas,
                     promised: Ballot { round: 1, node: leader },
-                    log: BTreeMap::new(),
+                    log: imbl::OrdMap::new(),
                     applied: 0,
                     writes: HashMap::default(),
                     leader: Some(leader),
