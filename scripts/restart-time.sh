@@ -30,9 +30,9 @@ $B bench --cluster "$D/cluster.toml" --clients 32 --duration "${SECS}s" --settle
 $B cluster status --dir "$D" --json | python3 -c "import json,sys; v=json.load(sys.stdin); print('journal entries per node', [n['status']['journal_entries'] for n in v])"
 cat "$D"/n*.log | python3 -c "
 import re, sys
-c = [tuple(int(x) for x in m) for m in re.findall(r'checkpointed the journal.*?bytes=(\d+).*?ms=(\d+)', sys.stdin.read())]
+c = [(int(b), int(p) / 1000) for b, p in re.findall(r'checkpointed the journal.*?bytes=(\d+).*?pause_us=(\d+)', sys.stdin.read())]
 if c:
-    print('checkpoints: %d, image bytes up to %d, pause ms median %d, max %d' % (len(c), max(b for b, _ in c), sorted(m for _, m in c)[len(c) // 2], max(m for _, m in c)))
+    print('checkpoints: %d, image bytes up to %d, event-loop pause ms median %.1f, max %.1f' % (len(c), max(b for b, _ in c), sorted(m for _, m in c)[len(c) // 2], max(m for _, m in c)))
 else:
     print('no checkpoints')
 "

@@ -10,7 +10,9 @@
 //! makes the written image the journal's own once it is on disk, and only then are
 //! the inputs before it deleted.
 
-use super::{image_key, Dropped, ImageMeta, Journal, JournalError, IMAGE_CHUNK};
+use super::{Dropped, ImageMeta, Journal, JournalError};
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -44,26 +46,43 @@ pub struct CheckpointDone {
     pub total: Duration,
 }
 
+/// Generation `gen`'s image file in the journal's folder `dir`.
+pub(super) fn image_path(dir: &Path, gen: u64) -> PathBuf {
+    dir.join(format!("image-{gen}"))
+}
+
+/// The generation of an image file's name (`image-G` or `image-G.tmp`).
+fn image_gen(name: &str) -> Option<u64> {
+    let g = name.strip_prefix("image-")?;
+    g.strip_suffix(".tmp").unwrap_or(g).parse().ok()
+}
+
 /// Writes `image` as generation `gen`'s, positioned at input `at`, and makes it
-/// current, in one atomic batch forced to disk.
+/// current: the file is written under a temporary name, forced, renamed and the
+/// rename forced, without the store's locks; then one small batch in `meta` names it,
+/// forced to disk (module docs, "Checkpoints").
 fn write_image(
+    dir: &Path,
     ks: &fjall::Keyspace,
     meta: &fjall::PartitionHandle,
-    images: &fjall::PartitionHandle,
     gen: u64,
     at: u64,
     image: &[u8],
 ) -> Result<ImageMeta, JournalError> {
+    let path = image_path(dir, gen);
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(image)?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, &path)?;
+    std::fs::File::open(dir)?.sync_all()?;
     let m = ImageMeta {
         at,
         len: image.len() as u64,
-        chunks: image.chunks(IMAGE_CHUNK).count() as u32,
         crc: crc32fast::hash(image),
     };
     let mut b = ks.batch();
-    for (i, c) in image.chunks(IMAGE_CHUNK).enumerate() {
-        b.insert(images, image_key(gen, i as u32), c);
-    }
     b.insert(meta, "image", postcard::to_stdvec(&m).expect("image headers serialize"));
     b.insert(meta, "current", postcard::to_stdvec(&gen).expect("numbers serialize"));
     b.commit()?;
@@ -71,14 +90,14 @@ fn write_image(
     Ok(m)
 }
 
-/// Deletes inputs `from..to` and the images of generations before `gen`, in batches,
-/// then records it in `meta` (unsynced: a crash before it is durable only means the
-/// next open deletes them again).
+/// Deletes inputs `from..to` and the image files of generations before `gen`, then
+/// records it in `meta` (unsynced: a crash before it is durable only means the next
+/// open deletes them again).
 fn drop_before(
     ks: &fjall::Keyspace,
     meta: &fjall::PartitionHandle,
     inputs: &fjall::PartitionHandle,
-    images: &fjall::PartitionHandle,
+    dir: &Path,
     from: u64,
     to: u64,
     gen: u64,
@@ -94,10 +113,14 @@ fn drop_before(
         b.commit()?;
         seq = end;
     }
-    let mut b = ks.batch();
-    for kv in images.range(..image_key(gen, 0)) {
-        b.remove(images, kv?.0);
+    // Never the current generation's, nor a later one being written meanwhile.
+    for e in std::fs::read_dir(dir)? {
+        let e = e?;
+        if e.file_name().to_str().and_then(image_gen).is_some_and(|g| g < gen) {
+            std::fs::remove_file(e.path())?;
+        }
     }
+    let mut b = ks.batch();
     let done = Dropped {
         inputs: to,
         images: gen,
@@ -105,13 +128,13 @@ fn drop_before(
     b.insert(meta, "dropped", postcard::to_stdvec(&done).expect("numbers serialize"));
     b.commit()?;
     ks.persist(fjall::PersistMode::Buffer)?;
-    // Seal the memtables (inputs, their tombstones, the image) so that they are
+    // Seal the memtables (inputs, their tombstones) so that they are
     // flushed and the store's write-ahead log behind them can go: fjall's open
     // replays that log, so without this a restart read every input and tombstone
     // since the last flush (0.5 s after 30 s of load) however recent the checkpoint.
     // `rotate_memtable` is fjall's hidden API (the crate's tests use it); the lock
     // file pins the version.
-    for p in [inputs, images, meta] {
+    for p in [inputs, meta] {
         p.rotate_memtable()?;
     }
     Ok(())
@@ -127,7 +150,7 @@ impl Journal {
         self.poll_checkpoint(true)?;
         self.write()?;
         let gen = self.gen + 1;
-        let m = write_image(&self.ks, &self.meta, &self.images, gen, self.next, image)?;
+        let m = write_image(&self.dir, &self.ks, &self.meta, gen, self.next, image)?;
         self.adopt(gen, m)
     }
 
@@ -141,13 +164,13 @@ impl Journal {
             return Ok(false);
         }
         self.write()?;
-        let (ks, meta, images) = (self.ks.clone(), self.meta.clone(), self.images.clone());
+        let (ks, meta, dir) = (self.ks.clone(), self.meta.clone(), self.dir.clone());
         let (gen, at) = (self.gen + 1, self.next);
         let handle = std::thread::Builder::new().name("checkpoint".into()).spawn(move || {
             let t0 = Instant::now();
             let image = make();
             let made = t0.elapsed();
-            let meta = write_image(&ks, &meta, &images, gen, at, &image)?;
+            let meta = write_image(&dir, &ks, &meta, gen, at, &image)?;
             Ok(Written {
                 gen,
                 meta,
@@ -169,8 +192,8 @@ impl Journal {
 
     /// If the checkpoint being written in the background is on disk (or, with
     /// `wait`, once it is), makes it the journal's and starts deleting what it
-    /// replaced; returns what it was. A checkpoint that failed is an error, and the
-    /// previous one stays current.
+    /// replaced; returns what it was. A checkpoint that failed is an error (the node
+    /// must stop: whether its batch reached the disk is not known).
     pub fn poll_checkpoint(&mut self, wait: bool) -> Result<Option<CheckpointDone>, JournalError> {
         match &self.writing {
             Some(w) if wait || w.handle.is_finished() => {}
@@ -220,15 +243,10 @@ impl Journal {
         if done.inputs >= at && done.images >= self.gen {
             return Ok(());
         }
-        let (ks, meta, inputs, images) = (
-            self.ks.clone(),
-            self.meta.clone(),
-            self.part.clone(),
-            self.images.clone(),
-        );
+        let (ks, meta, inputs, dir) = (self.ks.clone(), self.meta.clone(), self.part.clone(), self.dir.clone());
         let (from, gen) = (done.inputs, self.gen);
         self.dropping = Some(std::thread::spawn(move || {
-            if let Err(e) = drop_before(&ks, &meta, &inputs, &images, from, at, gen) {
+            if let Err(e) = drop_before(&ks, &meta, &inputs, &dir, from, at, gen) {
                 tracing::warn!("cannot delete the journal's inputs behind a checkpoint (the next one will): {e}");
             }
         }));

@@ -73,15 +73,23 @@
 //! from the image and replays only those inputs, so it costs the state's size plus the
 //! inputs since the last checkpoint, not the node's age.
 //!
-//! The journal has three partitions, all created at its first open: `meta`, `inputs`
-//! (keyed by the input's sequence number, which never restarts) and `images` (keyed by
-//! generation and chunk). [`Journal::checkpoint`] writes the new generation's image
-//! and `meta`'s `current` generation and image position in one atomic batch and
-//! forces it to disk; only then are the inputs before the image and the previous
-//! generation's image deleted, key by key, on a second thread, which records how far
-//! it got (`meta`'s `dropped`). A crash before the batch is on disk leaves the
-//! previous generation current and complete; one after it leaves inputs and an image
-//! that are no longer needed, which the next [`Journal::open`] deletes.
+//! The journal has two partitions, both created at its first open: `meta` and `inputs`
+//! (keyed by the input's sequence number, which never restarts). A checkpoint's image
+//! is a plain file beside the store, `image-G` for generation G, written to
+//! `image-G.tmp`, forced, renamed and the rename forced; only then does one small
+//! atomic batch make it current (`meta`'s `current` generation and image position,
+//! length and CRC-32), forced to disk. Only after that are the inputs before the image
+//! and the previous generation's file deleted, on a second thread, which records how
+//! far it got (`meta`'s `dropped`). A crash before the batch is on disk leaves the
+//! previous generation current and complete (and maybe a file of the next one, which
+//! the next checkpoint overwrites); one after it leaves inputs and a file that are no
+//! longer needed, which the next [`Journal::open`] deletes.
+//!
+//! Images were kept in an `images` partition, in 1 MiB chunks, up to format 14. Its
+//! batch and the fsync forcing it held the store's write-ahead-log lock for the whole
+//! image, so the event loop's next append waited for them even with the image
+//! written on a second thread; a file of our own is written and forced without that
+//! lock, and is written once rather than to the log and again at the flush.
 //!
 //! Format 3 kept each generation in partitions of its own and dropped them whole. Two
 //! bugs of the storage engine (fjall 2.11) made that unsafe: a `kill -9` while a
@@ -173,7 +181,8 @@ pub enum Entry<M> {
 /// (`Version::at`), what was collected from each chain (`Collected`) and its clock and
 /// counts; and Catenae's chains keep speculative values (stop 73). 15: a HACommit
 /// replica's decided transactions are a persistent map with a queue of those that
-/// still keep their writes (`Server::expiring`), after the map (stop 75).
+/// still keep their writes (`Server::expiring`), after the map; and checkpoint images
+/// are files beside the store (`image-G`), no longer an `images` partition (stop 75).
 pub const FORMAT: u32 = 15;
 
 /// What a journal says about itself (its `meta` partition).
@@ -315,8 +324,6 @@ struct ImageMeta {
     at: u64,
     /// Its length in bytes.
     len: u64,
-    /// Chunks it is stored in (keys `(G, 0..)` of `images`).
-    chunks: u32,
     /// CRC-32 of the whole image.
     crc: u32,
 }
@@ -330,17 +337,14 @@ struct Dropped {
     images: u64,
 }
 
-/// Chunk size of an image in the store (an LSM store keeps large values poorly).
-const IMAGE_CHUNK: usize = 1 << 20;
-
 /// A server's journal.
 pub struct Journal {
     ks: fjall::Keyspace,
     meta: fjall::PartitionHandle,
     /// The inputs, keyed by sequence number.
     part: fjall::PartitionHandle,
-    /// Checkpoint images, keyed by generation and chunk.
-    images: fjall::PartitionHandle,
+    /// The journal's folder (image files: [`checkpoint::image_path`]).
+    dir: std::path::PathBuf,
     /// The current generation (see the module docs' "Checkpoints").
     gen: u64,
     /// Where its image is, if it has one.
@@ -359,13 +363,6 @@ impl Drop for Journal {
     fn drop(&mut self) {
         self.join_all();
     }
-}
-
-fn image_key(gen: u64, chunk: u32) -> [u8; 12] {
-    let mut k = [0; 12];
-    k[..8].copy_from_slice(&gen.to_be_bytes());
-    k[8..].copy_from_slice(&chunk.to_be_bytes());
-    k
 }
 
 impl Journal {
@@ -419,7 +416,6 @@ impl Journal {
         };
         let opts = fjall::PartitionCreateOptions::default;
         let part = ks.open_partition("inputs", opts())?;
-        let images = ks.open_partition("images", opts())?;
         // After the last input, and never before the checkpoint (inputs before it may
         // be left over, not yet deleted).
         let after_image = image.as_ref().map_or(0, |i| i.at);
@@ -447,7 +443,7 @@ impl Journal {
             ks,
             meta,
             part,
-            images,
+            dir: dir.to_path_buf(),
             gen,
             image,
             next,
@@ -466,18 +462,17 @@ impl Journal {
     /// [`Journal::replay`] hands over are those after it).
     pub fn image(&self) -> Result<Option<Vec<u8>>, JournalError> {
         let Some(m) = &self.image else { return Ok(None) };
-        let mut out = Vec::with_capacity(m.len as usize);
-        for i in 0..m.chunks {
-            match self.images.get(image_key(self.gen, i))? {
-                Some(c) => out.extend_from_slice(&c),
-                None => {
-                    return Err(JournalError::Header(format!(
-                        "checkpoint image chunk {i} of {} is missing",
-                        m.chunks
-                    )))
-                }
+        let path = checkpoint::image_path(&self.dir, self.gen);
+        let out = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(JournalError::Damaged(format!(
+                    "the checkpoint image {} is missing: {DAMAGED_ADVICE}",
+                    path.display()
+                )))
             }
-        }
+            Err(e) => return Err(e.into()),
+        };
         if out.len() as u64 != m.len {
             return Err(JournalError::Damaged(format!(
                 "checkpoint image is {} bytes, its header says {}: {DAMAGED_ADVICE}",

@@ -154,11 +154,22 @@ fn replayed(j: &Journal) -> Vec<u32> {
     seen
 }
 
-/// Keys of a partition, decoded as sequence numbers (inputs) or generations (images).
+/// Keys of a partition, decoded as sequence numbers.
 fn keys(p: &fjall::PartitionHandle) -> Vec<u64> {
     p.iter()
         .map(|kv| u64::from_be_bytes(kv.unwrap().0[..8].try_into().unwrap()))
         .collect()
+}
+
+/// The image files in a journal's folder (their names).
+fn image_files(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("image-"))
+        .collect();
+    v.sort();
+    v
 }
 
 /// A checkpoint keeps its image and only the inputs after it, across reopening; a
@@ -167,7 +178,7 @@ fn keys(p: &fjall::PartitionHandle) -> Vec<u64> {
 #[test]
 fn a_checkpoint_keeps_its_image_and_only_the_inputs_after_it() {
     let dir = tempfile::tempdir().unwrap();
-    let big: Vec<u8> = (0..(IMAGE_CHUNK * 2 + 17)).map(|i| (i * 7 % 251) as u8).collect();
+    let big: Vec<u8> = (0..(3 << 20) + 17).map(|i| (i * 7 % 251) as u8).collect();
     {
         let mut j = Journal::open(dir.path(), &header()).unwrap();
         assert_eq!(j.image().unwrap(), None);
@@ -198,13 +209,16 @@ fn a_checkpoint_keeps_its_image_and_only_the_inputs_after_it() {
     assert_eq!((j.len(), j.since_checkpoint()), (150, 0));
     j.join_dropping();
     assert!(keys(&j.part).is_empty(), "the inputs before the image are deleted");
-    assert_eq!(keys(&j.images), [2, 2, 2], "only the current image is kept");
+    assert_eq!(image_files(dir.path()), ["image-2"], "only the current image is kept");
     // A crash between a checkpoint's batch and the deletion of what it replaced:
     // an input and an image of before it are still there, and `dropped` says not.
     j.part
         .insert(3u64.to_be_bytes(), postcard::to_stdvec(&msg(3)).unwrap())
         .unwrap();
-    j.images.insert(image_key(1, 0), b"old").unwrap();
+    std::fs::write(dir.path().join("image-1"), b"old").unwrap();
+    std::fs::write(dir.path().join("image-0.tmp"), b"older").unwrap();
+    // And a crash while the next one was being written: its file stays.
+    std::fs::write(dir.path().join("image-3.tmp"), b"next").unwrap();
     j.meta
         .insert(
             "dropped",
@@ -218,7 +232,7 @@ fn a_checkpoint_keeps_its_image_and_only_the_inputs_after_it() {
     assert!(replayed(&j).is_empty());
     j.join_dropping();
     assert!(keys(&j.part).is_empty());
-    assert_eq!(keys(&j.images), [2, 2, 2]);
+    assert_eq!(image_files(dir.path()), ["image-2", "image-3.tmp"]);
 }
 
 /// A checkpoint written in the background: inputs appended meanwhile stay after it;
@@ -286,8 +300,7 @@ fn a_partition_whose_creation_a_crash_cut_off_does_not_stop_the_next_open() {
     }
     // What a kill between lsm-tree's `manifest` and `levels` leaves.
     let parts = dir.path().join("partitions");
-    std::fs::remove_dir_all(parts.join("images")).unwrap();
-    let cut = parts.join("images");
+    let cut = parts.join("cut-off");
     std::fs::create_dir_all(cut.join("segments")).unwrap();
     for f in ["config", "manifest"] {
         std::fs::copy(parts.join("inputs").join(f), cut.join(f)).unwrap();
@@ -387,6 +400,14 @@ fn a_damaged_image_is_refused() {
     let mut j = Journal::open(dir.path(), &header()).unwrap();
     j.append(&msg(1)).unwrap();
     j.checkpoint(&[7u8; 3000]).unwrap();
-    j.images.insert(image_key(j.gen, 0), [8u8; 3000]).unwrap();
-    assert!(matches!(j.image(), Err(JournalError::Damaged(_))));
+    let file = checkpoint::image_path(dir.path(), j.gen);
+    std::fs::write(&file, [8u8; 3000]).unwrap();
+    let e = j.image().unwrap_err().to_string();
+    assert!(e.contains("fails its checksum"), "{e}");
+    std::fs::write(&file, [7u8; 2000]).unwrap();
+    let e = j.image().unwrap_err().to_string();
+    assert!(e.contains("2000 bytes, its header says 3000"), "{e}");
+    std::fs::remove_file(&file).unwrap();
+    let e = j.image().unwrap_err().to_string();
+    assert!(e.contains("is missing"), "{e}");
 }
