@@ -283,6 +283,8 @@ struct Core<P: Protocol> {
     checkpoint_every: u64,
     /// How long the event loop paused for the last checkpoint (to copy the server).
     checkpoint_pause: std::time::Duration,
+    /// The longest unforced flush of the journal while it was written.
+    checkpoint_flush: std::time::Duration,
     /// Replaying the journal: effects are discarded.
     replaying: bool,
     need_sync: bool,
@@ -344,6 +346,7 @@ impl<P: Protocol> Core<P> {
             journal: None,
             checkpoint_every: 0,
             checkpoint_pause: std::time::Duration::ZERO,
+            checkpoint_flush: std::time::Duration::ZERO,
             replaying: false,
             need_sync: false,
             forces_every_step: false,
@@ -644,6 +647,7 @@ impl<P: Protocol> Core<P> {
                     bytes = done.bytes,
                     inputs_dropped = done.inputs_dropped,
                     pause_us = self.checkpoint_pause.as_micros() as u64,
+                    flush_max_us = std::mem::take(&mut self.checkpoint_flush).as_micros() as u64,
                     encode_ms = done.make.as_millis() as u64,
                     write_ms = (done.total - done.make).as_millis() as u64,
                     "checkpointed the journal"
@@ -678,6 +682,13 @@ impl<P: Protocol> Core<P> {
             let res = if force {
                 self.syncs += 1;
                 j.sync()
+            } else if j.checkpointing() {
+                // How long the loop waits to hand its inputs to the OS while a
+                // checkpoint is written beside it (logged with the checkpoint).
+                let t0 = std::time::Instant::now();
+                let r = j.flush();
+                self.checkpoint_flush = self.checkpoint_flush.max(t0.elapsed());
+                r
             } else {
                 j.flush()
             };
