@@ -57,36 +57,62 @@ fn image_gen(name: &str) -> Option<u64> {
     g.strip_suffix(".tmp").unwrap_or(g).parse().ok()
 }
 
-/// Writes `image` as generation `gen`'s, positioned at input `at`, and makes it
-/// current: the file is written under a temporary name, forced, renamed and the
-/// rename forced, without the store's locks; then one small batch in `meta` names it,
-/// forced to disk (module docs, "Checkpoints").
-fn write_image(
-    dir: &Path,
-    ks: &fjall::Keyspace,
-    meta: &fjall::PartitionHandle,
-    gen: u64,
-    at: u64,
-    image: &[u8],
-) -> Result<ImageMeta, JournalError> {
-    let path = image_path(dir, gen);
+/// The file beside the store that names the current checkpoint: its generation and
+/// [`ImageMeta`] (postcard), then a CRC-32 of those bytes (little-endian).
+pub(super) const CHECKPOINT_FILE: &str = "checkpoint";
+
+/// Replaces `path` with `bytes` atomically and durably: written under a temporary
+/// name, forced, renamed, and the rename forced.
+fn replace_file(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_extension("tmp");
     let mut f = std::fs::File::create(&tmp)?;
-    f.write_all(image)?;
+    f.write_all(bytes)?;
     f.sync_all()?;
     drop(f);
-    std::fs::rename(&tmp, &path)?;
-    std::fs::File::open(dir)?.sync_all()?;
+    std::fs::rename(&tmp, path)?;
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// Reads the [`CHECKPOINT_FILE`] of `dir`: the current generation and its image
+/// (generation 0 and none without one).
+pub(super) fn read_current(dir: &Path) -> Result<(u64, Option<ImageMeta>), JournalError> {
+    let path = dir.join(CHECKPOINT_FILE);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((0, None)),
+        Err(e) => return Err(e.into()),
+    };
+    let damaged = || {
+        JournalError::Damaged(format!(
+            "{} (which names the journal's checkpoint) is damaged: {}",
+            path.display(),
+            super::DAMAGED_ADVICE
+        ))
+    };
+    let (body, crc) = bytes
+        .split_at_checked(bytes.len().wrapping_sub(4))
+        .ok_or_else(damaged)?;
+    if crc32fast::hash(body).to_le_bytes() != crc {
+        return Err(damaged());
+    }
+    let (gen, m) = postcard::from_bytes::<(u64, ImageMeta)>(body).map_err(|_| damaged())?;
+    Ok((gen, Some(m)))
+}
+
+/// Writes `image` as generation `gen`'s, positioned at input `at`, and makes it
+/// current: the image file, then the [`CHECKPOINT_FILE`] naming it, each replaced
+/// atomically and forced (module docs, "Checkpoints"). Nothing here takes the store's
+/// locks, so the event loop's appends meanwhile never wait for it.
+fn write_image(dir: &Path, gen: u64, at: u64, image: &[u8]) -> Result<ImageMeta, JournalError> {
+    replace_file(dir, &image_path(dir, gen), image)?;
     let m = ImageMeta {
         at,
         len: image.len() as u64,
         crc: crc32fast::hash(image),
     };
-    let mut b = ks.batch();
-    b.insert(meta, "image", postcard::to_stdvec(&m).expect("image headers serialize"));
-    b.insert(meta, "current", postcard::to_stdvec(&gen).expect("numbers serialize"));
-    b.commit()?;
-    ks.persist(fjall::PersistMode::SyncAll)?;
+    let mut bytes = postcard::to_stdvec(&(gen, &m)).expect("image headers serialize");
+    bytes.extend_from_slice(&crc32fast::hash(&bytes).to_le_bytes());
+    replace_file(dir, &dir.join(CHECKPOINT_FILE), &bytes)?;
     Ok(m)
 }
 
@@ -150,7 +176,7 @@ impl Journal {
         self.poll_checkpoint(true)?;
         self.write()?;
         let gen = self.gen + 1;
-        let m = write_image(&self.dir, &self.ks, &self.meta, gen, self.next, image)?;
+        let m = write_image(&self.dir, gen, self.next, image)?;
         self.adopt(gen, m)
     }
 
@@ -164,13 +190,13 @@ impl Journal {
             return Ok(false);
         }
         self.write()?;
-        let (ks, meta, dir) = (self.ks.clone(), self.meta.clone(), self.dir.clone());
+        let dir = self.dir.clone();
         let (gen, at) = (self.gen + 1, self.next);
         let handle = std::thread::Builder::new().name("checkpoint".into()).spawn(move || {
             let t0 = Instant::now();
             let image = make();
             let made = t0.elapsed();
-            let meta = write_image(&dir, &ks, &meta, gen, at, &image)?;
+            let meta = write_image(&dir, gen, at, &image)?;
             Ok(Written {
                 gen,
                 meta,

@@ -76,20 +76,22 @@
 //! The journal has two partitions, both created at its first open: `meta` and `inputs`
 //! (keyed by the input's sequence number, which never restarts). A checkpoint's image
 //! is a plain file beside the store, `image-G` for generation G, written to
-//! `image-G.tmp`, forced, renamed and the rename forced; only then does one small
-//! atomic batch make it current (`meta`'s `current` generation and image position,
-//! length and CRC-32), forced to disk. Only after that are the inputs before the image
-//! and the previous generation's file deleted, on a second thread, which records how
-//! far it got (`meta`'s `dropped`). A crash before the batch is on disk leaves the
-//! previous generation current and complete (and maybe a file of the next one, which
-//! the next checkpoint overwrites); one after it leaves inputs and a file that are no
-//! longer needed, which the next [`Journal::open`] deletes.
+//! `image-G.tmp`, forced, renamed and the rename forced; only then is the small
+//! `checkpoint` file beside it (the current generation, the image's position, length
+//! and CRC-32, and a CRC-32 of its own) replaced the same way, which makes it current.
+//! Only after that are the inputs before the image and the previous generation's file
+//! deleted, on a second thread, which records how far it got (`meta`'s `dropped`). A
+//! crash before the `checkpoint` file is replaced leaves the previous generation
+//! current and complete (and maybe a file of the next one, which the next checkpoint
+//! overwrites); one after it leaves inputs and a file that are no longer needed,
+//! which the next [`Journal::open`] deletes.
 //!
-//! Images were kept in an `images` partition, in 1 MiB chunks, up to format 14. Its
-//! batch and the fsync forcing it held the store's write-ahead-log lock for the whole
-//! image, so the event loop's next append waited for them even with the image
-//! written on a second thread; a file of our own is written and forced without that
-//! lock, and is written once rather than to the log and again at the flush.
+//! Images were kept in an `images` partition, in 1 MiB chunks, and the current
+//! generation in `meta`, up to format 14. The image's batch and the fsync forcing it
+//! held the store's write-ahead-log lock, so the event loop's next append waited for
+//! them even with the image written on a second thread; files of our own are written
+//! and forced without that lock, and the image is written once rather than to the
+//! log and again at the flush.
 //!
 //! Format 3 kept each generation in partitions of its own and dropped them whole. Two
 //! bugs of the storage engine (fjall 2.11) made that unsafe: a `kill -9` while a
@@ -404,16 +406,7 @@ impl Journal {
                 ks.persist(fjall::PersistMode::SyncAll)?;
             }
         }
-        let gen = match meta.get("current")? {
-            Some(b) => postcard::from_bytes::<u64>(&b).map_err(|e| JournalError::Header(e.to_string()))?,
-            None => 0,
-        };
-        let image = match meta.get("image")? {
-            Some(b) if gen > 0 => {
-                Some(postcard::from_bytes::<ImageMeta>(&b).map_err(|e| JournalError::Header(e.to_string()))?)
-            }
-            _ => None,
-        };
+        let (gen, image) = checkpoint::read_current(dir)?;
         let opts = fjall::PartitionCreateOptions::default;
         let part = ks.open_partition("inputs", opts())?;
         // After the last input, and never before the checkpoint (inputs before it may

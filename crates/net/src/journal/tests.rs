@@ -410,4 +410,17 @@ fn a_damaged_image_is_refused() {
     std::fs::remove_file(&file).unwrap();
     let e = j.image().unwrap_err().to_string();
     assert!(e.contains("is missing"), "{e}");
+    // The file that names the checkpoint, damaged: the journal is refused.
+    drop(j);
+    let named = dir.path().join(checkpoint::CHECKPOINT_FILE);
+    let mut b = std::fs::read(&named).unwrap();
+    b[0] ^= 1;
+    std::fs::write(&named, &b).unwrap();
+    let e = Journal::open(dir.path(), &header()).err().expect("refused").to_string();
+    assert!(e.contains("names the journal's checkpoint) is damaged"), "{e}");
+    std::fs::write(&named, &b[..2]).unwrap();
+    assert!(matches!(
+        Journal::open(dir.path(), &header()),
+        Err(JournalError::Damaged(_))
+    ));
 }
