@@ -6,13 +6,15 @@
 //! The in-memory form here is what the simulator uses; the cost of each call is
 //! charged to the actor's context so that the simulator bills it.
 //!
-//! Records are kept in a persistent vector ([`imbl::Vector`]), so that copying a log
-//! (a real cluster's checkpoint copies the server on its event loop and encodes the
-//! copy on a second thread) shares its nodes instead of copying every record, and a
-//! later change copies only the nodes it touches. It encodes as a sequence, as a
-//! `Vec` would.
+//! Records are kept in a persistent vector ([`imbl::Vector`]) of [`Arc`]s, so that
+//! copying a log (a real cluster's checkpoint copies the server on its event loop and
+//! encodes the copy on a second thread) shares its nodes instead of copying every
+//! record, and a later change (a compaction's `retain`, which rebuilds the vector)
+//! copies pointers, not records. It encodes as a sequence of records, as a `Vec`
+//! would.
 
 use meridian_core::Ctx;
+use std::sync::Arc;
 
 /// A log record that knows its encoded size (for cost accounting).
 pub trait LogRecord {
@@ -22,9 +24,9 @@ pub trait LogRecord {
 
 /// The log of one node.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-#[serde(bound(deserialize = "R: serde::Deserialize<'de> + Clone"))]
+#[serde(bound(deserialize = "R: serde::Deserialize<'de>"))]
 pub struct Log<R> {
-    records: imbl::Vector<R>,
+    records: imbl::Vector<Arc<R>>,
     synced: usize,
 }
 
@@ -46,19 +48,19 @@ impl<R: LogRecord + Clone> Log<R> {
     /// Appends without syncing (lost on crash unless a sync follows).
     pub fn append<M>(&mut self, rec: R, cx: &mut Ctx<'_, M>) {
         cx.charge_log_append(rec.size());
-        self.records.push_back(rec);
+        self.records.push_back(Arc::new(rec));
     }
 
     /// Appends and syncs (the record and everything before it survive a crash).
     pub fn append_sync<M>(&mut self, rec: R, cx: &mut Ctx<'_, M>) {
         cx.charge_log_sync(rec.size());
-        self.records.push_back(rec);
+        self.records.push_back(Arc::new(rec));
         self.synced = self.records.len();
     }
 
     /// All records, oldest first.
     pub fn records(&self) -> impl DoubleEndedIterator<Item = &R> + ExactSizeIterator + '_ {
-        self.records.iter()
+        self.records.iter().map(|r| &**r)
     }
 
     /// Number of records in the synced prefix (those a crash keeps).
@@ -87,7 +89,7 @@ impl<R: LogRecord + Clone> Log<R> {
         let mut i = 0;
         let old_synced = self.synced;
         self.records.retain(|r| {
-            let k = keep(r);
+            let k = keep(&**r);
             if k && i < old_synced {
                 synced += 1;
             }
@@ -98,8 +100,8 @@ impl<R: LogRecord + Clone> Log<R> {
     }
 
     /// Rewrites with `f` the records `which` picks, in place (checkpointing that shrinks
-    /// records); keeps order and the synced prefix. Only the nodes of picked records
-    /// are copied (where a copy of the log still shares them).
+    /// records); keeps order and the synced prefix. A picked record that a copy of the
+    /// log still shares is copied (with the pointers of its node); no other record is.
     pub fn rewrite(&mut self, mut which: impl FnMut(&R) -> bool, mut f: impl FnMut(&mut R)) {
         let picked: Vec<usize> = self
             .records
@@ -109,7 +111,7 @@ impl<R: LogRecord + Clone> Log<R> {
             .map(|(i, _)| i)
             .collect();
         for i in picked {
-            f(self.records.get_mut(i).expect("an index of the log"));
+            f(Arc::make_mut(self.records.get_mut(i).expect("an index of the log")));
         }
     }
 }

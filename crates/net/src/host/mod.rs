@@ -84,8 +84,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// read for 5 s (frozen, or so overloaded that its event loop's inbox stayed full)
 /// loses its incoming connections, and what was queued for it is dropped as lost
 /// (protocols re-send what they must, as under the simulator's loss). A checkpoint's
-/// pause (the copy of the server; tens of milliseconds at most, MEASUREMENTS.md)
-/// stays well inside it.
+/// pause (the copy of the server, which grows with its state: under 300 ms in the
+/// runs of MEASUREMENTS.md, "State growth") stays well inside it.
 const USER_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Cluster time: nanoseconds since the cluster's epoch.

@@ -146,6 +146,7 @@ fn drop_before(
             std::fs::remove_file(e.path())?;
         }
     }
+    std::fs::File::open(dir)?.sync_all()?;
     let mut b = ks.batch();
     let done = Dropped {
         inputs: to,
@@ -168,10 +169,9 @@ fn drop_before(
 
 impl Journal {
     /// Makes `image` (the server's state after every input appended so far) the
-    /// journal's checkpoint and drops the inputs before it, on this thread: written
-    /// and forced to disk atomically with a new generation of inputs, after which the
-    /// previous generation's partitions go (module docs, "Checkpoints"). Waits for a
-    /// checkpoint being written in the background first.
+    /// journal's checkpoint, written and forced on this thread, and then drops the
+    /// inputs before it and the previous image on a second one (module docs,
+    /// "Checkpoints"). Waits for a checkpoint being written in the background first.
     pub fn checkpoint(&mut self, image: &[u8]) -> Result<(), JournalError> {
         self.poll_checkpoint(true)?;
         self.write()?;
@@ -219,7 +219,7 @@ impl Journal {
     /// If the checkpoint being written in the background is on disk (or, with
     /// `wait`, once it is), makes it the journal's and starts deleting what it
     /// replaced; returns what it was. A checkpoint that failed is an error (the node
-    /// must stop: whether its batch reached the disk is not known).
+    /// must stop: whether the `checkpoint` file was replaced is not known).
     pub fn poll_checkpoint(&mut self, wait: bool) -> Result<Option<CheckpointDone>, JournalError> {
         match &self.writing {
             Some(w) if wait || w.handle.is_finished() => {}

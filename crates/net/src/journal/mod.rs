@@ -181,11 +181,13 @@ pub enum Entry<M> {
 /// All of it is in FORMAT 13: no build between these changes was released. 14: version
 /// GC (stop 74): every server's store keeps each version's install time
 /// (`Version::at`), what was collected from each chain (`Collected`) and its clock and
-/// counts; and Catenae's chains keep speculative values (stop 73). 15: a HACommit
-/// replica's decided transactions are a persistent map with a queue of those that
-/// still keep their writes (`Server::expiring`), after the map; and checkpoint images
-/// are files beside the store (`image-G`), no longer an `images` partition (stop 75).
-pub const FORMAT: u32 = 15;
+/// counts; and Catenae's chains keep speculative values (stop 73). 15 (stop 75, never
+/// released: images still in the store): a HACommit replica's decided transactions
+/// are a persistent map with a queue of those that still keep their writes
+/// (`Server::expiring`), after the map. 16: checkpoint images are files beside the
+/// store (`image-G`), named by the `checkpoint` file, no longer an `images` partition
+/// and `meta`'s `current` and `image` keys.
+pub const FORMAT: u32 = 16;
 
 /// What a journal says about itself (its `meta` partition).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -319,7 +321,7 @@ fn mismatch(found: &Header, want: &Header) -> Option<String> {
     None
 }
 
-/// Where the current generation's image is (`meta`'s `image` key).
+/// Where the current generation's image is (in the `checkpoint` file).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct ImageMeta {
     /// Sequence number of the first input after the image.
@@ -407,6 +409,21 @@ impl Journal {
             }
         }
         let (gen, image) = checkpoint::read_current(dir)?;
+        if image.is_none() {
+            // No checkpoint is named, yet inputs were deleted behind one: the file
+            // that named it is gone, and with it where replay must begin.
+            if let Some(b) = meta.get("dropped")? {
+                let d = postcard::from_bytes::<Dropped>(&b).map_err(|e| JournalError::Header(e.to_string()))?;
+                if d.inputs > 0 {
+                    return Err(JournalError::Damaged(format!(
+                        "{} is missing, but the inputs before input {} were deleted behind the checkpoint \
+                         it named: {DAMAGED_ADVICE}",
+                        dir.join(checkpoint::CHECKPOINT_FILE).display(),
+                        d.inputs
+                    )));
+                }
+            }
+        }
         let opts = fjall::PartitionCreateOptions::default;
         let part = ks.open_partition("inputs", opts())?;
         // After the last input, and never before the checkpoint (inputs before it may

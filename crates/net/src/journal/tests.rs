@@ -210,15 +210,17 @@ fn a_checkpoint_keeps_its_image_and_only_the_inputs_after_it() {
     j.join_dropping();
     assert!(keys(&j.part).is_empty(), "the inputs before the image are deleted");
     assert_eq!(image_files(dir.path()), ["image-2"], "only the current image is kept");
-    // A crash between a checkpoint's batch and the deletion of what it replaced:
+    // A crash between a checkpoint's `checkpoint` file and the deletion of what it replaced:
     // an input and an image of before it are still there, and `dropped` says not.
     j.part
         .insert(3u64.to_be_bytes(), postcard::to_stdvec(&msg(3)).unwrap())
         .unwrap();
     std::fs::write(dir.path().join("image-1"), b"old").unwrap();
     std::fs::write(dir.path().join("image-0.tmp"), b"older").unwrap();
-    // And a crash while the next one was being written: its file stays.
+    // And a crash while the next one was being written (before and after its
+    // rename): its files stay, unnamed, for the next checkpoint to overwrite.
     std::fs::write(dir.path().join("image-3.tmp"), b"next").unwrap();
+    std::fs::write(dir.path().join("image-3"), b"next").unwrap();
     j.meta
         .insert(
             "dropped",
@@ -232,7 +234,22 @@ fn a_checkpoint_keeps_its_image_and_only_the_inputs_after_it() {
     assert!(replayed(&j).is_empty());
     j.join_dropping();
     assert!(keys(&j.part).is_empty());
-    assert_eq!(image_files(dir.path()), ["image-2", "image-3.tmp"]);
+    assert_eq!(image_files(dir.path()), ["image-2", "image-3", "image-3.tmp"]);
+    j.checkpoint(b"third").unwrap();
+    j.join_dropping();
+    drop(j);
+    let j = Journal::open(dir.path(), &header()).unwrap();
+    assert_eq!(j.image().unwrap().as_deref(), Some(&b"third"[..]));
+    assert_eq!(image_files(dir.path()), ["image-3"]);
+    // The file that names the checkpoint, gone after inputs were deleted behind it:
+    // refused (replay would begin at the wrong input).
+    drop(j);
+    std::fs::remove_file(dir.path().join(checkpoint::CHECKPOINT_FILE)).unwrap();
+    let e = Journal::open(dir.path(), &header()).err().expect("refused").to_string();
+    assert!(
+        e.contains("is missing, but the inputs before input 150 were deleted"),
+        "{e}"
+    );
 }
 
 /// A checkpoint written in the background: inputs appended meanwhile stay after it;
@@ -286,26 +303,33 @@ fn a_checkpoint_in_the_background_covers_what_came_before_it_and_nothing_after()
 /// A `kill -9` while fjall created a partition left a folder with the tree's
 /// `manifest` and no `levels`; fjall then failed every later open (`No such file or
 /// directory`), and the node could never restart (seen on a cluster test, when
-/// format 3 created partitions at every checkpoint). Such a folder holds nothing:
-/// open drops it, creates the partition again and recovers the rest.
+/// format 3 created partitions at every checkpoint; format 4 on creates them at a
+/// journal's first open only, where a kill can still cut one off). Such a folder
+/// holds nothing: open drops it, creates the partition again and goes on.
 #[test]
 fn a_partition_whose_creation_a_crash_cut_off_does_not_stop_the_next_open() {
     let dir = tempfile::tempdir().unwrap();
-    {
-        let mut j = Journal::open(dir.path(), &header()).unwrap();
-        for i in 0..10 {
-            j.append(&msg(i)).unwrap();
-        }
-        j.sync().unwrap();
-    }
-    // What a kill between lsm-tree's `manifest` and `levels` leaves.
+    drop(Journal::open(dir.path(), &header()).unwrap());
+    // What a kill between lsm-tree's `manifest` and `levels` leaves of `inputs`.
     let parts = dir.path().join("partitions");
-    let cut = parts.join("cut-off");
+    let cut = parts.join("inputs");
+    let saved = dir.path().join("saved");
+    std::fs::create_dir_all(&saved).unwrap();
+    for f in ["config", "manifest"] {
+        std::fs::copy(cut.join(f), saved.join(f)).unwrap();
+    }
+    std::fs::remove_dir_all(&cut).unwrap();
     std::fs::create_dir_all(cut.join("segments")).unwrap();
     for f in ["config", "manifest"] {
-        std::fs::copy(parts.join("inputs").join(f), cut.join(f)).unwrap();
+        std::fs::copy(saved.join(f), cut.join(f)).unwrap();
     }
     let mut j = Journal::open(dir.path(), &header()).expect("a cut-off partition must not stop the open");
+    for i in 0..10 {
+        j.append(&msg(i)).unwrap();
+    }
+    j.sync().unwrap();
+    drop(j);
+    let mut j = Journal::open(dir.path(), &header()).unwrap();
     assert_eq!(replayed(&j), (0..10).collect::<Vec<_>>());
     j.checkpoint(b"image").unwrap();
     drop(j);
