@@ -71,23 +71,26 @@ for p in "${PROTOCOLS[@]}"; do
     python3 - "$d" <<'EOF'
 import glob, json, re, sys
 d = sys.argv[1]
-pauses, sizes, behind, flushes = [], [], [], []
+pauses, sizes, behind, flushes, between = [], [], [], [], []
 for log in sorted(glob.glob(f"{d}/n*.log")):
     for line in open(log, errors="replace"):
         if "checkpointed the journal" in line:
-            m = re.search(r"bytes=(\d+).* pause_us=(\d+) flush_max_us=(\d+) encode_ms=(\d+) write_ms=(\d+)", line)
+            m = re.search(r"bytes=(\d+).* pause_us=(\d+) flush_max_us=(\d+) flush_max_between_us=(\d+) "
+                          r"encode_ms=(\d+) write_ms=(\d+)", line)
             if m:
                 sizes.append(int(m.group(1)))
                 pauses.append(int(m.group(2)) / 1000)
                 flushes.append(int(m.group(3)) / 1000)
-                behind.append(int(m.group(4)) + int(m.group(5)))
+                between.append(int(m.group(4)) / 1000)
+                behind.append(int(m.group(5)) + int(m.group(6)))
 if pauses:
     s, t = sorted(pauses), sorted(behind)
     q = lambda s, f: s[min(len(s) - 1, int(f * len(s)))]
     print(f"checkpoints {len(pauses)}: image {sizes[0]/2**20:.2f} MB first, {sizes[-1]/2**20:.2f} MB last, "
           f"{max(sizes)/2**20:.2f} MB largest; event-loop pause p50 {q(s, 0.5):.1f} ms, p99 {q(s, 0.99):.1f} ms, "
           f"max {s[-1]:.1f} ms; encoded and written in the background in p50 {q(t, 0.5)} ms, max {t[-1]} ms; "
-          f"the loop's longest unforced journal flush meanwhile p99 {q(sorted(flushes), 0.99):.1f} ms, max {max(flushes):.1f} ms")
+          f"the loop's longest unforced journal flush meanwhile p99 {q(sorted(flushes), 0.99):.1f} ms, max {max(flushes):.1f} ms "
+          f"(between checkpoints: p99 {q(sorted(between), 0.99):.1f} ms, max {max(between):.1f} ms)")
 else:
     print("checkpoints: none logged")
 most, keys, node, pruned = 0, 0, None, 0

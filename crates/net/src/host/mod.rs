@@ -285,6 +285,8 @@ struct Core<P: Protocol> {
     checkpoint_pause: std::time::Duration,
     /// The longest unforced flush of the journal while it was written.
     checkpoint_flush: std::time::Duration,
+    /// The longest unforced flush of the journal between two checkpoints.
+    idle_flush: std::time::Duration,
     /// Replaying the journal: effects are discarded.
     replaying: bool,
     need_sync: bool,
@@ -347,6 +349,7 @@ impl<P: Protocol> Core<P> {
             checkpoint_every: 0,
             checkpoint_pause: std::time::Duration::ZERO,
             checkpoint_flush: std::time::Duration::ZERO,
+            idle_flush: std::time::Duration::ZERO,
             replaying: false,
             need_sync: false,
             forces_every_step: false,
@@ -648,6 +651,7 @@ impl<P: Protocol> Core<P> {
                     inputs_dropped = done.inputs_dropped,
                     pause_us = self.checkpoint_pause.as_micros() as u64,
                     flush_max_us = std::mem::take(&mut self.checkpoint_flush).as_micros() as u64,
+                    flush_max_between_us = std::mem::take(&mut self.idle_flush).as_micros() as u64,
                     encode_ms = done.make.as_millis() as u64,
                     write_ms = (done.total - done.make).as_millis() as u64,
                     "checkpointed the journal"
@@ -682,15 +686,19 @@ impl<P: Protocol> Core<P> {
             let res = if force {
                 self.syncs += 1;
                 j.sync()
-            } else if j.checkpointing() {
+            } else {
                 // How long the loop waits to hand its inputs to the OS while a
-                // checkpoint is written beside it (logged with the checkpoint).
+                // checkpoint is written beside it, and, for comparison, otherwise
+                // (logged with the checkpoint).
                 let t0 = std::time::Instant::now();
                 let r = j.flush();
-                self.checkpoint_flush = self.checkpoint_flush.max(t0.elapsed());
+                let slot = if j.checkpointing() {
+                    &mut self.checkpoint_flush
+                } else {
+                    &mut self.idle_flush
+                };
+                *slot = (*slot).max(t0.elapsed());
                 r
-            } else {
-                j.flush()
             };
             if let Err(err) = res {
                 panic_free_exit(&format!("journal sync failed: {err}"));
