@@ -256,7 +256,18 @@ pub fn run<P: Protocol>(p: P, cfg: &SimConfig, progress: &mut dyn FnMut(u64, u64
         }
     }
     let servers: Vec<P::Server> = (0..layout.num_servers()).map(|n| p.server(&env, NodeId(n))).collect();
-    if cfg.image_every > 0 && servers.first().is_some_and(|s| p.image(s).is_none()) {
+    // A real cluster checkpoints only a protocol that says it has an image
+    // (`Protocol::has_image`): every run holds the two to agree, so a hand-written
+    // `image` without `has_image` cannot go unnoticed (its journal would grow forever).
+    if let Some(s) = servers.first() {
+        assert_eq!(
+            p.has_image(),
+            p.image(s).is_some(),
+            "{}: Protocol::has_image disagrees with Protocol::image",
+            p.name()
+        );
+    }
+    if cfg.image_every > 0 && !p.has_image() {
         return Err(SimError::Invalid(format!(
             "{} has no server image to rebuild its servers from",
             p.name()
