@@ -145,6 +145,28 @@ fn kill9_rc_server_not_restarted_the_others_go_on_and_check_clean() {
     kill9_not_restarted("rc");
 }
 
+/// Issue 53, catenae.md §IV: NY's coordinator (node 0, also the chain server of half
+/// NY's shards) killed and never restarted, `secondary=on`. The standby takes over,
+/// NY's clients follow it and keep committing, and NY's live server installs every
+/// commit. Before NY's coordinator went on without executing what it could not
+/// (catenae `validate.rs`, `give_up_stale`), NY committed nothing after the kill, node
+/// 1 lacked 21 committed writes and 50 keys stayed locked (scripts/fault-table.sh).
+#[test]
+fn kill9_catenae_coordinator_not_restarted_the_standby_serves_its_dc() {
+    let c = Local::up("catenae:secondary=on", "us3", &["--no-delay"]);
+    let b = c.bank_bench(6, "8s", "2s");
+    let killed = c.kill9_after(0, Duration::from_millis(1500));
+    let r = finish(&c, b);
+    assert!(r["check"]["durable"].as_bool().unwrap(), "{r}");
+    assert!(r["check"]["live"].as_bool().unwrap(), "{r}");
+    let epoch = c.epoch_ns();
+    let after = commits_between(&c, (killed + 3_000_000_000).saturating_sub(epoch), u64::MAX);
+    assert!(
+        after[0] > 0,
+        "NY committed nothing after its coordinator was killed: {after:?} {r}"
+    );
+}
+
 /// `kill -9` of node 0 of a `us3` cluster of `protocol` 1.5 s into an 8 s `bank`
 /// benchmark, never restarted: the history must check clean and something must commit
 /// from 3 s after the kill on (a view change, a fail-over or a read re-send each take

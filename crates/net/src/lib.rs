@@ -40,8 +40,10 @@ use serde::Serialize;
 /// `Backward::pre`/`spec`, `Finished::spec`, `Temp`, `TempReq`, `CatchUp`, `CaughtUp`).
 /// 15: version GC (stop 74): a replica's state dump says how many versions of each key
 /// it collected (`ReplicaSnapshot::pruned`), and a HACommit replica's sync state what
-/// it collected (`SyncState::collected`).
-pub const VERSION: u8 = 15;
+/// it collected (`SyncState::collected`). 16: a Catenae abort carries its
+/// transaction's epoch (`Abort::eid`), so a chain server its forward pass never
+/// reached counts it for the epoch's manifest.
+pub const VERSION: u8 = 16;
 
 /// The largest frame accepted (length field), 16 MiB.
 pub const MAX_FRAME: usize = 16 << 20;

@@ -186,8 +186,11 @@ pub enum Entry<M> {
 /// are a persistent map with a queue of those that still keep their writes
 /// (`Server::expiring`), after the map. 16: checkpoint images are files beside the
 /// store (`image-G`), named by the `checkpoint` file, no longer an `images` partition
-/// and `meta`'s `current` and `image` keys.
-pub const FORMAT: u32 = 16;
+/// and `meta`'s `current` and `image` keys. 17 (stop 76): a Catenae coordinator
+/// keeps when it last heard each chain server of its DC and which it suspects down
+/// (`heard`, `suspects`), and which transactions it gave up executing
+/// (`CoTxn::unexecuted`); journalled Catenae aborts carry their epoch (wire 16).
+pub const FORMAT: u32 = 17;
 
 /// What a journal says about itself (its `meta` partition).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

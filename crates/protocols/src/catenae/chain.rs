@@ -206,13 +206,15 @@ impl Chain {
             }
             Msg::Commit { txn, ts, writes } => {
                 cx.charge_ops(writes.len().max(1) as u32);
+                self.count_unseen(txn, ts >> RANK_BITS, cx);
                 for (k, v, val) in writes {
                     self.store.install(&k, v, val, ts);
                 }
                 self.resolve(txn, cx);
                 self.applied(from, txn, cx);
             }
-            Msg::Abort { txn } => {
+            Msg::Abort { txn, eid } => {
+                self.count_unseen(txn, eid, cx);
                 self.resolve(txn, cx);
                 self.applied(from, txn, cx);
             }
@@ -229,6 +231,23 @@ impl Chain {
                 self.ro_answer(r, cx);
             }
             _ => {}
+        }
+    }
+
+    /// A commit or abort of `txn` (of epoch `eid`) before its forward pass reached this
+    /// server (its coordinator gave up executing it: a server before this one on its
+    /// chain is down) counts for the epoch's manifest as its footprint would have, or
+    /// every later epoch would wait here for the stall valve, one transaction at a time.
+    fn count_unseen(&mut self, txn: TxnId, eid: u64, cx: &mut Ctx<'_, Msg>) {
+        if self.txns.contains_key(&txn) || self.done.contains(&txn) || eid < self.complete_below {
+            return;
+        }
+        self.manifest.entry(eid).or_insert((None, 0)).1 += 1;
+        let below = self.complete_below;
+        self.advance_manifest();
+        if self.complete_below != below {
+            self.ro_unpark(false, cx);
+            self.retry_waiting(cx);
         }
     }
 
@@ -625,8 +644,11 @@ impl Chain {
 
     /// The coordinator committed or aborted `id`: its footprints and order go.
     fn resolve(&mut self, id: TxnId, cx: &mut Ctx<'_, Msg>) {
-        let Some(t) = self.txns.remove(&id) else { return };
+        // Done even if its forward pass has not reached this server: a coordinator that
+        // gave up executing it (`give_up_stale`) commits it without the chain, and a
+        // forward pass arriving later must not leave a footprint no one resolves.
         self.done.insert(id);
+        let Some(t) = self.txns.remove(&id) else { return };
         let touched: Vec<Key> = t.keys().iter().map(|(k, _)| k.clone()).collect();
         for (k, _) in t.keys() {
             if let Some(q) = self.keys.get_mut(k) {

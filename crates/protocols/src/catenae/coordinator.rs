@@ -35,6 +35,11 @@ pub(super) struct CoTxn {
     /// program ran to its end there.
     #[serde(default)]
     pub(super) spec: Option<Arc<SpecResult>>,
+    /// Decided, and still not executed here `abstain_after` after it was scheduled (a
+    /// chain server of this DC is down): it commits without this DC's execution
+    /// (`validate.rs`, `give_up_stale`).
+    #[serde(default)]
+    pub(super) unexecuted: bool,
 }
 
 /// Transactions of one epoch connected by conflicting accesses (the "conflicting
@@ -73,6 +78,9 @@ pub(super) struct Stats {
     pub(super) dominant_mismatch: u64,
     pub(super) nacks: u64,
     pub(super) abstained: u64,
+    /// Decided transactions committed or aborted here without this DC's execution (a
+    /// chain server of this DC down: `give_up_stale`).
+    pub(super) unexecuted: u64,
     /// Non-conflicting transactions committed here.
     pub(super) lone_committed: u64,
     /// Members of conflict sets resolved here (committed or aborted): the
@@ -167,6 +175,14 @@ pub struct Coordinator {
     pub(super) unacked: BTreeMap<TxnId, (Time, BTreeMap<NodeId, Msg>)>,
     /// Manifest counts of the newest scheduled epochs.
     pub(super) manifests: BTreeMap<u64, BTreeMap<NodeId, u32>>,
+    /// When each chain server of this DC was last heard from.
+    #[serde(default)]
+    pub(super) heard: BTreeMap<NodeId, Time>,
+    /// Chain servers of this DC suspected down: commits or aborts to them went
+    /// unacknowledged and nothing was heard from them for `abstain_after`
+    /// (`give_up_stale`).
+    #[serde(default)]
+    pub(super) suspects: BTreeSet<NodeId>,
     pub(super) stats: Stats,
     /// Catch-ups (`catchup.rs`).
     #[serde(default)]
@@ -222,6 +238,8 @@ impl Coordinator {
             unfinished: BTreeMap::new(),
             unacked: BTreeMap::new(),
             manifests: BTreeMap::new(),
+            heard: BTreeMap::new(),
+            suspects: BTreeSet::new(),
             stats: Stats::default(),
             catch: Default::default(),
             slots: Default::default(),
@@ -248,6 +266,7 @@ impl Coordinator {
             ("committed".into(), s.committed as f64),
             ("no_majority".into(), s.no_majority as f64),
             ("abstained".into(), s.abstained as f64),
+            ("unexecuted".into(), s.unexecuted as f64),
             ("cycles".into(), s.cycles as f64),
             ("caught_up".into(), s.caught_up as f64),
             ("dominant_checked".into(), s.dominant_checked as f64),
@@ -296,6 +315,7 @@ impl Coordinator {
     /// acknowledged, and the newest manifests go out again.
     fn sweep(&mut self, cx: &mut Ctx<'_, Msg>) {
         self.catch_up_sweep(cx);
+        self.give_up_stale(cx);
         if !self.leads() {
             cx.set_timer(self.env.timeouts.sweep, ServerTimer::Sweep);
             return;
@@ -548,6 +568,9 @@ impl Coordinator {
         let from_dc = self.env.layout.dc_of(from);
         if from_dc != self.dc && self.env.layout.server(from_dc, 0) == from {
             self.slots.heard.insert(from_dc, cx.now());
+        }
+        if from_dc == self.dc && self.env.layout.servers_in(self.dc).any(|n| n == from) {
+            self.heard.insert(from, cx.now());
         }
         if !self.leads() {
             // Not the DC's coordinator: a client's request is answered only when its
@@ -883,6 +906,7 @@ impl Coordinator {
                     sched: cx.now(),
                     voted: false,
                     spec: None,
+                    unexecuted: false,
                 },
             );
             if let Some(ch) = chain.filter(|_| leads) {

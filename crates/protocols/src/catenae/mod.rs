@@ -167,8 +167,20 @@
 //!   keeps its transactions (a lone DC abstaining would only abort them). It is the DC's
 //!   one ballot-zero acceptance, like any vote: a DC that abstained never votes its
 //!   execution later (`CoTxn::voted`; with a secondary, a successor knows an abstention
-//!   once it is held). Two DCs that agree still commit; a split now aborts. The DC's
-//!   own clients of such a transaction still wait for the server.
+//!   once it is held). Two DCs that agree still commit; a split now aborts.
+//! - **Going on without this DC's execution (not in the paper).** A decided
+//!   transaction that this DC has not finished executing `abstain_after` after
+//!   scheduling it, or at once when its chain visits a server suspected down (one that
+//!   owes acknowledgements and has been silent that long), commits here without the
+//!   chain: with the update operations of a DC that voted the chosen dependencies (a
+//!   catch-up) or, non-conflicting or on a standby, with the program re-executed
+//!   against the committed state; the servers its forward pass never reached count it
+//!   for the epoch's manifest from the commit or abort (which carries the epoch).
+//!   Before this, one dead chain server stopped its DC's commits for good: every later
+//!   transaction on a key of one that touched it waited behind it, the DC's clients
+//!   got no answer and its live servers installed nothing more (issue 53, NY's node 0
+//!   killed for good under `secondary=on`). The dead server's own records get the
+//!   commits when it is back (re-sent until acknowledged; they accumulate meanwhile).
 //! - **The secondary coordinator (§IV)** is optional (`secondary=on`, default off,
 //!   as in the paper). Without it a crashed coordinator resumes from its forced state
 //!   and its DC (and, by default, every DC) waits meanwhile. With it the DC's second

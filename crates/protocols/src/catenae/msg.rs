@@ -371,6 +371,9 @@ pub enum Msg {
     Abort {
         /// Transaction.
         txn: TxnId,
+        /// Its epoch: a server its forward pass never reached counts it for that
+        /// epoch's manifest (`chain.rs`, a coordinator that gave up executing it).
+        eid: u64,
     },
     /// Chain server → coordinator: the manifests from epoch `eid` on never arrived.
     ManifestNack {

@@ -151,11 +151,83 @@ impl Coordinator {
             .collect();
         stale.sort();
         for (id, eid, hops) in stale {
+            // Its component first: the abstention may decide it, and with members that
+            // went on unexecuted (`give_up_stale`) finalize it, before `cast_vote`
+            // returns.
+            let Some(c) = self.txns.get(&id).filter(|t| t.decision.is_none()).map(|t| t.comp) else {
+                continue;
+            };
             self.stats.abstained += 1;
             self.cast_vote(id, eid, None, hops, cx);
-            let c = self.txns[&id].comp;
             self.try_finalize(c, cx);
         }
+    }
+
+    /// Decided transactions not executed here `abstain_after` after they were scheduled
+    /// (a chain server of this DC is down or cut off) go on without this DC's
+    /// execution: they commit with the update operations of a DC that voted the chosen
+    /// dependencies (a catch-up, as for a lost vote) or, non-conflicting or on a
+    /// standby, with the program re-executed against the committed state, which gives
+    /// the same writes (every DC commits the same transactions in the same order); an
+    /// abort needs nothing. Without it one dead chain server stops its DC's commits for
+    /// good: every later transaction on a key of one that touched the dead server
+    /// waits behind it, its clients get no answer, and the DC's live servers never
+    /// install what the other DCs commit (issue 53: `catenae:secondary=on` with NY's
+    /// first node killed for good). The live chain servers resolve its footprints with
+    /// the commit or abort; the dead one gets it when it is back (re-sent until
+    /// acknowledged), and a forward pass that reaches a server after it is answered as
+    /// resolved. A slow DC gives up the same way, which is safe (the commit does not
+    /// rest on the execution) and only costs it its speculation. A chain server that
+    /// owes acknowledgements and has been silent for as long is suspected down, and a
+    /// decided transaction whose chain visits it goes on at the next sweep.
+    pub(super) fn give_up_stale(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let now = cx.now();
+        let after = self.abstain_after();
+        // A chain server with commits or aborts outstanding that has not been heard
+        // from for as long is suspected down: a decided transaction whose chain visits
+        // it goes on at once rather than after its own wait.
+        let owed: BTreeSet<NodeId> = self.unacked.values().flat_map(|(_, m)| m.keys().copied()).collect();
+        self.suspects = owed
+            .into_iter()
+            .filter(|n| now.saturating_sub(self.heard.get(n).copied().unwrap_or(0)) >= after)
+            .collect();
+        let stale: Vec<(TxnId, u64)> = self
+            .txns
+            .iter()
+            .filter(|(_, t)| {
+                let waited = now.saturating_sub(t.sched) >= after || self.visits_suspect(t);
+                t.local.is_none() && !t.unexecuted && t.decision.is_some() && waited
+            })
+            .map(|(id, t)| (*id, t.comp))
+            .collect();
+        for (id, c) in stale {
+            self.give_up(id, cx);
+            self.try_finalize(c, cx);
+        }
+    }
+
+    /// `txn` goes on without this DC's execution (`give_up_stale`).
+    fn give_up(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        let Some(t) = self.txns.get_mut(&txn) else { return };
+        if t.unexecuted || t.local.is_some() {
+            return;
+        }
+        t.unexecuted = true;
+        let c = t.comp;
+        self.stats.unexecuted += 1;
+        self.unfinished.remove(&txn);
+        let multi = self.comps.get(&c).is_some_and(|c| c.members.len() > 1);
+        if multi && self.leads() && self.lost_vote(txn) {
+            self.ask_catch_up(txn, cx);
+        }
+    }
+
+    /// Whether `t`'s chain visits a chain server suspected down.
+    fn visits_suspect(&self, t: &CoTxn) -> bool {
+        !self.suspects.is_empty()
+            && t.chain
+                .as_ref()
+                .is_some_and(|c| c.servers.iter().any(|n| self.suspects.contains(n)))
     }
 
     /// Whether other DCs voted on `txn` (none of them for this DC), and no value could
@@ -248,10 +320,27 @@ impl Coordinator {
         let mut work = vec![first];
         while let Some(c) = work.pop() {
             let Some(comp) = self.comps.get(&c) else { continue };
+            if comp.plan.is_none() && !self.suspects.is_empty() {
+                // A decided member whose chain visits a server suspected down goes on
+                // now (`give_up_stale`).
+                let gone: Vec<TxnId> = comp
+                    .members
+                    .iter()
+                    .filter(|m| {
+                        let t = &self.txns[*m];
+                        t.decision.is_some() && t.local.is_none() && !t.unexecuted && self.visits_suspect(t)
+                    })
+                    .copied()
+                    .collect();
+                for m in gone {
+                    self.give_up(m, cx);
+                }
+            }
+            let Some(comp) = self.comps.get(&c) else { continue };
             if comp.plan.is_none() {
                 let done_here = comp.members.iter().all(|m| {
                     let t = &self.txns[m];
-                    t.decision.is_some() && t.local.is_some()
+                    t.decision.is_some() && (t.local.is_some() || t.unexecuted)
                 });
                 let first = comp.keys.iter().all(|k| {
                     self.pending
@@ -448,7 +537,7 @@ impl Coordinator {
             return Some(s.outcome.clone().map(|w| (reads, w)));
         }
         self.stats.spec_redone += 1;
-        if lone && t.entry.home != self.dc {
+        if lone && t.entry.home != self.dc && !t.unexecuted {
             // The home DC's dominant result is the committed one (§VI-D1); this DC's
             // speculation differed from it.
             self.stats.dominant_spec_mismatch += 1;
@@ -559,10 +648,11 @@ impl Coordinator {
         if let Some(ch) = &t.chain {
             let mut msgs = BTreeMap::new();
             for n in &ch.servers {
+                let m = Msg::Abort { txn, eid: t.eid };
                 if leads {
-                    cx.send(*n, Msg::Abort { txn });
+                    cx.send(*n, m.clone());
                 }
-                msgs.insert(*n, Msg::Abort { txn });
+                msgs.insert(*n, m);
             }
             self.track_unacked(txn, msgs, cx);
         }
