@@ -9,7 +9,7 @@
 //! - The votes carry dependencies, not values (an epoch message carrying every
 //!   conflicting transaction's writes to every DC would cost what validation saves),
 //!   so the values are asked for once the transaction is decided and known to have
-//!   been executed here otherwise, from the nearest DC that voted the chosen value
+//!   been executed here otherwise (or not at all: `give_up_stale`), from the nearest DC that voted the chosen value
 //!   (then the next, on a retry). Asking then rather than at its turn to commit
 //!   overlaps the round trip with its wait for earlier transactions on its keys.
 //! - The answerer sends what it committed, once it committed it. Its vote is the chosen

@@ -206,16 +206,22 @@ impl Chain {
             }
             Msg::Commit { txn, ts, writes } => {
                 cx.charge_ops(writes.len().max(1) as u32);
-                self.count_unseen(txn, ts >> RANK_BITS, cx);
+                let unseen = self.unseen(txn);
                 for (k, v, val) in writes {
                     self.store.install(&k, v, val, ts);
                 }
                 self.resolve(txn, cx);
+                if unseen {
+                    self.count_unseen(ts >> RANK_BITS, cx);
+                }
                 self.applied(from, txn, cx);
             }
             Msg::Abort { txn, eid } => {
-                self.count_unseen(txn, eid, cx);
+                let unseen = self.unseen(txn);
                 self.resolve(txn, cx);
+                if unseen {
+                    self.count_unseen(eid, cx);
+                }
                 self.applied(from, txn, cx);
             }
             Msg::RoRead(r) => {
@@ -234,12 +240,21 @@ impl Chain {
         }
     }
 
-    /// A commit or abort of `txn` (of epoch `eid`) before its forward pass reached this
+    /// Whether a commit or abort of `txn` arrives before its forward pass reached this
     /// server (its coordinator gave up executing it: a server before this one on its
-    /// chain is down) counts for the epoch's manifest as its footprint would have, or
-    /// every later epoch would wait here for the stall valve, one transaction at a time.
-    fn count_unseen(&mut self, txn: TxnId, eid: u64, cx: &mut Ctx<'_, Msg>) {
-        if self.txns.contains_key(&txn) || self.done.contains(&txn) || eid < self.complete_below {
+    /// chain is down).
+    fn unseen(&self, txn: TxnId) -> bool {
+        !self.txns.contains_key(&txn) && !self.done.contains(&txn)
+    }
+
+    /// Such an unseen transaction of epoch `eid` counts for the epoch's manifest as its
+    /// footprint would have, or every later epoch would wait here for the stall valve,
+    /// one transaction at a time. Counted only once its writes are installed: the
+    /// epoch it completes may release parked read-only reads of that snapshot, which
+    /// must see them (a review's finding). (A commit reaches only servers on the chain:
+    /// a declared range is on its rows' shard, `meridian_txn::key_range`.)
+    fn count_unseen(&mut self, eid: u64, cx: &mut Ctx<'_, Msg>) {
+        if eid < self.complete_below {
             return;
         }
         self.manifest.entry(eid).or_insert((None, 0)).1 += 1;

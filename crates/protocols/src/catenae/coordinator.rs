@@ -35,9 +35,9 @@ pub(super) struct CoTxn {
     /// program ran to its end there.
     #[serde(default)]
     pub(super) spec: Option<Arc<SpecResult>>,
-    /// Decided, and still not executed here `abstain_after` after it was scheduled (a
-    /// chain server of this DC is down): it commits without this DC's execution
-    /// (`validate.rs`, `give_up_stale`).
+    /// Decided, and still not executed here `abstain_after` after it was scheduled, or
+    /// at once when its chain visits a server suspected down: it commits without this
+    /// DC's execution (`validate.rs`, `give_up_stale`).
     #[serde(default)]
     pub(super) unexecuted: bool,
 }
@@ -390,6 +390,8 @@ impl Coordinator {
 
     pub(super) fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {
         self.slots.up_since = cx.now();
+        // Silences are timed from now: this node heard nothing while it was down.
+        self.heard.clear();
         if self.sec.on {
             self.arm(cx);
             cx.set_timer(self.env.timeouts.sweep, ServerTimer::Sweep);

@@ -59,7 +59,8 @@
 //!   that voted the chosen dependencies, asked for as soon as the transaction is
 //!   decided (`catchup.rs`; one more round trip).
 //! - **Commit.** A conflict set commits once all its members are decided and executed
-//!   here and every earlier epoch's transactions on its keys are done. Its members are
+//!   here (or gone on without this DC's execution: below) and every earlier epoch's
+//!   transactions on its keys are done. Its members are
 //!   ordered by a topological sort of the decided dependencies (ties by id); members on
 //!   a cycle of decided dependencies abort. The commit timestamp is (epoch, rank).
 //!   Each transaction commits with this DC's speculative result where that execution

@@ -25,7 +25,9 @@
 //!   coordinator relays each scheduled epoch with the payloads it used (`Scheduled`) and
 //!   each chain that finished here (`Local`). The standby runs the same scheduling,
 //!   decisions and commits on them without sending anything, so its state is its
-//!   coordinator's, one intra-DC hop behind.
+//!   coordinator's, one intra-DC hop behind, except where either went on without the
+//!   DC's execution of a decided transaction on its own clock (`give_up_stale`): the
+//!   same writes at the same place in the order, committed a little earlier or later.
 //! - **Takeover.** A standby that heard nothing from its coordinator for `failover`
 //!   (default: the runtime's fail-over timeout) takes the next term: it asks every other
 //!   DC's coordinator (`TakeOver`) to refuse the old term and to send what it holds of
@@ -641,7 +643,7 @@ impl Coordinator {
         let mut v: Vec<TxnId> = self
             .txns
             .iter()
-            .filter(|(_, t)| t.local.is_none() && t.chain.is_some())
+            .filter(|(_, t)| t.local.is_none() && !t.unexecuted && t.chain.is_some())
             .map(|(id, _)| *id)
             .collect();
         v.sort();

@@ -176,8 +176,10 @@ impl Coordinator {
     /// first node killed for good). The live chain servers resolve its footprints with
     /// the commit or abort; the dead one gets it when it is back (re-sent until
     /// acknowledged), and a forward pass that reaches a server after it is answered as
-    /// resolved. A slow DC gives up the same way, which is safe (the commit does not
-    /// rest on the execution) and only costs it its speculation. A chain server that
+    /// resolved (a re-dispatch by a successor coordinator) or dropped. A slow DC gives
+    /// up the same way, which is safe (the commit does not rest on the execution) and
+    /// costs it its speculation and, for a conflicting transaction, a catch-up round
+    /// trip. A chain server that
     /// owes acknowledgements and has been silent for as long is suspected down, and a
     /// decided transaction whose chain visits it goes on at the next sweep.
     pub(super) fn give_up_stale(&mut self, cx: &mut Ctx<'_, Msg>) {
@@ -186,11 +188,26 @@ impl Coordinator {
         // A chain server with commits or aborts outstanding that has not been heard
         // from for as long is suspected down: a decided transaction whose chain visits
         // it goes on at once rather than after its own wait.
+        // A server owed something and never heard from is timed from now.
         let owed: BTreeSet<NodeId> = self.unacked.values().flat_map(|(_, m)| m.keys().copied()).collect();
-        self.suspects = owed
+        for n in &owed {
+            self.heard.entry(*n).or_insert(now);
+        }
+        let suspects: BTreeSet<NodeId> = owed
             .into_iter()
-            .filter(|n| now.saturating_sub(self.heard.get(n).copied().unwrap_or(0)) >= after)
+            .filter(|n| now.saturating_sub(self.heard[n]) >= after)
             .collect();
+        if suspects != self.suspects {
+            // For the operator (INFO on a cluster): which chain servers this DC now goes
+            // on without.
+            let names = |s: &BTreeSet<NodeId>| s.iter().map(|n| format!("n{}", n.0)).collect::<Vec<_>>().join(",");
+            cx.note(format!(
+                "chain servers suspected down: [{}] (were [{}]); decided transactions visiting them commit here without this DC's execution",
+                names(&suspects),
+                names(&self.suspects)
+            ));
+        }
+        self.suspects = suspects;
         let stale: Vec<(TxnId, u64)> = self
             .txns
             .iter()
@@ -208,6 +225,7 @@ impl Coordinator {
 
     /// `txn` goes on without this DC's execution (`give_up_stale`).
     fn give_up(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        self.unfinished.remove(&txn);
         let Some(t) = self.txns.get_mut(&txn) else { return };
         if t.unexecuted || t.local.is_some() {
             return;
@@ -215,7 +233,6 @@ impl Coordinator {
         t.unexecuted = true;
         let c = t.comp;
         self.stats.unexecuted += 1;
-        self.unfinished.remove(&txn);
         let multi = self.comps.get(&c).is_some_and(|c| c.members.len() > 1);
         if multi && self.leads() && self.lost_vote(txn) {
             self.ask_catch_up(txn, cx);
@@ -312,7 +329,8 @@ impl Coordinator {
         }
     }
 
-    /// A component commits once every member is decided and finished here, and every
+    /// A component commits once every member is decided and finished here (or gone on
+    /// without this DC's execution, `give_up_stale`), and every
     /// earlier epoch's transactions on its keys are done (§VI-E: dependencies first).
     /// A member waiting for a catch-up holds the members after it, and every later
     /// component on its keys.
@@ -550,6 +568,7 @@ impl Coordinator {
     fn commit(&mut self, txn: TxnId, ts: u64, lone: bool, cx: &mut Ctx<'_, Msg>) -> Option<u32> {
         let run = self.committed_result(txn, lone, cx)?;
         let t = self.txns.remove(&txn).expect("scheduled");
+        self.unfinished.remove(&txn);
         self.resolver.forget(txn);
         cx.charge_ops((t.keys.len() as u32).max(1));
         if !lone {
@@ -642,6 +661,7 @@ impl Coordinator {
 
     fn abort(&mut self, txn: TxnId, reason: AbortReason, cx: &mut Ctx<'_, Msg>) {
         let Some(t) = self.txns.remove(&txn) else { return };
+        self.unfinished.remove(&txn);
         self.resolver.forget(txn);
         self.catch_up_forget(txn, cx);
         let leads = self.leads();
