@@ -208,7 +208,7 @@ impl Coordinator {
             ));
         }
         self.suspects = suspects;
-        let stale: Vec<(TxnId, u64)> = self
+        let mut stale: Vec<(TxnId, u64)> = self
             .txns
             .iter()
             .filter(|(_, t)| {
@@ -217,6 +217,9 @@ impl Coordinator {
             })
             .map(|(id, t)| (*id, t.comp))
             .collect();
+        // In id order, not the hash table's: a server rebuilt from its image must act
+        // the same (tests/images.rs caught it).
+        stale.sort();
         for (id, c) in stale {
             self.give_up(id, cx);
             self.try_finalize(c, cx);
