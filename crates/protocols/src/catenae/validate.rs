@@ -179,16 +179,14 @@ impl Coordinator {
     /// resolved (a re-dispatch by a successor coordinator) or dropped. A slow DC gives
     /// up the same way, which is safe (the commit does not rest on the execution) and
     /// costs it its speculation and, for a conflicting transaction, a catch-up round
-    /// trip. A chain server that
-    /// owes acknowledgements and has been silent for as long is suspected down, and a
-    /// decided transaction whose chain visits it goes on at the next sweep.
+    /// trip. A chain server that owes acknowledgements and has been silent for as long
+    /// is suspected down, and a decided transaction whose chain visits it goes on at
+    /// once (here or in `try_finalize`).
     pub(super) fn give_up_stale(&mut self, cx: &mut Ctx<'_, Msg>) {
         let now = cx.now();
         let after = self.abstain_after();
-        // A chain server with commits or aborts outstanding that has not been heard
-        // from for as long is suspected down: a decided transaction whose chain visits
-        // it goes on at once rather than after its own wait.
-        // A server owed something and never heard from is timed from now.
+        // Suspects: chain servers owed commits or aborts and silent for `after` (one
+        // never heard from is timed from now).
         let owed: BTreeSet<NodeId> = self.unacked.values().flat_map(|(_, m)| m.keys().copied()).collect();
         for n in &owed {
             self.heard.entry(*n).or_insert(now);
@@ -211,10 +209,7 @@ impl Coordinator {
         let mut stale: Vec<(TxnId, u64)> = self
             .txns
             .iter()
-            .filter(|(_, t)| {
-                let waited = now.saturating_sub(t.sched) >= after || self.visits_suspect(t);
-                t.local.is_none() && !t.unexecuted && t.decision.is_some() && waited
-            })
+            .filter(|(_, t)| Self::may_give_up(t) && (now.saturating_sub(t.sched) >= after || self.visits_suspect(t)))
             .map(|(id, t)| (*id, t.comp))
             .collect();
         // In id order, not the hash table's: a server rebuilt from its image must act
@@ -229,10 +224,9 @@ impl Coordinator {
     /// `txn` goes on without this DC's execution (`give_up_stale`).
     fn give_up(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
         self.unfinished.remove(&txn);
-        let Some(t) = self.txns.get_mut(&txn) else { return };
-        if t.unexecuted || t.local.is_some() {
+        let Some(t) = self.txns.get_mut(&txn).filter(|t| Self::may_give_up(t)) else {
             return;
-        }
+        };
         t.unexecuted = true;
         let c = t.comp;
         self.stats.unexecuted += 1;
@@ -240,6 +234,11 @@ impl Coordinator {
         if multi && self.leads() && self.lost_vote(txn) {
             self.ask_catch_up(txn, cx);
         }
+    }
+
+    /// Whether `t` is decided and neither executed here nor given up yet.
+    fn may_give_up(t: &CoTxn) -> bool {
+        t.decision.is_some() && t.local.is_none() && !t.unexecuted
     }
 
     /// Whether `t`'s chain visits a chain server suspected down.
@@ -347,10 +346,7 @@ impl Coordinator {
                 let gone: Vec<TxnId> = comp
                     .members
                     .iter()
-                    .filter(|m| {
-                        let t = &self.txns[*m];
-                        t.decision.is_some() && t.local.is_none() && !t.unexecuted && self.visits_suspect(t)
-                    })
+                    .filter(|m| Self::may_give_up(&self.txns[*m]) && self.visits_suspect(&self.txns[*m]))
                     .copied()
                     .collect();
                 for m in gone {
