@@ -88,7 +88,7 @@ fn test_cli_sim_runs_to_the_end_or_says_which_limit_stopped_it() {
 
 #[test]
 fn test_cli_bad_input_is_one_clear_error() {
-    let cases: [(&[&str], &str); 23] = [
+    let cases: [(&[&str], &str); 26] = [
         (&["sim", "--protocol", "crossstitch:copies=x"], "`copies` must be 1..=8"),
         (&["sim", "--protocol", "2pc-2pl:replicas=2"], "no parameter `replicas`"),
         (
@@ -116,7 +116,13 @@ fn test_cli_bad_input_is_one_clear_error() {
         (&["sim", "--protocol", "replog:locks=maybe"], "locks=maybe"),
         (&["sim", "--protocol", "replog:lease=2"], "needs a unit"),
         (&["sim", "--protocol", "replog:lease=0s"], "longer than zero"),
-        (&["sim", "--protocol", "rc:fast=1"], "takes no parameters"),
+        (
+            &["sim", "--protocol", "rc:fast=1"],
+            "rc: unknown parameter `fast` (known: forget)",
+        ),
+        (&["sim", "--protocol", "rc:forget=2"], "needs a unit"),
+        (&["sim", "--protocol", "rc:forget=0s"], "longer than zero"),
+        (&["sim", "--protocol", "pc-2pl:fast=1"], "takes no parameters"),
         (&["sim", "--protocol", "2pc-2pl", "--fsync", "slow"], "--fsync"),
         (&["sim", "--protocol", "2pc-2pl", "--bogus"], "--bogus"),
         (&["sim", "--protocol", "nope"], "unknown protocol `nope`"),

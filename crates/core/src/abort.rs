@@ -71,6 +71,10 @@ reasons! {
     PipelineTimeout => "pipelined commit timed out before precommit",
     /// Replicated Commit: a majority of DCs voted against the commit.
     MajorityRejected => "a majority of DCs rejected",
+    /// Replicated Commit: a DC's coordinator no longer knows the transaction's outcome
+    /// (it forgot decisions this old); a client that hears it reports the outcome as
+    /// unknown, never as an abort.
+    OutcomeForgotten => "the outcome is older than a DC remembers",
     /// A participant voted no (without saying why).
     ParticipantVotedNo => "participant voted no",
     /// HACommit: a recovery proposer decided abort.

@@ -42,8 +42,11 @@ use serde::Serialize;
 /// it collected (`ReplicaSnapshot::pruned`), and a HACommit replica's sync state what
 /// it collected (`SyncState::collected`). 16: a Catenae abort carries its
 /// transaction's epoch (`Abort::eid`), so a chain server its forward pass never
-/// reached counts it for the epoch's manifest.
-pub const VERSION: u8 = 16;
+/// reached counts it for the epoch's manifest. 17: a Replicated Commit coordinator
+/// may answer with `AbortReason::OutcomeForgotten`, which a client must read as an
+/// unknown outcome (not a reject), and its `Applied` now says that its decision is on
+/// disk (a peer forgets the decision on it).
+pub const VERSION: u8 = 17;
 
 /// The largest frame accepted (length field), 16 MiB.
 pub const MAX_FRAME: usize = 16 << 20;

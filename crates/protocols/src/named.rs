@@ -52,6 +52,7 @@ pub fn with_protocol<W: WithProtocol>(
             | "hier-ts"
             | "2pc-deferred"
             | "catenae"
+            | "rc"
     ) {
         if let Some(k) = spec.params.keys().next() {
             return Err(ProtocolError::Invalid(format!(
@@ -71,7 +72,7 @@ pub fn with_protocol<W: WithProtocol>(
             copies: copies_for(&spec, 1)?,
             mutant,
         }),
-        "rc" => w.with(crate::rc::ReplicatedCommit::default()),
+        "rc" => w.with(rc_for(&spec)?),
         "pc-2pl" => w.with(crate::paxoscommit::PaxosCommit {
             cc: crate::paxoscommit::Cc::Locking,
         }),
@@ -149,6 +150,32 @@ fn copies_for(spec: &meridian_core::spec::Spec<'_>, default: u32) -> Result<u32,
         }
     }
     Ok(copies)
+}
+
+/// The `rc` protocol for a spec's `forget=DUR` parameter (how long after every DC
+/// confirmed it a coordinator forgets a decision; default the tombstone period).
+fn rc_for(spec: &meridian_core::spec::Spec<'_>) -> Result<crate::rc::ReplicatedCommit, ProtocolError> {
+    let mut p = crate::rc::ReplicatedCommit::default();
+    for (k, v) in &spec.params {
+        match *k {
+            "forget" => {
+                let t = meridian_core::time::parse_duration(v)
+                    .map_err(|e| ProtocolError::Invalid(format!("rc: forget={v}: {e}")))?;
+                if t == 0 {
+                    return Err(ProtocolError::Invalid(format!(
+                        "rc: forget={v}: must be longer than zero"
+                    )));
+                }
+                p.forget = Some(t);
+            }
+            other => {
+                return Err(ProtocolError::Invalid(format!(
+                    "rc: unknown parameter `{other}` (known: forget)"
+                )))
+            }
+        }
+    }
+    Ok(p)
 }
 
 /// The `replog` protocol for a spec's `leaders=` parameter (default: `--data-dc` if

@@ -75,6 +75,7 @@ each_protocol! {
     images_change_nothing_2pc_2pl_two_copies: "2pc-2pl:copies=2",
     images_change_nothing_2pc_occ: "2pc-occ",
     images_change_nothing_rc: "rc",
+    images_change_nothing_rc_forgetting: "rc:forget=1s",
     images_change_nothing_replog: "replog",
     images_change_nothing_hacommit: "hacommit",
     images_change_nothing_hacommit_rc: "hacommit-rc",

@@ -189,9 +189,16 @@ fn test_rc_without_read_validation_is_caught() {
         .unwrap()
         .report;
     assert_clean(&good);
-    let bad = meridian_sim::run(ReplicatedCommit { unchecked: true }, &c, &mut |_, _| {})
-        .unwrap()
-        .report;
+    let bad = meridian_sim::run(
+        ReplicatedCommit {
+            unchecked: true,
+            ..Default::default()
+        },
+        &c,
+        &mut |_, _| {},
+    )
+    .unwrap()
+    .report;
     assert!(!bad.check.serializable, "unchecked rc passed: {:?}", bad.check);
     assert!(bad.check.invariant.is_some(), "the bank balance should break");
 }

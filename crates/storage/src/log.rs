@@ -58,6 +58,16 @@ impl<R: LogRecord + Clone> Log<R> {
         self.synced = self.records.len();
     }
 
+    /// Syncs what was appended so far (one fsync charged, however little is pending):
+    /// for a message that must not go out before an earlier, unforced record is on
+    /// disk.
+    pub fn sync<M>(&mut self, cx: &mut Ctx<'_, M>) {
+        if self.synced < self.records.len() {
+            cx.charge_log_sync(0);
+            self.synced = self.records.len();
+        }
+    }
+
     /// All records, oldest first.
     pub fn records(&self) -> impl DoubleEndedIterator<Item = &R> + ExactSizeIterator + '_ {
         self.records.iter().map(|r| &**r)

@@ -190,7 +190,11 @@ pub enum Entry<M> {
 /// keeps when it last heard each chain server of its DC and which it suspects down
 /// (`heard`, `suspects`), and which transactions it gave up executing
 /// (`CoTxn::unexecuted`); journalled Catenae aborts carry their epoch (wire 16).
-pub const FORMAT: u32 = 17;
+/// 18 (stop 77): a Replicated Commit server forgets decisions (`forgetting`,
+/// `forgot_ts`, `forget_after`; `CTxn::confirmed`; `Rec::Decided`/`Ended` carry
+/// `forget`), and keeps its decisions and tombstones in persistent maps (`done`,
+/// `applied`, `released` as `Aging`).
+pub const FORMAT: u32 = 18;
 
 /// What a journal says about itself (its `meta` partition).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

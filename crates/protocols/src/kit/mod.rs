@@ -2,6 +2,8 @@
 //! the same in every protocol using it lives here; anything a paper specifies
 //! differently stays in that protocol's folder.
 //!
+//! - [`aging`]: maps whose entries expire a fixed time after they were put in
+//!   (tombstones), in persistent structures that a checkpoint's copy shares.
 //! - [`client`]: the client frame (`client_frame!`: a client's `Actor` impl and, for an
 //!   interactive client, its `ClientRole` impl) and a client's bookkeeping of its
 //!   transaction: the history record from start to outcome, stepping the program,
@@ -19,6 +21,7 @@
 //!   and outcome messages, the majority rule, and each coordinator's state of a round
 //!   (`Round`: votes, outcome, install acks, what the sweep owes it).
 
+pub mod aging;
 pub mod client;
 pub mod image;
 pub mod marks;

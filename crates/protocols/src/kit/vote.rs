@@ -61,9 +61,19 @@ pub struct DcVote<V> {
     pub value: Option<Arc<V>>,
     /// The sender wants the receiver's vote back.
     pub reply: bool,
+    /// The transaction's commit timestamp, where the protocol has one and the sender
+    /// knows it (Replicated Commit: a reject names it, so that a coordinator that
+    /// forgot decisions this old recognises the transaction without its value).
+    #[serde(default)]
+    pub ts: Option<u64>,
 }
 
 impl<V> DcVote<V> {
+    /// The same vote, naming the transaction's commit timestamp.
+    pub fn with_ts(self, ts: Option<u64>) -> Self {
+        DcVote { ts, ..self }
+    }
+
     /// A DC's vote as it is cast, for the DCs (and the client) that wait for it: no
     /// answer wanted back.
     pub fn cast(txn: TxnId, dc: DcId, accept: bool, reason: Option<AbortReason>, value: Option<Arc<V>>) -> Self {
@@ -74,6 +84,7 @@ impl<V> DcVote<V> {
             reason,
             value,
             reply: false,
+            ts: None,
         }
     }
 }
@@ -243,6 +254,7 @@ impl<V> Round<V> {
             reason: self.reason.clone(),
             value,
             reply,
+            ts: None,
         })
     }
 }

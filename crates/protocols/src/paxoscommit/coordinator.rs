@@ -265,6 +265,7 @@ impl Server {
             reason,
             value,
             reply,
+            ..
         } = v;
         if let Some(&commit) = self.done.get(&txn) {
             if reply {

@@ -314,6 +314,12 @@ impl Client {
         let Phase::Committing { votes, why, .. } = &mut cur.phase else {
             return;
         };
+        if reason == Some(AbortReason::OutcomeForgotten) {
+            // A DC forgot decisions this old: the transaction may have committed, and
+            // this answer is no vote to count (module docs, "Forgetting decisions").
+            self.finish(Outcome::Unknown, None, cx);
+            return;
+        }
         votes.insert(dc, accept);
         if !accept {
             if let Some(r) = reason {

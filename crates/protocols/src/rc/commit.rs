@@ -25,8 +25,18 @@ impl Server {
                 // locks until the idle timeout, denying every writer meanwhile (issue 53:
                 // 1-5 keys locked after 3 of 10 loopback benches). The value names them.
                 send_decision(txn, false, &value, &self.env.layout, self.dc, |_| false, cx);
+                if !self.aborting.contains_key(&txn) {
+                    self.await_abort_acks(txn, &value, cx.now());
+                }
             }
             cx.send(from, Msg::Decided(outcome));
+            return;
+        }
+        if self.forgotten(txn, Some(value.ts)) {
+            // Older than a decision forgotten here: it may be one (module docs,
+            // "Forgetting decisions"). The client learns that its outcome is lost to
+            // this DC, not a vote it could count.
+            cx.send(from, Msg::Vote(self.forgotten_vote(txn, value.ts)));
             return;
         }
         let Some(c) = self.ctxn(txn, Some(value), None, cx.now()) else {
@@ -40,6 +50,22 @@ impl Server {
         if !preparing {
             self.start_prepare(txn, cx);
         }
+    }
+
+    /// Whether `txn`, unknown here, is at or below the timestamp of a decision this
+    /// coordinator forgot (`ts`, if the message named it): it may have been decided
+    /// here and forgotten, so this DC keeps no state for it (a round opened for it
+    /// could decide anew), never prepares or accepts it, and answers at most with
+    /// [`Self::forgotten_vote`].
+    pub(super) fn forgotten(&self, txn: TxnId, ts: Option<u64>) -> bool {
+        ts.is_some_and(|ts| ts <= self.forgot_ts) && !self.done.contains_key(&txn) && !self.ctxns.contains_key(&txn)
+    }
+
+    /// This DC's answer about a transaction it may have forgotten: a reject that is
+    /// not logged (it is the same for ever: `forgot_ts` only grows and is kept on
+    /// disk), whose reason tells a client that the outcome is lost here.
+    pub(super) fn forgotten_vote(&self, txn: TxnId, ts: u64) -> DcVote<TxnValue> {
+        DcVote::cast(txn, self.dc, false, Some(AbortReason::OutcomeForgotten), None).with_ts(Some(ts))
     }
 
     /// The outcome of `txn` if this coordinator decided it, with the value if committed
@@ -80,15 +106,24 @@ impl Server {
     /// This DC's vote on `txn`, if it voted: an accept carries the value (a DC that
     /// missed the client's request prepares on it); a reject carries none.
     fn my_ballot(&self, txn: TxnId, reply: bool) -> Option<DcVote<TxnValue>> {
-        let r = &self.ctxns.get(&txn)?.round;
+        let c = self.ctxns.get(&txn)?;
+        let r = &c.round;
         let value = r.value.clone().filter(|_| r.my_vote == Some(true));
-        r.my_ballot(txn, self.dc, value, reply)
+        Some(r.my_ballot(txn, self.dc, value, reply)?.with_ts(c.ts()))
     }
 
     /// Runs 2PC prepare inside this DC.
     pub(super) fn start_prepare(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
         let Some(c) = self.ctxns.get_mut(&txn) else { return };
         let Some(value) = c.round.value.clone() else { return };
+        if value.ts <= self.forgot_ts {
+            // It may have been decided here and forgotten, and this DC may have
+            // answered it with an unlogged reject since: never prepared, rejected
+            // (module docs, "Forgetting decisions"). Its round may have been opened by
+            // a message without the value, which names no timestamp.
+            self.cast_vote(txn, false, Some(AbortReason::OutcomeForgotten), cx);
+            return;
+        }
         c.preparing = true;
         c.round.since = cx.now();
         c.asked = cx.now();
@@ -156,6 +191,7 @@ impl Server {
         c.round.since = cx.now();
         let value = if accept { c.round.value.clone() } else { None };
         let coord = c.coord;
+        let ts = c.ts();
         let client = c.round.value.as_ref().map(|v| v.client);
         self.log.append_sync(
             Rec::Voted {
@@ -166,7 +202,7 @@ impl Server {
             },
             cx,
         );
-        let vote = Msg::Vote(DcVote::cast(txn, dc, accept, reason, value));
+        let vote = Msg::Vote(DcVote::cast(txn, dc, accept, reason, value).with_ts(ts));
         if let Some(cl) = client {
             cx.send(cl, vote.clone());
         }
@@ -178,9 +214,20 @@ impl Server {
 
     pub(super) fn on_vote(&mut self, from: NodeId, v: DcVote<TxnValue>, cx: &mut Ctx<'_, Msg>) {
         let (txn, dc, accept, reply, value) = (v.txn, v.dc, v.accept, v.reply, v.value);
+        let ts = value.as_ref().map(|v| v.ts).or(v.ts);
         if let Some(outcome) = self.outcome(txn) {
             if reply {
                 cx.send(from, Msg::Decided(outcome));
+            }
+            return;
+        }
+        if let Some(ts) = ts.filter(|_| self.forgotten(txn, ts)) {
+            // Another DC's coordinator asks about a transaction that may have been
+            // decided here and forgotten: this DC rejects it. That is safe whatever it
+            // was: an abort had a majority of rejects already, and a commit is
+            // forgotten only once every coordinator confirmed it, so none asks.
+            if reply {
+                cx.send(from, Msg::Vote(self.forgotten_vote(txn, ts)));
             }
             return;
         }
@@ -190,6 +237,7 @@ impl Server {
         let Some(c) = self.ctxn(txn, value, Some(guess), cx.now()) else {
             return;
         };
+        c.ts = c.ts.or(ts);
         c.round.votes.insert(dc, accept);
         // A DC that never got the client's request prepares once it learns the value.
         let prepare = c.round.my_vote.is_none() && !c.preparing && c.round.value.is_some();
@@ -207,6 +255,8 @@ impl Server {
         if self.done.contains_key(&txn) {
             let mine_applied = self.ctxns.get(&txn).is_none_or(|c| c.round.applied.contains(&self.dc));
             if commit && mine_applied {
+                // A confirmation lets the peer forget the decision: ours is on disk first.
+                self.log.sync(cx);
                 cx.send(from, Msg::Applied { txn });
             }
             return;
@@ -240,6 +290,7 @@ impl Server {
                 txn,
                 commit,
                 value: value.clone().filter(|_| commit),
+                forget: None,
             },
             cx,
         );
@@ -250,10 +301,62 @@ impl Server {
         send_decision(txn, commit, &value, &self.env.layout, dc, |_| false, cx);
         if !commit {
             self.ctxns.remove(&txn);
+            self.await_abort_acks(txn, &value, cx.now());
+        }
+    }
+
+    /// An abort told to this DC's cohorts (`value` names them): it may be forgotten
+    /// once each has acknowledged it (a cohort that lost it and stays prepared asks
+    /// this coordinator, which must still know the answer). The sweep tells it again
+    /// to those that have not (`resend_aborts`).
+    pub(super) fn await_abort_acks(&mut self, txn: TxnId, value: &TxnValue, now: Time) {
+        let waiting: BTreeSet<NodeId> = value.cohorts(&self.env.layout, self.dc).into_keys().collect();
+        self.aborting.insert(
+            txn,
+            Aborting {
+                ts: value.ts,
+                waiting,
+                sent: now,
+            },
+        );
+    }
+
+    /// Tells aborts again, every query period, to the cohorts that have not
+    /// acknowledged them.
+    pub(super) fn resend_aborts(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let now = cx.now();
+        let every = self.env.timeouts.query;
+        for (txn, a) in self.aborting.iter_mut() {
+            if now.saturating_sub(a.sent) < every {
+                continue;
+            }
+            a.sent = now;
+            for n in &a.waiting {
+                let (txn, ts) = (*txn, a.ts);
+                cx.send(
+                    *n,
+                    Msg::Commit {
+                        txn,
+                        commit: false,
+                        ts,
+                        writes: vec![],
+                    },
+                );
+            }
         }
     }
 
     pub(super) fn on_ack(&mut self, from: NodeId, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
+        if let Some(a) = self.aborting.get_mut(&txn) {
+            a.waiting.remove(&from);
+            if a.waiting.is_empty() {
+                let ts = a.ts;
+                self.aborting.remove(&txn);
+                self.log.append(Rec::Ended { txn, forget: Some(ts) }, cx);
+                self.may_forget(txn, ts, cx.now());
+            }
+            return;
+        }
         let (dc, layout) = (self.dc, &self.env.layout);
         let Some(c) = self.ctxns.get_mut(&txn) else { return };
         let theirs = layout.dc_of(from);
@@ -273,6 +376,8 @@ impl Server {
         }
         if c.round.installed(from, dc, |v| v.cohorts(layout, dc).into_keys()) {
             let coord = c.coord;
+            // A confirmation lets the peers forget the decision: ours is on disk first.
+            self.log.sync(cx);
             for p in self.peers(coord) {
                 cx.send(p, Msg::Applied { txn });
             }
@@ -284,20 +389,30 @@ impl Server {
         let dc = self.env.layout.dc_of(from);
         if let Some(c) = self.ctxns.get_mut(&txn) {
             c.round.applied.insert(dc);
+            c.confirmed.insert(dc);
             self.maybe_end(txn, cx);
         }
     }
 
-    /// A committed transaction is forgotten once every DC has applied it.
+    /// A committed transaction's round ends once every DC has applied it; its decision
+    /// may be forgotten later if every other DC's coordinator confirmed it (a DC
+    /// counted through its cohorts' acknowledgements alone may have a coordinator that
+    /// does not know the outcome yet, and will ask).
     pub(super) fn maybe_end(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
         let n = self.ndcs();
-        if self.ctxns.get(&txn).is_some_and(|c| c.round.applied.len() == n) {
-            self.ctxns.remove(&txn);
-            self.log.append(Rec::Ended { txn }, cx);
+        let Some(c) = self.ctxns.get(&txn).filter(|c| c.round.applied.len() == n) else {
+            return;
+        };
+        let everyone = c.confirmed.len() + 1 == n && !c.confirmed.contains(&self.dc);
+        let forget = c.round.value.as_ref().map(|v| v.ts).filter(|_| everyone);
+        self.ctxns.remove(&txn);
+        self.log.append(Rec::Ended { txn, forget }, cx);
+        if let Some(ts) = forget {
+            self.may_forget(txn, ts, cx.now());
         }
     }
 
-    pub(super) fn on_query(&mut self, from: NodeId, txn: TxnId, coord: ShardId, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn on_query(&mut self, from: NodeId, txn: TxnId, coord: ShardId, ts: u64, cx: &mut Ctx<'_, Msg>) {
         let theirs = self.env.layout.dc_of(from);
         if let Some(&commit) = self.done.get(&txn) {
             let c = self.ctxns.get(&txn);
@@ -325,8 +440,16 @@ impl Server {
             // a decision answers it (this DC's vote is not its DC's).
             return;
         }
+        if self.forgotten(txn, Some(ts)) {
+            // Decided here and forgotten (then this DC applied it: the query is a late
+            // copy), or older than that and never voted on here: a vote cast now could
+            // decide it anew. The cohort asks the other DCs after its second query;
+            // those waiting for this DC's vote get a reject (`on_vote`).
+            return;
+        }
         let now = cx.now();
         let c = self.ctxns.entry(txn).or_insert_with(|| CTxn::new(coord, None, now));
+        c.ts = c.ts.or(Some(ts));
         if c.round.my_vote.is_none() && !c.preparing {
             // Never voted (this coordinator restarted before voting): it cannot have
             // accepted, so rejecting is safe; the peers' votes will settle the outcome.

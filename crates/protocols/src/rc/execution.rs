@@ -31,7 +31,7 @@ impl Server {
     /// ignored: a lost write on gcp3 with one server down for 10 s).
     pub(super) fn on_client_release(&mut self, txn: TxnId, now: Time) {
         if !self.prepared.contains_key(&txn) && !self.applied.contains_key(&txn) {
-            self.released.insert(txn, now);
+            self.released.insert(txn, (), now);
         }
         self.on_release(txn);
     }
@@ -55,7 +55,7 @@ impl Server {
         let answer = |yes: bool, reason: Option<AbortReason>, cx: &mut Ctx<'_, Msg>| {
             cx.send(from, Msg::Prepared(Prepared { txn, yes, reason }));
         };
-        if let Some((commit, _)) = self.applied.get(&txn) {
+        if let Some(commit) = self.applied.get(&txn) {
             let c = *commit;
             return answer(c, (!c).then_some(AbortReason::AlreadyAbortedHere), cx);
         }
@@ -97,6 +97,7 @@ impl Server {
                 asked: cx.now(),
                 hops: cx.hops(),
                 queries: 0,
+                ts,
             },
         );
         answer(true, None, cx);
@@ -154,7 +155,10 @@ impl Server {
             }
             self.log.append_sync(Rec::Committed { txn, ts, writes }, cx);
         } else if prep.is_some() {
-            self.log.append(Rec::Aborted { txn }, cx);
+            // Forced before the acknowledgement: on it the coordinator may forget the
+            // abort (module docs, "Forgetting decisions"), and a cohort that lost this
+            // record in a crash would be prepared again with no one to ask.
+            self.log.append_sync(Rec::Aborted { txn }, cx);
         }
         if let Some(p) = prep {
             if !p.writes.is_empty() {
@@ -162,7 +166,7 @@ impl Server {
             }
         }
         self.locks.release_all(txn);
-        self.applied.insert(txn, (commit, cx.now()));
+        self.applied.insert(txn, commit, cx.now());
         cx.send(from, Msg::Ack { txn });
     }
 

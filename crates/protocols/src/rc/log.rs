@@ -31,9 +31,18 @@ pub(super) enum Rec {
         txn: TxnId,
         commit: bool,
         value: Option<Arc<TxnValue>>,
+        /// The commit timestamp, once the decision may be forgotten (written in by
+        /// the compaction that drops its `Ended`).
+        #[serde(default)]
+        forget: Option<u64>,
     },
+    /// A commit applied by every DC, or an abort acknowledged by this DC's cohorts.
     Ended {
         txn: TxnId,
+        /// The commit timestamp, if the decision may be forgotten: a commit every
+        /// other DC's coordinator confirmed, or an abort.
+        #[serde(default)]
+        forget: Option<u64>,
     },
 }
 
@@ -59,32 +68,73 @@ impl Server {
     /// store); coordinator records of ended transactions shrink to the bare decision.
     pub(super) fn compact(&mut self) {
         let mut finished = rustc_hash::FxHashSet::default();
-        let mut ended = rustc_hash::FxHashSet::default();
+        let mut ended: HashMap<TxnId, Option<u64>> = HashMap::default();
         for r in self.log.records() {
             match r {
                 Rec::Committed { txn, .. } | Rec::Aborted { txn } => {
                     finished.insert(*txn);
                 }
-                Rec::Ended { txn } | Rec::Decided { txn, commit: false, .. } => {
-                    ended.insert(*txn);
+                Rec::Ended { txn, forget } => {
+                    ended.insert(*txn, *forget);
+                }
+                Rec::Decided { txn, commit: false, .. } => {
+                    ended.entry(*txn).or_insert(None);
                 }
                 _ => {}
             }
         }
+        let done = &self.done;
         self.log.retain(|r| match r {
             Rec::Prepared { txn, .. } | Rec::Committed { txn, .. } | Rec::Aborted { txn } => !finished.contains(txn),
-            Rec::Voted { txn, .. } => !ended.contains(txn),
-            Rec::Decided { .. } => true,
-            Rec::Ended { txn } => !ended.contains(txn),
+            Rec::Voted { txn, .. } => !ended.contains_key(txn),
+            // A decision forgotten (`forget`) goes; so does the rest of its records.
+            Rec::Decided { txn, .. } => done.contains_key(txn),
+            Rec::Ended { txn, .. } => !ended.contains_key(txn),
         });
         self.log.rewrite(
-            |r| matches!(r, Rec::Decided { txn, value: Some(_), .. } if ended.contains(txn)),
+            |r| match r {
+                Rec::Decided { txn, value, forget, .. } => ended
+                    .get(txn)
+                    .is_some_and(|f| value.is_some() || (forget.is_none() && f.is_some())),
+                _ => false,
+            },
             |r| {
-                if let Rec::Decided { value, .. } = r {
+                if let Rec::Decided { txn, value, forget, .. } = r {
                     *value = None;
+                    if forget.is_none() {
+                        *forget = ended.get(txn).copied().flatten();
+                    }
                 }
             },
         );
+    }
+
+    /// Forgets the decisions queued in `forgetting` `forget_after` ago (module docs,
+    /// "Forgetting decisions"); their records go at the next compaction.
+    pub(super) fn forget(&mut self, now: Time) {
+        let ttl = self.forget_after;
+        while let Some((at, _, _)) = self.forgetting.front() {
+            if now.saturating_sub(*at) < ttl {
+                break;
+            }
+            let Some((_, txn, ts)) = self.forgetting.pop_front() else {
+                break;
+            };
+            // Decided again since (a late copy of the decision re-opened it): the
+            // newer round queues it again when it ends.
+            if self.ctxns.contains_key(&txn) {
+                continue;
+            }
+            if self.done.remove(&txn).is_some() {
+                self.forgot_ts = self.forgot_ts.max(ts);
+            }
+        }
+    }
+
+    /// Queues `txn`'s decision (commit timestamp `ts`) to be forgotten `forget_after`
+    /// after `now`.
+    pub(super) fn may_forget(&mut self, txn: TxnId, ts: u64, now: Time) {
+        self.forgetting.push_back((now, txn, ts));
     }
 
     pub(super) fn replay(&mut self, cx: &mut Ctx<'_, Msg>) {
@@ -101,11 +151,11 @@ impl Server {
                     for (k, v, val) in writes {
                         self.store.replay_install(&k, v, val, ts);
                     }
-                    self.applied.insert(txn, (true, now));
+                    self.applied.insert(txn, true, now);
                 }
                 Rec::Aborted { txn } => {
                     prepared.remove(&txn);
-                    self.applied.insert(txn, (false, now));
+                    self.applied.insert(txn, false, now);
                 }
                 Rec::Voted {
                     txn,
@@ -116,8 +166,16 @@ impl Server {
                     let c = self.ctxns.entry(txn).or_insert_with(|| CTxn::new(coord, None, 0));
                     c.round.restore_vote(self.dc, accept, value);
                 }
-                Rec::Decided { txn, commit, value } => {
+                Rec::Decided {
+                    txn,
+                    commit,
+                    value,
+                    forget,
+                } => {
                     self.done.insert(txn, commit);
+                    if let Some(ts) = forget {
+                        self.may_forget(txn, ts, now);
+                    }
                     match value {
                         Some(v) if commit => {
                             let c = self.ctxns.entry(txn).or_insert_with(|| CTxn::new(v.coord, None, 0));
@@ -128,13 +186,17 @@ impl Server {
                         }
                     }
                 }
-                Rec::Ended { txn } => {
+                Rec::Ended { txn, forget } => {
                     self.ctxns.remove(&txn);
+                    if let Some(ts) = forget {
+                        self.may_forget(txn, ts, now);
+                    }
                 }
             }
         }
         for (txn, r) in prepared {
             let Rec::Prepared {
+                ts,
                 coord,
                 coord_shard,
                 reads,
@@ -159,6 +221,7 @@ impl Server {
                     asked: 0,
                     hops: cx.hops(),
                     queries: 0,
+                    ts,
                 },
             );
         }

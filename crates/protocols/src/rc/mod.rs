@@ -97,6 +97,34 @@
 //!   tried at stop 64) cut the majority side's rate through a whole-DC cut below a
 //!   third of its rate before it (`rc_and_replog_with_a_short_lease_keep_committing_
 //!   through_a_cut_off_dc`), so neither is in.
+//! - **Forgetting decisions** (issue 53, bounded state; the paper keeps its Paxos
+//!   log for ever). A coordinator's decisions (`done`, and their `Decided` records)
+//!   were never dropped, so a server's state and checkpoint images grew with every
+//!   transaction it coordinated. A decision is now forgotten `forget_after` (the
+//!   tombstone period, 120 s; `rc:forget=DUR`) after the last one who could ask
+//!   about it has its answer: a commit once every DC applied it **and every other
+//!   DC's coordinator confirmed it** (`Applied`, which a coordinator sends only once
+//!   its own decision is on disk: `Log::sync`); an abort once each cohort of this DC
+//!   acknowledged it (a cohort now forces its abort record before acknowledging; the
+//!   sweep tells the abort again to a cohort that has not). A DC counted through its
+//!   cohorts' direct acknowledgements alone keeps the decision (its coordinator may
+//!   not know it), and so does an abort decided before its value came. Forgetting
+//!   raises `forgot_ts` (kept on disk), the largest commit timestamp forgotten. Every
+//!   message about a transaction names its timestamp (the value, or `ts` in a reject
+//!   vote and a cohort's query), and a coordinator keeps **no state** for a
+//!   transaction unknown here at or below `forgot_ts`, since a round opened for it
+//!   could decide anew: it never prepares or accepts one (nor one whose round was
+//!   opened before its timestamp was known); another DC's coordinator asking for its
+//!   vote gets a reject that is not logged (the same for ever: safe, as only aborts,
+//!   which a majority rejected, and commits every coordinator confirmed are
+//!   forgotten); a client gets `OutcomeForgotten` and reports its outcome as unknown,
+//!   never as an abort; a query gets no answer. A decision arriving again (a peer
+//!   re-sending a commit after a long cut) is applied again, which installs nothing
+//!   twice. Safety rests on none of the timing; liveness does: `forget_after` must
+//!   exceed the clients' clock skew (a client whose clock is behind the one that
+//!   wrote the largest forgotten timestamp by more than that sees its transactions
+//!   refused, as unknown) and the longest a prepared cohort goes without hearing
+//!   from anyone (one whose decision every DC forgot stays prepared).
 //! - **An abort decided before the value arrived.** A DC's coordinator can learn the
 //!   abort from the other DCs' rejects before the client's `Accept` reaches it (they
 //!   travel on other connections); it then knows no cohorts to tell, and its DC's
@@ -152,6 +180,9 @@ pub struct ReplicatedCommit {
     /// locks, read versions, read timestamps). Not offered on the command line; it
     /// exists so tests can show the checker catches what the validation prevents.
     pub unchecked: bool,
+    /// How long after a decision may be forgotten it is (`rc:forget=DUR`; default the
+    /// tombstone period, 120 s): module docs, "Forgetting decisions".
+    pub forget: Option<Time>,
 }
 
 impl Protocol for ReplicatedCommit {
@@ -178,6 +209,7 @@ impl Protocol for ReplicatedCommit {
     fn server(&self, env: &Env, node: NodeId) -> Server {
         let mut s = Server::new(env.clone(), node);
         s.unchecked = self.unchecked;
+        s.forget_after = self.forget.unwrap_or(env.timeouts.tombstone);
         s
     }
     fn client(&self, env: &Env, node: NodeId, id: ClientId) -> Client {

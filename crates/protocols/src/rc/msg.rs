@@ -126,6 +126,9 @@ pub enum Msg {
         txn: TxnId,
         /// Coordinator shard.
         coord: ShardId,
+        /// The transaction's commit timestamp (a coordinator that forgot decisions
+        /// this old answers nothing rather than re-open it).
+        ts: u64,
     },
 }
 

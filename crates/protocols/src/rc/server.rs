@@ -3,6 +3,7 @@
 //! (`kit::server::server_frame!` writes the `Actor` wiring).
 
 use super::*;
+use crate::kit::aging::Aging;
 use crate::kit::vote::{Due, Round};
 
 pub(crate) use crate::kit::server::SweepTimer as ServerTimer;
@@ -21,6 +22,9 @@ pub(super) struct Prep {
     /// so a cohort whose coordinator died learns a decision the others reached.
     #[serde(default)]
     pub(super) queries: u32,
+    /// The transaction's commit timestamp (named in queries).
+    #[serde(default)]
+    pub(super) ts: u64,
 }
 
 /// A coordinator's view of one transaction: the commit round among DCs (acceptor,
@@ -45,6 +49,15 @@ pub(super) struct CTxn {
     /// catches up within 8 s.
     #[serde(default)]
     pub(super) resends: u32,
+    /// Other DCs whose coordinator said it applied the commit (`Applied`, sent once its
+    /// decision is on disk): when every other DC's has, no coordinator can ask about
+    /// the transaction again, and this one may forget it (module docs, "Forgetting
+    /// decisions").
+    #[serde(default)]
+    pub(super) confirmed: BTreeSet<DcId>,
+    /// The commit timestamp, when a message named it before the value came.
+    #[serde(default)]
+    pub(super) ts: Option<u64>,
 }
 
 impl CTxn {
@@ -57,8 +70,26 @@ impl CTxn {
             asked: now,
             direct: BTreeSet::new(),
             resends: 0,
+            confirmed: BTreeSet::new(),
+            ts: None,
         }
     }
+
+    /// The commit timestamp, if known (from the value, or a message that named it).
+    pub(super) fn ts(&self) -> Option<u64> {
+        self.round.value.as_ref().map(|v| v.ts).or(self.ts)
+    }
+}
+
+/// An abort told to this DC's cohorts, not yet acknowledged by all of them.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub(super) struct Aborting {
+    /// The transaction's commit timestamp.
+    pub(super) ts: u64,
+    /// Cohorts that have not acknowledged it.
+    pub(super) waiting: BTreeSet<NodeId>,
+    /// When it was last sent.
+    pub(super) sent: Time,
 }
 
 crate::kit::server::server_struct! {
@@ -79,15 +110,27 @@ crate::kit::server::server_struct! {
         pub(super) readers: HashMap<TxnId, Time>,
         pub(super) prepared: HashMap<TxnId, Prep>,
         /// Outcomes this cohort applied (kept for `tombstone`): answers duplicates.
-        pub(super) applied: HashMap<TxnId, (bool, Time)>,
+        pub(super) applied: Aging<TxnId, bool>,
         /// Readers whose locks went before they prepared here (their client's release,
         /// or the idle sweep), kept for `tombstone`: a late copy of a read is refused
         /// instead of locking the key again. Only reads consult it: the transaction may
         /// still commit through the other DCs, and its decision must still apply here.
-        pub(super) released: HashMap<TxnId, Time>,
+        pub(super) released: Aging<TxnId, ()>,
         pub(super) ctxns: HashMap<TxnId, CTxn>,
-        /// Coordinator decisions.
-        pub(super) done: HashMap<TxnId, bool>,
+        /// Coordinator decisions (persistent: a checkpoint's copy shares it).
+        pub(super) done: imbl::OrdMap<TxnId, bool>,
+        /// Aborts this coordinator's cohorts have not all acknowledged (only those,
+        /// with their timestamps known, are forgotten later).
+        pub(super) aborting: BTreeMap<TxnId, Aborting>,
+        /// Decisions that may be forgotten `tombstone` after the time given, oldest
+        /// first, with their commit timestamps (module docs, "Forgetting decisions").
+        pub(super) forgetting: imbl::Vector<(Time, TxnId, u64)>,
+        /// Durable: the largest commit timestamp of a decision this coordinator
+        /// forgot. A transaction not known here at or below it is never prepared or
+        /// accepted: it may be one whose decision was forgotten.
+        pub(super) forgot_ts: u64,
+        /// How long after it may be forgotten a decision is (`rc:forget`).
+        pub(super) forget_after: Time,
         pub(super) holds: HoldStats,
         pub(super) compact_at: crate::kit::server::Compaction,
         pub(super) unchecked: bool,
@@ -98,6 +141,7 @@ impl Server {
     /// A fresh server.
     pub fn new(env: Env, me: NodeId) -> Self {
         let dc = env.layout.dc_of(me);
+        let forget_after = env.timeouts.tombstone;
         Server {
             env,
             me,
@@ -108,10 +152,14 @@ impl Server {
             locks: LockTable::new(Policy::Takeover),
             readers: HashMap::default(),
             prepared: HashMap::default(),
-            applied: HashMap::default(),
-            released: HashMap::default(),
+            applied: Aging::default(),
+            released: Aging::default(),
             ctxns: HashMap::default(),
-            done: HashMap::default(),
+            done: imbl::OrdMap::new(),
+            aborting: BTreeMap::new(),
+            forgetting: imbl::Vector::new(),
+            forgot_ts: 0,
+            forget_after,
             holds: HoldStats::default(),
             compact_at: Default::default(),
             unchecked: false,
@@ -152,24 +200,26 @@ impl Server {
             if now.saturating_sub(p.asked) >= to.query {
                 p.asked = now;
                 p.queries = p.queries.saturating_add(1);
-                ask.push((p.coord, *id, p.coord_shard, p.queries >= 2));
+                ask.push((p.coord, *id, p.coord_shard, p.queries >= 2, p.ts));
             }
         }
         ask.sort();
-        for (coord, txn, cs, wide) in ask {
-            cx.send(coord, Msg::Query { txn, coord: cs });
+        for (coord, txn, cs, wide, ts) in ask {
+            cx.send(coord, Msg::Query { txn, coord: cs, ts });
             if wide {
                 for p in self
                     .peers(cs)
                     .into_iter()
                     .filter(|p| self.env.layout.dc_of(*p) != self.dc)
                 {
-                    cx.send(p, Msg::Query { txn, coord: cs });
+                    cx.send(p, Msg::Query { txn, coord: cs, ts });
                 }
             }
         }
-        self.applied.retain(|_, (_, t)| now.saturating_sub(*t) < to.tombstone);
-        self.released.retain(|_, t| now.saturating_sub(*t) < to.tombstone);
+        self.applied.expire(now, to.tombstone);
+        self.released.expire(now, to.tombstone);
+        self.forget(now);
+        self.resend_aborts(cx);
         let mut silent: Vec<TxnId> = self
             .ctxns
             .iter_mut()
@@ -225,7 +275,7 @@ impl Server {
                 writes,
             } => self.on_commit(from, txn, commit, ts, writes, cx),
             Msg::Ack { txn } => self.on_ack(from, txn, cx),
-            Msg::Query { txn, coord } => self.on_query(from, txn, coord, cx),
+            Msg::Query { txn, coord, ts } => self.on_query(from, txn, coord, ts, cx),
             Msg::ReadReply { .. } => {}
         }
     }
@@ -234,7 +284,7 @@ impl Server {
 crate::kit::server::server_frame! {ServerTimer;
     fn on_crash(&mut self) {
         self.log.crash();
-        crate::kit::server::keep_only!(self = Server::new(self.env.clone(), self.me); log, store, rts, holds, unchecked);
+        crate::kit::server::keep_only!(self = Server::new(self.env.clone(), self.me); log, store, rts, forgot_ts, forget_after, holds, unchecked);
     }
 
     fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {

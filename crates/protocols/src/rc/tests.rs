@@ -9,10 +9,16 @@ use crate::Replica;
 use meridian_core::{ms, secs, Layout, Topology};
 
 fn net() -> (Net<ReplicatedCommit>, Arc<Layout>) {
+    net_with(|_| {})
+}
+
+/// [`net`] with its environment changed by `f` first.
+fn net_with(f: impl FnOnce(&mut Env)) -> (Net<ReplicatedCommit>, Arc<Layout>) {
     let mut layout = Layout::new(Topology::preset("us3").unwrap(), Placement::Full).unwrap();
     let client = layout.add_client(DcId(0));
     let layout = Arc::new(layout);
-    let env = testing::ycsb_env(layout.clone());
+    let mut env = testing::ycsb_env(layout.clone());
+    f(&mut env);
     let servers = (0..layout.num_servers())
         .map(|n| Server::new(env.clone(), NodeId(n)))
         .collect();
@@ -352,4 +358,224 @@ fn a_late_read_after_a_refused_prepare_takes_no_lock() {
     net.servers[n.0 as usize].released.clear();
     net.send(NodeId(98), n, prepare);
     late_read_takes_no_lock(&mut net, n, read);
+}
+
+/// Issue 53, bounded state: a coordinator's decisions (and their log records) used to
+/// be kept for ever, so a server's image grew with every transaction it coordinated.
+/// A decision is forgotten `tombstone` after every DC's coordinator confirmed it (an
+/// abort: after it was decided); a transaction at or below a forgotten one's timestamp
+/// is never prepared or accepted again, and a client asking about one hears that its
+/// outcome is unknown, never that it aborted.
+#[test]
+fn decisions_are_forgotten_and_a_forgotten_transaction_is_never_accepted_again() {
+    let (mut net, layout) = net_with(|e| e.timeouts.tombstone = secs(5.0));
+    let txns: Vec<TxnId> = (1..=20).map(|seq| TxnId { client: 0, seq }).collect();
+    for (i, t) in txns.iter().enumerate() {
+        let k = format!("k{}", i % 4);
+        net.submit(0, *t, ycsb_call(&[(&k, b""), (&k, b"v")]));
+        run(&mut net, secs(1.0));
+    }
+    assert!(
+        net.records.iter().all(|r| r.outcome == Outcome::Committed),
+        "{:?}",
+        net.records
+    );
+    let coordinators =
+        |net: &Net<ReplicatedCommit>| -> usize { net.servers.iter().map(|s| s.done.len()).sum::<usize>() };
+    assert!(
+        coordinators(&net) > 0,
+        "no decision was kept before the tombstone period"
+    );
+    run(&mut net, secs(10.0));
+    assert_eq!(coordinators(&net), 0, "decisions kept after every DC confirmed them");
+    for s in &mut net.servers {
+        s.compact();
+        assert!(
+            s.log
+                .records()
+                .all(|r| !matches!(r, Rec::Decided { .. } | Rec::Voted { .. })),
+            "{:?} keeps a forgotten decision's records",
+            s.me
+        );
+        assert!(s.forgot_ts > 0, "{:?} forgot nothing", s.me);
+        assert!(s.ctxns.is_empty(), "{:?}", s.me);
+    }
+    // A late accept of the first transaction (its value re-sent by a client cut off
+    // since): the coordinator prepares nothing and answers with OutcomeForgotten.
+    let k = Key::from("k0");
+    let coord = layout.shard_of(&k);
+    let value = Arc::new(TxnValue {
+        client: NodeId(99),
+        ts: 1 << TS_CLIENT_BITS,
+        coord,
+        reads: vec![(k.clone(), 0)],
+        writes: vec![(k.clone(), VersionId { txn: txns[0], seq: 0 }, Value(b"late".to_vec()))],
+    });
+    let at = layout.replicas(coord)[1];
+    net.send(
+        NodeId(99),
+        at,
+        Msg::Accept {
+            txn: txns[0],
+            value: value.clone(),
+        },
+    );
+    let s = &net.servers[at.0 as usize];
+    assert!(
+        s.ctxns.is_empty() && s.done.is_empty(),
+        "the late accept re-opened the transaction"
+    );
+    assert_eq!(s.locked_keys(), Some(0));
+    // The same from another DC's coordinator asking for this DC's vote: a reject,
+    // not a prepare.
+    let from = layout.replicas(coord)[0];
+    net.send(
+        from,
+        at,
+        Msg::Vote(DcVote {
+            txn: txns[0],
+            dc: DcId(0),
+            accept: true,
+            reason: None,
+            value: Some(value),
+            reply: true,
+            ts: None,
+        }),
+    );
+    let s = &net.servers[at.0 as usize];
+    assert!(
+        s.ctxns.is_empty() && s.done.is_empty(),
+        "the late vote re-opened the transaction"
+    );
+    // Forgotten marks survive a crash.
+    let before = net.servers[at.0 as usize].forgot_ts;
+    net.crash(at);
+    net.restart(at);
+    assert_eq!(net.servers[at.0 as usize].forgot_ts, before);
+}
+
+/// The client's side: an OutcomeForgotten answer ends the transaction as unknown.
+#[test]
+fn a_client_told_the_outcome_was_forgotten_reports_it_unknown() {
+    let (mut net, layout) = net();
+    for n in 0..layout.num_servers() {
+        net.crash(NodeId(n));
+    }
+    net.submit(0, T1, ycsb_call(&[("x", b"v1")]));
+    run(&mut net, secs(1.0));
+    let coord = layout.shard_of(&Key::from("x"));
+    for dc in 0..3u16 {
+        let from = layout.replicas(coord)[dc as usize];
+        let client = NodeId(layout.num_servers());
+        net.send(
+            from,
+            client,
+            Msg::Vote(DcVote::cast(
+                T1,
+                DcId(dc),
+                false,
+                Some(AbortReason::OutcomeForgotten),
+                None,
+            )),
+        );
+    }
+    assert_eq!(net.records.len(), 1, "{:?}", net.records);
+    assert_eq!(net.records[0].outcome, Outcome::Unknown, "{:?}", net.records[0]);
+}
+
+/// A cohort acknowledges an abort only once its abort record is on disk: on that
+/// acknowledgement its coordinator may forget the abort, and a cohort that lost the
+/// record in a crash came back prepared, asking a coordinator that no longer knew
+/// (the campaign with `rc:forget=100ms`: keys locked for good after a crash).
+#[test]
+fn an_acknowledged_abort_survives_the_cohorts_crash() {
+    let (mut net, layout) = net();
+    let k = Key::from("x");
+    let n = layout.replicas(layout.shard_of(&k))[0];
+    let prepare = Msg::Prepare {
+        txn: T1,
+        ts: 5 << TS_CLIENT_BITS,
+        coord: layout.shard_of(&k),
+        share: Share {
+            reads: vec![],
+            writes: vec![(k.clone(), VersionId { txn: T1, seq: 0 }, Value(b"v".to_vec()))],
+        },
+    };
+    net.send(NodeId(98), n, prepare);
+    assert!(net.servers[n.0 as usize].prepared.contains_key(&T1));
+    let abort = Msg::Commit {
+        txn: T1,
+        commit: false,
+        ts: 5 << TS_CLIENT_BITS,
+        writes: vec![],
+    };
+    net.send(NodeId(98), n, abort);
+    assert!(!net.servers[n.0 as usize].prepared.contains_key(&T1));
+    net.crash(n);
+    net.restart(n);
+    let s = &net.servers[n.0 as usize];
+    assert!(
+        !s.prepared.contains_key(&T1),
+        "prepared again after acknowledging the abort"
+    );
+    assert_eq!(s.locked_keys(), Some(0));
+}
+
+/// A coordinator forgets an abort only once every cohort of its DC acknowledged it,
+/// and tells it again to one that has not: a cohort cut off from it while the abort
+/// went out is still answered when the cut heals, however long after.
+#[test]
+fn an_abort_is_forgotten_only_once_its_cohorts_acknowledged_it() {
+    let (mut net, layout) = net_with(|e| e.timeouts.tombstone = secs(2.0));
+    // T1 commits x; T2 then asks to write x below T1's timestamp, and a key of
+    // another server of DC 0: every DC rejects it (stale timestamp), an abort.
+    net.submit(0, T1, ycsb_call(&[("x", b"v1")]));
+    run(&mut net, secs(1.0));
+    assert_eq!(net.records[0].outcome, Outcome::Committed, "{:?}", net.records);
+    let k = Key::from("x");
+    let coord = layout.shard_of(&k);
+    let dc0 = layout.replicas(coord)[0];
+    let other = (0..64)
+        .map(|i| Key::from(format!("y{i}").as_str()))
+        .find(|y| layout.replicas(layout.shard_of(y))[0] != dc0)
+        .expect("a key on another server of DC 0");
+    let cohort = layout.replicas(layout.shard_of(&other))[0];
+    let t2 = TxnId { client: 7, seq: 1 };
+    let value = Arc::new(TxnValue {
+        client: NodeId(99),
+        ts: 1 << TS_CLIENT_BITS,
+        coord,
+        reads: vec![],
+        writes: vec![
+            (k.clone(), VersionId { txn: t2, seq: 0 }, Value(b"v2".to_vec())),
+            (other.clone(), VersionId { txn: t2, seq: 1 }, Value(b"v2".to_vec())),
+        ],
+    });
+    // DC 0's coordinator cannot reach the other cohort: neither the PREPARE nor the
+    // abort gets there.
+    net.cut_between(dc0, cohort);
+    for dc in 0..3 {
+        let to = layout.replicas(coord)[dc];
+        net.send(
+            NodeId(99),
+            to,
+            Msg::Accept {
+                txn: t2,
+                value: value.clone(),
+            },
+        );
+    }
+    run(&mut net, secs(10.0));
+    let s = &net.servers[dc0.0 as usize];
+    assert_eq!(
+        s.done.get(&t2),
+        Some(&false),
+        "forgotten before its cohort acknowledged it"
+    );
+    assert!(s.aborting.contains_key(&t2));
+    net.heal();
+    run(&mut net, secs(10.0));
+    let s = &net.servers[dc0.0 as usize];
+    assert!(s.aborting.is_empty(), "told again, acknowledged");
+    assert_eq!(s.done.get(&t2), None, "kept after every cohort acknowledged it");
 }
