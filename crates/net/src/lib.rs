@@ -44,8 +44,9 @@ use serde::Serialize;
 /// transaction's epoch (`Abort::eid`), so a chain server its forward pass never
 /// reached counts it for the epoch's manifest. 17: a Replicated Commit coordinator
 /// may answer with `AbortReason::OutcomeForgotten`, which a client must read as an
-/// unknown outcome (not a reject), and its `Applied` now says that its decision is on
-/// disk (a peer forgets the decision on it).
+/// unknown outcome (not a reject), its `Applied` now says that its decision is on
+/// disk (a peer forgets the decision on it), and votes and queries name the
+/// transaction's commit timestamp (`DcVote::ts`, `Query::ts`).
 pub const VERSION: u8 = 17;
 
 /// The largest frame accepted (length field), 16 MiB.

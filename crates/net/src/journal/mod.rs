@@ -191,9 +191,10 @@ pub enum Entry<M> {
 /// (`heard`, `suspects`), and which transactions it gave up executing
 /// (`CoTxn::unexecuted`); journalled Catenae aborts carry their epoch (wire 16).
 /// 18 (stop 77): a Replicated Commit server forgets decisions (`forgetting`,
-/// `forgot_ts`, `forget_after`; `CTxn::confirmed`; `Rec::Decided`/`Ended` carry
-/// `forget`), and keeps its decisions and tombstones in persistent maps (`done`,
-/// `applied`, `released` as `Aging`).
+/// `forgot_ts`, `forget_after`, `aborting`; `CTxn::confirmed`/`ts`, `Prep::ts`; log
+/// records `Forgot`, `Decided::forget`/`ts`, `Voted::ts`, `Ended::forget`), and keeps
+/// its decisions and tombstones in persistent maps (`done`, `applied`, `released` as
+/// `Aging`); its journalled votes and queries name the commit timestamp (wire 17).
 pub const FORMAT: u32 = 18;
 
 /// What a journal says about itself (its `meta` partition).

@@ -199,6 +199,7 @@ impl Server {
                 accept,
                 coord,
                 value: value.clone(),
+                ts,
             },
             cx,
         );
@@ -229,6 +230,12 @@ impl Server {
             if reply {
                 cx.send(from, Msg::Vote(self.forgotten_vote(txn, ts)));
             }
+            return;
+        }
+        if ts.is_none() && !self.done.contains_key(&txn) && !self.ctxns.contains_key(&txn) {
+            // Every vote names its transaction's timestamp (or carries the value); one
+            // that does not cannot be told apart from a transaction forgotten here,
+            // and a round opened for it could decide anew.
             return;
         }
         // A reject from a peer about a transaction unknown here: the peer's node index
@@ -291,6 +298,7 @@ impl Server {
                 commit,
                 value: value.clone().filter(|_| commit),
                 forget: None,
+                ts: value.as_ref().map(|v| v.ts).filter(|_| !commit),
             },
             cx,
         );
@@ -317,6 +325,7 @@ impl Server {
                 ts: value.ts,
                 waiting,
                 sent: now,
+                resends: 0,
             },
         );
     }
@@ -325,12 +334,14 @@ impl Server {
     /// acknowledged them.
     pub(super) fn resend_aborts(&mut self, cx: &mut Ctx<'_, Msg>) {
         let now = cx.now();
-        let every = self.env.timeouts.query;
         for (txn, a) in self.aborting.iter_mut() {
+            // Each re-send doubles the wait, up to 8 query periods (as commits').
+            let every = self.env.timeouts.query.saturating_mul(1 << a.resends.min(3));
             if now.saturating_sub(a.sent) < every {
                 continue;
             }
             a.sent = now;
+            a.resends = a.resends.saturating_add(1);
             for n in &a.waiting {
                 let (txn, ts) = (*txn, a.ts);
                 cx.send(
@@ -394,17 +405,20 @@ impl Server {
         }
     }
 
-    /// A committed transaction's round ends once every DC has applied it; its decision
-    /// may be forgotten later if every other DC's coordinator confirmed it (a DC
-    /// counted through its cohorts' acknowledgements alone may have a coordinator that
-    /// does not know the outcome yet, and will ask).
+    /// A committed transaction's round ends once every DC has applied it and every
+    /// other DC's coordinator confirmed it (a DC counted through its cohorts'
+    /// acknowledgements alone may have a coordinator that does not know the outcome
+    /// yet: it is told again, `resend_commit`); its decision may be forgotten later.
     pub(super) fn maybe_end(&mut self, txn: TxnId, cx: &mut Ctx<'_, Msg>) {
         let n = self.ndcs();
-        let Some(c) = self.ctxns.get(&txn).filter(|c| c.round.applied.len() == n) else {
+        let Some(c) = self
+            .ctxns
+            .get(&txn)
+            .filter(|c| c.round.applied.len() == n && c.confirmed.len() + 1 == n)
+        else {
             return;
         };
-        let everyone = c.confirmed.len() + 1 == n && !c.confirmed.contains(&self.dc);
-        let forget = c.round.value.as_ref().map(|v| v.ts).filter(|_| everyone);
+        let forget = c.round.value.as_ref().map(|v| v.ts);
         self.ctxns.remove(&txn);
         self.log.append(Rec::Ended { txn, forget }, cx);
         if let Some(ts) = forget {
@@ -482,9 +496,24 @@ impl Server {
         let c = &self.ctxns[&txn];
         let Some(v) = c.round.value.clone() else { return };
         let layout = &self.env.layout;
-        for (p, d) in c.round.tell_again(txn, self.peers(c.coord), |p| layout.dc_of(p)) {
+        let peers = self.peers(c.coord);
+        for (p, d) in c.round.tell_again(txn, peers.clone(), |p| layout.dc_of(p)) {
             cx.send(p, Msg::Decided(d));
             send_decision(txn, true, &v, layout, layout.dc_of(p), |n| c.direct.contains(&n), cx);
+        }
+        // A DC whose cohorts installed it directly, and whose coordinator has not
+        // confirmed: its coordinator is told (it may have been down, and must know
+        // before the decision is forgotten here).
+        for p in peers {
+            let theirs = layout.dc_of(p);
+            if c.round.applied.contains(&theirs) && !c.confirmed.contains(&theirs) {
+                let d = crate::kit::vote::Decided {
+                    txn,
+                    commit: true,
+                    value: Some(v.clone()),
+                };
+                cx.send(p, Msg::Decided(d));
+            }
         }
         if !c.round.applied.contains(&self.dc) {
             send_decision(txn, true, &v, layout, self.dc, |n| c.round.acks.contains(&n), cx);

@@ -26,6 +26,10 @@ pub(super) enum Rec {
         accept: bool,
         coord: ShardId,
         value: Option<Arc<TxnValue>>,
+        /// The commit timestamp (a reject has no value to carry it): a restarted
+        /// coordinator's votes name it (module docs, "Forgetting decisions").
+        #[serde(default)]
+        ts: Option<u64>,
     },
     Decided {
         txn: TxnId,
@@ -35,6 +39,16 @@ pub(super) enum Rec {
         /// the compaction that drops its `Ended`).
         #[serde(default)]
         forget: Option<u64>,
+        /// An abort's commit timestamp, when its value was known: a restarted
+        /// coordinator, which no longer knows which cohorts acknowledged it, forgets it
+        /// `forget_after` after the restart (a prepared cohort asks every query period).
+        #[serde(default)]
+        ts: Option<u64>,
+    },
+    /// Decisions at or below this commit timestamp may have been forgotten (forced
+    /// when it rises; the largest is kept): `Server::forgot_ts`.
+    Forgot {
+        ts: u64,
     },
     /// A commit applied by every DC, or an abort acknowledged by this DC's cohorts.
     Ended {
@@ -84,12 +98,15 @@ impl Server {
             }
         }
         let done = &self.done;
+        let forgot = self.forgot_ts;
         self.log.retain(|r| match r {
             Rec::Prepared { txn, .. } | Rec::Committed { txn, .. } | Rec::Aborted { txn } => !finished.contains(txn),
             Rec::Voted { txn, .. } => !ended.contains_key(txn),
             // A decision forgotten (`forget`) goes; so does the rest of its records.
             Rec::Decided { txn, .. } => done.contains_key(txn),
             Rec::Ended { txn, .. } => !ended.contains_key(txn),
+            // The largest is what counts; a new one is written whenever it rises.
+            Rec::Forgot { ts } => *ts >= forgot,
         });
         self.log.rewrite(
             |r| match r {
@@ -111,8 +128,9 @@ impl Server {
 
     /// Forgets the decisions queued in `forgetting` `forget_after` ago (module docs,
     /// "Forgetting decisions"); their records go at the next compaction.
-    pub(super) fn forget(&mut self, now: Time) {
-        let ttl = self.forget_after;
+    pub(super) fn forget(&mut self, cx: &mut Ctx<'_, Msg>) {
+        let (now, ttl) = (cx.now(), self.forget_after);
+        let mut raised = self.forgot_ts;
         while let Some((at, _, _)) = self.forgetting.front() {
             if now.saturating_sub(*at) < ttl {
                 break;
@@ -126,8 +144,14 @@ impl Server {
                 continue;
             }
             if self.done.remove(&txn).is_some() {
-                self.forgot_ts = self.forgot_ts.max(ts);
+                raised = raised.max(ts);
             }
+        }
+        if raised > self.forgot_ts {
+            // Forced: answers given on it (unlogged rejects, no answer) must hold
+            // after a crash, or a restarted coordinator could accept what it refused.
+            self.forgot_ts = raised;
+            self.log.append_sync(Rec::Forgot { ts: raised }, cx);
         }
     }
 
@@ -162,18 +186,24 @@ impl Server {
                     accept,
                     coord,
                     value,
+                    ts,
                 } => {
                     let c = self.ctxns.entry(txn).or_insert_with(|| CTxn::new(coord, None, 0));
                     c.round.restore_vote(self.dc, accept, value);
+                    c.ts = c.ts.or(ts);
+                }
+                Rec::Forgot { ts } => {
+                    self.forgot_ts = self.forgot_ts.max(ts);
                 }
                 Rec::Decided {
                     txn,
                     commit,
                     value,
                     forget,
+                    ts,
                 } => {
                     self.done.insert(txn, commit);
-                    if let Some(ts) = forget {
+                    if let Some(ts) = forget.or(ts) {
                         self.may_forget(txn, ts, now);
                     }
                     match value {

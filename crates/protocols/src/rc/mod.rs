@@ -107,8 +107,8 @@
 //!   its own decision is on disk: `Log::sync`); an abort once each cohort of this DC
 //!   acknowledged it (a cohort now forces its abort record before acknowledging; the
 //!   sweep tells the abort again to a cohort that has not). A DC counted through its
-//!   cohorts' direct acknowledgements alone keeps the decision (its coordinator may
-//!   not know it), and so does an abort decided before its value came. Forgetting
+//!   cohorts' direct acknowledgements alone is told the decision again until its
+//!   coordinator confirms; an abort decided before its value came is kept. Forgetting
 //!   raises `forgot_ts` (kept on disk), the largest commit timestamp forgotten. Every
 //!   message about a transaction names its timestamp (the value, or `ts` in a reject
 //!   vote and a cohort's query), and a coordinator keeps **no state** for a
@@ -120,11 +120,21 @@
 //!   forgotten); a client gets `OutcomeForgotten` and reports its outcome as unknown,
 //!   never as an abort; a query gets no answer. A decision arriving again (a peer
 //!   re-sending a commit after a long cut) is applied again, which installs nothing
-//!   twice. Safety rests on none of the timing; liveness does: `forget_after` must
-//!   exceed the clients' clock skew (a client whose clock is behind the one that
-//!   wrote the largest forgotten timestamp by more than that sees its transactions
-//!   refused, as unknown) and the longest a prepared cohort goes without hearing
-//!   from anyone (one whose decision every DC forgot stays prepared).
+//!   twice. `forgot_ts` is forced to disk when it rises (`Rec::Forgot`): the answers
+//!   given on it must hold after a crash. Safety rests on none of the timing;
+//!   liveness does: `forget_after` must exceed the vote timeout (3 s: a
+//!   coordinator that crashed before voting must not find, once restarted, that it
+//!   forgot a newer transaction), the clients' clock skew (a client
+//!   whose clock is behind the one that wrote the largest forgotten timestamp by
+//!   more than that sees its transactions refused, as unknown), the longest a
+//!   message is delayed, and the longest a prepared cohort goes without hearing from
+//!   anyone (a cohort prepared for a transaction every DC forgot stays prepared, its
+//!   keys locked). A coordinator that restarted no longer knows which cohorts
+//!   acknowledged an abort: it forgets its aborts `forget_after` after the restart.
+//!   While a DC's coordinator has not confirmed a commit, the round stays and tells
+//!   it again (with back-off, as above): while a server is dead, the other DCs keep
+//!   the commits it was its DC's coordinator of, and its DC's coordinators the
+//!   aborts it never acknowledged as a cohort.
 //! - **An abort decided before the value arrived.** A DC's coordinator can learn the
 //!   abort from the other DCs' rejects before the client's `Accept` reaches it (they
 //!   travel on other connections); it then knows no cohorts to tell, and its DC's

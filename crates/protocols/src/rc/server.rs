@@ -90,6 +90,8 @@ pub(super) struct Aborting {
     pub(super) waiting: BTreeSet<NodeId>,
     /// When it was last sent.
     pub(super) sent: Time,
+    /// How often it was sent again (each doubles the wait, up to 8 query periods).
+    pub(super) resends: u32,
 }
 
 crate::kit::server::server_struct! {
@@ -125,8 +127,8 @@ crate::kit::server::server_struct! {
         /// Decisions that may be forgotten `tombstone` after the time given, oldest
         /// first, with their commit timestamps (module docs, "Forgetting decisions").
         pub(super) forgetting: imbl::Vector<(Time, TxnId, u64)>,
-        /// Durable: the largest commit timestamp of a decision this coordinator
-        /// forgot. A transaction not known here at or below it is never prepared or
+        /// The largest commit timestamp of a decision this coordinator forgot
+        /// (durable: `Rec::Forgot`, forced when it rises, restores it). A transaction not known here at or below it is never prepared or
         /// accepted: it may be one whose decision was forgotten.
         pub(super) forgot_ts: u64,
         /// How long after it may be forgotten a decision is (`rc:forget`).
@@ -218,7 +220,7 @@ impl Server {
         }
         self.applied.expire(now, to.tombstone);
         self.released.expire(now, to.tombstone);
-        self.forget(now);
+        self.forget(cx);
         self.resend_aborts(cx);
         let mut silent: Vec<TxnId> = self
             .ctxns
@@ -284,7 +286,7 @@ impl Server {
 crate::kit::server::server_frame! {ServerTimer;
     fn on_crash(&mut self) {
         self.log.crash();
-        crate::kit::server::keep_only!(self = Server::new(self.env.clone(), self.me); log, store, rts, forgot_ts, forget_after, holds, unchecked);
+        crate::kit::server::keep_only!(self = Server::new(self.env.clone(), self.me); log, store, rts, forget_after, holds, unchecked);
     }
 
     fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {

@@ -447,7 +447,16 @@ fn decisions_are_forgotten_and_a_forgotten_transaction_is_never_accepted_again()
         s.ctxns.is_empty() && s.done.is_empty(),
         "the late vote re-opened the transaction"
     );
-    // Forgotten marks survive a crash.
+    // A reject naming no timestamp (none is sent any more) opens nothing either: a
+    // round opened for it would expire into a reject of its own and decide an abort
+    // of a committed transaction.
+    net.send(from, at, Msg::Vote(DcVote::cast(txns[0], DcId(0), false, None, None)));
+    let s = &net.servers[at.0 as usize];
+    assert!(
+        s.ctxns.is_empty() && s.done.is_empty(),
+        "a reject without a timestamp re-opened it"
+    );
+    // Forgotten marks survive a crash (`Rec::Forgot`, forced).
     let before = net.servers[at.0 as usize].forgot_ts;
     net.crash(at);
     net.restart(at);
