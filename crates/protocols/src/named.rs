@@ -152,22 +152,26 @@ fn copies_for(spec: &meridian_core::spec::Spec<'_>, default: u32) -> Result<u32,
     Ok(copies)
 }
 
+/// Parameter `key=v` of protocol `name` as a duration longer than zero (`2s`,
+/// `250ms`): one error naming the parameter otherwise.
+fn positive_duration(name: &str, key: &str, v: &str) -> Result<meridian_core::Time, ProtocolError> {
+    let t = meridian_core::time::parse_duration(v)
+        .map_err(|e| ProtocolError::Invalid(format!("{name}: {key}={v}: {e}")))?;
+    if t == 0 {
+        return Err(ProtocolError::Invalid(format!(
+            "{name}: {key}={v}: must be longer than zero"
+        )));
+    }
+    Ok(t)
+}
+
 /// The `rc` protocol for a spec's `forget=DUR` parameter (how long after every DC
 /// confirmed it a coordinator forgets a decision; default the tombstone period).
 fn rc_for(spec: &meridian_core::spec::Spec<'_>) -> Result<crate::rc::ReplicatedCommit, ProtocolError> {
     let mut p = crate::rc::ReplicatedCommit::default();
     for (k, v) in &spec.params {
         match *k {
-            "forget" => {
-                let t = meridian_core::time::parse_duration(v)
-                    .map_err(|e| ProtocolError::Invalid(format!("rc: forget={v}: {e}")))?;
-                if t == 0 {
-                    return Err(ProtocolError::Invalid(format!(
-                        "rc: forget={v}: must be longer than zero"
-                    )));
-                }
-                p.forget = Some(t);
-            }
+            "forget" => p.forget = Some(positive_duration("rc", "forget", v)?),
             other => {
                 return Err(ProtocolError::Invalid(format!(
                     "rc: unknown parameter `{other}` (known: forget)"
@@ -190,16 +194,7 @@ fn replog_for(
     let mut lease = None;
     for (k, v) in &spec.params {
         match *k {
-            "lease" => {
-                let t = meridian_core::time::parse_duration(v)
-                    .map_err(|e| ProtocolError::Invalid(format!("replog: lease={v}: {e}")))?;
-                if t == 0 {
-                    return Err(ProtocolError::Invalid(format!(
-                        "replog: lease={v}: a lease must be longer than zero"
-                    )));
-                }
-                lease = Some(t);
-            }
+            "lease" => lease = Some(positive_duration("replog", "lease", v)?),
             "leaders" => {
                 let names: Vec<&str> = v.split('/').map(str::trim).collect();
                 if names.len() != t.shards as usize {
