@@ -838,6 +838,18 @@ fn test_cli_cluster_down_stops_a_server_restarted_by_hand() {
     let pids = std::fs::read_to_string(dir.path().join("pids")).unwrap();
     let first = pids.lines().next().unwrap().trim().to_string();
     assert!(Command::new("kill").args(["-9", &first]).status().unwrap().success());
+    // kill returns before the process is gone: wait until it is (a bench started
+    // sooner met its dying listener mid-handshake).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::path::Path::new(&format!("/proc/{first}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{first}/stat")).is_ok_and(|s| s.contains(") Z "))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "node 0 (pid {first}) outlived kill -9"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     // A bench of the degraded cluster runs, with a warning (HACommit keeps every group
     // a majority with one server down).
     let file = dir.path().join("cluster.toml");

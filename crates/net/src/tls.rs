@@ -433,15 +433,26 @@ impl Security {
             Security::Insecure => Ok(split_tcp(tcp)),
             Security::Tls(t) => {
                 let name = ServerName::try_from(Role::Node(peer).dns()).map_err(|e| e.to_string())?;
+                // A refusal (a certificate not trusted, an alert) is a TLS error; a peer
+                // that vanished mid-handshake (killed, or dying: the connection reset
+                // or closed) or never answered is a node down, and is said without
+                // "TLS", so that a client reads it as unavailability, not as bad
+                // credentials (a bench right after a kill -9 exited 2 with
+                // "credentials: ... Connection reset by peer").
                 let s = tokio::time::timeout(HANDSHAKE_TIMEOUT, t.connector.connect(name, tcp))
                     .await
                     .map_err(|_| {
                         format!(
-                            "TLS handshake with node {} not done within {HANDSHAKE_TIMEOUT:?}",
+                            "node {} did not finish its handshake within {HANDSHAKE_TIMEOUT:?}",
                             peer.0
                         )
                     })?
-                    .map_err(|e| format!("TLS handshake with node {} failed: {e}", peer.0))?;
+                    .map_err(|e| match e.kind() {
+                        std::io::ErrorKind::InvalidData | std::io::ErrorKind::InvalidInput => {
+                            format!("TLS handshake with node {} failed: {e}", peer.0)
+                        }
+                        _ => format!("node {} closed the connection during its handshake: {e}", peer.0),
+                    })?;
                 Ok(split_tls(s))
             }
         }

@@ -623,3 +623,29 @@ fn the_metrics_endpoint_takes_tls_and_a_bearer_token() {
         "served metrics over plain HTTP: {plain}"
     );
 }
+
+/// A peer that vanishes during the handshake (a node being killed: its listener takes
+/// the connection, then the process dies) is a node down, not a refusal of this
+/// process's credentials: the message does not say TLS, so that a client reports the
+/// cluster unavailable (degraded) rather than bad credentials. A bench started right
+/// after a `kill -9` exited 2 with "credentials: ... Connection reset by peer".
+#[test]
+fn a_peer_gone_during_the_handshake_is_not_a_credentials_refusal() {
+    let f = fixture();
+    let sec = f.sec(Role::Client);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let err = rt.block_on(async {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let drop_it = tokio::spawn(async move {
+            let (s, _) = l.accept().await.unwrap();
+            drop(s);
+        });
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let r = connect(&sec, tcp).await.err().expect("no handshake with a closed peer");
+        drop_it.await.unwrap();
+        r
+    });
+    assert!(err.contains("closed the connection during its handshake"), "{err}");
+    assert!(!err.contains("TLS"), "{err}");
+}
