@@ -58,7 +58,12 @@ impl Server {
     /// could decide anew), never prepares or accepts it, and answers at most with
     /// [`Self::forgotten_vote`].
     pub(super) fn forgotten(&self, txn: TxnId, ts: Option<u64>) -> bool {
-        ts.is_some_and(|ts| ts <= self.forgot_ts) && !self.done.contains_key(&txn) && !self.ctxns.contains_key(&txn)
+        ts.is_some_and(|ts| ts <= self.forgot_ts) && self.unknown(txn)
+    }
+
+    /// Whether this coordinator holds nothing of `txn` (no round, no decision).
+    fn unknown(&self, txn: TxnId) -> bool {
+        !self.done.contains_key(&txn) && !self.ctxns.contains_key(&txn)
     }
 
     /// This DC's answer about a transaction it may have forgotten: a reject that is
@@ -222,20 +227,16 @@ impl Server {
             }
             return;
         }
-        if let Some(ts) = ts.filter(|_| self.forgotten(txn, ts)) {
+        if self.unknown(txn) && ts.is_none_or(|ts| ts <= self.forgot_ts) {
             // Another DC's coordinator asks about a transaction that may have been
             // decided here and forgotten: this DC rejects it. That is safe whatever it
             // was: an abort had a majority of rejects already, and a commit is
-            // forgotten only once every coordinator confirmed it, so none asks.
-            if reply {
+            // forgotten only once every coordinator confirmed it, so none asks. A vote
+            // naming no timestamp (every vote names it, or carries the value) cannot
+            // be told apart from one: it opens no round either, and gets no answer.
+            if let Some(ts) = ts.filter(|_| reply) {
                 cx.send(from, Msg::Vote(self.forgotten_vote(txn, ts)));
             }
-            return;
-        }
-        if ts.is_none() && !self.done.contains_key(&txn) && !self.ctxns.contains_key(&txn) {
-            // Every vote names its transaction's timestamp (or carries the value); one
-            // that does not cannot be told apart from a transaction forgotten here,
-            // and a round opened for it could decide anew.
             return;
         }
         // A reject from a peer about a transaction unknown here: the peer's node index
@@ -297,8 +298,7 @@ impl Server {
                 txn,
                 commit,
                 value: value.clone().filter(|_| commit),
-                forget: None,
-                ts: value.as_ref().map(|v| v.ts).filter(|_| !commit),
+                forget: value.as_ref().map(|v| v.ts).filter(|_| !commit),
             },
             cx,
         );
@@ -496,23 +496,23 @@ impl Server {
         let c = &self.ctxns[&txn];
         let Some(v) = c.round.value.clone() else { return };
         let layout = &self.env.layout;
-        let peers = self.peers(c.coord);
-        for (p, d) in c.round.tell_again(txn, peers.clone(), |p| layout.dc_of(p)) {
-            cx.send(p, Msg::Decided(d));
-            send_decision(txn, true, &v, layout, layout.dc_of(p), |n| c.direct.contains(&n), cx);
-        }
-        // A DC whose cohorts installed it directly, and whose coordinator has not
-        // confirmed: its coordinator is told (it may have been down, and must know
-        // before the decision is forgotten here).
-        for p in peers {
+        // Every DC whose coordinator has not confirmed is told again: its coordinator
+        // (it may have been down, and must know before the decision is forgotten
+        // here), and, unless the DC applied it already, its cohorts directly.
+        // (`confirmed` is a subset of `applied`.)
+        for p in self.peers(c.coord) {
             let theirs = layout.dc_of(p);
-            if c.round.applied.contains(&theirs) && !c.confirmed.contains(&theirs) {
-                let d = crate::kit::vote::Decided {
-                    txn,
-                    commit: true,
-                    value: Some(v.clone()),
-                };
-                cx.send(p, Msg::Decided(d));
+            if c.confirmed.contains(&theirs) {
+                continue;
+            }
+            let d = crate::kit::vote::Decided {
+                txn,
+                commit: true,
+                value: Some(v.clone()),
+            };
+            cx.send(p, Msg::Decided(d));
+            if !c.round.applied.contains(&theirs) {
+                send_decision(txn, true, &v, layout, theirs, |n| c.direct.contains(&n), cx);
             }
         }
         if !c.round.applied.contains(&self.dc) {

@@ -35,15 +35,13 @@ pub(super) enum Rec {
         txn: TxnId,
         commit: bool,
         value: Option<Arc<TxnValue>>,
-        /// The commit timestamp, once the decision may be forgotten (written in by
-        /// the compaction that drops its `Ended`).
+        /// The commit timestamp, where a replay queues the decision to be forgotten:
+        /// an abort's from the start, when its value was known (a restarted
+        /// coordinator, which no longer knows which cohorts acknowledged it, forgets it
+        /// `forget_after` after the restart: a prepared cohort asks every query
+        /// period); a commit's written in by the compaction that drops its `Ended`.
         #[serde(default)]
         forget: Option<u64>,
-        /// An abort's commit timestamp, when its value was known: a restarted
-        /// coordinator, which no longer knows which cohorts acknowledged it, forgets it
-        /// `forget_after` after the restart (a prepared cohort asks every query period).
-        #[serde(default)]
-        ts: Option<u64>,
     },
     /// Decisions at or below this commit timestamp may have been forgotten (forced
     /// when it rises; the largest is kept): `Server::forgot_ts`.
@@ -200,10 +198,9 @@ impl Server {
                     commit,
                     value,
                     forget,
-                    ts,
                 } => {
                     self.done.insert(txn, commit);
-                    if let Some(ts) = forget.or(ts) {
+                    if let Some(ts) = forget {
                         self.may_forget(txn, ts, now);
                     }
                     match value {
