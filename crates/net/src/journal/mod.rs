@@ -192,7 +192,7 @@ pub enum Entry<M> {
 /// (`CoTxn::unexecuted`); journalled Catenae aborts carry their epoch (wire 16).
 /// 18 (stop 77): a Replicated Commit server forgets decisions (`forgetting`,
 /// `forgot_ts`, `forget_after`, `aborting`; `CTxn::confirmed`/`ts`, `Prep::ts`; log
-/// records `Forgot`, `Decided::forget`/`ts`, `Voted::ts`, `Ended::forget`), and keeps
+/// records `Forgot`, `Decided::forget`, `Voted::ts`, `Ended::forget`), and keeps
 /// its decisions and tombstones in persistent maps (`done`, `applied`, `released` as
 /// `Aging`); its journalled votes and queries name the commit timestamp (wire 17).
 pub const FORMAT: u32 = 18;
