@@ -180,12 +180,14 @@ impl Chain {
         );
     }
 
-    /// Drops the collectable versions at the front (see the module docs); how many.
-    fn collect(&mut self, cutoff: u64, record: bool) -> usize {
+    /// Drops the collectable versions at the front (see the module docs): those whose
+    /// committed successor was installed at or before `cutoff` and was written at or
+    /// below `wts_floor`; how many.
+    fn collect(&mut self, cutoff: u64, wts_floor: u64, record: bool) -> usize {
         let n = self
             .versions
             .windows(2)
-            .take_while(|w| !w[0].tentative && !w[1].tentative && w[1].at <= cutoff)
+            .take_while(|w| !w[0].tentative && !w[1].tentative && w[1].at <= cutoff && w[1].wts <= wts_floor)
             .count();
         if n > 0 {
             let c = self.collected.get_or_insert_with(Default::default);
@@ -458,6 +460,16 @@ impl MvStore {
     /// a half `ttl`s' worth of writes (plus one version per key). Returns how many
     /// versions it dropped.
     pub fn collect(&mut self, r: &Retention) -> usize {
+        self.collect_below(r, u64::MAX)
+    }
+
+    /// [`Self::collect`] for a protocol that reads at timestamps (MVTO): a version goes
+    /// only if, besides, its committed successor was written at or below `wts_floor`,
+    /// the protocol's low-water mark of the timestamps it still serves. A read or a
+    /// write at a timestamp below a key's first held version, once something of that
+    /// key was collected, would need what was collected: the protocol must refuse it
+    /// ([`Self::too_old`]).
+    pub fn collect_below(&mut self, r: &Retention, wts_floor: u64) -> usize {
         let due = self.gc.fresh * 2 >= self.gc.live || self.gc.now.saturating_sub(self.gc.last_pass) >= r.ttl / 2;
         if r.ttl == u64::MAX || self.gc.fresh < 64 || !due {
             return 0;
@@ -473,7 +485,7 @@ impl MvStore {
         self.multi.retain(|k| match keys.get_mut(k) {
             Some(c) => {
                 if c.versions.len() > 1 {
-                    n += c.collect(cutoff, r.record);
+                    n += c.collect(cutoff, wts_floor, r.record);
                 }
                 c.versions.len() > 1
             }
@@ -482,6 +494,24 @@ impl MvStore {
         self.gc.live -= n as u64;
         self.gc.collected += n as u64;
         n
+    }
+
+    /// Whether an MVTO read or write of `key` at `ts` would need a version GC
+    /// collected: something of the key's chain was collected and `ts` is below the
+    /// first version held (the version a read at `ts` sees, or the one a write at `ts`
+    /// would follow and whose read timestamp it must check, is gone). With nothing
+    /// held after a collection, every timestamp is.
+    pub fn too_old(&self, key: &Key, ts: u64) -> bool {
+        self.keys
+            .get(key)
+            .is_some_and(|c| c.collected.is_some() && ts < c.versions.first().map_or(u64::MAX, |v| v.wts))
+    }
+
+    /// Whether a version of `key` written at `wts` would fall in the collected part of
+    /// its chain (at or below the newest collected version): installing it would put
+    /// it out of its place in the key's order (module docs, "Installs below the floor").
+    pub fn in_collected(&self, key: &Key, wts: u64) -> bool {
+        self.keys.get(key).is_some_and(|c| c.below_floor(wts))
     }
 
     /// Versions held now (committed and tentative), over every key.
@@ -640,6 +670,34 @@ mod tests {
         s.collect(&r);
         assert_eq!(s.versions(&k).len(), 1);
         assert_eq!(s.latest(&k), (Some(vid_n(1, 100)), Some(&Value::from_u64(100))));
+    }
+
+    #[test]
+    fn an_mvto_collection_stops_at_the_timestamp_floor_and_refuses_reads_below_what_it_kept() {
+        let mut s = MvStore::new();
+        let k = Key::from("k");
+        chain(&mut s, &k, 100);
+        s.tick(101 * SEC, &Retention::default());
+        let r = Retention {
+            ttl: 10 * SEC,
+            record: false,
+        };
+        // The TTL alone would take 1..=90; the floor 50 keeps every version whose
+        // successor was written above 50.
+        assert_eq!(s.collect_below(&r, 50), 49);
+        assert_eq!(s.versions(&k)[0].wts, 50);
+        // A read or write at 50 or above finds what it needs; below 50, the version it
+        // needs (49, or one before) is gone.
+        assert!(!s.too_old(&k, 50) && !s.too_old(&k, 75));
+        assert!(s.too_old(&k, 49) && s.too_old(&k, 1));
+        assert!(s.in_collected(&k, 49) && !s.in_collected(&k, 50));
+        // A key nothing was collected from serves every timestamp.
+        let other = Key::from("other");
+        s.install(&other, vid_n(2, 1), Value::default(), 7);
+        assert!(!s.too_old(&other, 1) && !s.too_old(&Key::from("none"), 1));
+        // The mutant without the refusal: a read at 30 would see the initial version,
+        // not version 30 (the check a protocol must make).
+        assert_eq!(s.mvto_read(&k, 30, false).version, None);
     }
 
     #[test]

@@ -45,6 +45,16 @@ impl<K: Ord + Clone, V: Clone> Aging<K, V> {
         self.map.get(k).map(|(v, _)| v)
     }
 
+    /// The value of `k` to change in place (its time stays), if it is here.
+    pub fn get_mut(&mut self, k: &K) -> Option<&mut V> {
+        self.map.get_mut(k).map(|(v, _)| v)
+    }
+
+    /// Every entry, in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.map.iter().map(|(k, (v, _))| (k, v))
+    }
+
     /// Whether `k` is here.
     pub fn contains_key(&self, k: &K) -> bool {
         self.map.contains_key(k)
@@ -59,13 +69,20 @@ impl<K: Ord + Clone, V: Clone> Aging<K, V> {
     /// since). Times are expected not to go backwards; an entry behind a later one in
     /// the queue waits for it.
     pub fn expire(&mut self, now: Time, ttl: Time) {
+        self.expire_each(now, ttl, |_, _| {});
+    }
+
+    /// [`Self::expire`], handing each entry dropped to `dropped`, oldest first.
+    pub fn expire_each(&mut self, now: Time, ttl: Time, mut dropped: impl FnMut(K, V)) {
         while let Some((at, _)) = self.queue.front() {
             if now.saturating_sub(*at) < ttl {
                 break;
             }
             let Some((at, k)) = self.queue.pop_front() else { break };
             if self.map.get(&k).is_some_and(|(_, t)| *t == at) {
-                self.map.remove(&k);
+                if let Some((v, _)) = self.map.remove(&k) {
+                    dropped(k, v);
+                }
             }
         }
         // Removed and re-inserted keys leave places behind: when they outnumber the
@@ -118,6 +135,20 @@ mod tests {
         assert_eq!(a.remove(&4), Some(true));
         a.expire(1000, 20);
         assert!(a.is_empty());
+    }
+
+    #[test]
+    fn a_change_in_place_keeps_the_time_and_expiry_hands_over_what_it_drops() {
+        let mut a: Aging<u32, u32> = Aging::default();
+        a.insert(1, 10, 0);
+        a.insert(2, 20, 5);
+        *a.get_mut(&1).expect("held") += 1;
+        assert!(a.get_mut(&3).is_none());
+        assert_eq!(a.iter().collect::<Vec<_>>(), vec![(&1, &11), (&2, &20)]);
+        let mut gone = vec![];
+        a.expire_each(12, 10, |k, v| gone.push((k, v)));
+        assert_eq!(gone, vec![(1, 11)], "changed in place, still put in at 0");
+        assert_eq!(a.len(), 1);
     }
 
     #[test]
