@@ -126,6 +126,9 @@ reasons! {
     MvtoLaterReadOfEarlierWrite => "mvto: a later transaction read this transaction's earlier write",
     /// CrossStitch MVTO: the write arrives after a later transaction read the key.
     MvtoWriteAfterLaterRead => "mvto: write arrives after a later read",
+    /// CrossStitch MVTO: the transaction is older than the server's low-water mark
+    /// for a key, whose versions it would read or follow were collected (version GC).
+    MvtoTooOld => "mvto: the versions a transaction this old would see were collected",
     /// CrossStitch: this transaction read an uncommitted write that aborted.
     CascadingAbort => "cascading abort: read an uncommitted write that aborted",
     // ---- coordination, time-outs and failures

@@ -46,8 +46,11 @@ use serde::Serialize;
 /// may answer with `AbortReason::OutcomeForgotten`, which a client must read as an
 /// unknown outcome (not a reject), its `Applied` now says that its decision is on
 /// disk (a peer forgets the decision on it), and votes and queries name the
-/// transaction's commit timestamp (`DcVote::ts`, `Query::ts`).
-pub const VERSION: u8 = 17;
+/// transaction's commit timestamp (`DcVote::ts`, `Query::ts`). 18: CrossStitch
+/// collects versions (stop 78): its sync state says what the sender collected
+/// (`SyncState::collected`), and a server may refuse a transaction as too old
+/// (`AbortReason::MvtoTooOld`, a sentence older builds read as `Other`).
+pub const VERSION: u8 = 18;
 
 /// The largest frame accepted (length field), 16 MiB.
 pub const MAX_FRAME: usize = 16 << 20;

@@ -63,16 +63,20 @@ pub enum Mutant {
     /// majority's (the bug H1 of docs/MEASUREMENTS.md: leadership taken before the
     /// merge).
     LeadBeforeMerge,
+    /// `crossstitch`: a server serves a read or a write below the versions its version
+    /// GC kept (without the `MvtoTooOld` refusal).
+    ReadCollected,
 }
 
 impl Mutant {
     /// The `mutant=` value and the protocol it applies to.
-    pub const ALL: [(&'static str, &'static str, Mutant); 5] = [
+    pub const ALL: [(&'static str, &'static str, Mutant); 6] = [
         ("early-release", "2pc-2pl", Mutant::EarlyRelease),
         ("early-abort", "replog", Mutant::EarlyAbort),
         ("minority", "hacommit", Mutant::Minority),
         ("no-ack", "crossstitch", Mutant::NoAck),
         ("lead-before-merge", "hacommit", Mutant::LeadBeforeMerge),
+        ("read-collected", "crossstitch", Mutant::ReadCollected),
     ];
 }
 

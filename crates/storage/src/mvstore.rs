@@ -497,14 +497,24 @@ impl MvStore {
     }
 
     /// Whether an MVTO read or write of `key` at `ts` would need a version GC
-    /// collected: something of the key's chain was collected and `ts` is below the
-    /// first version held (the version a read at `ts` sees, or the one a write at `ts`
-    /// would follow and whose read timestamp it must check, is gone). With nothing
-    /// held after a collection, every timestamp is.
+    /// collected: something of the key's chain was collected, and the version a read
+    /// at `ts` sees (or a write at `ts` follows, whose read timestamp it must check)
+    /// is not held above the collected part: none is held at or below `ts` (the one
+    /// it needs is gone), or the one held there was written at or below the newest
+    /// collected one (it sits out of its place: the collected version after it is
+    /// the one to see). With nothing held after a collection, every timestamp is.
     pub fn too_old(&self, key: &Key, ts: u64) -> bool {
-        self.keys
-            .get(key)
-            .is_some_and(|c| c.collected.is_some() && ts < c.versions.first().map_or(u64::MAX, |v| v.wts))
+        let Some(c) = self.keys.get(key) else {
+            return false;
+        };
+        let Some(col) = c.collected.as_deref() else {
+            return false;
+        };
+        c.versions
+            .iter()
+            .rev()
+            .find(|v| v.wts <= ts)
+            .is_none_or(|v| v.wts <= col.floor)
     }
 
     /// Whether a version of `key` written at `wts` would fall in the collected part of
@@ -698,6 +708,12 @@ mod tests {
         // The mutant without the refusal: a read at 30 would see the initial version,
         // not version 30 (the check a protocol must make).
         assert_eq!(s.mvto_read(&k, 30, false).version, None);
+        // A version put in at or below the collected part (a protocol that copies a
+        // peer's chain must not, but if it did) is not a version to read: a read at 49
+        // would see it instead of the collected 49.
+        s.write_tentative(&k, vid_n(3, 1), Value::default(), 45);
+        assert!(s.too_old(&k, 49) && s.too_old(&k, 45));
+        assert!(!s.too_old(&k, 50));
     }
 
     #[test]

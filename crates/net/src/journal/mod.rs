@@ -195,7 +195,11 @@ pub enum Entry<M> {
 /// records `Forgot`, `Decided::forget`, `Voted::ts`, `Ended::forget`), and keeps
 /// its decisions and tombstones in persistent maps (`done`, `applied`, `released` as
 /// `Aging`); its journalled votes and queries name the commit timestamp (wire 17).
-pub const FORMAT: u32 = 18;
+/// 19 (stop 78): a CrossStitch server collects versions (`gc_floor`) and keeps its
+/// outcomes and acceptor state in persistent maps (`done`, `acceptors` as `Aging`,
+/// `applied` as an `imbl::OrdMap`; `Done::at` and `Acceptor::since` gone); its sync
+/// state says what the sender collected (wire 18).
+pub const FORMAT: u32 = 19;
 
 /// What a journal says about itself (its `meta` partition).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -13,11 +13,14 @@ impl Server {
     // ----- acceptor ------------------------------------------------------------
 
     pub(super) fn acceptor(&mut self, txn: TxnId, now: Time) -> &mut Acceptor {
-        self.acceptors.entry(txn).or_insert(Acceptor {
-            promised: 0,
-            accepted: None,
-            since: now,
-        })
+        if !self.acceptors.contains_key(&txn) {
+            let fresh = Acceptor {
+                promised: 0,
+                accepted: None,
+            };
+            self.acceptors.insert(txn, fresh, now);
+        }
+        self.acceptors.get_mut(&txn).expect("just put in")
     }
 
     /// Accepts `decision` at `ballot` if allowed; returns whether it did.

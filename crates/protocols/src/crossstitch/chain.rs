@@ -143,6 +143,10 @@ impl Server {
                     if self.stale.contains(&self.env.layout.shard_of(&key).0) {
                         break Err(AbortReason::Resyncing);
                     }
+                    if self.store.too_old(&key, ts) && self.mutant != crate::Mutant::ReadCollected {
+                        // The version this read would see was collected.
+                        break Err(AbortReason::MvtoTooOld);
+                    }
                     let r = self.store.mvto_read(&key, ts, true);
                     cx.charge_ops(1);
                     if r.tentative {
@@ -256,6 +260,11 @@ impl Server {
     ) -> Result<(), AbortReason> {
         if ts < floor {
             return Err(AbortReason::MvtoBelowRestart);
+        }
+        if self.store.too_old(key, ts) && self.mutant != crate::Mutant::ReadCollected {
+            // The version this write would follow (and whose read timestamp it must
+            // check) was collected.
+            return Err(AbortReason::MvtoTooOld);
         }
         if let Some(i) = part.puts.iter().position(|(k, _, _)| k == key) {
             let old = part.puts[i].1;

@@ -20,14 +20,13 @@ impl Server {
         } else {
             self.applied.insert(txn, commit);
         }
-        let e = self.done.entry(txn).or_insert(Done {
-            commit,
-            rec: None,
-            reason: reason.clone(),
-            at: cx.now(),
-        });
-        if e.rec.is_none() {
-            e.rec = rec;
+        match self.done.get_mut(&txn) {
+            Some(e) => {
+                if e.rec.is_none() {
+                    e.rec = rec;
+                }
+            }
+            None => self.done.insert(txn, Done { commit, rec, reason }, cx.now()),
         }
     }
 
@@ -93,6 +92,11 @@ impl Server {
         if let Some(o) = self.orphans.remove(&txn) {
             for (k, v) in o.puts {
                 self.settle(&k, v, commit);
+            }
+            if commit {
+                for (k, v, val) in o.below {
+                    self.store.install(&k, v, val, o.ts);
+                }
             }
         }
         if commit {

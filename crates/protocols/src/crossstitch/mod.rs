@@ -158,6 +158,29 @@
 //!   protocol, this one needs none beyond the take-over's). A
 //!   shard whose only remaining copy forgot (a second failure) stays unserved: a
 //!   stall, never a wrong answer.
+//! - **Version GC** (not in the paper, which keeps every version in memory). MVTO
+//!   reads at the transaction's timestamp, so a superseded version is garbage only
+//!   once no transaction that could read it (or write after it) will come. Each
+//!   server keeps a low-water mark of timestamps (`Server::collect_versions`): the
+//!   lowest recent timestamp of the clients active at it within a horizon (the
+//!   version TTL, at least the vote timeout), less the horizon; a version goes once
+//!   its committed successor was written at or below the mark (and installed a TTL
+//!   ago, the window every collecting protocol keeps). Safety does not rest on the
+//!   mark: a server refuses (`MvtoTooOld`) a read or a write of a key at a timestamp
+//!   below the first version it still holds of that key, once anything of the key
+//!   was collected, because what that read would see (or that write must check) is
+//!   gone, or what it finds there sits at or below the collected part; a replica
+//!   refuses a put that would land in the collected part of a chain
+//!   (`ReplicaRefused`); a restarted server takes on what its partners collected with
+//!   their data (a rejoining one, for the shards it rejoins only: adopting drops what
+//!   is held below the partner's floor), and keeps a copied uncommitted version that
+//!   falls in its own collected part out of the store, installing it among the
+//!   collected ones if it commits (a review found that holding it let a read above
+//!   the floor see it instead of the collected version after it). So a transaction is refused only when it is older than the
+//!   horizon (it outlived the vote timeout) or its client's clock is behind the
+//!   others' by more than the horizon and it was away from the server long enough
+//!   for the mark to pass it; a skewed client then waits until its clock passes the
+//!   mark, as with the restart watermark: skew costs liveness, never safety.
 //! - **Shipping cost.** Receiving a shipped transaction is charged one key operation per
 //!   KiB of execution state (the program's arguments and the values read so far), the
 //!   "marshalling and unmarshalling" overhead §5.2.1 observes.
@@ -179,6 +202,7 @@ pub use msg::*;
 use server::*;
 pub use server::{txn_replicas, Server};
 
+use crate::kit::aging::Aging;
 use crate::{ClientRole, Env, Protocol, Replica};
 use meridian_core::{
     AbortReason, ClientId, Ctx, HomeRule, Key, NodeId, Outcome, Placement, ReadRec, ReplicaSnapshot, Time, TxnId,

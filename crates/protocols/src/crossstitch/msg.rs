@@ -216,19 +216,7 @@ pub enum Msg {
     /// Restarted server → the other replica of its shards: send me your data.
     SyncReq,
     /// The versions of the shards the two servers share (committed and tentative).
-    SyncState {
-        /// (key, version, value, wts, tentative).
-        versions: Vec<(Key, VersionId, Value, u64, bool)>,
-        /// For each transaction with a tentative version: nodes to ask its outcome,
-        /// and its last server if known (whose transaction replicas can recover it).
-        askers: Vec<(TxnId, Vec<NodeId>, Option<NodeId>)>,
-        /// The sender's views of the shards the two share.
-        views: Vec<ShardView>,
-        /// Above every timestamp (clock units) the sender may have served a read at:
-        /// the receiver may take a shard over from the sender only refusing writes
-        /// below it.
-        floor: Time,
-    },
+    SyncState(SyncState),
     /// Primary → the other members of its shards (every sweep, and when a read needs
     /// it): I am your primary in these (shard, view)s and may serve reads below
     /// `floor` (clock units); promise to refuse writes below it if you take over.
@@ -304,7 +292,7 @@ impl Msg {
             | Promise { txn, .. }
             | Waive { txn, .. } => Some(*txn),
             SyncReq
-            | SyncState { .. }
+            | SyncState(_)
             | Lease { .. }
             | LeaseAck { .. }
             | Cas { .. }
@@ -334,6 +322,26 @@ pub struct Exec {
     pub chain: Vec<Hop>,
     /// Notifies the receiver must collect (its predecessor's replicas).
     pub notifies: u32,
+}
+
+/// Partner → restarted server: the versions of the shards the two share.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SyncState {
+    /// (key, version, value, wts, tentative).
+    pub versions: Vec<(Key, VersionId, Value, u64, bool)>,
+    /// For each transaction with a tentative version: nodes to ask its outcome,
+    /// and its last server if known (whose transaction replicas can recover it).
+    pub askers: Vec<(TxnId, Vec<NodeId>, Option<NodeId>)>,
+    /// The sender's views of the shards the two share.
+    pub views: Vec<ShardView>,
+    /// Above every timestamp (clock units) the sender may have served a read at:
+    /// the receiver may take a shard over from the sender only refusing writes
+    /// below it.
+    pub floor: Time,
+    /// What version GC collected from the shared shards' keys (the versions above
+    /// lack it): the receiver takes it on, so it refuses the timestamps the sender
+    /// can no longer serve.
+    pub collected: Vec<(Key, meridian_storage::Collected)>,
 }
 
 /// Primary → replica: hold these puts; notify `notify` (position `pos`).
@@ -384,7 +392,7 @@ impl Msg {
             | Msg::Prepare { .. }
             | Msg::Promise { .. }
             | Msg::SyncReq
-            | Msg::SyncState { .. }
+            | Msg::SyncState(_)
             | Msg::Lease { .. }
             | Msg::LeaseAck { .. }
             | Msg::Cas { .. }

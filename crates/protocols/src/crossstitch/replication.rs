@@ -19,7 +19,9 @@ impl Server {
             if d.commit {
                 // Late copy of a committed transaction's puts: install them.
                 for (k, v, val) in puts {
-                    if !self.store.contains(&k, v) {
+                    // Not again if held or collected (a collected one would be
+                    // counted twice).
+                    if !self.store.has_or_collected(&k, v, ts) {
                         self.store.install(&k, v, val, ts);
                     }
                 }
@@ -56,6 +58,16 @@ impl Server {
         }
         if self.restarting() {
             // The primary re-sends until the outcome: take it once the data is here.
+            return;
+        }
+        if puts
+            .iter()
+            .any(|(k, v, _)| !self.store.contains(k, *v) && self.store.in_collected(k, ts))
+        {
+            // Version GC here collected past this timestamp (this copy's low-water mark
+            // ran ahead of the primary's): the put would land out of its place in the
+            // key's order. Refused out loud, like a put this server may have forgotten.
+            cx.send(notify, Msg::ReplicaRefused { txn, pos });
             return;
         }
         let b = self.backups.entry(txn).or_insert(Backup {

@@ -108,18 +108,20 @@ pub(super) struct Orphan {
     /// have forgotten the transaction and stays silent.
     pub(super) ts: u64,
     pub(super) puts: Vec<(Key, VersionId)>,
+    /// Copied versions at or below what this server collected of their key: not in
+    /// the store, installed (among the collected) if the transaction commits.
+    pub(super) below: Vec<(Key, VersionId, Value)>,
     pub(super) since: Time,
     pub(super) ask: Vec<NodeId>,
     pub(super) last: Option<NodeId>,
 }
 
 /// Acceptor state of one transaction (this server as final server or transaction
-/// replica).
+/// replica), kept for the tombstone period from its first promise or acceptance.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(super) struct Acceptor {
     pub(super) promised: Ballot,
     pub(super) accepted: Option<(Ballot, Decision)>,
-    pub(super) since: Time,
 }
 
 /// A Paxos proposer for one transaction's decision (the final server at ballot 0, or a
@@ -139,13 +141,13 @@ pub(super) struct Proposer {
     pub(super) since: Time,
 }
 
-/// An outcome this server knows.
+/// An outcome this server knows (kept for the tombstone period from when it learned
+/// it).
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Done {
     pub(super) commit: bool,
     pub(super) rec: Option<Arc<Rec>>,
     pub(super) reason: Option<AbortReason>,
-    pub(super) at: Time,
 }
 
 crate::kit::server::server_struct! {
@@ -164,9 +166,12 @@ crate::kit::server::server_struct! {
         pub(super) backups: HashMap<TxnId, Backup>,
         /// writer → readers (txn, pos) that read its uncommitted versions here.
         pub(super) readers: HashMap<TxnId, Vec<(TxnId, u32)>>,
-        pub(super) acceptors: HashMap<TxnId, Acceptor>,
+        /// Acceptor state and outcomes, one per transaction for the tombstone period:
+        /// the largest parts of a server, in persistent maps, so that a checkpoint's
+        /// copy of the server shares them instead of copying every entry.
+        pub(super) acceptors: Aging<TxnId, Acceptor>,
         pub(super) proposers: HashMap<TxnId, Proposer>,
-        pub(super) done: HashMap<TxnId, Done>,
+        pub(super) done: Aging<TxnId, Done>,
         /// Tentative versions copied while re-syncing, whose outcome is being asked.
         pub(super) orphans: HashMap<TxnId, Orphan>,
         /// Recoveries that met a higher ballot: no new one for the transaction before
@@ -226,8 +231,13 @@ crate::kit::server::server_struct! {
         pub(super) ballot_floor: Ballot,
         /// Partners a restarted server still needs the data of.
         pub(super) syncing: BTreeSet<NodeId>,
-        /// Outcomes applied here (for the split-decision check).
-        pub(super) applied: HashMap<TxnId, bool>,
+        /// Version GC's low-water mark (transaction timestamp units): every version
+        /// whose committed successor was written at or below it may be collected
+        /// (`Server::collect_versions`). Not durable.
+        pub(super) gc_floor: u64,
+        /// Outcomes applied here (for the split-decision check; on a real server kept
+        /// as long as `done`).
+        pub(super) applied: imbl::OrdMap<TxnId, bool>,
         /// Decisions that contradicted one applied here (must stay empty).
         pub(super) contradicted: Vec<(TxnId, bool)>,
         /// Fail-over (§4.1; see failover.rs): every shard's view this server knows, when
@@ -294,9 +304,9 @@ impl Server {
             early_notifies: HashMap::default(),
             backups: HashMap::default(),
             readers: HashMap::default(),
-            acceptors: HashMap::default(),
+            acceptors: Aging::default(),
             proposers: HashMap::default(),
-            done: HashMap::default(),
+            done: Aging::default(),
             orphans: HashMap::default(),
             backoff: HashMap::default(),
             restarted_at: None,
@@ -309,7 +319,8 @@ impl Server {
             forgot_before: 0,
             ballot_floor: 0,
             syncing: BTreeSet::new(),
-            applied: HashMap::default(),
+            gc_floor: 0,
+            applied: imbl::OrdMap::new(),
             contradicted: vec![],
             views: BTreeMap::new(),
             mine,
@@ -579,9 +590,16 @@ impl Server {
             }
         }
         self.backoff.retain(|_, until| now < *until);
-        // Forget old outcomes and acceptor state.
-        self.done.retain(|_, d| now.saturating_sub(d.at) < t.tombstone);
-        self.acceptors.retain(|_, a| now.saturating_sub(a.since) < t.tombstone);
+        // Forget old outcomes and acceptor state. The outcomes applied (kept for the
+        // split-decision check) go with them where the deployment keeps no whole
+        // history (a real server: bounded state); the simulator keeps them all.
+        let (record, applied) = (self.env.retention.record, &mut self.applied);
+        self.done.expire_each(now, t.tombstone, |txn, _| {
+            if !record {
+                applied.remove(&txn);
+            }
+        });
+        self.acceptors.expire(now, t.tombstone);
         // An idle client's mark goes into the floor, which is never dropped: what it
         // guarded stays guarded across any later restart (reviewed in stop 67: dropping
         // it outright let a third restart forget a COMMIT chosen before the first).
@@ -593,6 +611,42 @@ impl Server {
             }
             keep
         });
+        self.collect_versions(now);
+    }
+
+    /// Version GC for MVTO (module docs, "Version GC"): the low-water mark is the
+    /// lowest timestamp any client active here within `horizon` (the version TTL, at
+    /// least the vote timeout) sent lately, less `horizon`: the oldest a transaction
+    /// still running here can be, but for one that has outlived the vote timeout
+    /// (refused: `MvtoTooOld`) or a client whose clock is behind the others' by more
+    /// than `horizon` (refused until its clock passes the mark). Only the
+    /// clients' timestamps are compared, never a clock of this server's. The mark
+    /// never falls while the server lives; a restarted server starts from nothing and
+    /// takes on what its partners collected with their data.
+    fn collect_versions(&mut self, now: Time) {
+        let Some(horizon) = self.gc_horizon() else {
+            return;
+        };
+        let reserve = 2 * self.env.timeouts.sweep;
+        let lowest = self
+            .client_marks
+            .values()
+            .filter(|(_, at)| now.saturating_sub(*at) < horizon)
+            // A client's mark runs up to `reserve` ahead of what it sent.
+            .map(|(mark, _)| mark.saturating_sub(reserve))
+            .min();
+        if let Some(m) = lowest {
+            self.gc_floor = self.gc_floor.max(m.saturating_sub(horizon).saturating_mul(TS_SCALE));
+        }
+        self.store.collect_below(&self.env.retention, self.gc_floor);
+    }
+
+    /// How far behind the newest timestamps version GC keeps what a read may see:
+    /// the version TTL, at least the vote timeout. None: this deployment keeps every
+    /// version.
+    pub(super) fn gc_horizon(&self) -> Option<Time> {
+        let ttl = self.env.retention.ttl;
+        (ttl != u64::MAX).then(|| ttl.max(self.env.timeouts.vote))
     }
 
     /// Whether this server is still coming back from a restart: waiting for its
@@ -681,12 +735,7 @@ impl Server {
                 accepted,
             } => self.on_promise(from, txn, ballot, ok, accepted, cx),
             Msg::SyncReq => self.on_sync_req(from, cx),
-            Msg::SyncState {
-                versions,
-                askers,
-                views,
-                floor,
-            } => self.on_sync_state(from, versions, askers, views, floor, cx),
+            Msg::SyncState(m) => self.on_sync_state(from, m, cx),
             Msg::Lease { views, floor } => self.on_lease(from, views, floor, cx),
             Msg::LeaseAck { views, floor } => self.on_lease_ack(from, views, floor, cx),
             Msg::Cas { expect, new } => self.on_cas(from, expect, new, cx),

@@ -69,6 +69,13 @@ impl Server {
         }
         // In key order (each key's versions in their order), not the hash table's.
         versions.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut collected: Vec<(Key, meridian_storage::Collected)> = self
+            .store
+            .collected_keys()
+            .filter(|(k, _)| shared.contains(&self.env.layout.shard_of(k).0))
+            .map(|(k, c)| (k.clone(), c.clone()))
+            .collect();
+        collected.sort_by(|a, b| a.0.cmp(&b.0));
         cx.charge_ops(versions.len() as u32);
         let mut askers: BTreeMap<TxnId, (BTreeSet<NodeId>, Option<NodeId>)> = BTreeMap::new();
         for (_, id, _, _, tentative) in &versions {
@@ -99,28 +106,34 @@ impl Server {
             .collect();
         cx.send(
             from,
-            Msg::SyncState {
+            Msg::SyncState(SyncState {
                 versions,
                 askers,
                 views,
                 floor,
-            },
+                collected,
+            }),
         );
     }
 
-    pub(super) fn on_sync_state(
-        &mut self,
-        from: NodeId,
-        versions: Vec<(Key, VersionId, Value, u64, bool)>,
-        askers: Vec<(TxnId, Vec<NodeId>, Option<NodeId>)>,
-        views: Vec<ShardView>,
-        floor: Time,
-        cx: &mut Ctx<'_, Msg>,
-    ) {
+    pub(super) fn on_sync_state(&mut self, from: NodeId, m: SyncState, cx: &mut Ctx<'_, Msg>) {
+        let SyncState {
+            versions,
+            askers,
+            views,
+            floor,
+            collected,
+        } = m;
         // Expected from every partner after a restart, and from the primary of a shard
         // this server was dropped from (which sends it once it took it back).
-        let rejoining = self.stale.iter().any(|s| self.primary(*s) == from);
-        if !self.syncing.remove(&from) && !rejoining {
+        let rejoining: BTreeSet<u32> = self
+            .stale
+            .iter()
+            .copied()
+            .filter(|s| self.primary(*s) == from)
+            .collect();
+        let restarted = self.syncing.remove(&from);
+        if !restarted && rejoining.is_empty() {
             return;
         }
         let sent: BTreeMap<u32, u32> = views.iter().map(|v| (v.shard, v.view)).collect();
@@ -156,6 +169,17 @@ impl Server {
             self.stale.remove(&s);
         }
         self.restart_done(cx);
+        // What the sender collected first: its versions start after it, and this
+        // server must refuse what the sender would (MvStore::too_old). Only for the
+        // shards whose data this server is taking (all of them after a restart, when
+        // it holds nothing; only the rejoined ones otherwise): adopting drops what is
+        // held at or below the sender's floor, and a shard this server serves meanwhile
+        // may hold a tentative version there whose transaction is running.
+        for (k, c) in &collected {
+            if restarted || rejoining.contains(&self.env.layout.shard_of(k).0) {
+                self.store.adopt_collected(k, c);
+            }
+        }
         let askers: HashMap<TxnId, (Vec<NodeId>, Option<NodeId>)> =
             askers.into_iter().map(|(t, n, l)| (t, (n, l))).collect();
         for (k, id, val, wts, tentative) in versions {
@@ -169,16 +193,29 @@ impl Server {
                     }
                     continue;
                 }
-                self.store.write_tentative(&k, id, val, wts);
+                // At or below what this server collected of the key (its own floor may
+                // be above the sender's): held here, it would sit out of its place in
+                // the key's order, and a read above the floor could see it instead of
+                // the collected version after it. Kept aside, installed among the
+                // collected ones if its transaction commits.
+                let below = self.store.in_collected(&k, wts);
+                if !below {
+                    self.store.write_tentative(&k, id, val.clone(), wts);
+                }
                 let (ask, last) = askers.get(&id.txn).cloned().unwrap_or_else(|| (vec![from], None));
                 let e = self.orphans.entry(id.txn).or_insert(Orphan {
                     ts: wts,
                     puts: vec![],
+                    below: vec![],
                     since: cx.now(),
                     ask,
                     last,
                 });
-                e.puts.push((k, id));
+                if below {
+                    e.below.push((k, id, val));
+                } else {
+                    e.puts.push((k, id));
+                }
             } else {
                 self.store.install(&k, id, val, wts);
             }
