@@ -705,7 +705,7 @@ impl<P: Protocol> Core<P> {
             }
             if j.checkpointing() {
                 self.checkpoint_done();
-            } else if self.checkpoint_every > 0 && j.since_checkpoint() >= self.checkpoint_every {
+            } else if j.checkpoint_due(self.checkpoint_every) {
                 self.checkpoint();
             }
         }

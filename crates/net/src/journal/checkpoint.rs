@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 pub(super) struct Writing {
     /// Inputs appended since the last checkpoint when this one was taken.
     inputs: u64,
+    /// `Journal::appended` when it was taken.
+    appended: u64,
     handle: JoinHandle<Result<Written, JournalError>>,
 }
 
@@ -177,6 +179,7 @@ impl Journal {
         self.write()?;
         let gen = self.gen + 1;
         let m = write_image(&self.dir, gen, self.next, image)?;
+        self.image_from = self.appended;
         self.adopt(gen, m)
     }
 
@@ -206,6 +209,7 @@ impl Journal {
         })?;
         self.writing = Some(Writing {
             inputs: self.since_checkpoint(),
+            appended: self.appended,
             handle,
         });
         Ok(true)
@@ -242,6 +246,7 @@ impl Journal {
             total: written.total,
         };
         self.adopt(written.gen, written.meta)?;
+        self.image_from = w.appended;
         Ok(Some(done))
     }
 

@@ -373,6 +373,11 @@ pub struct Journal {
     dropping: Option<std::thread::JoinHandle<()>>,
     /// A checkpoint being written on a second thread.
     writing: Option<checkpoint::Writing>,
+    /// Bytes of inputs appended since the journal was opened, and that count when the
+    /// current image was taken (0 for one found at the open): what the inputs after
+    /// the image weigh, for [`Journal::checkpoint_due`].
+    appended: u64,
+    image_from: u64,
 }
 
 impl Drop for Journal {
@@ -390,7 +395,25 @@ impl Journal {
         drop_cut_off_partitions(dir)?;
         // A smaller write-ahead log than fjall's default (512 MiB) bounds what an open
         // replays even when no checkpoint comes (a protocol without one, light load).
-        let ks = fjall::Config::new(dir).max_journaling_size(64 << 20).open()?;
+        // fjall panics on some damage to its own write-ahead log (a flipped byte in a
+        // marker's compression field asserts; seen in journal_damage.rs): that is a
+        // damaged journal, refused like any other, not a crash of the node.
+        let opened = std::panic::catch_unwind(|| fjall::Config::new(dir).max_journaling_size(64 << 20).open());
+        let ks = match opened {
+            Ok(r) => r?,
+            Err(p) => {
+                let why = p
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| p.downcast_ref::<&str>().copied())
+                    .unwrap_or("a panic");
+                return Err(JournalError::Damaged(format!(
+                    "the store in {} could not be opened ({}): {DAMAGED_ADVICE}",
+                    dir.display(),
+                    why.lines().next().unwrap_or(why)
+                )));
+            }
+        };
         let meta = ks.open_partition("meta", fjall::PartitionCreateOptions::default())?;
         let found = match meta.get("header")? {
             Some(b) => Some(postcard::from_bytes::<Header>(&b).map_err(|e| JournalError::Header(e.to_string()))?),
@@ -473,6 +496,8 @@ impl Journal {
             synced,
             dropping: None,
             writing: None,
+            appended: 0,
+            image_from: 0,
         };
         // A checkpoint that was on disk before what it replaced was deleted: delete
         // it now (on the second thread, as after a checkpoint).
@@ -519,6 +544,18 @@ impl Journal {
     /// Inputs appended since the last checkpoint (or since the journal began).
     pub fn since_checkpoint(&self) -> u64 {
         self.next - self.first()
+    }
+
+    /// Whether a checkpoint is due: at least `every` inputs since the current one (0:
+    /// never), and at least as many bytes of them as its image holds. The second rule
+    /// keeps the cost of checkpoints proportional to the inputs, whatever the size of
+    /// the state: an image ten times the size of `every` inputs is written a tenth as
+    /// often, and a restart replays at most the larger of `every` inputs and an
+    /// image's worth of them after loading the image. (Inputs replayed at the open
+    /// are not counted, so the first checkpoint after a restart may come later.)
+    pub fn checkpoint_due(&self, every: u64) -> bool {
+        let image = self.image.as_ref().map_or(0, |m| m.len);
+        every > 0 && self.since_checkpoint() >= every && self.appended - self.image_from >= image
     }
 
     /// Every entry the journal holds after its checkpoint, oldest first, still encoded
@@ -599,6 +636,7 @@ impl Journal {
     /// Appends an entry (written at the next [`Journal::flush`] or [`Journal::sync`]).
     pub fn append<M: Serialize>(&mut self, e: &Entry<M>) -> Result<(), JournalError> {
         let bytes = seal(postcard::to_stdvec(e).expect("journal entries serialize"));
+        self.appended += bytes.len() as u64;
         self.pending.push((self.next, bytes));
         self.next += 1;
         Ok(())

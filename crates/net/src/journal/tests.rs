@@ -176,6 +176,43 @@ fn image_files(dir: &Path) -> Vec<String> {
 /// second one replaces the first; numbering continues; what a checkpoint replaced
 /// is deleted, and what a crash left undeleted is deleted at the next open.
 #[test]
+fn a_checkpoint_is_due_after_enough_inputs_and_an_images_worth_of_their_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut j = Journal::open(dir.path(), &header()).unwrap();
+    assert!(!j.checkpoint_due(10));
+    for i in 0..10 {
+        j.append(&msg(i)).unwrap();
+    }
+    assert!(j.checkpoint_due(10), "no image yet: the count alone");
+    assert!(!j.checkpoint_due(0), "0: never");
+    let one = {
+        let before = j.appended;
+        j.append(&msg(10)).unwrap();
+        j.appended - before
+    };
+    // An image the size of 100 inputs: ten more inputs are not enough, a hundred are.
+    j.checkpoint(&vec![7u8; 100 * one as usize]).unwrap();
+    for i in 0..99 {
+        j.append(&msg(i)).unwrap();
+        assert!(!j.checkpoint_due(10), "after {} inputs", i + 1);
+    }
+    j.append(&msg(99)).unwrap();
+    assert!(j.checkpoint_due(10));
+    // The same in the background: the bytes count from where the image was taken.
+    let image = vec![7u8; 50 * one as usize];
+    assert!(j.start_checkpoint(move || image).unwrap());
+    for i in 0..20 {
+        j.append(&msg(i)).unwrap();
+    }
+    j.poll_checkpoint(true).unwrap().expect("written");
+    assert!(!j.checkpoint_due(10), "20 inputs since, 50 inputs' worth of image");
+    for i in 0..30 {
+        j.append(&msg(i)).unwrap();
+    }
+    assert!(j.checkpoint_due(10));
+}
+
+#[test]
 fn a_checkpoint_keeps_its_image_and_only_the_inputs_after_it() {
     let dir = tempfile::tempdir().unwrap();
     let big: Vec<u8> = (0..(3 << 20) + 17).map(|i| (i * 7 % 251) as u8).collect();
