@@ -546,6 +546,19 @@ impl MvStore {
             .filter_map(|(k, c)| c.collected.as_deref().map(|x| (k, x)))
     }
 
+    /// What was collected from the keys `which` picks, in key order: what a replica
+    /// sends with its versions to a peer that rebuilds from them
+    /// ([`Self::adopt_collected`]).
+    pub fn collected_for(&self, mut which: impl FnMut(&Key) -> bool) -> Vec<(Key, Collected)> {
+        let mut out: Vec<(Key, Collected)> = self
+            .collected_keys()
+            .filter(|(k, _)| which(k))
+            .map(|(k, c)| (k.clone(), c.clone()))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
     /// Takes on a peer's record of what was collected from `key`'s chain (a replica
     /// rebuilt from a peer's versions, which lack what the peer collected): the higher
     /// floor and count, the union of the recorded ids; what it holds at or below the

@@ -69,13 +69,8 @@ impl Server {
         }
         // In key order (each key's versions in their order), not the hash table's.
         versions.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut collected: Vec<(Key, meridian_storage::Collected)> = self
-            .store
-            .collected_keys()
-            .filter(|(k, _)| shared.contains(&self.env.layout.shard_of(k).0))
-            .map(|(k, c)| (k.clone(), c.clone()))
-            .collect();
-        collected.sort_by(|a, b| a.0.cmp(&b.0));
+        let layout = &self.env.layout;
+        let collected = self.store.collected_for(|k| shared.contains(&layout.shard_of(k).0));
         cx.charge_ops(versions.len() as u32);
         let mut askers: BTreeMap<TxnId, (BTreeSet<NodeId>, Option<NodeId>)> = BTreeMap::new();
         for (_, id, _, _, tentative) in &versions {

@@ -42,13 +42,7 @@ impl Server {
             }
         }
         versions.sort_by(|a, b| (&a.0, a.3).cmp(&(&b.0, b.3)));
-        let mut collected: Vec<(Key, meridian_storage::Collected)> = self
-            .store
-            .collected_keys()
-            .filter(|(k, _)| layout.shard_of(k) == shard)
-            .map(|(k, c)| (k.clone(), c.clone()))
-            .collect();
-        collected.sort_by(|a, b| a.0.cmp(&b.0));
+        let collected = self.store.collected_for(|k| layout.shard_of(k) == shard);
         cx.charge_ops(versions.len() as u32);
         let (pending, done, seq) = self.my_state(shard, cx.now());
         cx.send(
