@@ -172,6 +172,10 @@ reasons! {
     LastOpLost => "the shard's leader never received the last operation",
     /// HACommit: the participant restarted after the transaction began.
     ParticipantRestarted => "participant restarted since the transaction began",
+    /// HACommit: the transaction is no newer than decided transactions a replica has
+    /// forgotten, and unknown there (a client whose clock is far behind, or a
+    /// transaction that outlived the forgetting period).
+    OlderThanForgotten => "older than the decisions a replica has forgotten",
     /// HACommit: recovery took over the participant's state; it cannot vote.
     NoVotePossible => "no vote possible (state taken over by recovery)",
     /// The request reached a replica that does not lead the shard.

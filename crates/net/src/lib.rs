@@ -49,8 +49,11 @@ use serde::Serialize;
 /// transaction's commit timestamp (`DcVote::ts`, `Query::ts`). 18: CrossStitch
 /// collects versions (stop 78): its sync state says what the sender collected
 /// (`SyncState::collected`), and a server may refuse a transaction as too old
-/// (`AbortReason::MvtoTooOld`, a sentence older builds read as `Other`).
-pub const VERSION: u8 = 18;
+/// (`AbortReason::MvtoTooOld`, a sentence older builds read as `Other`). 19: HACommit
+/// replicas forget settled decisions (stop 79): `SettleQuery`/`Settled`, `Accepted::ts`,
+/// `DoneInfo::shards`, `P2bPart::forgotten`, `SyncState::forgot_ts`, and the abort
+/// reason `OlderThanForgotten`.
+pub const VERSION: u8 = 19;
 
 /// The largest frame accepted (length field), 16 MiB.
 pub const MAX_FRAME: usize = 16 << 20;
@@ -345,6 +348,7 @@ mod tests {
             ballot: 9,
             commit: true,
             shards: shards.clone(),
+            ts: 5,
         });
         let new_view = Msg::NewView(ViewState {
             shard,
@@ -372,8 +376,8 @@ mod tests {
             ),
             (
                 accepted,
-                variant(12, (txn, shard, 9u64, true, shards)),
-                &[12, 0, 7, 2, 9, 1, 2, 1, 2],
+                variant(12, (txn, shard, 9u64, true, shards, 5u64)),
+                &[12, 0, 7, 2, 9, 1, 2, 1, 2, 5],
             ),
             (
                 new_view,

@@ -238,7 +238,9 @@ fn replog_for(
 }
 
 /// The `hacommit` / `hacommit-rc` protocol for a spec's `replicas=` parameter
-/// (replicas per shard group, default 3).
+/// (replicas per shard group, default 3) and `forget=DUR` (how long after its decision
+/// a replica forgets a transaction every replica settled; default the tombstone
+/// period).
 pub fn hacommit_for(spec: &meridian_core::spec::Spec<'_>) -> Result<crate::hacommit::HaCommit, ProtocolError> {
     let mut p = crate::hacommit::HaCommit {
         read_committed: spec.name == "hacommit-rc",
@@ -255,9 +257,10 @@ pub fn hacommit_for(spec: &meridian_core::spec::Spec<'_>) -> Result<crate::hacom
                     )))
                 }
             },
+            "forget" => p.forget = Some(positive_duration(spec.name, "forget", v)?),
             other => {
                 return Err(ProtocolError::Invalid(format!(
-                    "{}: unknown parameter `{other}` (known: replicas)",
+                    "{}: unknown parameter `{other}` (known: replicas, forget)",
                     spec.name
                 )))
             }

@@ -79,6 +79,7 @@ each_protocol! {
     images_change_nothing_replog: "replog",
     images_change_nothing_hacommit: "hacommit",
     images_change_nothing_hacommit_rc: "hacommit-rc",
+    images_change_nothing_hacommit_forgetting: "hacommit:forget=1s",
     images_change_nothing_crossstitch: "crossstitch",
     images_change_nothing_pc_2pl: "pc-2pl",
     images_change_nothing_pc_occ: "pc-occ",

@@ -199,7 +199,9 @@ pub enum Entry<M> {
 /// outcomes and acceptor state in persistent maps (`done`, `acceptors` as `Aging`,
 /// `applied` as an `imbl::OrdMap`; `Done::at` and `Acceptor::since` gone); its sync
 /// state says what the sender collected (wire 18).
-pub const FORMAT: u32 = 19;
+/// 20 (stop 79): a HACommit server forgets settled decisions (`settling`,
+/// `forget_after`, `Group::forgot_ts`, `Done::ts`/`shards`; wire 19).
+pub const FORMAT: u32 = 20;
 
 /// What a journal says about itself (its `meta` partition).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -27,6 +27,24 @@ impl Server {
                 accepted: None,
                 chosen: Some(d.commit),
                 ctx: d.ctx.as_deref().cloned(),
+                forgotten: false,
+            });
+            return cx.send(from, reply);
+        }
+        if self.forgotten(shard, txn, ts) {
+            // Forgotten here (or older than what this replica forgot, and never seen):
+            // no promise and no state, or a late phase 1 would bring the transaction
+            // back and a recovery could decide it anew (module docs).
+            let reply = Msg::P1b(P1b {
+                txn,
+                shard,
+                ballot,
+                ok: false,
+                promised: 0,
+                accepted: None,
+                chosen: None,
+                ctx: None,
+                forgotten: true,
             });
             return cx.send(from, reply);
         }
@@ -44,6 +62,7 @@ impl Server {
                 accepted: if acceptor { t.and_then(|t| t.accepted) } else { None },
                 chosen: t.and_then(|t| t.chosen),
                 ctx: t.and_then(|t| t.ctx.clone()),
+                forgotten: false,
             });
             return cx.send(from, reply);
         }
@@ -76,6 +95,7 @@ impl Server {
             accepted: t.accepted,
             chosen: t.chosen,
             ctx: t.ctx.clone(),
+            forgotten: false,
         });
         cx.send(from, reply);
     }
@@ -114,6 +134,21 @@ impl Server {
                 ok: false,
                 promised: 0,
                 chosen: Some(d.commit),
+                forgotten: false,
+            });
+        }
+        if (ballot != 0 || commit) && self.forgotten(shard, txn, ts) {
+            // A transaction older than what this replica forgot, and unknown here: a
+            // late copy of a forgotten one's phase 2, or a live one this replica holds
+            // no context or promise of (a group that voted holds the context at a
+            // majority, which accept). Only the client's ABORT is taken, always safe.
+            // (module docs, "Forgetting decided transactions").
+            return Some(P2bPart {
+                shard,
+                ok: false,
+                promised: Ballot::MAX,
+                chosen: None,
+                forgotten: true,
             });
         }
         let syncing = g.status == Status::Syncing;
@@ -146,6 +181,7 @@ impl Server {
                 ok: false,
                 promised,
                 chosen: None,
+                forgotten: false,
             });
         }
         let leader = g.leader();
@@ -168,6 +204,7 @@ impl Server {
             ok,
             promised: t.promised,
             chosen: None,
+            forgotten: false,
         };
         if !ok {
             if ballot == 0 && fenced > 0 && !self.proposals.contains_key(&txn) {
@@ -208,6 +245,7 @@ impl Server {
                     ballot,
                     commit,
                     shards: shards.to_vec(),
+                    ts,
                 }),
             );
         }
@@ -249,8 +287,9 @@ impl Server {
             ballot,
             commit,
             shards,
+            ts,
         } = m;
-        if !self.is_leader(shard) {
+        if !self.is_leader(shard) || self.forgotten(shard, txn, ts) {
             return;
         }
         if let Some(d) = self.done.get(&(shard, txn)) {
@@ -259,6 +298,8 @@ impl Server {
                 txn,
                 commit: d.commit,
                 ctx: d.ctx.as_deref().cloned(),
+                shards: d.shards.clone(),
+                ts: d.ts,
             };
             return cx.send(
                 from,
@@ -269,7 +310,7 @@ impl Server {
             );
         }
         let now = cx.now();
-        let t = self.txns.entry((shard, txn)).or_insert_with(|| Txn::new(txn, 0, now));
+        let t = self.txns.entry((shard, txn)).or_insert_with(|| Txn::new(txn, ts, now));
         if t.shards.is_empty() {
             t.shards = shards;
         }
@@ -327,6 +368,7 @@ impl Server {
                 ok: false,
                 promised: 0,
                 chosen: Some(commit),
+                forgotten: false,
             };
             cx.send(
                 client,
@@ -337,6 +379,12 @@ impl Server {
                 },
             );
         }
+        let ts = t.ctx.as_ref().map_or(t.prio.0, |c| c.ts);
+        let shards = if t.shards.is_empty() {
+            t.ctx.as_ref().map(|c| c.shards.clone()).unwrap_or_default()
+        } else {
+            t.shards.clone()
+        };
         let ctx = if commit { t.ctx } else { None };
         if let Some(c) = &ctx {
             cx.charge_ops(c.writes.len() as u32);
@@ -353,15 +401,15 @@ impl Server {
             self.holds.add(h, cx.hops());
         }
         self.release(shard, txn, cx);
-        if ctx.is_some() {
-            self.expiring.push_back((cx.now(), key));
-        }
+        self.expiring.push_back((cx.now(), key));
         self.done.insert(
             key,
             Done {
                 commit,
                 ctx: ctx.map(std::sync::Arc::new),
                 at: cx.now(),
+                ts,
+                shards,
             },
         );
         if self.is_leader(shard) {

@@ -53,6 +53,9 @@ pub(super) enum Phase {
         commit: bool,
         reason: Option<AbortReason>,
         acks: BTreeMap<ShardId, BTreeSet<NodeId>>,
+        /// Replicas that answered that they forgot the transaction (it is older than
+        /// their mark and unknown there).
+        forgot: BTreeMap<ShardId, BTreeSet<NodeId>>,
     },
 }
 
@@ -216,6 +219,7 @@ impl Client {
             commit,
             reason,
             acks: BTreeMap::new(),
+            forgot: BTreeMap::new(),
         };
         self.send_p2a(cx);
         cx.set_timer(self.env.timeouts.status, ClientTimer::Resend);
@@ -257,6 +261,24 @@ impl Client {
         }
     }
 
+    /// A replica of `shard` forgot the transaction. Once a majority of the group says
+    /// so, the group decided and settled it and forgot the outcome before this client
+    /// heard it (it was cut off longer than the forgetting period): the outcome is
+    /// unknown, never reported as an abort. (A minority may say so of a live
+    /// transaction whose context it never received; the majority that holds it
+    /// answers.)
+    pub(super) fn on_forgotten(&mut self, from: NodeId, shard: ShardId, cx: &mut Ctx<'_, Msg>) {
+        let Some(cur) = self.cur.as_mut() else { return };
+        let Phase::Deciding { forgot, .. } = &mut cur.phase else {
+            return;
+        };
+        let answered = forgot.entry(shard).or_default();
+        answered.insert(from);
+        if answered.len() >= majority_of(self.env.layout.replicas(shard).len()) {
+            self.finish(Outcome::Unknown, None, cx);
+        }
+    }
+
     pub(super) fn on_p2b(
         &mut self,
         from: NodeId,
@@ -266,7 +288,10 @@ impl Client {
         cx: &mut Ctx<'_, Msg>,
     ) {
         let Some(cur) = self.cur.as_mut() else { return };
-        let Phase::Deciding { commit, reason, acks } = &mut cur.phase else {
+        let Phase::Deciding {
+            commit, reason, acks, ..
+        } = &mut cur.phase
+        else {
             return;
         };
         if let Some(v) = chosen {
@@ -391,7 +416,11 @@ impl Client {
                     if self.cur.is_none() {
                         break;
                     }
-                    self.on_p2b(from, p.shard, p.ok, p.chosen, cx);
+                    if p.forgotten {
+                        self.on_forgotten(from, p.shard, cx);
+                    } else {
+                        self.on_p2b(from, p.shard, p.ok, p.chosen, cx);
+                    }
                 }
             }
             _ => {}
@@ -452,5 +481,6 @@ crate::kit::client::client_frame!(ClientTimer, interactive: ClientTimer::Idle, b
         commit: false,
         reason: None,
         acks: BTreeMap::new(),
+        forgot: BTreeMap::new(),
     },
 });

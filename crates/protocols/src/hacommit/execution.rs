@@ -20,6 +20,10 @@ impl Server {
             let result = Err(AbortReason::AbortedHere);
             return cx.send(from, Msg::ReadReply { txn, key, result });
         }
+        if self.forgotten(shard, txn, ts) {
+            let result = Err(AbortReason::OlderThanForgotten);
+            return cx.send(from, Msg::ReadReply { txn, key, result });
+        }
         let now = cx.now();
         let known = self.txns.contains_key(&(shard, txn));
         let t = self.txns.entry((shard, txn)).or_insert_with(|| Txn::new(txn, ts, now));
@@ -197,6 +201,9 @@ impl Server {
         }
         if !self.may_accept(ts) {
             return no(AbortReason::ParticipantRestarted, cx);
+        }
+        if self.forgotten(shard, txn, ts) {
+            return no(AbortReason::OlderThanForgotten, cx);
         }
         let now = cx.now();
         let view = self.groups[&shard].view;

@@ -213,10 +213,68 @@
 //!   never used to decide; recovery always uses a voted context's final configuration.
 //! - **Read-only transactions** still send the (empty) last operation and the phase-2
 //!   message, so their reads are validated under locks at one point in time.
+//! - **Forgetting decided transactions** (issue 53, bounded state; the paper's
+//!   replicas keep nothing, but a replica here keeps each decided transaction's entry,
+//!   `done`, to answer late messages, a recovery's phase 1 and a follower's report).
+//!   Kept for ever, these entries grew a server's state and checkpoint image by
+//!   about 8 KB/s on a loaded cluster. Writes go after the tombstone period as
+//!   before; the entry goes once it is `forget` old (`hacommit:forget=DUR`, 120 s by
+//!   default) **and every replica of every participant shard has settled it**: each
+//!   replica holding the entry asks the replicas of the transaction's shards
+//!   (`SettleQuery`, batched, at most once a `query`) and forgets it when every one
+//!   has answered `Settled`. A replica of a shard says so when it serves the shard
+//!   and has applied the decision (a leader: and every follower confirmed applying
+//!   it, `pushing`), or has itself forgotten it. So no replica forgets a transaction
+//!   while another may still hold it undecided (its context, an acceptance, a
+//!   recovery) or lack its writes: whoever could still ask has its answer. A replica
+//!   that is down keeps every decision of its shards: the others keep them until it
+//!   is back (re-synced, it has them or forgot them with the rest).
+//!
+//!   Forgetting raises the shard's mark (`Group::forgot_ts`: the largest start time
+//!   forgotten; a restarted replica takes the largest its re-sync brings). A
+//!   transaction of the shard that is unknown at a replica and started at or below
+//!   the mark may be one it forgot, so the replica keeps no state for it from a
+//!   message that could decide it anew: a read is refused and a last operation
+//!   voted no (`OlderThanForgotten`), a leader ignores a follower's `Accepted` of it,
+//!   a recovery's phase 1 gets no promise (`P1b::forgotten`; a promise would be fresh
+//!   state from which a recovery could choose ABORT for a committed transaction), and
+//!   a phase 2 is refused (`P2bPart::forgotten`), all but the client's ballot-0
+//!   ABORT, which is always safe to take (the client proposes one value; an ABORT
+//!   is never the value of a committed transaction). A proposer re-asks a replica
+//!   that answered "forgotten" with its next re-send: the transaction may be live
+//!   and its context on the way there. A client that gets that answer
+//!   from a majority of one participant group knows that the group decided and
+//!   forgot the transaction before the client heard the outcome (it was cut off
+//!   longer than `forget`), and reports the outcome as **unknown**, never as an
+//!   abort (a minority may say it of a live transaction whose context it never got;
+//!   the majority that holds the context answers). A leader's replication of a
+//!   context is taken as for any transaction: it comes from a leader that holds the
+//!   transaction undecided, so it is live (refusing it would keep its group from
+//!   voting), unless it is a copy delayed past the forgetting period.
+//!
+//!   Safety does not rest on timing: an entry goes only after everyone settled it,
+//!   and a forgotten transaction is never voted, promised, accepted or decided again
+//!   where it was forgotten. (A review found the first version unsafe: a late phase
+//!   1 made fresh promises, and a recovery from them chose ABORT for a committed
+//!   transaction; a second try, giving a recovery up once a majority of one group
+//!   answered "forgotten", dropped a live transaction whose vote was still being
+//!   replicated, and lost its writes at a replica: `forget=1s` campaign seeds
+//!   1390017 and 1390234.) Liveness does: `forget` should exceed the longest a
+//!   message is delayed (a copy of a forgotten transaction's replication that
+//!   arrives later leaves a context at a follower that no recovery can decide: it
+//!   stays, and locks its keys if that follower comes to lead), the longest a
+//!   transaction runs, and the skew of the
+//!   clients' clocks (a client whose clock is behind the start time of a forgotten
+//!   transaction by more than `forget` has its transactions refused until its clock
+//!   passes it: skew costs aborts, never safety). The settled-everywhere rule also
+//!   assumes, as the view change already did, that a decision reaches every live
+//!   replica within the tombstone period: a new leader re-pushes only the decisions
+//!   of that period.
 
 mod acceptor;
 mod client;
 mod execution;
+mod forget;
 mod msg;
 mod recovery;
 mod replication;
@@ -248,6 +306,9 @@ pub struct HaCommit {
     pub read_committed: bool,
     /// A deliberately broken variant (tests only).
     pub mutant: crate::Mutant,
+    /// How long after its decision a replica forgets a settled transaction (`None`:
+    /// the tombstone period, 120 s): module docs, "Forgetting decided transactions".
+    pub forget: Option<Time>,
 }
 
 impl Default for HaCommit {
@@ -256,6 +317,7 @@ impl Default for HaCommit {
             replicas: 3,
             read_committed: false,
             mutant: crate::Mutant::None,
+            forget: None,
         }
     }
 }
@@ -300,6 +362,7 @@ impl Protocol for HaCommit {
     fn server(&self, env: &Env, node: NodeId) -> Server {
         Server {
             mutant: self.mutant,
+            forget_after: self.forget.unwrap_or(env.timeouts.tombstone),
             ..Server::new(env.clone(), node, self.read_committed)
         }
     }

@@ -53,6 +53,10 @@ pub struct DoneInfo {
     pub commit: bool,
     /// Its context (for commits).
     pub ctx: Option<TCtx>,
+    /// Its configuration, if known (who must settle it before it is forgotten).
+    pub shards: Vec<ShardId>,
+    /// Its start time, if known (0: not), for the forgetting mark.
+    pub ts: Time,
 }
 
 /// One shard's answer to phase 2.
@@ -66,6 +70,10 @@ pub struct P2bPart {
     pub promised: Ballot,
     /// The decision, if known to be chosen.
     pub chosen: Option<bool>,
+    /// The replica forgot the transaction (module docs, "Forgetting decided
+    /// transactions"): a majority of a group saying so tells the client that the
+    /// outcome is lost to it.
+    pub forgotten: bool,
 }
 
 /// [`Msg::Read`]: read `key` of `shard`.
@@ -111,6 +119,8 @@ pub struct Accepted {
     pub commit: bool,
     /// Configuration.
     pub shards: Vec<ShardId>,
+    /// The transaction's start time (a leader that forgot the transaction refuses it).
+    pub ts: Time,
 }
 
 /// [`Msg::SyncReq`]: a restarted replica's request for its group's state, and its fence.
@@ -250,6 +260,24 @@ pub enum Msg {
         /// Shard.
         shard: ShardId,
     },
+    /// Replica → every replica of a participant shard: have you settled these decided
+    /// transactions (each with its start time)? Asked, once a decision is `forget`
+    /// old, by every replica that holds it, before it forgets it (module docs,
+    /// "Forgetting decided transactions").
+    SettleQuery {
+        /// The shard asked about.
+        shard: ShardId,
+        /// Transactions and their start times.
+        txns: Vec<(TxnId, Time)>,
+    },
+    /// Replica → asker: these of the asked transactions are settled at this replica of
+    /// `shard` (applied, and if it leads, applied by every follower; or forgotten).
+    Settled {
+        /// The shard answered for.
+        shard: ShardId,
+        /// Transactions.
+        txns: Vec<TxnId>,
+    },
 }
 
 impl Msg {
@@ -338,6 +366,10 @@ pub struct P1b {
     pub chosen: Option<bool>,
     /// The context, if held.
     pub ctx: Option<TCtx>,
+    /// The replica forgot the transaction, or never knew it and it is older than what
+    /// the replica forgot: it keeps no state for it (module docs, "Forgetting decided
+    /// transactions").
+    pub forgotten: bool,
 }
 
 /// A replica's state of a shard in a view: a member's, sent to the candidate for the
@@ -374,6 +406,9 @@ pub struct SyncState {
     pub done: Vec<DoneInfo>,
     /// Largest sequence number.
     pub seq: u64,
+    /// The sender's forgetting mark for the shard (`Group::forgot_ts`): the restarted
+    /// replica takes the largest it is sent.
+    pub forgot_ts: Time,
 }
 
 /// Proposer → replica node: Paxos phase 2 for every participant shard it holds.
@@ -424,7 +459,9 @@ impl Msg {
             | Msg::ViewState(..)
             | Msg::NewView(..)
             | Msg::SyncReq(..)
-            | Msg::SyncState(..) => ClientSend::Refused,
+            | Msg::SyncState(..)
+            | Msg::SettleQuery { .. }
+            | Msg::Settled { .. } => ClientSend::Refused,
         }
     }
 }

@@ -58,7 +58,15 @@ impl Server {
             accepted,
             chosen,
             ctx,
+            forgotten,
         } = m;
+        if forgotten {
+            // No promise (and no state there): asked again with the next re-send, by
+            // when a live transaction's context may have reached it. A recovery of a
+            // forgotten transaction gets no majority of promises from a group that
+            // forgot it, so it never decides it anew (module docs).
+            return;
+        }
         self.max_ballot = self.max_ballot.max(promised);
         // Learn a missing context or a chosen decision, whoever asked.
         if let Some(c) = ctx {
@@ -177,6 +185,7 @@ impl Server {
             ok,
             promised,
             chosen,
+            ..
         } = part;
         if promised != Ballot::MAX {
             self.max_ballot = self.max_ballot.max(promised);

@@ -64,6 +64,8 @@ impl Server {
                     txn: *txn,
                     commit: d.commit,
                     ctx: d.ctx.as_deref().cloned(),
+                    shards: d.shards.clone(),
+                    ts: d.ts,
                 });
             }
         }
@@ -95,11 +97,33 @@ impl Server {
             return;
         }
         let now = cx.now();
-        let ts = d.ctx.as_ref().map_or(0, |c| c.ts);
+        let key = (shard, d.txn);
+        let syncing = self.groups.get(&shard).is_some_and(|g| g.status == Status::Syncing);
+        if d.commit && d.ctx.is_none() && syncing && !self.txns.contains_key(&key) {
+            // A commit past the tombstone period, sent by a re-sync without its writes:
+            // the store copy of the same answer holds its versions. Recorded as
+            // decided, so that this replica can say it settled it.
+            self.expiring.push_back((now, key));
+            self.done.insert(
+                key,
+                Done {
+                    commit: true,
+                    ctx: None,
+                    at: now,
+                    ts: d.ts,
+                    shards: d.shards,
+                },
+            );
+            return;
+        }
+        let ts = d.ctx.as_ref().map_or(d.ts, |c| c.ts);
         let t = self
             .txns
             .entry((shard, d.txn))
             .or_insert_with(|| Txn::new(d.txn, ts, now));
+        if t.shards.is_empty() {
+            t.shards = d.shards;
+        }
         if t.ctx.is_none() {
             t.ctx = d.ctx;
         }

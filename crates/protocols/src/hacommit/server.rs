@@ -142,6 +142,22 @@ pub(super) struct Done {
     /// in the nodes it touches, not its reads and writes (an image stores it whole).
     pub(super) ctx: Option<std::sync::Arc<TCtx>>,
     pub(super) at: Time,
+    /// The transaction's start time (0: unknown here; such an entry is never
+    /// forgotten), for the forgetting mark.
+    pub(super) ts: Time,
+    /// Its configuration (empty if never learnt here): whose replicas must have settled
+    /// it before this replica forgets it.
+    pub(super) shards: Vec<ShardId>,
+}
+
+/// A decided transaction this replica asks about before forgetting it (module docs,
+/// "Forgetting decided transactions").
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub(super) struct Settling {
+    /// When it last asked (0: never).
+    pub(super) asked: Time,
+    /// The (shard, replica) pairs that said the transaction is settled there.
+    pub(super) answered: BTreeSet<(ShardId, NodeId)>,
 }
 
 /// Decided transactions, in a persistent map: a copy of the server (a real
@@ -154,10 +170,11 @@ pub(super) struct Done {
 /// processes, not the map alone: docs/MEASUREMENTS.md, "Checkpoint pauses").
 pub(super) type DoneMap = imbl::OrdMap<(ShardId, TxnId), Done>;
 
-/// Decided transactions that still keep their writes ([`Done::ctx`]), oldest
-/// first, with the time they were decided: the sweep drops the writes of those past
-/// the tombstone period from the front, without visiting every decided transaction
-/// (which, in a persistent map, would also copy every node).
+/// Every decided transaction, oldest first, with the time it was decided: once the
+/// shorter of the tombstone period and the forgetting period has passed, the sweep
+/// moves it from the front to `settling` (which drops its writes after the tombstone
+/// period and the entry once settled everywhere), without visiting every decided
+/// transaction (which, in a persistent map, would also copy every node).
 pub(super) type Expiring = imbl::Vector<(Time, (ShardId, TxnId))>;
 
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -182,6 +199,10 @@ pub(super) struct Group {
     pub(super) pushing: BTreeMap<TxnId, (BTreeSet<NodeId>, Time)>,
     /// Restarted: peers whose state has been merged so far.
     pub(super) synced_from: BTreeSet<NodeId>,
+    /// The largest start time of a decided transaction of the shard this replica forgot
+    /// (or was told of in a re-sync): it keeps no state for, and refuses, a transaction
+    /// of the shard it does not know that started at or below it.
+    pub(super) forgot_ts: Time,
 }
 
 impl Group {
@@ -218,6 +239,13 @@ crate::kit::server::server_struct! {
         pub(super) txns: HashMap<(ShardId, TxnId), Txn>,
         pub(super) done: DoneMap,
         pub(super) expiring: Expiring,
+        /// Decided transactions old enough to be forgotten once settled everywhere.
+        pub(super) settling: BTreeMap<(ShardId, TxnId), Settling>,
+        /// Where the last sweep's pass over `settling` stopped.
+        pub(super) settle_cursor: Option<(ShardId, TxnId)>,
+        /// How long after its decision a transaction is forgotten, once settled
+        /// (`hacommit:forget=DUR`; default the tombstone period).
+        pub(super) forget_after: Time,
         pub(super) tombstones: HashMap<(ShardId, TxnId), Time>,
         pub(super) proposals: HashMap<TxnId, Proposal>,
         pub(super) max_ballot: Ballot,
@@ -274,11 +302,13 @@ impl Server {
                         seq: 0,
                         pushing: BTreeMap::new(),
                         synced_from: BTreeSet::new(),
+                        forgot_ts: 0,
                     },
                 )
             })
             .collect();
         Server {
+            forget_after: env.timeouts.tombstone,
             env,
             me,
             rc,
@@ -288,6 +318,8 @@ impl Server {
             txns: HashMap::default(),
             done: DoneMap::default(),
             expiring: Expiring::new(),
+            settling: BTreeMap::new(),
+            settle_cursor: None,
             tombstones: HashMap::default(),
             proposals: HashMap::default(),
             max_ballot: 0,
@@ -513,6 +545,7 @@ impl Server {
                     ballot,
                     commit,
                     shards: t.shards.clone(),
+                    ts: t.prio.0,
                 }),
             ));
         }
@@ -543,19 +576,21 @@ impl Server {
             self.resend_proposal(t, cx);
         }
         self.tombstones.retain(|_, t| now.saturating_sub(*t) < to.tombstone);
-        // Decided transactions keep their writes only while a new leader might need them.
+        // Decided transactions keep their writes while a new leader might need them
+        // (the tombstone period), and their entry until every replica of every
+        // participant has settled them (`settle`).
+        let first = to.tombstone.min(self.forget_after);
         while let Some(&(at, key)) = self.expiring.front() {
-            if now.saturating_sub(at) < to.tombstone {
+            if now.saturating_sub(at) < first {
                 break;
             }
             self.expiring.pop_front();
-            if let Some(d) = self.done.get_mut(&key) {
-                // (Decided again later: that entry's own turn comes.)
-                if d.at == at {
-                    d.ctx = None;
-                }
+            // (Decided again later: that entry's own turn comes.)
+            if self.done.get(&key).is_some_and(|d| d.at == at) {
+                self.settling.entry(key).or_default();
             }
         }
+        self.settle(cx);
     }
 }
 
@@ -624,6 +659,8 @@ impl Server {
             Msg::P2b { txn, ballot, parts } => self.on_p2b(from, txn, ballot, parts, cx),
             Msg::Accepted(m) => self.on_accepted(from, m, cx),
             Msg::Decided { shard, done } => self.on_decided(from, shard, done, cx),
+            Msg::SettleQuery { shard, txns } => self.on_settle_query(from, shard, txns, cx),
+            Msg::Settled { shard, txns } => self.on_settled(from, shard, txns),
             Msg::Applied { shard, txns } => self.on_applied(from, shard, txns),
             Msg::Heartbeat { shard, view } => self.on_heartbeat(from, shard, view, cx),
             Msg::ViewChange { shard, view } => self.on_view_change(from, shard, view, cx),
@@ -639,9 +676,9 @@ impl Server {
 
 crate::kit::server::server_frame! {ServerTimer, start;
     fn on_crash(&mut self) {
-        // Logless: nothing survives but the two watermark words (and, in test builds, a
-        // mutant switch, which is configuration).
-        crate::kit::server::keep_only!(self = Server::new(self.env.clone(), self.me, self.rc); mark_ts, mark_ballot, mutant);
+        // Logless: nothing survives but the two watermark words (and configuration: the
+        // forgetting period and, in test builds, a mutant switch).
+        crate::kit::server::keep_only!(self = Server::new(self.env.clone(), self.me, self.rc); mark_ts, mark_ballot, mutant, forget_after);
     }
 
     fn on_recover(&mut self, cx: &mut Ctx<'_, Msg>) {

@@ -44,10 +44,12 @@ impl Server {
         versions.sort_by(|a, b| (&a.0, a.3).cmp(&(&b.0, b.3)));
         let collected = self.store.collected_for(|k| layout.shard_of(k) == shard);
         cx.charge_ops(versions.len() as u32);
-        let (pending, done, seq) = self.my_state(shard, cx.now());
+        let (pending, done, seq) = self.my_state(shard, cx.now(), true);
+        let forgot_ts = self.groups[&shard].forgot_ts;
         cx.send(
             from,
             Msg::SyncState(SyncState {
+                forgot_ts,
                 shard,
                 view,
                 versions,
@@ -69,6 +71,7 @@ impl Server {
             return;
         }
         g.view = g.view.max(m.view);
+        g.forgot_ts = g.forgot_ts.max(m.forgot_ts);
         // Back once a majority of the group other than itself has answered: the leader's
         // state alone could miss an acceptance only another replica holds.
         let back = g.synced_from.len() >= g.majority();

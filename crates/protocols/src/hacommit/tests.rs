@@ -827,6 +827,7 @@ fn a_chosen_decision_in_a_phase_2_answer_is_learnt_without_a_live_proposal() {
         ok: false,
         promised: 0,
         chosen: Some(true),
+        forgotten: false,
     };
     net.inject(
         ra[1],
@@ -920,4 +921,209 @@ fn a_client_asks_a_silent_shard_for_its_vote_and_never_resends_the_last_operatio
         e.sent()
     );
     assert!(!e.sent().is_empty());
+}
+
+impl Net {
+    /// Groups of 3 whose replicas forget a settled transaction 5 s after its decision,
+    /// one second in (so that start times are above 0).
+    fn forgetting() -> Net {
+        let mut net = Net::new(3);
+        for s in net.servers.iter_mut() {
+            s.forget_after = secs(5.0);
+        }
+        net.run_for(secs(1.0));
+        net
+    }
+    /// T's last operation and the client's COMMIT to every replica of shards `a`, `b`
+    /// that is up; returns T's start time.
+    fn commit(&mut self, txn: TxnId, a: u32, b: u32) -> Time {
+        let ts = self.now;
+        let votes = self.last_op(txn, a, b);
+        assert!(votes.len() == 2 && votes.iter().all(|(_, y)| *y), "{votes:?}");
+        let mut all = self.replicas(a);
+        all.extend(self.replicas(b));
+        self.p2a(txn, &[a, b], &all, true, ts);
+        ts
+    }
+}
+
+/// A decided transaction is forgotten once every replica of every participant settled
+/// it (`hacommit:forget`), its writes stay, the shard's mark covers it, and a late copy
+/// of its last operation or of the client's COMMIT is refused and leaves no state.
+#[test]
+fn a_settled_transaction_is_forgotten_and_late_copies_of_it_are_refused() {
+    let mut net = Net::forgetting();
+    let (a, b) = (0, 4);
+    let ts = net.commit(t(1), a, b);
+    net.run_for(secs(1.0));
+    let mut all: Vec<(u32, NodeId)> = net.replicas(a).into_iter().map(|r| (a, r)).collect();
+    all.extend(net.replicas(b).into_iter().map(|r| (b, r)));
+    for (s, r) in &all {
+        assert_eq!(net.outcome(*r, *s, t(1)), Some(true), "shard {s} at {r:?}");
+    }
+    net.run_for(secs(10.0));
+    for (s, r) in &all {
+        let srv = &net.servers[r.0 as usize];
+        assert_eq!(net.outcome(*r, *s, t(1)), None, "not forgotten: shard {s} at {r:?}");
+        assert!(
+            net.has_version(*r, *s, t(1)),
+            "its write went with it: shard {s} at {r:?}"
+        );
+        assert!(srv.groups[&ShardId(*s)].forgot_ts >= ts, "mark below it at {r:?}");
+        assert!(srv.settling.is_empty(), "{r:?} still settling");
+    }
+    // Late copies: the last operation is voted no, the COMMIT accepted nowhere, and no
+    // replica keeps anything of T1.
+    net.outside.clear();
+    let shards = [ShardId(a), ShardId(b)];
+    for s in [a, b] {
+        let leader = net
+            .servers
+            .iter()
+            .find(|x| x.is_leader(ShardId(s)))
+            .expect("a leader")
+            .me;
+        let m = Net::last_of(t(1), ts, s, &shards);
+        net.client_sends(leader, m);
+    }
+    let votes: Vec<bool> = net
+        .to_client()
+        .filter_map(|m| match m {
+            Msg::Vote { yes, .. } => Some(*yes),
+            _ => None,
+        })
+        .collect();
+    assert!(votes.len() == 2 && votes.iter().all(|y| !*y), "{votes:?}");
+    let reasons: Vec<_> = net
+        .to_client()
+        .filter_map(|m| match m {
+            Msg::Vote { reason, .. } => reason.clone(),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        reasons.iter().all(|r| *r == AbortReason::OlderThanForgotten),
+        "{reasons:?}"
+    );
+    let everyone: Vec<NodeId> = all.iter().map(|(_, r)| *r).collect();
+    net.p2a(t(1), &[a, b], &everyone, true, ts);
+    let accepted = net
+        .to_client()
+        .flat_map(|m| match m {
+            Msg::P2b { parts, .. } => parts.clone(),
+            _ => vec![],
+        })
+        .filter(|p| p.ok || !p.forgotten)
+        .count();
+    assert_eq!(accepted, 0, "a replica accepted it, or did not say it forgot it");
+    net.run_for(secs(5.0));
+    for s in &net.servers {
+        assert!(s.txns.is_empty(), "n{} holds state for a forgotten transaction", s.me.0);
+        assert!(s.done.is_empty(), "n{} decided it again", s.me.0);
+        assert!(s.locks.is_empty(), "n{} holds locks", s.me.0);
+    }
+}
+
+/// A replica that is down when a transaction is decided keeps every other replica from
+/// forgetting it (it may hold its context undecided, or lack its writes); once it is
+/// back and has the decision, everyone forgets it.
+#[test]
+fn a_replica_that_is_down_keeps_a_decision_from_being_forgotten() {
+    let mut net = Net::forgetting();
+    let (a, b) = (0, 4);
+    let ra = net.replicas(a);
+    net.crash(ra[2].0);
+    net.commit(t(1), a, b);
+    net.run_for(secs(15.0));
+    for r in &ra[..2] {
+        assert_eq!(
+            net.outcome(*r, a, t(1)),
+            Some(true),
+            "forgotten at {r:?} while a replica is down"
+        );
+    }
+    for r in net.replicas(b) {
+        assert_eq!(
+            net.outcome(r, b, t(1)),
+            Some(true),
+            "forgotten at {r:?} while a replica is down"
+        );
+    }
+    net.restart(ra[2].0);
+    net.run_for(secs(20.0));
+    for s in &net.servers {
+        assert!(
+            s.done.is_empty(),
+            "n{} still holds it: {:?} {:?}",
+            s.me.0,
+            s.settling,
+            s.done.get(&(ShardId(a), t(1))).map(|d| (d.ts, d.shards.clone(), d.at))
+        );
+    }
+    assert!(net.has_version(ra[2], a, t(1)), "the restarted replica lacks the write");
+}
+
+/// After a transaction is forgotten everywhere, a late copy of a recovery's phase 1
+/// brings it back nowhere (answered "forgotten", no state), and a late copy of its
+/// replication, which a follower does take, leads to a recovery that gets no promise
+/// from the replicas that forgot it: ABORT is never chosen for the committed
+/// transaction (a review of the first version: the late phase 1 created a promise,
+/// and a recovery from it proposed ABORT to replicas that all promised afresh). The
+/// follower's copy stays undecided: the liveness cost of a message delayed past the
+/// forgetting period (module docs).
+#[test]
+fn late_copies_of_a_forgotten_transactions_phase_1_and_replication_decide_nothing() {
+    let mut net = Net::forgetting();
+    let (a, b) = (0, 4);
+    let ts = net.commit(t(1), a, b);
+    net.run_for(secs(12.0));
+    let ra = net.replicas(a);
+    assert!(net.servers.iter().all(|s| s.done.is_empty()), "not forgotten");
+    // A recovery's phase 1, late.
+    let p1a = Msg::P1a(P1a {
+        txn: t(1),
+        ts,
+        shard: ShardId(a),
+        ballot: (99 << 20) | 3,
+        shards: vec![ShardId(a), ShardId(b)],
+    });
+    net.outside.clear();
+    net.inject(ra[2], ra[0], p1a);
+    assert!(
+        net.servers[ra[0].0 as usize].txns.is_empty(),
+        "a late phase 1 made state"
+    );
+    // The vote's replication, late, at a follower: it holds the context and, the
+    // client being silent, recovers the transaction after the idle time.
+    let follower = ra[2];
+    let leader = net
+        .servers
+        .iter()
+        .find(|s| s.is_leader(ShardId(a)))
+        .expect("a leader")
+        .me;
+    let view = net.servers[follower.0 as usize].groups[&ShardId(a)].view;
+    let mut ctx = ctx_of(t(1), a, 1);
+    ctx.ts = ts;
+    ctx.shards = vec![ShardId(a), ShardId(b)];
+    net.inject(
+        leader,
+        follower,
+        Msg::Replicate {
+            shard: ShardId(a),
+            view,
+            ctx,
+        },
+    );
+    assert!(net.servers[follower.0 as usize].txns.contains_key(&(ShardId(a), t(1))));
+    net.run_for(secs(30.0));
+    for s in &net.servers {
+        assert!(s.done.is_empty(), "n{} decided the forgotten transaction again", s.me.0);
+        if s.me != follower {
+            assert!(s.txns.is_empty(), "n{} took state for it", s.me.0);
+        }
+    }
+    for r in ra {
+        assert!(net.has_version(r, a, t(1)), "{r:?} lost the write");
+    }
 }

@@ -4,7 +4,13 @@
 use super::*;
 
 impl Server {
-    pub(super) fn my_state(&self, shard: ShardId, now: Time) -> (Vec<PendingInfo>, Vec<DoneInfo>, u64) {
+    /// This replica's state of `shard` for a view change or (`sync`) a restarted peer:
+    /// its undecided transactions, and its decisions: those of the tombstone period
+    /// and every abort; for a re-sync every decision not yet forgotten, the commits
+    /// past the tombstone period without their writes (the store copy of the same
+    /// answer holds them). A restarted replica must be able to say it settled them, or
+    /// the others keep them for ever on a shard whose mark does not move.
+    pub(super) fn my_state(&self, shard: ShardId, now: Time, sync: bool) -> (Vec<PendingInfo>, Vec<DoneInfo>, u64) {
         let mut pending: Vec<PendingInfo> = self
             .txns
             .iter()
@@ -16,11 +22,13 @@ impl Server {
         let mut done: Vec<DoneInfo> = self
             .done
             .iter()
-            .filter(|((s, _), d)| *s == shard && now.saturating_sub(d.at) < keep)
+            .filter(|((s, _), d)| *s == shard && (sync || !d.commit || now.saturating_sub(d.at) < keep))
             .map(|((_, id), d)| DoneInfo {
                 txn: *id,
                 commit: d.commit,
                 ctx: d.ctx.as_deref().cloned(),
+                shards: d.shards.clone(),
+                ts: d.ts,
             })
             .collect();
         done.sort_by_key(|d| d.txn);
@@ -85,7 +93,7 @@ impl Server {
         g.view = view;
         g.status = Status::Candidate { since: now };
         g.states.clear();
-        let st = self.my_state(shard, now);
+        let st = self.my_state(shard, cx.now(), false);
         let g = self.groups.get_mut(&shard).expect("group");
         g.states.insert(me, st.clone());
         for p in g.replicas.clone() {
@@ -177,7 +185,7 @@ impl Server {
         if was_leader {
             self.step_down(shard, cx);
         }
-        let (pending, done, seq) = self.my_state(shard, cx.now());
+        let (pending, done, seq) = self.my_state(shard, cx.now(), false);
         cx.send(
             from,
             Msg::ViewState(ViewState {
