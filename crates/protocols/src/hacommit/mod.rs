@@ -263,7 +263,14 @@
 //!   message is delayed (a copy of a forgotten transaction's replication that
 //!   arrives later leaves a context at a follower that no recovery can decide: it
 //!   stays, and locks its keys if that follower comes to lead), the longest a
-//!   transaction runs, and the skew of the
+//!   transaction runs until it is decided, recovery included (the idle time and a
+//!   vote timeout, 13 s by default: a recovery's phase 1 gets no promise from a
+//!   replica whose mark passed the transaction while it knew nothing of it, so a
+//!   client that died before its last operation reached a group, recovered after a
+//!   forgotten newer transaction raised that group's mark, leaves its keys locked:
+//!   30 of 2,000 campaign runs at `forget=1s` and 4 at `forget=10s` stalled so, none
+//!   at the default; with the default it takes a transaction undecided for two
+//!   minutes, a client that died in a long partition), and the skew of the
 //!   clients' clocks (a client whose clock is behind the start time of a forgotten
 //!   transaction by more than `forget` has its transactions refused until its clock
 //!   passes it: skew costs aborts, never safety). The settled-everywhere rule also

@@ -172,9 +172,11 @@ pub(super) type DoneMap = imbl::OrdMap<(ShardId, TxnId), Done>;
 
 /// Every decided transaction, oldest first, with the time it was decided: once the
 /// shorter of the tombstone period and the forgetting period has passed, the sweep
-/// moves it from the front to `settling` (which drops its writes after the tombstone
-/// period and the entry once settled everywhere), without visiting every decided
-/// transaction (which, in a persistent map, would also copy every node).
+/// takes it from the front, to `settling` (which drops its writes after the
+/// tombstone period and the entry once settled everywhere) if the forgetting period
+/// has passed, else dropping its writes, to `unsettled` until it has; without
+/// visiting every decided transaction (which, in a persistent map, would also copy
+/// every node).
 pub(super) type Expiring = imbl::Vector<(Time, (ShardId, TxnId))>;
 
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -239,6 +241,9 @@ crate::kit::server::server_struct! {
         pub(super) txns: HashMap<(ShardId, TxnId), Txn>,
         pub(super) done: DoneMap,
         pub(super) expiring: Expiring,
+        /// Decided transactions past the tombstone period (writes dropped) waiting for
+        /// the forgetting period, when that is the longer (oldest first).
+        pub(super) unsettled: Expiring,
         /// Decided transactions old enough to be forgotten once settled everywhere.
         pub(super) settling: BTreeMap<(ShardId, TxnId), Settling>,
         /// Where the last sweep's pass over `settling` stopped.
@@ -318,6 +323,7 @@ impl Server {
             txns: HashMap::default(),
             done: DoneMap::default(),
             expiring: Expiring::new(),
+            unsettled: Expiring::new(),
             settling: BTreeMap::new(),
             settle_cursor: None,
             tombstones: HashMap::default(),
@@ -586,6 +592,25 @@ impl Server {
             }
             self.expiring.pop_front();
             // (Decided again later: that entry's own turn comes.)
+            if self.done.get(&key).is_none_or(|d| d.at != at) {
+                continue;
+            }
+            if now.saturating_sub(at) >= self.forget_after {
+                self.settling.entry(key).or_default();
+            } else {
+                // Forgotten later than the tombstone period: its writes go now, and
+                // it waits its turn to be settled without them.
+                if let Some(d) = self.done.get_mut(&key) {
+                    d.ctx = None;
+                }
+                self.unsettled.push_back((at, key));
+            }
+        }
+        while let Some(&(at, key)) = self.unsettled.front() {
+            if now.saturating_sub(at) < self.forget_after {
+                break;
+            }
+            self.unsettled.pop_front();
             if self.done.get(&key).is_some_and(|d| d.at == at) {
                 self.settling.entry(key).or_default();
             }

@@ -1127,3 +1127,30 @@ fn late_copies_of_a_forgotten_transactions_phase_1_and_replication_decide_nothin
         assert!(net.has_version(r, a, t(1)), "{r:?} lost the write");
     }
 }
+
+/// With a forgetting period longer than the tombstone period, a decided transaction
+/// drops its writes at the tombstone period and its entry once forgotten (it waits in
+/// `unsettled` meanwhile, not in `settling`, which would hold every such entry).
+#[test]
+fn a_forgetting_period_past_the_tombstone_drops_the_writes_first() {
+    let mut net = Net::forgetting();
+    for s in net.servers.iter_mut() {
+        s.env.timeouts.tombstone = secs(2.0);
+        s.forget_after = secs(6.0);
+    }
+    let (a, b) = (0, 4);
+    net.commit(t(1), a, b);
+    net.run_for(secs(4.0));
+    let ra = net.replicas(a);
+    for r in &ra {
+        let s = &net.servers[r.0 as usize];
+        let d = s
+            .done
+            .get(&(ShardId(a), t(1)))
+            .expect("kept until the forgetting period");
+        assert!(d.ctx.is_none(), "writes kept past the tombstone period at {r:?}");
+        assert!(s.settling.is_empty(), "settling before the forgetting period at {r:?}");
+    }
+    net.run_for(secs(8.0));
+    assert!(net.servers.iter().all(|s| s.done.is_empty() && s.unsettled.is_empty()));
+}
