@@ -31,7 +31,7 @@ impl Server {
             });
             return cx.send(from, reply);
         }
-        if self.forgotten(shard, txn, ts) {
+        if self.groups[&shard].status != Status::Syncing && self.forgotten(shard, txn, ts) {
             // Forgotten here (or older than what this replica forgot, and never seen):
             // no promise and no state, or a late phase 1 would bring the transaction
             // back and a recovery could decide it anew (module docs).
@@ -137,7 +137,10 @@ impl Server {
                 forgotten: false,
             });
         }
-        if (ballot != 0 || commit) && self.forgotten(shard, txn, ts) {
+        let syncing = g.status == Status::Syncing;
+        // (A syncing replica's mark may have risen with a first peer's answer before
+        // the peer that holds the transaction answered: it is no acceptor yet anyway.)
+        if !syncing && (ballot != 0 || commit) && self.forgotten(shard, txn, ts) {
             // A transaction older than what this replica forgot, and unknown here: a
             // late copy of a forgotten one's phase 2, or a live one this replica holds
             // no context or promise of (a group that voted holds the context at a
@@ -151,7 +154,6 @@ impl Server {
                 forgotten: true,
             });
         }
-        let syncing = g.status == Status::Syncing;
         if !self.may_accept_ballot(ts, ballot) || syncing {
             if ballot == 0 && !syncing && !self.proposals.contains_key(&txn) {
                 // The client's ballot 0 reached a replica that restarted after the

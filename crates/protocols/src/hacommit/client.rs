@@ -261,12 +261,14 @@ impl Client {
         }
     }
 
-    /// A replica of `shard` forgot the transaction. Once a majority of the group says
-    /// so, the group decided and settled it and forgot the outcome before this client
-    /// heard it (it was cut off longer than the forgetting period): the outcome is
-    /// unknown, never reported as an abort. (A minority may say so of a live
-    /// transaction whose context it never received; the majority that holds it
-    /// answers.)
+    /// A replica of `shard` forgot the transaction, or never knew it and it is older
+    /// than what the replica forgot. Once a majority of the group says so, the group
+    /// most likely decided, settled and forgot it before this client heard the outcome
+    /// (the client was cut off longer than the forgetting period); it may also be a
+    /// transaction so old that a majority of the group never got its context while it
+    /// ran. Either way the outcome is reported as unknown, never as an abort. (A
+    /// minority may say so of a live transaction whose context it never received; the
+    /// majority that holds it answers.)
     pub(super) fn on_forgotten(&mut self, from: NodeId, shard: ShardId, cx: &mut Ctx<'_, Msg>) {
         let Some(cur) = self.cur.as_mut() else { return };
         let Phase::Deciding { forgot, .. } = &mut cur.phase else {

@@ -12,10 +12,10 @@ const SETTLE_BATCH: usize = 8192;
 impl Server {
     /// Whether `txn` of `shard`, started at `ts`, is one this replica may have decided
     /// and forgotten: unknown here (no entry, no recovery of it) and at or below the
-    /// shard's forgetting mark. Such a transaction is not read, voted or accepted
-    /// (but for the client's ABORT) here; a leader's replication of it and a recovery's
-    /// phase 1 are taken as for any transaction (they come from a replica that holds
-    /// it undecided, so it is live, not forgotten).
+    /// shard's forgetting mark. Such a transaction is not read, voted, replicated,
+    /// promised or accepted (but for the client's ABORT) here, and a pending copy of it
+    /// in a view change's state is not adopted: no state that a recovery could decide
+    /// anew from (module docs, "Forgetting decided transactions").
     pub(super) fn forgotten(&self, shard: ShardId, txn: TxnId, ts: Time) -> bool {
         let Some(g) = self.groups.get(&shard) else { return false };
         g.forgot_ts > 0
@@ -96,8 +96,9 @@ impl Server {
             let (ts, mut shards) = (d.ts, d.shards.clone());
             if ts == 0 || shards.is_empty() {
                 // Without its start time the mark could not cover it, and without its
-                // configuration no one knows whom to ask: kept (never seen in the
-                // campaigns; every path that decides a transaction now carries both).
+                // configuration no one knows whom to ask: kept. (Decisions carry both
+                // now; a `learn` for a transaction never seen here could still make
+                // one without a start time.)
                 self.settling.remove(&key);
                 continue;
             }

@@ -247,10 +247,14 @@
 //!   forgot the transaction before the client heard the outcome (it was cut off
 //!   longer than `forget`), and reports the outcome as **unknown**, never as an
 //!   abort (a minority may say it of a live transaction whose context it never got;
-//!   the majority that holds the context answers). A leader's replication of a
-//!   context is taken as for any transaction: it comes from a leader that holds the
-//!   transaction undecided, so it is live (refusing it would keep its group from
-//!   voting), unless it is a copy delayed past the forgetting period.
+//!   the majority that holds the context answers). A leader's replication of such a
+//!   transaction is refused too, and a pending copy of it in a view change's state
+//!   is not adopted (a second review: a copy of the replication delayed past the
+//!   forgetting period gave a follower a context that a view change spread through
+//!   the group, whose recovery then chose ABORT for the committed transaction); a
+//!   live transaction that old cannot vote in the group: an abort. A syncing replica
+//!   applies none of this until it serves (its mark rises with its first peer's
+//!   answer, before the peer that holds a transaction has answered).
 //!
 //!   Safety does not rest on timing: an entry goes only after everyone settled it,
 //!   and a forgotten transaction is never voted, promised, accepted or decided again
@@ -260,9 +264,7 @@
 //!   answered "forgotten", dropped a live transaction whose vote was still being
 //!   replicated, and lost its writes at a replica: `forget=1s` campaign seeds
 //!   1390017 and 1390234.) Liveness does: `forget` should exceed the longest a
-//!   message is delayed (a copy of a forgotten transaction's replication that
-//!   arrives later leaves a context at a follower that no recovery can decide: it
-//!   stays, and locks its keys if that follower comes to lead), the longest a
+//!   message is delayed, the longest a
 //!   transaction runs until it is decided, recovery included (the idle time and a
 //!   vote timeout, 13 s by default: a recovery's phase 1 gets no promise from a
 //!   replica whose mark passed the transaction while it knew nothing of it, so a

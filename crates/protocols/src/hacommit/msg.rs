@@ -51,7 +51,8 @@ pub struct DoneInfo {
     pub txn: TxnId,
     /// Committed?
     pub commit: bool,
-    /// Its context (for commits).
+    /// Its context (for commits; a re-sync sends commits past the tombstone period
+    /// without it, their versions being in the same answer's store copy).
     pub ctx: Option<TCtx>,
     /// Its configuration, if known (who must settle it before it is forgotten).
     pub shards: Vec<ShardId>,

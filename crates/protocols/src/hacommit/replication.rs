@@ -10,6 +10,13 @@ impl Server {
         if self.forgot(ctx.ts) || !self.adopt_view(shard, view, from, cx) {
             return;
         }
+        if self.forgotten(shard, ctx.txn, ctx.ts) {
+            // A copy of a forgotten transaction's replication delayed past the
+            // forgetting period (or a live transaction older than the mark, which
+            // then cannot vote here: an abort): no state, or a recovery from it could
+            // decide the transaction anew (module docs).
+            return;
+        }
         let g = self.groups.get_mut(&shard).expect("group");
         g.seq = g.seq.max(ctx.seq);
         let txn = ctx.txn;
@@ -102,18 +109,27 @@ impl Server {
         if d.commit && d.ctx.is_none() && syncing && !self.txns.contains_key(&key) {
             // A commit past the tombstone period, sent by a re-sync without its writes:
             // the store copy of the same answer holds its versions. Recorded as
-            // decided, so that this replica can say it settled it.
-            self.expiring.push_back((now, key));
+            // decided, so that this replica can say it settled it, and as old as the
+            // tombstone period (it is at least that old at the peer), so that it is
+            // never sent on as a recent decision, which a replica that forgot it could
+            // not apply without its writes.
+            let at = now.saturating_sub(self.env.timeouts.tombstone);
+            self.expiring.push_back((at, key));
             self.done.insert(
                 key,
                 Done {
                     commit: true,
                     ctx: None,
-                    at: now,
+                    at,
                     ts: d.ts,
                     shards: d.shards,
                 },
             );
+            return;
+        }
+        if d.commit && d.ctx.is_none() && !self.txns.contains_key(&key) && self.forgotten(shard, d.txn, d.ts) {
+            // A commit without its writes, for a transaction forgotten here: nothing to
+            // apply, and no state to keep.
             return;
         }
         let ts = d.ctx.as_ref().map_or(d.ts, |c| c.ts);

@@ -1063,14 +1063,13 @@ fn a_replica_that_is_down_keeps_a_decision_from_being_forgotten() {
     assert!(net.has_version(ra[2], a, t(1)), "the restarted replica lacks the write");
 }
 
-/// After a transaction is forgotten everywhere, a late copy of a recovery's phase 1
-/// brings it back nowhere (answered "forgotten", no state), and a late copy of its
-/// replication, which a follower does take, leads to a recovery that gets no promise
-/// from the replicas that forgot it: ABORT is never chosen for the committed
-/// transaction (a review of the first version: the late phase 1 created a promise,
-/// and a recovery from it proposed ABORT to replicas that all promised afresh). The
-/// follower's copy stays undecided: the liveness cost of a message delayed past the
-/// forgetting period (module docs).
+/// After a transaction is forgotten everywhere, late copies of a recovery's phase 1
+/// (answered "forgotten") and of its replication bring it back nowhere, also through
+/// the view change that follows the leader's crash: ABORT is never chosen for the
+/// committed transaction. (Reviews: in the first version the late phase 1 created a
+/// promise, and a recovery from it proposed ABORT to replicas that all promised
+/// afresh; in the second, a follower took the late replication, and a view change
+/// would have spread the context through the group.)
 #[test]
 fn late_copies_of_a_forgotten_transactions_phase_1_and_replication_decide_nothing() {
     let mut net = Net::forgetting();
@@ -1115,15 +1114,21 @@ fn late_copies_of_a_forgotten_transactions_phase_1_and_replication_decide_nothin
             ctx,
         },
     );
-    assert!(net.servers[follower.0 as usize].txns.contains_key(&(ShardId(a), t(1))));
+    assert!(
+        net.servers[follower.0 as usize].txns.is_empty(),
+        "a late replication made state"
+    );
+    net.crash(leader.0);
     net.run_for(secs(30.0));
-    for s in &net.servers {
+    assert!(
+        net.servers.iter().any(|s| s.me != leader && s.is_leader(ShardId(a))),
+        "no view change"
+    );
+    for s in net.servers.iter().filter(|s| s.me != leader) {
         assert!(s.done.is_empty(), "n{} decided the forgotten transaction again", s.me.0);
-        if s.me != follower {
-            assert!(s.txns.is_empty(), "n{} took state for it", s.me.0);
-        }
+        assert!(s.txns.is_empty(), "n{} took state for it", s.me.0);
     }
-    for r in ra {
+    for r in ra.into_iter().filter(|r| *r != leader) {
         assert!(net.has_version(r, a, t(1)), "{r:?} lost the write");
     }
 }

@@ -5,10 +5,9 @@ use super::*;
 
 impl Server {
     /// This replica's state of `shard` for a view change or (`sync`) a restarted peer:
-    /// its undecided transactions, and its decisions: those of the tombstone period
-    /// and every abort; for a re-sync every decision not yet forgotten, the commits
-    /// past the tombstone period without their writes (the store copy of the same
-    /// answer holds them). A restarted replica must be able to say it settled them, or
+    /// its undecided transactions, and its decisions: those of the tombstone period;
+    /// for a re-sync every decision not yet forgotten, the commits past the tombstone
+    /// period without their writes (the store copy of the same answer holds them). A restarted replica must be able to say it settled them, or
     /// the others keep them for ever on a shard whose mark does not move.
     pub(super) fn my_state(&self, shard: ShardId, now: Time, sync: bool) -> (Vec<PendingInfo>, Vec<DoneInfo>, u64) {
         let mut pending: Vec<PendingInfo> = self
@@ -22,7 +21,7 @@ impl Server {
         let mut done: Vec<DoneInfo> = self
             .done
             .iter()
-            .filter(|((s, _), d)| *s == shard && (sync || !d.commit || now.saturating_sub(d.at) < keep))
+            .filter(|((s, _), d)| *s == shard && (sync || now.saturating_sub(d.at) < keep))
             .map(|((_, id), d)| DoneInfo {
                 txn: *id,
                 commit: d.commit,
@@ -333,8 +332,12 @@ impl Server {
             self.absorb_done(shard, d, cx);
         }
         let now = cx.now();
+        let syncing = self.groups.get(&shard).is_some_and(|g| g.status == Status::Syncing);
         for p in pending {
-            if self.done.contains_key(&(shard, p.txn)) {
+            if self.done.contains_key(&(shard, p.txn)) || (!syncing && self.forgotten(shard, p.txn, p.ts)) {
+                // (Forgotten here: a pending copy comes only from a replica that took a
+                // late message of it; adopting it would let a recovery decide anew. A
+                // syncing replica adopts what its peers hold, as after any restart.)
                 continue;
             }
             let t = self
