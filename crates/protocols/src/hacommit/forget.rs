@@ -13,9 +13,8 @@ impl Server {
     /// Whether `txn` of `shard`, started at `ts`, is one this replica may have decided
     /// and forgotten: unknown here (no entry, no recovery of it) and at or below the
     /// shard's forgetting mark. Such a transaction is not read, voted, replicated,
-    /// promised or accepted (but for the client's ABORT) here, and a pending copy of it
-    /// in a view change's state is not adopted: no state that a recovery could decide
-    /// anew from (module docs, "Forgetting decided transactions").
+    /// promised or accepted (but for the client's ABORT) here: no state that a recovery
+    /// could decide anew from (module docs, "Forgetting decided transactions").
     pub(super) fn forgotten(&self, shard: ShardId, txn: TxnId, ts: Time) -> bool {
         let Some(g) = self.groups.get(&shard) else { return false };
         g.forgot_ts > 0

@@ -248,13 +248,17 @@
 //!   longer than `forget`), and reports the outcome as **unknown**, never as an
 //!   abort (a minority may say it of a live transaction whose context it never got;
 //!   the majority that holds the context answers). A leader's replication of such a
-//!   transaction is refused too, and a pending copy of it in a view change's state
-//!   is not adopted (a second review: a copy of the replication delayed past the
-//!   forgetting period gave a follower a context that a view change spread through
-//!   the group, whose recovery then chose ABORT for the committed transaction); a
-//!   live transaction that old cannot vote in the group: an abort. A syncing replica
-//!   applies none of this until it serves (its mark rises with its first peer's
-//!   answer, before the peer that holds a transaction has answered).
+//!   transaction is refused too (a second review: a copy of the replication delayed
+//!   past the forgetting period gave a follower a context that a view change spread
+//!   through the group, whose recovery then chose ABORT for the committed
+//!   transaction); a live transaction that old votes only if the rest of its group
+//!   holds it, and its writes reach the refusing follower with the leader's push. A
+//!   pending copy in a view change's state is adopted all the same: it comes from a
+//!   replica that took the replication, so the transaction is live there, and a new
+//!   leader that skipped it never applied its writes (campaign seed 1394099 of that
+//!   try, `forget=1s`: not-durable). A syncing replica applies none of these rules
+//!   until it serves (its mark rises with its first peer's answer, before the peer
+//!   that holds a transaction has answered).
 //!
 //!   Safety does not rest on timing: an entry goes only after everyone settled it,
 //!   and a forgotten transaction is never voted, promised, accepted or decided again

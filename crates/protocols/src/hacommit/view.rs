@@ -332,12 +332,13 @@ impl Server {
             self.absorb_done(shard, d, cx);
         }
         let now = cx.now();
-        let syncing = self.groups.get(&shard).is_some_and(|g| g.status == Status::Syncing);
         for p in pending {
-            if self.done.contains_key(&(shard, p.txn)) || (!syncing && self.forgotten(shard, p.txn, p.ts)) {
-                // (Forgotten here: a pending copy comes only from a replica that took a
-                // late message of it; adopting it would let a recovery decide anew. A
-                // syncing replica adopts what its peers hold, as after any restart.)
+            // (Adopted even where the transaction is below the forgetting mark and
+            // unknown: a live transaction whose replication this replica refused (the
+            // group voted without it) must reach a new leader, which applies its
+            // writes. A forgotten one is held pending by no one: its replication is
+            // refused where it was forgotten, a late copy included.)
+            if self.done.contains_key(&(shard, p.txn)) {
                 continue;
             }
             let t = self
