@@ -861,3 +861,20 @@ fn a_late_duplicate_of_a_finished_transaction_locks_nothing() {
         }
     }
 }
+
+/// HACommit forgetting settled decisions (stop 79), with a forgetting period far below
+/// its liveness bound (`forget=1s`): these seeds lost a committed write at a replica
+/// under two earlier versions of the rules (1390017 and 1390234: a recovery given up
+/// on "forgotten" answers dropped a live transaction whose vote was still being
+/// replicated; 1394099: a new leader skipped a pending copy below its mark and never
+/// applied it). They must end clean (and here also live).
+#[test]
+fn hacommit_forgetting_below_its_liveness_bound_loses_no_write() {
+    for spec in [
+        "hacommit:forget=1s far3 ycsb:keys=50 txns=500 clients=32 seed=1390017 faults=crash:node=0,at=2s,for=3s;skew:max=50ms",
+        "hacommit:forget=1s far3 ycsb:keys=50 txns=500 clients=32 seed=1390234 faults=loss:p=0.05;dup:p=0.05;reorder:p=0.2",
+        "hacommit:forget=1s gcp3 ycsb:keys=50 txns=1000 clients=16 seed=1394099 faults=random",
+    ] {
+        assert_clean(spec, &run(spec));
+    }
+}
