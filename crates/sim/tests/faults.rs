@@ -878,3 +878,15 @@ fn hacommit_forgetting_below_its_liveness_bound_loses_no_write() {
         assert_clean(spec, &run(spec));
     }
 }
+
+/// Campaign seed 1397885: a restarted HACommit replica synced first from a follower
+/// that had applied a commit (acct83 = 22:8:0), then from one that had not yet, whose
+/// version GC floor was above that version. Adopting the floor dropped the version
+/// without recording it as collected: the check found a committed write on no copy of
+/// the restarted replica (`not-durable`). The fix is in `MvStore::adopt_collected`.
+#[test]
+fn a_restarted_replica_keeps_account_of_a_version_below_a_peers_floor() {
+    let spec =
+        "hacommit two50 bank txns=1000 clients=32 seed=1397885 faults=random:crashes=3,client-crashes=2,serial=2s";
+    assert_clean(spec, &run(spec));
+}

@@ -562,14 +562,31 @@ impl MvStore {
     /// Takes on a peer's record of what was collected from `key`'s chain (a replica
     /// rebuilt from a peer's versions, which lack what the peer collected): the higher
     /// floor and count, the union of the recorded ids; what it holds at or below the
-    /// floor goes (the peer collected it, or it is older still).
+    /// floor goes (the peer collected it, or it is older still), and where ids are
+    /// recorded it joins them: the peer may never have held it (it learned the
+    /// decision later than this store's other source), and a committed version must
+    /// stay accounted for. Without recorded ids the peer's count is taken to cover it.
     pub fn adopt_collected(&mut self, key: &Key, from: &Collected) {
+        let record = self.gc.record;
         let chain = self.keys.entry(key.clone()).or_default();
         let c = chain.collected.get_or_insert_with(Default::default);
         c.merge(from);
         let floor = c.floor;
         let before = chain.versions.len();
-        chain.versions.retain(|v| v.wts > floor);
+        let mut gone = vec![];
+        chain.versions.retain(|v| {
+            let keep = v.wts > floor;
+            if !keep && !v.tentative {
+                gone.push((v.id, v.wts));
+            }
+            keep
+        });
+        if record {
+            let c = chain.collected.as_deref_mut().expect("a floor");
+            for (id, wts) in gone {
+                c.below_floor(id, wts, true);
+            }
+        }
         self.gc.live -= (before - chain.versions.len()) as u64;
     }
 
@@ -807,6 +824,35 @@ mod tests {
         let snap = fresh.replica(meridian_core::NodeId(1));
         assert_eq!(snap.pruned[&k], 99);
         assert_eq!(snap.keys[&k].versions, vec![vid_n(1, 100)]);
+    }
+
+    #[test]
+    fn a_version_only_the_rebuilt_replica_held_stays_recorded_below_the_adopted_floor() {
+        // Campaign seed 1397885 (hacommit): a restarted replica synced first from a
+        // peer that had applied a commit, then from one that had not yet, whose floor
+        // was above the commit's version. Adopting the floor dropped the version and
+        // recorded it nowhere: the check found a committed write on no replica.
+        let r = Retention { ttl: SEC, record: true };
+        let k = Key::from("k");
+        let mut peer = MvStore::new();
+        peer.tick(0, &r);
+        chain(&mut peer, &k, 100);
+        peer.tick(1000 * SEC, &r);
+        peer.collect(&r);
+        let floor = peer.collected_of(&k).unwrap().floor;
+        let mut fresh = MvStore::new();
+        fresh.tick(1000 * SEC, &r);
+        // A version the peer never held, below the peer's floor.
+        let late = vid_n(9, 1);
+        fresh.install(&k, late, Value::from_u64(9), floor - 1);
+        fresh.adopt_collected(&k, peer.collected_of(&k).unwrap());
+        for v in peer.versions(&k) {
+            fresh.install(&k, v.id, v.value.clone(), v.wts);
+        }
+        assert!(fresh.has_or_collected(&k, late, floor - 1));
+        let ids = &fresh.snapshot()[&k].versions;
+        assert!(ids.contains(&late), "the dropped version is recorded as collected");
+        assert_eq!(ids.len(), peer.snapshot()[&k].versions.len() + 1);
     }
 
     #[derive(Debug, Clone)]
