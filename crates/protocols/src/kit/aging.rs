@@ -95,6 +95,36 @@ impl<K: Ord + Clone, V: Clone> Aging<K, V> {
         }
     }
 
+    /// Up to `max` keys put in `ttl` or longer before `now` (and not put in again since),
+    /// oldest first, without dropping them: for a caller that drops an entry only once
+    /// something else allows it ([`Self::remove`]). Places left behind at the front by
+    /// removed entries are cleared first, so the scan starts at a live entry.
+    pub fn due(&mut self, now: Time, ttl: Time, max: usize) -> Vec<K> {
+        while let Some((at, k)) = self.queue.front() {
+            if self.map.get(k).is_some_and(|(_, t)| t == at) {
+                break;
+            }
+            self.queue.pop_front();
+        }
+        let mut out = vec![];
+        for (at, k) in self.queue.iter() {
+            if out.len() >= max || now.saturating_sub(*at) < ttl {
+                break;
+            }
+            if self.map.get(k).is_some_and(|(_, t)| t == at) {
+                out.push(k.clone());
+            }
+        }
+        out
+    }
+
+    /// Rebuilds the queue from the map when removed entries' places outnumber the
+    /// entries (what [`Self::expire`] does after its drops), for a caller that removes
+    /// entries itself.
+    pub fn compact(&mut self) {
+        self.expire_each(0, Time::MAX, |_, _| {});
+    }
+
     /// Number of entries.
     pub fn len(&self) -> usize {
         self.map.len()
@@ -164,6 +194,25 @@ mod tests {
             "{} places for one entry",
             a.queue.len()
         );
+    }
+
+    #[test]
+    fn due_lists_the_old_entries_without_dropping_them() {
+        let mut a: Aging<u32, ()> = Aging::default();
+        for (k, t) in [(1, 0), (2, 5), (3, 10), (4, 50)] {
+            a.insert(k, (), t);
+        }
+        a.remove(&1);
+        assert_eq!(a.due(30, 20, 10), vec![2, 3]);
+        assert_eq!(a.due(30, 20, 1), vec![2]);
+        assert_eq!(a.len(), 3, "nothing dropped");
+        a.insert(2, (), 40); // put in again: no longer due
+        assert_eq!(a.due(30, 20, 10), vec![3]);
+        for k in 0..200 {
+            a.insert(9, (), k);
+        }
+        a.compact();
+        assert!(a.queue.len() <= 2 * a.len() + 64);
     }
 
     #[test]
