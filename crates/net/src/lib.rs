@@ -52,8 +52,10 @@ use serde::Serialize;
 /// (`AbortReason::MvtoTooOld`, a sentence older builds read as `Other`). 19: HACommit
 /// replicas forget settled decisions (stop 79): `SettleQuery`/`Settled`, `Accepted::ts`,
 /// `DoneInfo::shards`, `P2bPart::forgotten`, `SyncState::forgot_ts`, and the abort
-/// reason `OlderThanForgotten`.
-pub const VERSION: u8 = 19;
+/// reason `OlderThanForgotten`. 20: replog truncates its logs and forgets settled
+/// decisions (stop 80): `Snapshot`, `SettleQuery`/`Settled`, `Forgotten`,
+/// `Status::ts`, `PreElect::applied`, the log entry `Forget`.
+pub const VERSION: u8 = 20;
 
 /// The largest frame accepted (length field), 16 MiB.
 pub const MAX_FRAME: usize = 16 << 20;

@@ -192,9 +192,20 @@ fn replog_for(
     let mut leader_dcs = vec![];
     let mut no_wait = false;
     let mut lease = None;
+    let mut keep = None;
+    let mut forget = None;
     for (k, v) in &spec.params {
         match *k {
             "lease" => lease = Some(positive_duration("replog", "lease", v)?),
+            "forget" => forget = Some(positive_duration("replog", "forget", v)?),
+            "keep" => match v.parse::<u64>() {
+                Ok(n) if n >= 1 => keep = Some(n),
+                _ => {
+                    return Err(ProtocolError::Invalid(format!(
+                        "replog: keep={v} (expected a whole number of log slots, at least 1)"
+                    )))
+                }
+            },
             "leaders" => {
                 let names: Vec<&str> = v.split('/').map(str::trim).collect();
                 if names.len() != t.shards as usize {
@@ -219,7 +230,7 @@ fn replog_for(
             },
             other => {
                 return Err(ProtocolError::Invalid(format!(
-                    "replog: unknown parameter `{other}` (known: leaders, locks, lease)"
+                    "replog: unknown parameter `{other}` (known: leaders, locks, lease, keep, forget)"
                 )))
             }
         }
@@ -233,6 +244,8 @@ fn replog_for(
         leader_dcs,
         no_wait,
         lease,
+        keep,
+        forget,
         mutant: crate::Mutant::None,
     })
 }

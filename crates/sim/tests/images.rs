@@ -77,6 +77,7 @@ each_protocol! {
     images_change_nothing_rc: "rc",
     images_change_nothing_rc_forgetting: "rc:forget=1s",
     images_change_nothing_replog: "replog",
+    images_change_nothing_replog_truncating: "replog:keep=20,forget=1s",
     images_change_nothing_hacommit: "hacommit",
     images_change_nothing_hacommit_rc: "hacommit-rc",
     images_change_nothing_hacommit_forgetting: "hacommit:forget=1s",

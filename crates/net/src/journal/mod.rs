@@ -201,7 +201,10 @@ pub enum Entry<M> {
 /// state says what the sender collected (wire 18).
 /// 20 (stop 79): a HACommit server forgets settled decisions (`settling`,
 /// `forget_after`, `Group::forgot_ts`, `Done::ts`/`shards`; wire 19).
-pub const FORMAT: u32 = 20;
+/// 21 (stop 80): a replog server truncates its logs and keeps its decisions in a
+/// record of their own (`Group::log_start`, `decided`, `forgot_ts`, `forgetting`,
+/// `settle_asked`; `keep`, `forget`, `snapshots_taken`; `done` gone; wire 20).
+pub const FORMAT: u32 = 21;
 
 /// What a journal says about itself (its `meta` partition).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

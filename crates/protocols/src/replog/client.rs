@@ -241,6 +241,11 @@ impl Client {
                 }
                 self.finish(o, reason, cx);
             }
+            Msg::Forgotten { txn } if txn == cur.t.rec.id && matches!(cur.phase, Phase::Committing(_)) => {
+                // The coordinator forgot the decision (this client was silent for longer
+                // than the forgetting period): the outcome cannot be told.
+                self.finish(Outcome::Unknown, None, cx);
+            }
             _ => {}
         }
     }
@@ -266,6 +271,7 @@ impl Client {
                         Msg::Status {
                             txn: cur.t.rec.id,
                             shard: *coord,
+                            ts: cur.t.rec.start,
                         },
                     );
                 }

@@ -16,7 +16,7 @@ impl Server {
             again,
         } = v;
         let now = cx.now();
-        if let Some(&commit) = self.done.get(&txn) {
+        if let Some(commit) = self.decision(txn) {
             // Decided already: tell the asking shard again.
             self.send_decide(txn, &[shard], commit, cx);
             return;
@@ -75,7 +75,7 @@ impl Server {
         // them one by one, and aborting one frees locks that can let a listed one
         // prepare and commit in the same sweep; aborting it then would contradict the
         // COMMIT already chosen and announced.
-        if self.done.contains_key(&txn) || self.ctxns.get(&txn).is_none_or(|c| c.committing) {
+        if self.decision(txn).is_some() || self.ctxns.get(&txn).is_none_or(|c| c.committing) {
             return;
         }
         let s = self.ctxns[&txn].coord;
@@ -84,7 +84,7 @@ impl Server {
         }
         if self.mutant == crate::Mutant::EarlyAbort {
             // The old behaviour: decided in memory, announced at once.
-            self.done.insert(txn, false);
+            self.mutant_done.insert(txn, false);
             let Some(c) = self.ctxns.remove(&txn) else { return };
             let mut parts: BTreeSet<ShardId> = c.parts.into_iter().collect();
             parts.extend(c.yes);
@@ -175,7 +175,6 @@ impl Server {
 
     /// Leader: a COMMIT or ABORT entry was chosen.
     pub(super) fn finished(&mut self, s: ShardId, txn: TxnId, commit: bool, cx: &mut Ctx<'_, Msg>) {
-        self.done.insert(txn, commit);
         if let Some(t) = self.ptxns.remove(&(txn, s)) {
             if let PState::Finishing { hops } = t.state {
                 // Cohorts' holdings (the paper's count; the coordinator's ends earlier).
@@ -220,11 +219,11 @@ impl Server {
         self.send_decide(txn, &others, commit, cx);
     }
 
-    pub(super) fn on_status(&mut self, from: NodeId, txn: TxnId, s: ShardId, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn on_status(&mut self, from: NodeId, txn: TxnId, s: ShardId, ts: Time, cx: &mut Ctx<'_, Msg>) {
         if !self.leads(s) {
             return;
         }
-        if let Some(&commit) = self.done.get(&txn) {
+        if let Some(commit) = self.decision(txn) {
             let reason = (!commit).then_some(AbortReason::Aborted);
             cx.send(from, Msg::Outcome { txn, commit, reason });
             return;
@@ -243,6 +242,13 @@ impl Server {
                 c.client = Some(from);
                 return;
             }
+        }
+        if self.groups[&s].forgot_ts.is_some_and(|mark| ts <= mark) {
+            // Unknown, and as old as decisions forgotten here: it may be one of them,
+            // committed (`forget.rs`). Its outcome is lost; presuming an abort could
+            // contradict a commit.
+            cx.send(from, Msg::Forgotten { txn });
+            return;
         }
         // Unknown to the coordinator: its PREPARE never arrived here. Presumed abort,
         // decided like any abort: by an ABORT entry in this shard's log, answered once
@@ -310,15 +316,17 @@ impl Server {
         decide: bool,
         cx: &mut Ctx<'_, Msg>,
     ) {
-        if !self.leads(s) {
+        // Only under a lease: a leader that may have been replaced could be behind
+        // (see `Server::send_vote`).
+        if !self.holds_lease(s, cx.now()) {
             return;
         }
-        let aborted = self.tombstones.contains_key(&txn) || self.done.get(&txn) == Some(&false);
+        let aborted = self.tombstones.contains_key(&txn) || self.decision(txn) == Some(false);
         let answer = match self.ptxns.get(&(txn, s)).map(|t| &t.state) {
             Some(PState::Prepared { .. }) => Prepared::yes(txn, coord, s).again(),
             Some(_) => return,
             // Committed here: the coordinator has decided, and the decision reached us.
-            None if self.done.get(&txn) == Some(&true) => return,
+            None if self.decision(txn) == Some(true) => return,
             None if aborted => Prepared::no(txn, coord, s, AbortReason::AlreadyAbortedHere),
             None if decide => {
                 self.tombstones.insert(txn, cx.now());

@@ -56,7 +56,14 @@ impl Server {
         g.prevote = Some((ballot, BTreeSet::from([me])));
         for r in g.replicas.clone() {
             if r != me {
-                cx.send(r, Msg::PreElect { shard: s, ballot });
+                cx.send(
+                    r,
+                    Msg::PreElect {
+                        shard: s,
+                        ballot,
+                        applied: g.applied,
+                    },
+                );
             }
         }
         self.try_stand(s, cx);
@@ -92,10 +99,19 @@ impl Server {
         ballot > g.promised && !lease_may_hold && !g.leading
     }
 
-    pub(super) fn on_pre_elect(&mut self, from: NodeId, s: ShardId, ballot: Ballot, cx: &mut Ctx<'_, Msg>) {
+    pub(super) fn on_pre_elect(
+        &mut self,
+        from: NodeId,
+        s: ShardId,
+        ballot: Ballot,
+        applied: u64,
+        cx: &mut Ctx<'_, Msg>,
+    ) {
         let (now, lease) = (cx.now(), self.env.timeouts.lease);
         let Some(g) = self.groups.get(&s) else { return };
-        let ok = Self::would_promise(g, from, ballot, now, lease);
+        // A candidate behind this log's start could not learn the slots in between
+        // from this replica (`snapshot.rs`).
+        let ok = Self::would_promise(g, from, ballot, now, lease) && applied >= g.log_start;
         cx.send(from, Msg::PreVote { shard: s, ballot, ok });
     }
 
@@ -150,6 +166,11 @@ impl Server {
         if !Self::would_promise(g, from, ballot, now, lease) {
             let promised = g.promised;
             cx.send(from, Msg::Nack { shard: s, promised });
+            return;
+        }
+        if start < g.log_start {
+            // The candidate is behind this log's start: the slots in between, some
+            // chosen, cannot be reported; no promise (`snapshot.rs`).
             return;
         }
         g.promised = ballot;
@@ -273,28 +294,30 @@ impl Server {
     pub(super) fn rebuild_leader_state(&mut self, s: ShardId, cx: &mut Ctx<'_, Msg>) {
         let now = cx.now();
         let g = &self.groups[&s];
-        let mut open: BTreeMap<TxnId, Arc<PrepareEntry>> = BTreeMap::new();
+        // Applied PREPAREs without an applied outcome are the shard's pending writes
+        // (the log below the applied point may be truncated: `snapshot.rs`); the slots
+        // from the applied point on, all in the log, add the PREPAREs not applied yet
+        // and the outcomes on their way.
+        let mut open: BTreeMap<TxnId, Arc<PrepareEntry>> = g
+            .writes
+            .iter()
+            .filter(|(t, _)| !g.decided.contains_key(t))
+            .map(|(t, p)| (*t, p.clone()))
+            .collect();
         let mut closing: BTreeSet<TxnId> = BTreeSet::new();
-        let mut decided: BTreeSet<TxnId> = BTreeSet::new();
-        for (slot, (_, e)) in &g.log {
-            let applied = *slot < g.applied;
+        for (_, (_, e)) in g.log.range(g.applied..) {
             match e {
                 // A PREPARE chosen after its transaction's outcome (a coordinator's
                 // ABORT can precede its own share's late PREPARE) is moot: it must
                 // not reopen the transaction and take its locks again.
-                Entry::Prepare(p) if decided.contains(&p.txn) => {}
+                Entry::Prepare(p) if g.decided.contains_key(&p.txn) => {}
                 Entry::Prepare(p) => {
                     open.insert(p.txn, p.clone());
-                }
-                Entry::Commit(t) | Entry::Abort(t) if applied => {
-                    open.remove(t);
-                    decided.insert(*t);
-                    self.done.insert(*t, matches!(e, Entry::Commit(_)));
                 }
                 Entry::Commit(t) | Entry::Abort(t) => {
                     closing.insert(*t);
                 }
-                Entry::Noop => {}
+                Entry::Noop | Entry::Forget(_) => {}
             }
         }
         let prepared: BTreeSet<TxnId> = g.writes.keys().copied().collect();

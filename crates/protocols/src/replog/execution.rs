@@ -29,14 +29,22 @@ impl Server {
         if now >= g.lease_until {
             return refuse(AbortReason::LeaseNotHeld, None, cx);
         }
-        if self.tombstones.contains_key(&txn) || self.done.get(&txn) == Some(&false) {
+        if self.tombstones.contains_key(&txn) || self.decision(txn) == Some(false) {
             return refuse(AbortReason::AlreadyAbortedHere, None, cx);
         }
-        if self.done.get(&txn) == Some(&true) {
+        if self.decision(txn) == Some(true) {
             // Committed: a read the network delayed past the outcome. Its client is done
             // with it; begun again, it would hold a shared lock with the transaction's
             // old (oldest) priority that younger writers wait behind.
             return;
+        }
+        let fresh = !self.ptxns.contains_key(&(txn, s));
+        if fresh && self.groups[&s].forgot_ts.is_some_and(|mark| ts <= mark) {
+            // As for a PREPARE (below): unknown here and as old as decisions forgotten,
+            // it may be a decided transaction's read the network delayed past the
+            // forgetting period. Refused: begun again, it would hold a lock that only
+            // its client's silence (`idle`) releases.
+            return refuse(AbortReason::OlderThanForgotten, None, cx);
         }
         let t = self.seen((txn, s), ts, now);
         if !matches!(t.state, PState::Active) {
@@ -141,6 +149,15 @@ impl Server {
     /// Sends cohort shard `v.shard`'s vote to its coordinator shard's replicas (or
     /// takes it here, when this server leads both).
     pub(super) fn send_vote(&mut self, v: Prepared, hops: u32, cx: &mut Ctx<'_, Msg>) {
+        if (v.again || !v.yes) && !self.holds_lease(v.shard, cx.now()) {
+            // A vote sent again, or a no, only from a leader that holds its lease: one
+            // that may have been replaced could be behind its successor, which may
+            // have prepared and committed the transaction since; after the
+            // coordinator forgot that commit (`forget.rs`) it would take this vote for
+            // one about an unknown transaction and presume an abort. The vote is
+            // re-sent at a later sweep, or the coordinator's vote timeout decides.
+            return;
+        }
         if v.coord == v.shard && self.leads(v.shard) {
             self.on_prepared(v, cx);
             return;
@@ -185,8 +202,21 @@ impl Server {
         }
         let txn = p.txn;
         let now = cx.now();
+        let known = self.decision(txn).is_some() || self.ctxns.contains_key(&txn) || self.ptxns.contains_key(&(txn, s));
+        if !known && self.groups[&s].forgot_ts.is_some_and(|mark| p.ts <= mark) {
+            // Unknown here, and as old as decisions this shard forgot: it may be one of
+            // them, decided (a PREPARE later than the forgetting period), and must not
+            // begin again (`forget.rs`). A cohort votes no (a coordinator that knows
+            // the transaction aborts it); the coordinator's own share is dropped (its
+            // client learns the outcome is lost, or the votes' timeout aborts it).
+            if p.coord == s {
+                return;
+            }
+            let why = AbortReason::OlderThanForgotten;
+            return self.send_vote(Prepared::no(txn, p.coord, s, why), cx.hops(), cx);
+        }
         if p.coord == s {
-            if let Some(&commit) = self.done.get(&txn) {
+            if let Some(commit) = self.decision(txn) {
                 // Decided before its own PREPARE reached the coordinator (a cohort's
                 // no vote came first): the client and the shards learn it now, from
                 // this PREPARE, which is the first to name them.
@@ -201,14 +231,14 @@ impl Server {
         // Refused once aborted, and while the coordinator's ABORT entry is on its way
         // (a PREPARE logged after it would be rebuilt as open by a new leader).
         let aborting = self.ctxns.get(&txn).is_some_and(|c| c.aborting.is_some());
-        if self.tombstones.contains_key(&txn) || self.done.get(&txn) == Some(&false) || aborting {
+        if self.tombstones.contains_key(&txn) || self.decision(txn) == Some(false) || aborting {
             return self.send_vote(
                 Prepared::no(txn, p.coord, s, AbortReason::AlreadyAbortedHere),
                 cx.hops(),
                 cx,
             );
         }
-        if self.done.get(&txn) == Some(&true) {
+        if self.decision(txn) == Some(true) {
             // Committed (every share had voted yes): a PREPARE delayed past the outcome.
             // Begun again, it would lock the keys and log a second PREPARE.
             return;

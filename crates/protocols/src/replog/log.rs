@@ -163,10 +163,15 @@ impl Server {
 
     /// Applies the next chosen entry (every replica, in slot order).
     pub(super) fn apply(&mut self, s: ShardId, entry: Entry, cx: &mut Ctx<'_, Msg>) {
+        let now = cx.now();
         let g = self.groups.get_mut(&s).expect("group");
         g.applied += 1;
         let leading = g.leading;
         match entry {
+            // A PREPARE chosen after its transaction's outcome (a coordinator's ABORT
+            // can precede its own share's late PREPARE) is moot: its writes are not
+            // kept (they would wait for a decision that came already).
+            Entry::Prepare(p) if g.decided.contains_key(&p.txn) => {}
             Entry::Prepare(p) => {
                 g.writes.insert(p.txn, p.clone());
                 if leading {
@@ -174,7 +179,9 @@ impl Server {
                 }
             }
             Entry::Commit(txn) => {
-                if let Some(p) = g.writes.remove(&txn) {
+                let p = g.writes.remove(&txn);
+                g.record_decision(s, txn, true, p.as_deref(), now);
+                if let Some(p) = p {
                     cx.charge_ops(p.writes.len() as u32);
                     for (k, v, val) in &p.writes {
                         if !self.store.contains(k, *v) {
@@ -187,10 +194,14 @@ impl Server {
                 }
             }
             Entry::Abort(txn) => {
-                g.writes.remove(&txn);
+                let p = g.writes.remove(&txn);
+                g.record_decision(s, txn, false, p.as_deref(), now);
                 if leading {
                     self.finished(s, txn, false, cx);
                 }
+            }
+            Entry::Forget(txns) => {
+                g.forget(&txns);
             }
             Entry::Noop => {}
         }
@@ -200,6 +211,9 @@ impl Server {
         let Some(g) = self.groups.get(&s) else { return };
         if !g.leading {
             return;
+        }
+        if start < g.log_start {
+            return self.send_snapshot(from, s, cx);
         }
         let end = g.chosen.min(start + CATCHUP_BATCH);
         let entries: Vec<Entry> = (start..end)
@@ -340,6 +354,7 @@ pub(super) fn entry_size(e: &Entry) -> u64 {
                     .map(|(k, _, v)| 16 + (k.len() + v.0.len()) as u64)
                     .sum::<u64>()
         }
+        Entry::Forget(t) => 16 + 16 * t.len() as u64,
         _ => 16,
     }
 }

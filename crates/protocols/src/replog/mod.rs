@@ -59,8 +59,11 @@
 //! - Votes and decisions between leaders are sent to every replica of the target shard
 //!   (only the leader acts on them), so a cohort does not need to know who leads the
 //!   coordinator's group after a failover.
-//! - A group's log is never truncated (no snapshots); fine for runs of tens of
-//!   thousands of transactions.
+//! - **Bounded state** (not in the paper): a replica truncates its log `keep` slots
+//!   behind its applied point and a follower that falls further behind gets a
+//!   snapshot of the shard from its leader (`snapshot.rs`, with the election
+//!   restriction this needs); decisions are kept in a record of their own and
+//!   forgotten through the log once settled and `forget` old (`forget.rs`).
 //! - The paper counts 7 lock-holding trips for co-located leaders; the message pattern
 //!   it describes gives 6 (2 + 0 + 2 + 0 + 2), which is what this module measures.
 //! - **One node, several shards.** A node may lead several shards a transaction
@@ -96,9 +99,11 @@ mod client;
 mod commit;
 mod election;
 mod execution;
+mod forget;
 mod log;
 mod msg;
 mod server;
+mod snapshot;
 
 pub use client::Client;
 pub use msg::*;
@@ -133,6 +138,14 @@ pub struct ReplicatedLog {
     /// electing another.
     #[serde(default)]
     pub lease: Option<Time>,
+    /// Log slots a replica keeps behind its applied point (`keep=N`; default
+    /// [`server::DEFAULT_KEEP`]): older ones are truncated (`snapshot.rs`).
+    #[serde(default)]
+    pub keep: Option<u64>,
+    /// How long after a decision a replica may forget it once settled (`forget=DUR`;
+    /// default the tombstone period; `forget.rs`).
+    #[serde(default)]
+    pub forget: Option<Time>,
     /// A deliberately broken variant (tests only).
     pub mutant: crate::Mutant,
 }
@@ -195,6 +208,8 @@ impl Protocol for ReplicatedLog {
         );
         Server {
             mutant: self.mutant,
+            keep: self.keep.unwrap_or(s.keep),
+            forget: self.forget.unwrap_or(s.forget),
             ..s
         }
     }

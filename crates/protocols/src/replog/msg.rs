@@ -44,6 +44,9 @@ pub enum Entry {
     Abort(TxnId),
     /// Fills a hole after a leader change.
     Noop,
+    /// The leader's choice to forget these decided transactions (every replica drops
+    /// them from its record of decisions when it applies this; `forget.rs`).
+    Forget(Vec<TxnId>),
 }
 
 /// Replicated-log messages.
@@ -125,7 +128,42 @@ pub enum Msg {
         txn: TxnId,
         /// Coordinator shard.
         shard: ShardId,
+        /// The transaction's start timestamp (its PREPAREs' `ts`): a coordinator that
+        /// does not know it and has forgotten decisions of transactions as old says
+        /// so ([`Msg::Forgotten`]) instead of presuming an abort.
+        ts: Time,
     },
+    /// Coordinator leader → client: this transaction is unknown here and as old as
+    /// decisions forgotten here; its outcome cannot be told (the client records it as
+    /// unknown).
+    Forgotten {
+        /// Transaction.
+        txn: TxnId,
+    },
+    /// Coordinator leader → a cohort shard (its leader if known, else every replica):
+    /// have you applied the decisions of these transactions? Asked for commits
+    /// decided here at least the forgetting period ago (`forget.rs`).
+    SettleQuery {
+        /// Coordinator shard.
+        coord: ShardId,
+        /// Cohort shard asked.
+        shard: ShardId,
+        /// Transactions.
+        txns: Vec<TxnId>,
+    },
+    /// Cohort leader → the asking coordinator leader: of the transactions asked about,
+    /// those with nothing pending here (decided and applied, or long gone).
+    Settled {
+        /// Coordinator shard.
+        coord: ShardId,
+        /// Cohort shard.
+        shard: ShardId,
+        /// Transactions.
+        txns: Vec<TxnId>,
+    },
+    /// Leader → a follower whose catch-up starts below the leader's truncated log: the
+    /// shard's state at the leader's applied point, to resume from (`snapshot.rs`).
+    Snapshot(Box<Snapshot>),
     /// Leader → follower: accept an entry (phase 2a), with the chosen prefix.
     Accept(Accept),
     /// Follower → leader (phase 2b).
@@ -206,6 +244,9 @@ pub enum Msg {
         shard: ShardId,
         /// The ballot the candidate would stand with.
         ballot: Ballot,
+        /// The candidate's applied prefix: a replica whose log was truncated above it
+        /// would not promise (it could not report the slots in between).
+        applied: u64,
     },
     /// Replica → candidate: the pre-vote's answer.
     PreVote {
@@ -277,6 +318,42 @@ impl Prepared {
     }
 }
 
+/// [`Msg::Snapshot`]: one shard's state at a replica's applied point.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// Shard.
+    pub shard: ShardId,
+    /// The sender's ballot (the follower takes it only from the leader it follows).
+    pub ballot: Ballot,
+    /// Slots below this are applied in the state below.
+    pub applied: u64,
+    /// Every committed version of the shard's keys held: (key, version, value, write
+    /// timestamp).
+    pub versions: Vec<(Key, VersionId, Value, u64)>,
+    /// What version GC collected from the shard's keys.
+    pub collected: Vec<(Key, meridian_storage::Collected)>,
+    /// PREPAREs applied and not yet decided.
+    pub writes: Vec<Arc<PrepareEntry>>,
+    /// The decisions applied and not yet forgotten.
+    pub decided: Vec<(TxnId, Decision)>,
+    /// The largest start timestamp of a transaction forgotten, if any was.
+    pub forgot_ts: Option<Time>,
+}
+
+/// A replica's record of one transaction's decision in its shard's log (`forget.rs`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    /// Committed?
+    pub commit: bool,
+    /// The transaction's start timestamp (`None` if its PREPARE never reached this
+    /// shard, as for a presumed abort).
+    pub ts: Option<Time>,
+    /// For a commit this shard coordinated: the cohort shards not yet known to have
+    /// applied it (the leader learns it from `Settled`; followers keep the list as
+    /// applied).
+    pub waiting: Vec<ShardId>,
+}
+
 /// [`Msg::Accept`]: phase 2a of a slot.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Accept {
@@ -320,7 +397,11 @@ impl Msg {
             | Msg::Chosen { .. }
             | Msg::PreElect { .. }
             | Msg::PreVote { .. }
-            | Msg::Wound { .. } => ClientSend::Refused,
+            | Msg::Wound { .. }
+            | Msg::Forgotten { .. }
+            | Msg::SettleQuery { .. }
+            | Msg::Settled { .. }
+            | Msg::Snapshot(..) => ClientSend::Refused,
         }
     }
 }

@@ -6,6 +6,8 @@ use super::*;
 
 pub(crate) use crate::kit::server::SweepTimer as ServerTimer;
 pub(super) const CATCHUP_BATCH: u64 = 512;
+/// Log slots a replica keeps behind its applied point by default (`replog:keep`).
+pub const DEFAULT_KEEP: u64 = 10_000;
 /// Lock-acquisition chain of transactions rebuilt after a failover (not measured).
 pub(super) const UNKNOWN_HOPS: u32 = u32::MAX;
 
@@ -24,9 +26,17 @@ pub(super) struct Group {
     /// A persistent map (imbl), so that a copy of the server (a real cluster's
     /// checkpoint) shares it rather than copying every slot; ordered as a `BTreeMap`.
     pub(super) log: imbl::OrdMap<u64, (Ballot, Entry)>,
+    /// Slots below this are truncated from `log` (applied here; `snapshot.rs`).
+    pub(super) log_start: u64,
     pub(super) applied: u64,
     /// Writes of applied PREPARE entries not yet committed or aborted.
     pub(super) writes: HashMap<TxnId, Arc<PrepareEntry>>,
+    /// The decisions applied (COMMIT and ABORT entries) and not yet forgotten
+    /// (`forget.rs`), with when this replica applied each.
+    pub(super) decided: crate::kit::aging::Aging<TxnId, Decision>,
+    /// The largest start timestamp of a transaction whose decision was forgotten (of
+    /// those whose PREPARE this shard applied), if any was.
+    pub(super) forgot_ts: Option<Time>,
     // --- volatile ---
     pub(super) leader: Option<NodeId>,
     pub(super) last_heard: Time,
@@ -44,6 +54,10 @@ pub(super) struct Group {
     /// A pre-vote in progress: the ballot this node would stand with and the replicas
     /// that said they would promise it (see `election.rs`).
     pub(super) prevote: Option<(Ballot, BTreeSet<NodeId>)>,
+    /// Leader: the slot of its FORGET entry not yet chosen, if one is out.
+    pub(super) forgetting: Option<u64>,
+    /// Leader: when it last asked cohorts whether they settled (`forget.rs`).
+    pub(super) settle_asked: Time,
 }
 
 impl Group {
@@ -173,7 +187,15 @@ crate::kit::server::server_struct! {
         pub(super) ptxns: HashMap<Part, PTxn>,
         pub(super) tombstones: HashMap<TxnId, Time>,
         pub(super) ctxns: HashMap<TxnId, CTxn>,
-        pub(super) done: HashMap<TxnId, bool>,
+        /// Decisions the `EarlyAbort` mutant took in memory only (tests).
+        pub(super) mutant_done: HashMap<TxnId, bool>,
+        /// Snapshots this server took from a leader (`snapshot.rs`), since it began.
+        pub(super) snapshots_taken: u64,
+        /// Log slots kept behind the applied point (`replog:keep`).
+        pub(super) keep: u64,
+        /// How long after it applied a decision a replica may forget it, once settled
+        /// (`replog:forget`; the tombstone period by default).
+        pub(super) forget: Time,
         pub(super) holds: HoldStats,
     }
 }
@@ -181,6 +203,7 @@ crate::kit::server::server_struct! {
 impl Server {
     /// A fresh server; `leaders[s]` is shard `s`'s initial leader.
     pub fn new(env: Env, me: NodeId, leaders: Arc<Vec<NodeId>>, policy: Policy) -> Self {
+        let env_tombstone = env.timeouts.tombstone;
         let mut groups = BTreeMap::new();
         for s in env.layout.shards_of(me) {
             let leader = leaders[s.0 as usize];
@@ -197,8 +220,11 @@ impl Server {
                     replicas,
                     promised: Ballot { round: 1, node: leader },
                     log: imbl::OrdMap::new(),
+                    log_start: 0,
                     applied: 0,
                     writes: HashMap::default(),
+                    decided: Default::default(),
+                    forgot_ts: None,
                     leader: Some(leader),
                     last_heard: 0,
                     chosen: 0,
@@ -212,6 +238,8 @@ impl Server {
                     election: None,
                     elect_after: 0,
                     prevote: None,
+                    forgetting: None,
+                    settle_asked: 0,
                 },
             );
         }
@@ -227,9 +255,27 @@ impl Server {
             ptxns: HashMap::default(),
             tombstones: HashMap::default(),
             ctxns: HashMap::default(),
-            done: HashMap::default(),
+            mutant_done: HashMap::default(),
+            snapshots_taken: 0,
+            keep: DEFAULT_KEEP,
+            forget: env_tombstone,
             holds: HoldStats::default(),
         }
+    }
+
+    /// The decision of `txn` applied in any shard held here (every shard that logged
+    /// one logged the same), or taken in memory by the `EarlyAbort` mutant.
+    pub(super) fn decision(&self, txn: TxnId) -> Option<bool> {
+        self.groups
+            .values()
+            .find_map(|g| g.decided.get(&txn).map(|d| d.commit))
+            .or_else(|| self.mutant_done.get(&txn).copied())
+    }
+
+    /// Whether this node leads shard `s` and holds its lease at `now` (no other leader
+    /// can have been elected since a majority last acknowledged it).
+    pub(super) fn holds_lease(&self, s: ShardId, now: Time) -> bool {
+        self.groups.get(&s).is_some_and(|g| g.leading && now < g.lease_until)
     }
 
     pub(super) fn leads(&self, s: ShardId) -> bool {
@@ -261,9 +307,11 @@ impl Server {
             if self.leads(s) {
                 self.heartbeat(s, cx);
                 self.resend_unchosen(s, cx);
+                self.forget_settled(s, cx);
             } else {
                 self.maybe_elect(s, cx);
             }
+            self.truncate(s);
         }
         let mut idle = vec![];
         let mut ask = vec![];
@@ -362,7 +410,10 @@ impl Server {
                 }
             }
             Msg::Decide { txn, shard, commit } => self.on_decide(txn, shard, commit, cx),
-            Msg::Status { txn, shard } => self.on_status(from, txn, shard, cx),
+            Msg::Status { txn, shard, ts } => self.on_status(from, txn, shard, ts, cx),
+            Msg::SettleQuery { coord, shard, txns } => self.on_settle_query(from, coord, shard, txns, cx),
+            Msg::Settled { coord, shard, txns } => self.on_settled(from, coord, shard, txns),
+            Msg::Snapshot(snap) => self.on_snapshot(*snap, cx),
             Msg::VoteQuery {
                 txn,
                 coord,
@@ -382,7 +433,7 @@ impl Server {
             Msg::HeartbeatAck { shard, ballot, sent } => self.on_heartbeat_ack(from, shard, ballot, sent),
             Msg::Elect { shard, ballot, from: f } => self.on_elect(from, shard, ballot, f, cx),
             Msg::Promise { shard, ballot, entries } => self.on_promise(from, shard, ballot, entries, cx),
-            Msg::PreElect { shard, ballot } => self.on_pre_elect(from, shard, ballot, cx),
+            Msg::PreElect { shard, ballot, applied } => self.on_pre_elect(from, shard, ballot, applied, cx),
             Msg::PreVote { shard, ballot, ok } => self.on_pre_vote(from, shard, ballot, ok, cx),
             Msg::CatchUp { shard, from: f } => self.on_catchup(from, shard, f, cx),
             Msg::Chosen {
@@ -391,25 +442,31 @@ impl Server {
                 from: f,
                 entries,
             } => self.on_chosen(shard, ballot, f, entries, cx),
-            Msg::ReadReply { .. } | Msg::Outcome { .. } | Msg::Redirect { .. } => {}
+            Msg::ReadReply { .. } | Msg::Outcome { .. } | Msg::Redirect { .. } | Msg::Forgotten { .. } => {}
         }
     }
 }
 
 crate::kit::server::server_frame! {ServerTimer, start;
     fn on_crash(&mut self) {
-        // Durable: each group's acceptor state, log, applied prefix and pending PREPARE
-        // writes (all derived from forced log writes), and the store built from them.
+        // Durable: each group's acceptor state, log, applied prefix, pending PREPARE
+        // writes and record of decisions (all derived from forced log writes), and the
+        // store built from them.
         let groups = std::mem::take(&mut self.groups);
         let store = std::mem::take(&mut self.store);
         let holds = std::mem::take(&mut self.holds);
+        let (keep, forget, mutant, taken) = (self.keep, self.forget, self.mutant, self.snapshots_taken);
         *self = Server::new(self.env.clone(), self.me, self.leaders.clone(), self.policy);
+        (self.keep, self.forget, self.mutant, self.snapshots_taken) = (keep, forget, mutant, taken);
         for (s, old) in groups {
             let g = self.groups.get_mut(&s).expect("group");
             g.promised = old.promised;
             g.log = old.log;
+            g.log_start = old.log_start;
             g.applied = old.applied;
             g.writes = old.writes;
+            g.decided = old.decided;
+            g.forgot_ts = old.forgot_ts;
             g.chosen = old.applied;
             g.known_ballot = old.promised;
             g.leader = None;
@@ -429,6 +486,15 @@ impl Replica for Server {
     }
     fn lock_holds(&self) -> Option<&HoldStats> {
         Some(&self.holds)
+    }
+    fn stats(&self) -> Option<Vec<(String, f64)>> {
+        let slots: usize = self.groups.values().map(|g| g.log.len()).sum();
+        let decided: usize = self.groups.values().map(|g| g.decided.len()).sum();
+        Some(vec![
+            ("replog_log_slots_held".into(), slots as f64),
+            ("replog_decisions_held".into(), decided as f64),
+            ("replog_snapshots_taken".into(), self.snapshots_taken as f64),
+        ])
     }
     fn locked_keys(&self) -> Option<usize> {
         Some(self.locks.values().map(LockTable::len).sum())
