@@ -54,7 +54,7 @@ use serde::Serialize;
 /// `DoneInfo::shards`, `P2bPart::forgotten`, `SyncState::forgot_ts`, and the abort
 /// reason `OlderThanForgotten`. 20: replog truncates its logs and forgets settled
 /// decisions (stop 80): `Snapshot`, `SettleQuery`/`Settled`, `Forgotten`,
-/// `Status::ts`, `PreElect::applied`, the log entry `Forget`.
+/// `Status::ts`, `PreElect::applied`, `Prepared::ts`, the log entry `Forget`.
 pub const VERSION: u8 = 20;
 
 /// The largest frame accepted (length field), 16 MiB.

@@ -14,11 +14,30 @@ impl Server {
             yes,
             reason,
             again,
+            ts,
         } = v;
         let now = cx.now();
         if let Some(commit) = self.decision(txn) {
             // Decided already: tell the asking shard again.
             self.send_decide(txn, &[shard], commit, cx);
+            return;
+        }
+        let forgotten = self
+            .groups
+            .get(&coord)
+            .is_some_and(|g| g.forgot_ts.is_some_and(|mark| ts <= mark));
+        if forgotten && !self.ctxns.contains_key(&txn) {
+            // Unknown here and as old as decisions forgotten: a vote the network
+            // delayed (or a cohort re-sent) past the forgetting of a decided
+            // transaction, or one whose own PREPARE this shard dropped as too old
+            // (`execution.rs`), which can never commit. No decision is logged: an ABORT
+            // entry could contradict a forgotten COMMIT (a client still asking would
+            // hear abort). A cohort that holds the transaction prepared is told abort,
+            // unlogged: it cannot be a committed one, since a commit is forgotten only
+            // once every cohort has nothing of it pending (`forget.rs`).
+            if yes {
+                self.send_decide(txn, &[shard], false, cx);
+            }
             return;
         }
         let c = self.ctxns.entry(txn).or_insert_with(|| CTxn::new(coord, now));
@@ -323,7 +342,10 @@ impl Server {
         }
         let aborted = self.tombstones.contains_key(&txn) || self.decision(txn) == Some(false);
         let answer = match self.ptxns.get(&(txn, s)).map(|t| &t.state) {
-            Some(PState::Prepared { .. }) => Prepared::yes(txn, coord, s).again(),
+            Some(PState::Prepared { .. }) => {
+                let ts = self.ptxns[&(txn, s)].prio.0;
+                Prepared::yes(txn, coord, s).again().at(ts)
+            }
             Some(_) => return,
             // Committed here: the coordinator has decided, and the decision reached us.
             None if self.decision(txn) == Some(true) => return,

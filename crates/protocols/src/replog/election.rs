@@ -91,12 +91,20 @@ impl Server {
     /// Whether this replica would promise `ballot` from `from` now: not while it leads,
     /// while the leader it follows may hold its lease, or for a ballot not above its
     /// promise.
-    fn would_promise(g: &Group, from: NodeId, ballot: Ballot, now: Time, lease: Time) -> bool {
+    pub(super) fn would_promise(g: &Group, from: NodeId, ballot: Ballot, now: Time, lease: Time) -> bool {
         // A lease that may still hold blocks other candidates, not the lease holder
         // itself standing again (after it stepped down, say): refusing it would leave
         // the group without a leader until the lease ran out.
         let lease_may_hold = g.leader.is_some_and(|l| l != from) && now.saturating_sub(g.last_heard) <= lease;
-        ballot > g.promised && !lease_may_hold && !g.leading
+        // Back from a crash, a replica no longer knows whom it followed (`leader` is
+        // volatile), but a lease built on its acknowledgements before the crash may
+        // still hold: for a lease from its start it supports only the holder of the
+        // ballot it last promised. Without this a leader elected with its promise
+        // could choose a PREPARE its predecessor, still leasing, does not know of, and
+        // the predecessor would tell a coordinator the transaction settled there
+        // (`forget.rs`) or answer a vote question for it.
+        let quiet = now < g.quiet_until && from != g.promised.node;
+        ballot > g.promised && !lease_may_hold && !quiet && !g.leading
     }
 
     pub(super) fn on_pre_elect(

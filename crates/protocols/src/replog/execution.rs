@@ -141,7 +141,7 @@ impl Server {
             hint: None,
         });
         if let PState::Locking { entry, hops, .. } = &t.state {
-            self.send_vote(Prepared::no(txn, entry.coord, s, why.clone()), *hops, cx);
+            self.send_vote(Prepared::no(txn, entry.coord, s, why.clone()).at(entry.ts), *hops, cx);
         }
         self.release(txn, s, cx);
     }
@@ -213,7 +213,7 @@ impl Server {
                 return;
             }
             let why = AbortReason::OlderThanForgotten;
-            return self.send_vote(Prepared::no(txn, p.coord, s, why), cx.hops(), cx);
+            return self.send_vote(Prepared::no(txn, p.coord, s, why).at(p.ts), cx.hops(), cx);
         }
         if p.coord == s {
             if let Some(commit) = self.decision(txn) {
@@ -233,7 +233,7 @@ impl Server {
         let aborting = self.ctxns.get(&txn).is_some_and(|c| c.aborting.is_some());
         if self.tombstones.contains_key(&txn) || self.decision(txn) == Some(false) || aborting {
             return self.send_vote(
-                Prepared::no(txn, p.coord, s, AbortReason::AlreadyAbortedHere),
+                Prepared::no(txn, p.coord, s, AbortReason::AlreadyAbortedHere).at(p.ts),
                 cx.hops(),
                 cx,
             );
@@ -252,7 +252,7 @@ impl Server {
             let why = AbortReason::ReadLockLost;
             let hops = cx.hops();
             self.abort_local((txn, s), why.clone(), cx);
-            return self.send_vote(Prepared::no(txn, p.coord, s, why), hops, cx);
+            return self.send_vote(Prepared::no(txn, p.coord, s, why).at(p.ts), hops, cx);
         }
         let mut waiting = 0;
         let mut wounded = vec![];
@@ -269,7 +269,7 @@ impl Server {
                     let why = AbortReason::WriteLockDenied;
                     let hops = cx.hops();
                     self.abort_local((txn, s), why.clone(), cx);
-                    return self.send_vote(Prepared::no(txn, p.coord, s, why), hops, cx);
+                    return self.send_vote(Prepared::no(txn, p.coord, s, why).at(p.ts), hops, cx);
                 }
             }
         }
@@ -310,6 +310,6 @@ impl Server {
                 t.state = PState::Prepared { asked: now, hops };
             }
         }
-        self.send_vote(Prepared::yes(p.txn, p.coord, s), cx.hops(), cx);
+        self.send_vote(Prepared::yes(p.txn, p.coord, s).at(p.ts), cx.hops(), cx);
     }
 }

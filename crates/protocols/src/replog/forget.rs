@@ -19,7 +19,12 @@
 //! the same record. Forgetting raises the shard's mark `forgot_ts`, the largest start
 //! timestamp forgotten: a client asking about a transaction unknown here and no newer
 //! than the mark is told its outcome is lost (`Msg::Forgotten`; the client records it
-//! as unknown) rather than presumed aborted, since it may have committed.
+//! as unknown) rather than presumed aborted, since it may have committed. A vote for a
+//! transaction unknown at its coordinator and no newer than the mark (`Prepared::ts`)
+//! logs nothing: an ABORT entry could contradict a forgotten COMMIT; a yes vote is
+//! answered with an unlogged abort (`commit.rs`). A replica back from a crash supports
+//! no candidate but the one it last promised for a lease (`Group::quiet_until`), so a
+//! successor cannot choose a PREPARE behind a leader whose lease still holds.
 //!
 //! Weak points: a cohort group without a leader keeps its coordinators' commits from
 //! being forgotten until it has one; the scan for due decisions looks at most

@@ -139,7 +139,7 @@ pub struct ReplicatedLog {
     #[serde(default)]
     pub lease: Option<Time>,
     /// Log slots a replica keeps behind its applied point (`keep=N`; default
-    /// [`server::DEFAULT_KEEP`]): older ones are truncated (`snapshot.rs`).
+    /// 10,000, `server::DEFAULT_KEEP`): older ones are truncated (`snapshot.rs`).
     #[serde(default)]
     pub keep: Option<u64>,
     /// How long after a decision a replica may forget it once settled (`forget=DUR`;

@@ -285,6 +285,11 @@ pub struct Prepared {
     /// least that long ago), or in answer to a coordinator's question (asked only by a
     /// coordinator that holds its own shard's PREPARE).
     pub again: bool,
+    /// The transaction's start timestamp, where the voter knows it (0 where it does
+    /// not: a no in answer to a coordinator's question about a PREPARE it never saw).
+    /// A coordinator that does not know the transaction and has forgotten decisions as
+    /// old takes no decision on such a vote (`forget.rs`).
+    pub ts: Time,
 }
 
 impl Prepared {
@@ -297,6 +302,7 @@ impl Prepared {
             yes: true,
             reason: None,
             again: false,
+            ts: 0,
         }
     }
 
@@ -314,7 +320,13 @@ impl Prepared {
             yes: false,
             reason: Some(why),
             again: false,
+            ts: 0,
         }
+    }
+
+    /// The same vote, naming the transaction's start timestamp ([`Prepared::ts`]).
+    pub fn at(self, ts: Time) -> Self {
+        Prepared { ts, ..self }
     }
 }
 

@@ -40,6 +40,10 @@ pub(super) struct Group {
     // --- volatile ---
     pub(super) leader: Option<NodeId>,
     pub(super) last_heard: Time,
+    /// Until then (a lease from its start), this replica pre-votes for and promises no
+    /// candidate but the holder of the ballot it last promised: back from a crash, it
+    /// does not know whose lease it supported before (`election.rs`).
+    pub(super) quiet_until: Time,
     /// Chosen prefix known (for followers: as announced under `known_ballot`).
     pub(super) chosen: u64,
     pub(super) known_ballot: Ballot,
@@ -227,6 +231,7 @@ impl Server {
                     forgot_ts: None,
                     leader: Some(leader),
                     last_heard: 0,
+                    quiet_until: 0,
                     chosen: 0,
                     known_ballot: Ballot { round: 1, node: leader },
                     asked_catchup: 0,
@@ -327,7 +332,7 @@ impl Server {
                 PState::Prepared { asked, .. } if now.saturating_sub(*asked) >= to.query => {
                     *asked = now;
                     if let Some(p) = &t.entry {
-                        ask.push((id, p.coord, shard));
+                        ask.push((id, p.coord, shard, p.ts));
                     }
                 }
                 _ => {}
@@ -344,10 +349,10 @@ impl Server {
         for part in idle {
             self.abort_local(part, AbortReason::ClientSilent, cx);
         }
-        for (txn, coord, shard) in ask {
+        for (txn, coord, shard, ts) in ask {
             // Re-send the vote: the coordinator answers with the decision if it has one.
             if coord != shard {
-                self.send_vote(Prepared::yes(txn, coord, shard).again(), 0, cx);
+                self.send_vote(Prepared::yes(txn, coord, shard).again().at(ts), 0, cx);
             }
         }
         let mut expired: Vec<TxnId> = self
@@ -386,8 +391,10 @@ impl Server {
     /// The start (and the default restart): silence counts from now; the sweep armed.
     pub(super) fn start(&mut self, cx: &mut Ctx<'_, Msg>) {
         let now = cx.now();
+        let lease = self.env.timeouts.lease;
         for g in self.groups.values_mut() {
             g.last_heard = now;
+            g.quiet_until = now.saturating_add(lease);
         }
         // A leader back from a crash stands now, not at its first sweep (on the first
         // start no one may stand: every replica has just heard from its leader).

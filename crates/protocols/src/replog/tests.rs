@@ -858,4 +858,71 @@ fn settled_decisions_are_forgotten_everywhere_and_a_late_status_query_gets_forgo
     let refused = |r: &ReadAnswer| r.txn == txn && r.result == Err(AbortReason::OlderThanForgotten);
     assert!(matches!(net.outside.last(), Some((_, _, Msg::ReadReply { answer, .. })) if refused(answer)));
     assert_no_locks(&net);
+    // Votes on it the network delayed (a no from a cohort that refused a late PREPARE,
+    // a duplicate yes): the coordinator logs no ABORT for the forgotten commit, and a
+    // client still asking is not told it aborted (review of stop 81).
+    let cohort = leader_of(&net, ShardId(1));
+    for v in [
+        Prepared::no(txn, ShardId(0), ShardId(1), AbortReason::OlderThanForgotten).at(ts),
+        Prepared::yes(txn, ShardId(0), ShardId(1)).at(ts),
+    ] {
+        net.send(cohort, coord, Msg::Prepared(v));
+    }
+    // Less than `forget`: an ABORT logged now would still be held.
+    net.run_for(ms(500.0), ms(250.0), ServerTimer::Sweep);
+    for s in &net.servers {
+        assert_eq!(
+            s.decision(txn),
+            None,
+            "n{} decided the forgotten transaction again",
+            s.me.0
+        );
+    }
+    net.send(
+        client,
+        coord,
+        Msg::Status {
+            txn,
+            shard: ShardId(0),
+            ts,
+        },
+    );
+    assert!(matches!(net.outside.last(), Some((_, _, Msg::Forgotten { txn: t })) if *t == txn));
+}
+
+/// Review of stop 81: a replica back from a crash does not know whose lease it
+/// supported before, so for a lease it pre-votes for and promises no candidate but
+/// the holder of the ballot it last promised.
+#[test]
+fn a_restarted_follower_supports_no_other_candidate_for_a_lease() {
+    let (mut net, _client) = net("us3", |l, s| l.replicas(s)[0]);
+    net.run_for(ms(500.0), ms(250.0), ServerTimer::Sweep);
+    let r = net.servers[0].env.layout.replicas(ShardId(0)).to_vec();
+    let lease = net.servers[0].env.timeouts.lease;
+    net.crash(r[1]);
+    net.restart(r[1]);
+    let now = net.now;
+    let g = &net.servers[r[1].0 as usize].groups[&ShardId(0)];
+    assert_eq!(g.leader, None, "a restarted replica follows no one");
+    let other = Ballot {
+        round: g.promised.round + 1,
+        node: r[2],
+    };
+    let holder = Ballot {
+        round: g.promised.round + 1,
+        node: g.promised.node,
+    };
+    assert_eq!(holder.node, r[0]);
+    assert!(
+        !Server::would_promise(g, r[2], other, now, lease),
+        "another candidate within the lease"
+    );
+    assert!(
+        Server::would_promise(g, r[0], holder, now, lease),
+        "the lease holder standing again"
+    );
+    assert!(
+        Server::would_promise(g, r[2], other, now + lease, lease),
+        "anyone after the lease"
+    );
 }
