@@ -203,7 +203,7 @@ pub struct RunArgs {
 
 #[derive(Args)]
 struct SimArgs {
-    /// Protocol spec, NAME or NAME:key=value,...: 2pc-2pl, 2pc-occ, rc, replog, hacommit, hacommit-rc, crossstitch, pc-2pl, pc-occ, hier-lock, hier-ts, 2pc-deferred, catenae. Parameters: 2pc-2pl, 2pc-occ, crossstitch `copies=N`; rc `forget=120s`; replog `leaders=C/V/O,locks=wound-wait|no-wait,lease=2s`; hacommit, hacommit-rc `replicas=5,forget=120s`; hier-lock `batch=N,flush=10ms,validate=on|off,pipeline=on|off` (hier-ts also `fanout=F`; 2pc-deferred only validate, pipeline); catenae `epoch=10ms,tolerance=5,jitter=0.2,access=20us,per-byte=50ns,stall=500ms,majority=on,delay-tolerance=D,secondary=on,failover=D`.
+    /// Protocol spec, NAME or NAME:key=value,...: 2pc-2pl, 2pc-occ, rc, replog, hacommit, hacommit-rc, crossstitch, pc-2pl, pc-occ, hier-lock, hier-ts, 2pc-deferred, catenae. Parameters: 2pc-2pl, 2pc-occ, crossstitch `copies=N`; rc `forget=120s`; replog `leaders=C/V/O,locks=wound-wait|no-wait,lease=2s,keep=10000,forget=120s`; hacommit, hacommit-rc `replicas=5,forget=120s`; hier-lock `batch=N,flush=10ms,validate=on|off,pipeline=on|off` (hier-ts also `fanout=F`; 2pc-deferred only validate, pipeline); catenae `epoch=10ms,tolerance=5,jitter=0.2,access=20us,per-byte=50ns,stall=500ms,majority=on,delay-tolerance=D,secondary=on,failover=D`.
     #[arg(long, value_parser = crate::names::PROTOCOLS, hide_possible_values = true)]
     protocol: String,
     #[command(flatten)]

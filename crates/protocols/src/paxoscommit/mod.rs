@@ -228,9 +228,12 @@ pub fn data_server(layout: &Layout, key: &Key, dc: DcId) -> NodeId {
 
 /// The commit timestamp a home coordinator picks at `now`, above every timestamp it
 /// has seen (`floor`) and above its previous one (`last`), with its node id in the low
-/// bits so that timestamps are unique.
+/// bits so that timestamps are unique. In microseconds: nanoseconds shifted by the node
+/// bits wrapped after 2^48 ns (78 hours of cluster time); microseconds last 8.9 years.
 pub fn commit_ts(now: Time, floor: u64, last: u64, node: NodeId) -> u64 {
-    let base = now.max((floor >> TS_NODE_BITS) + 1).max((last >> TS_NODE_BITS) + 1);
+    let base = (now / 1_000)
+        .max((floor >> TS_NODE_BITS) + 1)
+        .max((last >> TS_NODE_BITS) + 1);
     (base << TS_NODE_BITS) | (node.0 as u64 & ((1 << TS_NODE_BITS) - 1))
 }
 

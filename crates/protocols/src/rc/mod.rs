@@ -167,9 +167,12 @@ use std::sync::Arc;
 /// Low bits of a commit timestamp that hold the client id (keeps timestamps unique).
 const TS_CLIENT_BITS: u32 = 20;
 
-/// The commit timestamp a client picks at time `now` after reading versions up to `max_read`.
+/// The commit timestamp a client picks at time `now` after reading versions up to `max_read`:
+/// microseconds (nanoseconds shifted by the client bits wrapped after 2^44 ns, 4.9 hours
+/// of cluster time, and every later write was refused as stale; microseconds last 203
+/// days) above every version read, with the client id in the low bits.
 pub fn commit_ts(now: Time, max_read: u64, client: ClientId) -> u64 {
-    let base = now.max((max_read >> TS_CLIENT_BITS) + 1);
+    let base = (now / 1_000).max((max_read >> TS_CLIENT_BITS) + 1);
     (base << TS_CLIENT_BITS) | (client.0 as u64 & ((1 << TS_CLIENT_BITS) - 1))
 }
 

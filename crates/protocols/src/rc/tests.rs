@@ -588,3 +588,20 @@ fn an_abort_is_forgotten_only_once_its_cohorts_acknowledged_it() {
     assert!(s.aborting.is_empty(), "told again, acknowledged");
     assert_eq!(s.done.get(&t2), None, "kept after every cohort acknowledged it");
 }
+
+/// Commit timestamps do not wrap within any run a cluster might have: they were
+/// nanoseconds shifted by the client bits, which wrapped after 4.9 hours of cluster
+/// time (pc-*: 78 hours), after which every write was refused as stale.
+#[test]
+fn commit_timestamps_grow_for_months() {
+    let hour = secs(3600.0);
+    let c = ClientId(7);
+    let mut last = commit_ts(0, 0, c);
+    for h in [1, 4, 5, 24, 24 * 30, 24 * 200] {
+        let ts = commit_ts(h * hour, 0, c);
+        assert!(ts > last, "{h} h: {ts} after {last}");
+        last = ts;
+    }
+    let pc = |h: u64| crate::paxoscommit::commit_ts(h * hour, 0, 0, NodeId(1));
+    assert!(pc(100) > pc(70) && pc(24 * 365) > pc(100));
+}
