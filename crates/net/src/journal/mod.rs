@@ -203,8 +203,8 @@ pub enum Entry<M> {
 /// `forget_after`, `Group::forgot_ts`, `Done::ts`/`shards`; wire 19).
 /// 21 (stop 80): a replog server truncates its logs and keeps its decisions in a
 /// record of their own (`Group::log_start`, `decided`, `forgot_ts`, `forgetting`,
-/// `settle_asked`; `keep`, `forget`, `snapshots_taken`; `done` gone; a restarted
-/// replica's `Group::quiet_until` is volatile and not in the image; wire 20).
+/// `settle_asked`, `quiet_until`; `keep`, `forget`, `snapshots_taken`; `done` gone;
+/// wire 20).
 pub const FORMAT: u32 = 21;
 
 /// What a journal says about itself (its `meta` partition).

@@ -22,20 +22,26 @@ impl Server {
             self.send_decide(txn, &[shard], commit, cx);
             return;
         }
-        let forgotten = self
-            .groups
-            .get(&coord)
-            .is_some_and(|g| g.forgot_ts.is_some_and(|mark| ts <= mark));
+        // A vote names its transaction's timestamp; 0 is a vote that does not (a no
+        // answered from nothing), never taken for an old one.
+        let forgotten = ts != 0
+            && self
+                .groups
+                .get(&coord)
+                .is_some_and(|g| g.forgot_ts.is_some_and(|mark| ts <= mark));
         if forgotten && !self.ctxns.contains_key(&txn) {
             // Unknown here and as old as decisions forgotten: a vote the network
             // delayed (or a cohort re-sent) past the forgetting of a decided
             // transaction, or one whose own PREPARE this shard dropped as too old
-            // (`execution.rs`), which can never commit. No decision is logged: an ABORT
-            // entry could contradict a forgotten COMMIT (a client still asking would
-            // hear abort). A cohort that holds the transaction prepared is told abort,
-            // unlogged: it cannot be a committed one, since a commit is forgotten only
-            // once every cohort has nothing of it pending (`forget.rs`).
-            if yes {
+            // (`execution.rs`). No decision is logged: an ABORT entry could contradict
+            // a forgotten COMMIT (a client still asking would hear abort). A cohort
+            // that holds the transaction prepared is told abort, unlogged, and only
+            // by a leader that holds its lease (review of stop 82: a deposed leader
+            // cut off from its group but not from the cohort, whose mark ran ahead of
+            // its successor's, could abort a transaction its successor was still
+            // preparing). It cannot be a committed one, since a commit is forgotten
+            // only once every cohort has nothing of it pending (`forget.rs`).
+            if yes && self.holds_lease(coord, now) {
                 self.send_decide(txn, &[shard], false, cx);
             }
             return;

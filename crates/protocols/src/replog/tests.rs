@@ -888,6 +888,42 @@ fn settled_decisions_are_forgotten_everywhere_and_a_late_status_query_gets_forgo
         },
     );
     assert!(matches!(net.outside.last(), Some((_, _, Msg::Forgotten { txn: t })) if *t == txn));
+    // Review of stop 82: a late yes is answered with an unlogged abort only by a leader
+    // that holds its lease (a deposed one, whose mark ran ahead, could abort a live
+    // transaction its successor prepares) ...
+    let lease = net.servers[coord.0 as usize].groups[&ShardId(0)].lease_until;
+    net.servers[coord.0 as usize]
+        .groups
+        .get_mut(&ShardId(0))
+        .unwrap()
+        .lease_until = 0;
+    let before = net.delivered;
+    net.send(
+        cohort,
+        coord,
+        Msg::Prepared(Prepared::yes(txn, ShardId(0), ShardId(1)).at(ts)),
+    );
+    assert_eq!(
+        net.delivered,
+        before + 1,
+        "a leader without its lease answered the late vote"
+    );
+    net.servers[coord.0 as usize]
+        .groups
+        .get_mut(&ShardId(0))
+        .unwrap()
+        .lease_until = lease;
+    // ... and a vote that names no timestamp (0) is never taken for an old one.
+    let young = TxnId { client: 0, seq: 99 };
+    net.send(
+        cohort,
+        coord,
+        Msg::Prepared(Prepared::yes(young, ShardId(0), ShardId(1))),
+    );
+    assert!(
+        net.servers[coord.0 as usize].ctxns.contains_key(&young),
+        "a vote without a timestamp was taken for a forgotten transaction's"
+    );
 }
 
 /// Review of stop 81: a replica back from a crash does not know whose lease it
