@@ -347,11 +347,8 @@ impl Server {
             return;
         }
         let aborted = self.tombstones.contains_key(&txn) || self.decision(txn) == Some(false);
-        let answer = match self.ptxns.get(&(txn, s)).map(|t| &t.state) {
-            Some(PState::Prepared { .. }) => {
-                let ts = self.ptxns[&(txn, s)].prio.0;
-                Prepared::yes(txn, coord, s).again().at(ts)
-            }
+        let answer = match self.ptxns.get(&(txn, s)) {
+            Some(t) if matches!(t.state, PState::Prepared { .. }) => Prepared::yes(txn, coord, s).again().at(t.prio.0),
             Some(_) => return,
             // Committed here: the coordinator has decided, and the decision reached us.
             None if self.decision(txn) == Some(true) => return,

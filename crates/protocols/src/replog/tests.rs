@@ -841,16 +841,7 @@ fn settled_decisions_are_forgotten_everywhere_and_a_late_status_query_gets_forgo
     }
     let coord = leader_of(&net, ShardId(0));
     assert!(net.servers[coord.0 as usize].groups[&ShardId(0)].forgot_ts >= Some(ts));
-    net.send(
-        client,
-        coord,
-        Msg::Status {
-            txn,
-            shard: ShardId(0),
-            ts,
-        },
-    );
-    assert!(matches!(net.outside.last(), Some((_, _, Msg::Forgotten { txn: t })) if *t == txn));
+    assert_status_forgotten(&mut net, client, coord, txn, ts);
     // A read of it the network delayed past the forgetting (campaign seed 1402916):
     // refused, not begun again with a lock only its client's silence would release.
     let key = Key::from("#0/a");
@@ -878,16 +869,7 @@ fn settled_decisions_are_forgotten_everywhere_and_a_late_status_query_gets_forgo
             s.me.0
         );
     }
-    net.send(
-        client,
-        coord,
-        Msg::Status {
-            txn,
-            shard: ShardId(0),
-            ts,
-        },
-    );
-    assert!(matches!(net.outside.last(), Some((_, _, Msg::Forgotten { txn: t })) if *t == txn));
+    assert_status_forgotten(&mut net, client, coord, txn, ts);
     // Review of stop 82: a late yes is answered with an unlogged abort only by a leader
     // that holds its lease (a deposed one, whose mark ran ahead, could abort a live
     // transaction its successor prepares) ...
@@ -961,4 +943,12 @@ fn a_restarted_follower_supports_no_other_candidate_for_a_lease() {
         Server::would_promise(g, r[2], other, now + lease, lease),
         "anyone after the lease"
     );
+}
+
+/// A client's status question about `txn` (start `ts`, coordinator shard 0) at `coord`
+/// is answered `Forgotten`.
+fn assert_status_forgotten(net: &mut Net<ReplicatedLog>, client: NodeId, coord: NodeId, txn: TxnId, ts: Time) {
+    let shard = ShardId(0);
+    net.send(client, coord, Msg::Status { txn, shard, ts });
+    assert!(matches!(net.outside.last(), Some((_, _, Msg::Forgotten { txn: t })) if *t == txn));
 }
