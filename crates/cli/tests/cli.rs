@@ -483,6 +483,12 @@ fn test_cli_report_quick_runs_every_experiment_and_is_repeatable() {
                     .join(format!("{}.svg", f["file"].as_str().expect("file")));
                 let svg = std::fs::read_to_string(&file).expect("figure written");
                 assert!(svg.starts_with("<svg") && svg.contains("</svg>"), "{}", file.display());
+                roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("{} does not parse: {e}", file.display()));
+                // Issue 59: every figure shows the paper's values or says why not.
+                let series = f["series"].as_array().expect("series");
+                let paper = series.iter().any(|s| s["source"] != "Ours");
+                let note = f.get("note").and_then(|n| n.as_str()).is_some_and(|n| !n.is_empty());
+                assert!(paper || note, "{}: no paper series and no note", file.display());
                 figures += 1;
             }
         }

@@ -183,6 +183,16 @@ pub struct Figure {
     /// label: (from, to, label); from == to is an instant.
     #[serde(default)]
     pub marks: Vec<(f64, f64, String)>,
+    /// Each point is a mean over a window of this width centred on its x: drawn as a
+    /// level across its window, never joined to the next (a change between windows is
+    /// not gradual).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windows: Option<f64>,
+    /// Printed under the chart and in EVALUATION.md's caption: what the paper gives for
+    /// this figure where it is not a paper series (bounds, events, or why there is no
+    /// paper series at all). Every figure has a paper series or a note.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
 }
 
 impl Figure {
@@ -198,7 +208,43 @@ impl Figure {
             scatter: false,
             series: vec![],
             marks: vec![],
+            windows: None,
+            note: String::new(),
         }
+    }
+
+    /// Points are means over windows of `width` centred on their x ([`Figure::windows`]).
+    pub fn windows(mut self, width: f64) -> Self {
+        self.windows = Some(width);
+        self
+    }
+
+    /// A note under the chart ([`Figure::note`]); a second call adds a sentence.
+    pub fn note(mut self, text: &str) -> Self {
+        if !self.note.is_empty() {
+            self.note.push(' ');
+        }
+        self.note.push_str(text);
+        self
+    }
+
+    /// The note of a figure whose paper figure has no values in the paper's text: our
+    /// copy of the paper has its caption but not its image, so nothing can be read off
+    /// it. `says` is what the text does say, in words (quoted), or empty.
+    pub fn no_paper_values(self, says: &str) -> Self {
+        let base = "The paper's text gives no values for this figure, and our copy of the paper has its caption but not its image, so none can be read off: the chart shows our runs alone.";
+        let n = self.note(base);
+        if says.is_empty() {
+            n
+        } else {
+            n.note(&format!("The text says: {says}"))
+        }
+    }
+
+    /// The note of a figure beyond the paper (no paper figure behind it): `why` says
+    /// what it adds.
+    pub fn beyond_paper(self, why: &str) -> Self {
+        self.note(&format!("Beyond the paper, which has no such figure: {why}"))
     }
 
     /// Markers only: each point is one observation, not a curve.

@@ -5,10 +5,97 @@ use crate::experiments::{self, Figure, Source};
 use anyhow::{bail, Result};
 use std::path::Path;
 
-/// Draws `f` as an SVG line chart: our series solid with dots, the paper's dashed
-/// (stated) or dotted (read off a figure) with crosses.
+/// Width of a figure, in pixels.
+const WIDTH: u32 = 960;
+/// Height of the chart (the plot, its title and axes), in pixels.
+const CHART_H: u32 = 400;
+/// Legend columns under the chart, and the characters a legend line holds.
+const LEGEND_COLS: usize = 3;
+const LEGEND_WRAP: usize = 44;
+/// Characters a line of the note holds.
+const NOTE_WRAP: usize = 135;
+/// Pixels a series is raised by for each earlier series it coincides with.
+const RAISE_PX: f64 = 4.0;
+
+/// One legend entry: its lines (wrapped), colour, marker shape or dash gap, and
+/// whether it is ours.
+struct Entry {
+    lines: Vec<String>,
+    color: plotters::style::RGBColor,
+    shape_or_gap: usize,
+    ours: bool,
+}
+
+/// The legend label of `f`'s series `i`: its name, "paper: NAME" or "paper (read off
+/// fig.): NAME", and for a measured series drawn raised because it coincides with an
+/// earlier one, which one.
+pub(super) fn legend_label(f: &Figure, i: usize) -> String {
+    let s = &f.series[i];
+    match s.source {
+        Source::Ours => match coincides_with(f, i) {
+            Some(j) => format!("{} (same values as {}; drawn raised)", s.name, f.series[j].name),
+            None => s.name.clone(),
+        },
+        Source::PaperText => format!("paper: {}", bare(&s.name)),
+        Source::PaperFigure => format!("paper (read off fig.): {}", bare(&s.name)),
+    }
+}
+
+/// The legend label's lines as drawn.
+pub(super) fn legend_lines(f: &Figure, i: usize) -> Vec<String> {
+    wrap(&legend_label(f, i), LEGEND_WRAP)
+}
+
+/// The first earlier measured series that measured series `i` coincides with: the same
+/// x values and every y within 0.5% of the figure's y span (on a log axis, within 1%
+/// of each other), so that drawing it would hide the other.
+fn coincides_with(f: &Figure, i: usize) -> Option<usize> {
+    let s = &f.series[i];
+    if s.source != Source::Ours || s.points.is_empty() {
+        return None;
+    }
+    let ys = f
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .filter(|y| y.is_finite());
+    let (lo, hi) = ys.fold((f64::MAX, f64::MIN), |(a, b), y| (a.min(y), b.max(y)));
+    let tol = ((hi - lo) * 0.005).max(1e-9);
+    (0..i).find(|&j| {
+        let o = &f.series[j];
+        o.source == Source::Ours
+            && o.points.len() == s.points.len()
+            && o.points.iter().zip(&s.points).all(|(a, b)| {
+                let (ya, yb) = (a.1, b.1);
+                a.0 == b.0
+                    && ((!ya.is_finite() && !yb.is_finite())
+                        || if f.log_y {
+                            ya > 0.0 && yb > 0.0 && (ya / yb - 1.0).abs() <= 0.01
+                        } else {
+                            (ya - yb).abs() <= tol
+                        })
+            })
+    })
+}
+
+/// How many earlier measured series `i` coincides with in a chain (each raised one step
+/// more than the one it hides).
+fn raise_steps(f: &Figure, i: usize) -> usize {
+    let mut k = 0;
+    let mut at = i;
+    while let Some(j) = coincides_with(f, at) {
+        k += 1;
+        at = j;
+    }
+    k
+}
+
+/// Draws `f` as an SVG chart: our series solid with markers, the paper's dashed
+/// (stated) or dotted (read off a figure) with crosses; the legend under the chart in
+/// columns, then the note, then the command that draws it.
 pub(super) fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
     use plotters::prelude::*;
+    let half = f.windows.unwrap_or(0.0) / 2.0;
     let pts = || {
         f.series
             .iter()
@@ -19,7 +106,9 @@ pub(super) fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
         bail!("figure {} has no finite points", f.file);
     }
     let categorical = !f.categories.is_empty();
-    let (mut x0, mut x1) = pts().fold((f64::MAX, f64::MIN), |(a, b), (x, _)| (a.min(x), b.max(x)));
+    let (mut x0, mut x1) = pts().fold((f64::MAX, f64::MIN), |(a, b), (x, _)| {
+        (a.min(x - half), b.max(x + half))
+    });
     let (mut y0, mut y1) = pts().fold((f64::MAX, f64::MIN), |(a, b), (_, y)| (a.min(y), b.max(y)));
     if categorical {
         x0 = -0.5;
@@ -30,7 +119,7 @@ pub(super) fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
         x1 += pad;
     }
     if f.log_y {
-        // From a power of ten: plotters labels no tick in a partial lowest decade.
+        // From a power of ten, so the lowest decade is whole and labelled.
         y0 = 10f64.powf((y0 / 1.5).log10().floor());
         y1 *= 1.5;
     } else {
@@ -40,15 +129,6 @@ pub(super) fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
         y1 = if y1 <= y0 { y0 + 1.0 } else { y1 + (y1 - y0) * 0.08 };
         y0 -= (y1 - y0) * 0.015;
     }
-    let root = SVGBackend::new(path, (960, 460)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let (top, foot) = root.split_vertically(430);
-    let (chart_area, legend_area) = top.split_horizontally(700);
-    foot.draw(&Text::new(
-        format!("meridian report --only {experiment}"),
-        (10, 8),
-        ("sans-serif", 13).into_font().color(&RGBColor(90, 90, 90)),
-    ))?;
     let palette = [
         RGBColor(31, 119, 180),
         RGBColor(214, 39, 40),
@@ -70,12 +150,13 @@ pub(super) fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
         .map(|s| s.name.as_str())
         .collect();
     let mut spare = palette.len();
-    let mut styled: Vec<(&experiments::Series, RGBColor, usize)> = vec![];
+    // (series index, colour, marker shape)
+    let mut styled: Vec<(usize, RGBColor, usize)> = vec![];
     // Variants of one series share its hue, each later one a lighter shade (and its
     // own marker shape): see `family`.
     let mut families: Vec<(&str, RGBColor, usize)> = vec![];
-    for s in f.series.iter().filter(|s| s.source == Source::Ours) {
-        let i = styled.len();
+    for (i, s) in f.series.iter().enumerate().filter(|(_, s)| s.source == Source::Ours) {
+        let shape = styled.len();
         let fam = family(&s.name);
         let color = match families.iter_mut().find(|(n, _, _)| *n == fam) {
             Some((_, base, members)) => {
@@ -88,9 +169,9 @@ pub(super) fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
                 base
             }
         };
-        styled.push((s, color, i));
+        styled.push((i, color, shape));
     }
-    for s in f.series.iter().filter(|s| s.source != Source::Ours) {
+    for (i, s) in f.series.iter().enumerate().filter(|(_, s)| s.source != Source::Ours) {
         let want = bare(&s.name).to_lowercase();
         let hit = match &s.of {
             Some(o) => ours.iter().position(|n| n == o),
@@ -105,14 +186,70 @@ pub(super) fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
                 .max_by_key(|(i, k)| (*k, usize::MAX - i))
                 .map(|(i, _)| i),
         };
+        // A shade darker than its measured series, so a paper line lying exactly on
+        // ours (a reproduced value) still shows on top of it.
         let color = match hit {
-            Some(i) => styled[i].1,
+            Some(k) => darker(styled[k].1, 0.35),
             None => {
                 spare = if spare == 0 { palette.len() - 1 } else { spare - 1 };
                 palette[spare]
             }
         };
-        styled.push((s, color, 0));
+        styled.push((i, color, 0));
+    }
+    let gap_of = |s: &experiments::Series| -> u32 {
+        if s.source == Source::PaperText {
+            5
+        } else {
+            2
+        }
+    };
+    let legend: Vec<Entry> = styled
+        .iter()
+        .map(|&(i, color, shape)| {
+            let s = &f.series[i];
+            let ours = s.source == Source::Ours;
+            Entry {
+                lines: legend_lines(f, i),
+                color,
+                shape_or_gap: if ours { shape } else { gap_of(s) as usize },
+                ours,
+            }
+        })
+        .collect();
+    // The height under the chart: legend rows (each as tall as its longest entry),
+    // then the note, then the footer line.
+    let rows: Vec<i32> = legend
+        .chunks(LEGEND_COLS)
+        .map(|row| row.iter().map(|e| 15 * e.lines.len() as i32 + 9).max().unwrap_or(0))
+        .collect();
+    let legend_h: i32 = rows.iter().sum::<i32>() + 6;
+    let note = if f.note.is_empty() {
+        vec![]
+    } else {
+        wrap(&f.note, NOTE_WRAP)
+    };
+    let note_h = if note.is_empty() { 0 } else { 16 * note.len() as i32 + 8 };
+    let height = CHART_H + legend_h as u32 + note_h as u32 + 26;
+    let root = SVGBackend::new(path, (WIDTH, height)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let (chart_area, below) = root.split_vertically(CHART_H);
+    let (legend_area, rest) = below.split_vertically(legend_h);
+    let (note_area, foot) = rest.split_vertically(note_h);
+    foot.draw(&Text::new(
+        format!("meridian report --only {experiment}"),
+        (10, 6),
+        ("sans-serif", 13).into_font().color(&RGBColor(90, 90, 90)),
+    ))?;
+    for (k, line) in note.iter().enumerate() {
+        note_area.draw(&Text::new(
+            line.clone(),
+            (10, 2 + 16 * k as i32),
+            ("sans-serif", 13)
+                .into_font()
+                .style(FontStyle::Italic)
+                .color(&RGBColor(70, 70, 70)),
+        ))?;
     }
     // Integer quantities (counts, operations) get labels on integers only.
     let int_x = !categorical && f.series.iter().all(|s| s.points.iter().all(|(x, _)| x.fract() == 0.0));
@@ -144,17 +281,8 @@ pub(super) fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
             }
         }
     };
-    let log_y = f.log_y;
     let yfmt = move |y: &f64| {
-        if log_y {
-            // 1, 2 and 5 of each decade; the other ticks stay as grid lines.
-            let m = y / 10f64.powf(y.log10().floor());
-            if [1.0, 2.0, 5.0].iter().any(|k| (m - k).abs() < 1e-6) || (m - 10.0).abs() < 1e-6 {
-                num(*y)
-            } else {
-                String::new()
-            }
-        } else if int_y {
+        if int_y {
             int_axis(*y)
         } else {
             num(*y)
@@ -163,9 +291,9 @@ pub(super) fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
     let mut b = ChartBuilder::on(&chart_area);
     b.caption(&f.title, ("sans-serif", 18))
         .margin(12)
+        .margin_right(24)
         .x_label_area_size(40)
         .y_label_area_size(70);
-    let mut legend: Vec<(String, RGBColor, usize, bool)> = vec![];
     macro_rules! body {
         ($chart:expr) => {{
             let mut chart = $chart;
@@ -178,14 +306,33 @@ pub(super) fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
             if categorical {
                 mesh.x_labels(f.categories.len() + 1);
             }
-            if f.log_y {
-                // Labels at 1, 2, 5 (and more) of each decade, not only its powers.
-                mesh.y_labels(20);
-            }
             mesh.draw()?;
-            // Marked events and intervals, under the data.
+            // A series raised by `k` steps: `k` times RAISE_PX in data units.
+            let plot_h = chart.plotting_area().dim_in_pixel().1.max(1) as f64;
+            let raise = |y: f64, k: usize| -> f64 {
+                if k == 0 {
+                    y
+                } else if f.log_y {
+                    y * 10f64.powf(k as f64 * RAISE_PX * (y1.log10() - y0.log10()) / plot_h)
+                } else {
+                    y + k as f64 * RAISE_PX * (y1 - y0) / plot_h
+                }
+            };
+            // Marked events and intervals, under the data. A label that would run into
+            // the one before it (about 7 px a character) goes a line lower.
             let (lo, hi) = (y0, y1);
+            let px_per_x = chart.plotting_area().dim_in_pixel().0.max(1) as f64 / (x1 - x0);
+            let mut label_rows: Vec<f64> = vec![];
             for (a, z, label) in &f.marks {
+                let left = (a - x0) * px_per_x;
+                let row = label_rows
+                    .iter()
+                    .position(|end| *end <= left)
+                    .unwrap_or(label_rows.len());
+                if row == label_rows.len() {
+                    label_rows.push(0.0);
+                }
+                label_rows[row] = left + 7.0 * label.chars().count() as f64;
                 let grey = RGBColor(150, 150, 150);
                 if z > a {
                     chart.draw_series(std::iter::once(Rectangle::new(
@@ -200,13 +347,26 @@ pub(super) fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
                         ShapeStyle::from(&grey).stroke_width(1),
                     ))?;
                 }
-                chart.draw_series(std::iter::once(Text::new(
-                    label.clone(),
-                    (*a, hi),
-                    ("sans-serif", 12).into_font().color(&RGBColor(90, 90, 90)),
-                )))?;
+                chart.draw_series(std::iter::once(
+                    EmptyElement::at((*a, hi))
+                        + Text::new(
+                            label.clone(),
+                            (0, 14 * row as i32),
+                            ("sans-serif", 12).into_font().color(&RGBColor(90, 90, 90)),
+                        ),
+                ))?;
             }
-            for (s, color, shape) in &styled {
+            // On a categorical axis each series is drawn a little to the side of the
+            // category, in legend order (dodged), so equal values do not hide each other.
+            let n = styled.len() as f64;
+            for (rank, &(i, color, shape)) in styled.iter().enumerate() {
+                let s = &f.series[i];
+                let k = raise_steps(f, i);
+                let dodge = if categorical && n > 1.0 {
+                    (rank as f64 - (n - 1.0) / 2.0) * (0.5 / n).min(0.1)
+                } else {
+                    0.0
+                };
                 let style = ShapeStyle::from(color).stroke_width(2);
                 let thin = ShapeStyle::from(color).stroke_width(1);
                 // Runs of drawable points; a non-finite y (or 0 on a log axis) breaks
@@ -214,17 +374,27 @@ pub(super) fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
                 let mut runs: Vec<Vec<(f64, f64)>> = vec![vec![]];
                 for &(x, y) in &s.points {
                     if x.is_finite() && y.is_finite() && (!f.log_y || y > 0.0) {
-                        runs.last_mut().expect("a run").push((x, y));
+                        runs.last_mut().expect("a run").push((x + dodge, raise(y, k)));
                     } else if !runs.last().expect("a run").is_empty() {
                         runs.push(vec![]);
                     }
                 }
                 let all: Vec<(f64, f64)> = runs.iter().flatten().copied().collect();
                 let ours = s.source == Source::Ours;
-                let gap: u32 = if s.source == Source::PaperText { 5 } else { 2 };
-                // Categorical x: markers only (a line between categories suggests a
-                // trend that is not there); a scatter has no lines either.
-                if !categorical && !f.scatter {
+                let gap = gap_of(s);
+                if f.windows.is_some() {
+                    // A level across each window, never joined to the next.
+                    for &(x, y) in &all {
+                        let seg = vec![(x - half, y), (x + half, y)];
+                        if ours {
+                            chart.draw_series(LineSeries::new(seg, style))?;
+                        } else {
+                            chart.draw_series(DashedLineSeries::new(seg, 5u32, gap, thin))?;
+                        }
+                    }
+                } else if !categorical && !f.scatter {
+                    // Categorical x: markers only (a line between categories suggests
+                    // a trend that is not there); a scatter has no lines either.
                     for r in runs.iter().filter(|r| r.len() > 1) {
                         if ours {
                             chart.draw_series(LineSeries::new(r.clone(), style))?;
@@ -235,17 +405,10 @@ pub(super) fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
                 }
                 if ours {
                     for &q in &all {
-                        marker(&mut chart, q, *shape, *color)?;
+                        marker(&mut chart, q, shape, color)?;
                     }
-                    legend.push((s.name.clone(), *color, *shape, true));
                 } else {
                     chart.draw_series(all.iter().map(|&q| Cross::new(q, 6, style)))?;
-                    let label = if s.source == Source::PaperText {
-                        format!("paper: {}", bare(&s.name))
-                    } else {
-                        format!("paper (read off fig.): {}", bare(&s.name))
-                    };
-                    legend.push((label, *color, gap as usize, false));
                 }
             }
         }};
@@ -284,54 +447,83 @@ pub(super) fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
         r.map_err(|e| anyhow::anyhow!("{e}"))
     }
     if f.log_y {
-        body!(b.build_cartesian_2d(x0..x1, (y0..y1).log_scale())?);
+        // Labels at 1, 2 and 5 of each decade and grid lines at every integer multiple,
+        // each tick once (plotters' own log ticks drew each power of ten twice).
+        let (bold, light) = log_ticks(y0, y1);
+        body!(b.build_cartesian_2d(
+            x0..x1,
+            (y0..y1).log_scale().with_key_points(bold).with_light_points(light)
+        )?);
     } else {
         body!(b.build_cartesian_2d(x0..x1, y0..y1)?);
     }
-    // The legend, beside the plot so it never hides a point; long labels wrap.
-    let mut y = 50i32;
-    for (label, color, shape_or_gap, ours) in &legend {
-        let style = ShapeStyle::from(color).stroke_width(2);
-        if *ours {
-            if !categorical {
-                legend_area.draw(&PathElement::new(vec![(6, y), (34, y)], style))?;
+    // The legend, under the plot so it never hides a point nor narrows it.
+    let col_w = WIDTH as i32 / LEGEND_COLS as i32;
+    let mut y = 10i32;
+    for (row, h) in legend.chunks(LEGEND_COLS).zip(&rows) {
+        for (c, e) in row.iter().enumerate() {
+            let x = 10 + c as i32 * col_w;
+            let style = ShapeStyle::from(e.color).stroke_width(2);
+            let q = (x + 14, y);
+            if e.ours {
+                if !categorical && !f.scatter {
+                    legend_area.draw(&PathElement::new(vec![(x, y), (x + 28, y)], style))?;
+                }
+                match e.shape_or_gap % 5 {
+                    0 => legend_area.draw(&Circle::new(q, 4, e.color.filled()))?,
+                    1 => legend_area.draw(&TriangleMarker::new(q, 6, e.color.filled()))?,
+                    2 => legend_area.draw(&Rectangle::new([(q.0 - 5, y - 5), (q.0 + 5, y + 5)], style))?,
+                    3 => legend_area.draw(&Circle::new(q, 7, style))?,
+                    _ => legend_area.draw(&Polygon::new(
+                        vec![(q.0, y - 6), (q.0 + 6, y), (q.0, y + 6), (q.0 - 6, y)],
+                        e.color.filled(),
+                    ))?,
+                }
+            } else {
+                if !categorical && !f.scatter {
+                    legend_area.draw(&plotters::element::DashedPathElement::new(
+                        vec![(x, y), (x + 28, y)],
+                        5,
+                        e.shape_or_gap as u32,
+                        style.stroke_width(1),
+                    ))?;
+                }
+                legend_area.draw(&Cross::new(q, 5, style))?;
             }
-            let q = (20, y);
-            match shape_or_gap % 5 {
-                0 => legend_area.draw(&Circle::new(q, 4, color.filled()))?,
-                1 => legend_area.draw(&TriangleMarker::new(q, 6, color.filled()))?,
-                2 => legend_area.draw(&Rectangle::new([(15, y - 5), (25, y + 5)], style))?,
-                3 => legend_area.draw(&Circle::new(q, 7, style))?,
-                _ => legend_area.draw(&Polygon::new(
-                    vec![(20, y - 6), (26, y), (20, y + 6), (14, y)],
-                    color.filled(),
-                ))?,
-            }
-        } else {
-            if !categorical {
-                legend_area.draw(&plotters::element::DashedPathElement::new(
-                    vec![(6, y), (34, y)],
-                    5,
-                    *shape_or_gap as u32,
-                    style.stroke_width(1),
+            for (k, line) in e.lines.iter().enumerate() {
+                legend_area.draw(&Text::new(
+                    line.clone(),
+                    (x + 36, y - 7 + 15 * k as i32),
+                    ("sans-serif", 13).into_font().color(&RGBColor(40, 40, 40)),
                 ))?;
             }
-            legend_area.draw(&Cross::new((20, y), 5, style))?;
         }
-        for (k, line) in wrap(label, 30).iter().enumerate() {
-            legend_area.draw(&Text::new(
-                line.clone(),
-                (42, y - 7 + 15 * k as i32),
-                ("sans-serif", 13).into_font().color(&RGBColor(40, 40, 40)),
-            ))?;
-            if k > 0 {
-                y += 15;
-            }
-        }
-        y += 24;
+        y += h;
     }
     root.present()?;
     Ok(())
+}
+
+/// A log axis's ticks over [lo, hi]: labelled ones at 1, 2 and 5 of each decade, grid
+/// lines at every integer multiple of each decade's power (none twice).
+fn log_ticks(lo: f64, hi: f64) -> (Vec<f64>, Vec<f64>) {
+    let (mut bold, mut light) = (vec![], vec![]);
+    let mut p = 10f64.powf(lo.log10().floor());
+    while p <= hi {
+        for m in 1..10 {
+            let v = p * m as f64;
+            if v < lo * (1.0 - 1e-9) || v > hi * (1.0 + 1e-9) {
+                continue;
+            }
+            if [1, 2, 5].contains(&m) {
+                bold.push(v);
+            } else {
+                light.push(v);
+            }
+        }
+        p *= 10.0;
+    }
+    (bold, light)
 }
 
 /// A tick label: no trailing zeros, thousands grouped, at most 3 significant decimals.
@@ -391,6 +583,12 @@ pub(super) fn family(name: &str) -> &str {
     }
 }
 
+/// `c` mixed with black by `t` (0: unchanged, 1: black).
+fn darker(c: plotters::style::RGBColor, t: f64) -> plotters::style::RGBColor {
+    let mix = |x: u8| (x as f64 * (1.0 - t)).round() as u8;
+    plotters::style::RGBColor(mix(c.0), mix(c.1), mix(c.2))
+}
+
 /// `c` mixed with white by `t` (0: unchanged, 1: white).
 fn lighter(c: plotters::style::RGBColor, t: f64) -> plotters::style::RGBColor {
     let mix = |x: u8| (x as f64 + (255.0 - x as f64) * t).round() as u8;
@@ -423,4 +621,126 @@ fn wrap(s: &str, width: usize) -> Vec<String> {
         }
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::Block;
+    use crate::report::Data;
+
+    /// The text of every `<text>` element of the SVG at `path` (which must parse).
+    fn texts(path: &Path) -> Vec<String> {
+        let svg = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let doc = roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()));
+        doc.descendants()
+            .filter(|n| n.has_tag_name("text"))
+            .map(|n| {
+                n.children()
+                    .filter_map(|t| t.text())
+                    .collect::<String>()
+                    .trim()
+                    .to_string()
+            })
+            .collect()
+    }
+
+    /// Each series of `f` is in the legend of its drawing (the first line of its label).
+    fn assert_legend(f: &Figure, texts: &[String]) {
+        for i in 0..f.series.len() {
+            let first = &legend_lines(f, i)[0];
+            assert!(
+                texts.iter().any(|t| t == first),
+                "{}: no legend entry `{first}` for series {:?}",
+                f.file,
+                f.series[i].name
+            );
+        }
+    }
+
+    /// Issue 59: on a log axis plotters drew each power of ten twice (and grey bands
+    /// of grid lines beside it); a series equal to an earlier one hid it; both are
+    /// drawn now, the hidden one raised and named so in the legend.
+    #[test]
+    fn log_ticks_are_labelled_once_and_a_series_equal_to_another_stays_visible() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f.svg");
+        // x far from the y ticks' labels, so each label below is a y tick.
+        let pts = vec![(1000.0, 0.3), (2000.0, 3.0), (3000.0, 30.0), (4000.0, 300.0)];
+        let f = Figure::new("f", "a log chart", "x", "y")
+            .log_y()
+            .ours("first", pts.clone())
+            .ours("second", pts.clone())
+            .paper("paper: first", Source::PaperText, vec![(4000.0, 200.0)]);
+        draw(&f, "e", &path).expect("draws");
+        let t = texts(&path);
+        for label in ["0.1", "0.2", "1", "10", "100", "200"] {
+            assert_eq!(t.iter().filter(|x| *x == label).count(), 1, "tick {label} in {t:?}");
+        }
+        assert_eq!(coincides_with(&f, 1), Some(0));
+        assert_eq!(raise_steps(&f, 1), 1);
+        assert!(
+            legend_label(&f, 1).contains("same values as first"),
+            "{}",
+            legend_label(&f, 1)
+        );
+        assert_legend(&f, &t);
+        let (bold, light) = log_ticks(0.1, 450.0);
+        assert_eq!(bold, vec![0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0]);
+        assert!(
+            light.iter().all(|v| !bold.contains(v)) && light.len() == 3 * 6 + 2,
+            "{light:?}"
+        );
+    }
+
+    /// Window means are drawn as levels across their windows, not joined (rc-fig10),
+    /// and a figure's note is drawn under it.
+    #[test]
+    fn window_means_and_the_note_are_drawn() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("w.svg");
+        let f = Figure::new("w", "windows", "time (s)", "ms")
+            .windows(60.0)
+            .ours("a", vec![(30.0, 90.0), (90.0, 160.0), (150.0, 90.0)])
+            .note("What the paper says.");
+        draw(&f, "e", &path).expect("draws");
+        let svg = std::fs::read_to_string(&path).expect("read");
+        // Three separate two-point segments, no three-point polyline through them.
+        let doc = roxmltree::Document::parse(&svg).expect("parses");
+        let lines: Vec<usize> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("polyline"))
+            .filter_map(|n| n.attribute("points"))
+            .map(|p| p.split_whitespace().count())
+            .collect();
+        assert!(lines.iter().filter(|&&n| n == 2).count() >= 3, "{lines:?}");
+        assert!(lines.iter().all(|&n| n < 3), "{lines:?}");
+        assert!(texts(&path).iter().any(|t| t == "What the paper says."));
+    }
+
+    /// Every figure of the committed report: its SVG parses, shows every series of
+    /// `docs/evaluation.json` in its legend, and the figure has a paper series or a
+    /// note saying what the paper gives instead (issue 59: "a figure per paper figure
+    /// with the paper's values beside ours").
+    #[test]
+    fn every_committed_figure_parses_shows_its_series_and_the_paper_or_why_not() {
+        let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+        let json = std::fs::read_to_string(docs.join("evaluation.json")).expect("docs/evaluation.json");
+        let data: Data = serde_json::from_str(&json).expect("evaluation.json parses");
+        let mut n = 0;
+        for d in &data.experiments {
+            for b in &d.blocks {
+                let Block::Figure(f) = b else { continue };
+                n += 1;
+                let t = texts(&docs.join("figures").join(format!("{}.svg", f.file)));
+                assert_legend(f, &t);
+                assert!(
+                    f.series.iter().any(|s| s.source != Source::Ours) || !f.note.is_empty(),
+                    "{} has neither a paper series nor a note saying why not",
+                    f.file
+                );
+            }
+        }
+        assert!(n >= 50, "only {n} figures in docs/evaluation.json");
+    }
 }

@@ -440,10 +440,16 @@ fn experiment_md(d: &ExpData, quick: bool) -> String {
                 .filter(|(k, _)| f.series.iter().any(|x| x.source == *k))
                 .map(|(_, l)| *l)
                 .collect();
+                let note = if f.note.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {}", f.note.trim_end())
+                };
                 s.push_str(&format!(
-                    "*{}. {}. Numbers: `meridian compare --experiment {}`; figure: `meridian report --only {}`.*\n\n",
+                    "*{}. {}.{} Numbers: `meridian compare --experiment {}`; figure: `meridian report --only {}`.*\n\n",
                     f.title,
                     capitalize(&kinds.join("; ")),
+                    note.replace('*', "\\*"),
                     d.name,
                     d.name
                 ));

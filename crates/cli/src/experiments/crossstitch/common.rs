@@ -41,29 +41,32 @@ pub(super) fn ours_both(fig: Figure, cs: Vec<(f64, f64)>, tp: Vec<(f64, f64)>) -
 }
 
 /// Fig. `fig`, which the paper describes only in words (no values): says so, then charts
-/// our two series alone (`cs-fig{fig}`, titled `CrossStitch Fig. {fig}: {title}`).
+/// our two series alone (`cs-fig{fig}`, titled `CrossStitch Fig. {fig}: {title}`, axes
+/// `x` and `y` from `[title, x, y]`), with a note quoting what the text `says`.
 pub(super) fn words_only(
     cx: &mut Ctx,
     fig: u32,
-    title: &str,
-    x: &str,
-    y: &str,
+    [title, x, y]: [&str; 3],
+    says: &str,
     cs: Vec<(f64, f64)>,
     tp: Vec<(f64, f64)>,
 ) {
     cx.say(format!(
         "The paper's Fig. {fig} is described only in words (no values), so the chart shows our runs alone."
     ));
-    cx.figure(ours_both(
-        Figure::new(
-            &format!("cs-fig{fig}"),
-            &format!("CrossStitch Fig. {fig}: {title}"),
-            x,
-            y,
-        ),
-        cs,
-        tp,
-    ));
+    cx.figure(
+        ours_both(
+            Figure::new(
+                &format!("cs-fig{fig}"),
+                &format!("CrossStitch Fig. {fig}: {title}"),
+                x,
+                y,
+            ),
+            cs,
+            tp,
+        )
+        .no_paper_values(says),
+    );
 }
 
 /// The claim that CrossStitch's value is above 2PC's at every point, `ratios` being

@@ -236,7 +236,10 @@ pub(super) fn fig9(cx: &mut Ctx) -> Result<()> {
         .ours("rc commit", series(1))
         .ours("replog commit", series(2))
         .ours("rc transaction", series(3))
-        .ours("replog transaction", series(4)),
+        .ours("replog transaction", series(4))
+        .no_paper_values(
+            "\"a slight effect on commit latency with high write to read ratio for both Replicated Commit and Replicated Log\" (§5, Fig. 9).",
+        ),
     );
     cx.figure(
         Figure::new(
@@ -246,7 +249,10 @@ pub(super) fn fig9(cx: &mut Ctx) -> Result<()> {
             "committed (of 2500)",
         )
         .ours("rc", series(5))
-        .ours("replog", series(6)),
+        .ours("replog", series(6))
+        .no_paper_values(
+            "\"The number of commits is affected by workloads with more writes than reads\": from 10% to 90% writes, 16.2% fewer for replog and 6.2% fewer for rc (§5, Fig. 9; relative only, the claims compare them).",
+        ),
     );
     Ok(())
 }
