@@ -288,7 +288,7 @@ fn fig6(cx: &mut Ctx) -> Result<()> {
         .ours("catenae p50", pts.iter().map(|p| (p.0, p.2)).collect())
         .mark(10.0, 10.0, " paper's epoch")
         .mark(20.0, 20.0, " paper: rises beyond")
-        .no_paper_values("\"transaction commit latency starts to increase steadily with epoch length more than 20 ms\", and it chose 10 ms (§VII-C), both marked; its run had 75 clients per server, ours 150 clients in all."),
+        .no_paper_values("\"transaction commit latency starts to increase steadily with epoch length more than 20 ms\", and it chose 10 ms (§VII-B), both marked; its run had 75 clients per server, ours 150 clients in all."),
     );
     Ok(())
 }

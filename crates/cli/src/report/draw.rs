@@ -46,12 +46,15 @@ pub(super) fn legend_lines(f: &Figure, i: usize) -> Vec<String> {
     wrap(&legend_label(f, i), LEGEND_WRAP)
 }
 
-/// The first earlier measured series that measured series `i` coincides with: the same
-/// x values and every y within 0.5% of the figure's y span (on a log axis, within 1%
-/// of each other), so that drawing it would hide the other.
+/// The nearest earlier measured series that measured series `i` coincides with: the
+/// same x values and every drawable y within 0.5% of the figure's y span (on a log
+/// axis, within 1% of each other; a point not drawn there must not be drawn here
+/// either), so that drawing it would hide the other. The nearest, so that three equal
+/// series form a chain, each raised a step above the one before.
 fn coincides_with(f: &Figure, i: usize) -> Option<usize> {
     let s = &f.series[i];
-    if s.source != Source::Ours || s.points.is_empty() {
+    let drawn = |y: f64| y.is_finite() && (!f.log_y || y > 0.0);
+    if s.source != Source::Ours || !s.points.iter().any(|p| drawn(p.1)) {
         return None;
     }
     let ys = f
@@ -61,19 +64,19 @@ fn coincides_with(f: &Figure, i: usize) -> Option<usize> {
         .filter(|y| y.is_finite());
     let (lo, hi) = ys.fold((f64::MAX, f64::MIN), |(a, b), y| (a.min(y), b.max(y)));
     let tol = ((hi - lo) * 0.005).max(1e-9);
-    (0..i).find(|&j| {
+    (0..i).rev().find(|&j| {
         let o = &f.series[j];
         o.source == Source::Ours
             && o.points.len() == s.points.len()
             && o.points.iter().zip(&s.points).all(|(a, b)| {
                 let (ya, yb) = (a.1, b.1);
                 a.0 == b.0
-                    && ((!ya.is_finite() && !yb.is_finite())
-                        || if f.log_y {
-                            ya > 0.0 && yb > 0.0 && (ya / yb - 1.0).abs() <= 0.01
-                        } else {
-                            (ya - yb).abs() <= tol
-                        })
+                    && match (drawn(ya), drawn(yb)) {
+                        (false, false) => true,
+                        (true, true) if f.log_y => (ya / yb - 1.0).abs() <= 0.01,
+                        (true, true) => (ya - yb).abs() <= tol,
+                        _ => false,
+                    }
             })
     })
 }
@@ -152,6 +155,9 @@ pub(super) fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
     let mut spare = palette.len();
     // (series index, colour, marker shape)
     let mut styled: Vec<(usize, RGBColor, usize)> = vec![];
+    // Each series' place beside a category on a categorical axis (see `dodge`): ours
+    // in order, a paper series at its measured series' place, else a place of its own.
+    let mut slot: Vec<usize> = vec![0; f.series.len()];
     // Variants of one series share its hue, each later one a lighter shade (and its
     // own marker shape): see `family`.
     let mut families: Vec<(&str, RGBColor, usize)> = vec![];
@@ -169,8 +175,10 @@ pub(super) fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
                 base
             }
         };
+        slot[i] = styled.len();
         styled.push((i, color, shape));
     }
+    let mut slots = styled.len();
     for (i, s) in f.series.iter().enumerate().filter(|(_, s)| s.source != Source::Ours) {
         let want = bare(&s.name).to_lowercase();
         let hit = match &s.of {
@@ -193,6 +201,13 @@ pub(super) fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
             None => {
                 spare = if spare == 0 { palette.len() - 1 } else { spare - 1 };
                 palette[spare]
+            }
+        };
+        slot[i] = match hit {
+            Some(k) => slot[styled[k].0],
+            None => {
+                slots += 1;
+                slots - 1
             }
         };
         styled.push((i, color, 0));
@@ -356,14 +371,15 @@ pub(super) fn draw(f: &Figure, experiment: &str, path: &Path) -> Result<()> {
                         ),
                 ))?;
             }
-            // On a categorical axis each series is drawn a little to the side of the
-            // category, in legend order (dodged), so equal values do not hide each other.
-            let n = styled.len() as f64;
-            for (rank, &(i, color, shape)) in styled.iter().enumerate() {
+            // On a categorical axis each measured series is drawn a little to the side of
+            // the category (dodged), so equal values do not hide each other; a paper
+            // series at its measured series' place.
+            let n = slots as f64;
+            for &(i, color, shape) in &styled {
                 let s = &f.series[i];
                 let k = raise_steps(f, i);
                 let dodge = if categorical && n > 1.0 {
-                    (rank as f64 - (n - 1.0) / 2.0) * (0.5 / n).min(0.1)
+                    (slot[i] as f64 - (n - 1.0) / 2.0) * (0.5 / n).min(0.1)
                 } else {
                     0.0
                 };
@@ -645,6 +661,23 @@ mod tests {
             .collect()
     }
 
+    /// The points of every `<polyline>` of `colour` (e.g. `#1F77B4`) in the SVG at
+    /// `path`, in pixels, in drawing order.
+    fn polylines(path: &Path, colour: &str) -> Vec<Vec<(i32, i32)>> {
+        let svg = std::fs::read_to_string(path).expect("read");
+        let doc = roxmltree::Document::parse(&svg).expect("parses");
+        doc.descendants()
+            .filter(|n| n.has_tag_name("polyline") && n.attribute("stroke") == Some(colour))
+            .filter_map(|n| n.attribute("points"))
+            .map(|p| {
+                p.split_whitespace()
+                    .filter_map(|xy| xy.split_once(','))
+                    .map(|(x, y)| (x.parse().expect("x"), y.parse().expect("y")))
+                    .collect()
+            })
+            .collect()
+    }
+
     /// Each series of `f` is in the legend of its drawing (the first line of its label).
     fn assert_legend(f: &Figure, texts: &[String]) {
         for i in 0..f.series.len() {
@@ -685,12 +718,40 @@ mod tests {
             legend_label(&f, 1)
         );
         assert_legend(&f, &t);
+        // The second is drawn above the first (a smaller pixel y), not on it.
+        let (a, b) = (&polylines(&path, "#1F77B4")[0], &polylines(&path, "#D62728")[0]);
+        assert!(a.iter().zip(b).all(|(p, q)| p.0 == q.0 && q.1 < p.1), "{a:?} {b:?}");
         let (bold, light) = log_ticks(0.1, 450.0);
         assert_eq!(bold, vec![0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0]);
         assert!(
             light.iter().all(|v| !bold.contains(v)) && light.len() == 3 * 6 + 2,
             "{light:?}"
         );
+    }
+
+    /// Three equal series form a chain, each raised a step above the one before (the
+    /// review of stop 82: the third was raised as far as the second and hid it).
+    #[test]
+    fn three_equal_series_are_each_raised_a_step() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.svg");
+        let pts = vec![(1.0, 10.0), (2.0, 20.0), (3.0, f64::NAN), (4.0, 40.0)];
+        let f = Figure::new("t", "three", "x", "y")
+            .ours("a", pts.clone())
+            .ours("b", pts.clone())
+            .ours("c", pts.clone())
+            .ours("d", vec![(1.0, f64::NAN); 4]);
+        assert_eq!((raise_steps(&f, 1), raise_steps(&f, 2)), (1, 2));
+        assert!(
+            legend_label(&f, 2).contains("same values as b"),
+            "{}",
+            legend_label(&f, 2)
+        );
+        assert_eq!(coincides_with(&f, 3), None, "a series with nothing drawn hides nothing");
+        draw(&f, "e", &path).expect("draws");
+        let ys = |c: &str| polylines(&path, c)[0][0].1;
+        let (a, b, c) = (ys("#1F77B4"), ys("#D62728"), ys("#2CA02C"));
+        assert!(c < b && b < a, "pixel y of a, b, c: {a}, {b}, {c}");
     }
 
     /// Window means are drawn as levels across their windows, not joined (rc-fig10),
@@ -704,17 +765,21 @@ mod tests {
             .ours("a", vec![(30.0, 90.0), (90.0, 160.0), (150.0, 90.0)])
             .note("What the paper says.");
         draw(&f, "e", &path).expect("draws");
-        let svg = std::fs::read_to_string(&path).expect("read");
-        // Three separate two-point segments, no three-point polyline through them.
-        let doc = roxmltree::Document::parse(&svg).expect("parses");
-        let lines: Vec<usize> = doc
-            .descendants()
-            .filter(|n| n.has_tag_name("polyline"))
-            .filter_map(|n| n.attribute("points"))
-            .map(|p| p.split_whitespace().count())
+        // The series' own lines (its colour, not the legend's short one): three level
+        // segments, each as wide as its window, end to end, none joining two windows.
+        let segs: Vec<Vec<(i32, i32)>> = polylines(&path, "#1F77B4")
+            .into_iter()
+            .filter(|s| s[s.len() - 1].0 - s[0].0 > 40)
             .collect();
-        assert!(lines.iter().filter(|&&n| n == 2).count() >= 3, "{lines:?}");
-        assert!(lines.iter().all(|&n| n < 3), "{lines:?}");
+        assert_eq!(segs.len(), 3, "{segs:?}");
+        assert!(segs.iter().all(|s| s.len() == 2 && s[0].1 == s[1].1), "{segs:?}");
+        let w: Vec<i32> = segs.iter().map(|s| s[1].0 - s[0].0).collect();
+        assert!(w.iter().all(|x| (x - w[0]).abs() <= 1), "{w:?}");
+        assert!(
+            (segs[0][1].0 - segs[1][0].0).abs() <= 1 && (segs[1][1].0 - segs[2][0].0).abs() <= 1,
+            "{segs:?}"
+        );
+        assert_ne!(segs[0][0].1, segs[1][0].1, "the middle window is its own level");
         assert!(texts(&path).iter().any(|t| t == "What the paper says."));
     }
 
